@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# edgeq top-level Makefile: userspace library and command, BPF objects and
+# skeletons, the kernel module (through kbuild), tests and install.
+#
+#   make                 libedgeq (static + shared), edgeq, BPF skeletons
+#   make modules         kmod/edgeq.ko against KDIR
+#   make check           every test suite; ends with "N passed, N failed, N skipped"
+#   make sanitize        the unit tests under ASan+UBSan
+#   make run             build, make the default model, run it
+#   make install DESTDIR= PREFIX=
+#   make format-check    clang-format (kernel style) over all C sources
+#   make cross           aarch64 build into build-aarch64/ (CROSS=aarch64-linux-gnu-)
+#
+# Sources are found by wildcard: a new .c under userspace/lib/<part>/ joins
+# libedgeq, a new userspace/cli/*.c joins the command, a new tests/unit/test_*.c
+# becomes a cmocka test binary, a new bpf/*.bpf.c gets an object and skeleton.
+
+VERSION := 0.1.0
+ABI_MAJOR := 0
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+
+CROSS ?=
+CC := $(CROSS)gcc
+AR := $(CROSS)ar
+PKG_CONFIG ?= pkg-config
+CLANG ?= clang
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || ls /usr/lib/linux-tools/*/bpftool 2>/dev/null | tail -1 || echo bpftool)
+
+O ?= build
+ARCH := $(shell $(CC) -dumpmachine | cut -d- -f1)
+
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+
+WERROR ?= $(if $(CI),-Werror,)
+OPT ?= -O2 -g
+CPPFLAGS += -Iinclude -Iuserspace/lib -I$(O) -D_GNU_SOURCE \
+	-DEDGEQ_VERSION='"$(VERSION)"' -DEDGEQ_COMMIT='"$(GIT_COMMIT)"'
+CFLAGS ?= $(OPT)
+CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow \
+	-Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
+	-fPIC -pthread $(WERROR)
+LDFLAGS += -pthread
+
+# Libraries libedgeq uses. pkg-config where the package ships a .pc file.
+PKGS := liburing libbpf hwloc jansson libmicrohttpd libcurl libsodium inih libsystemd
+LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lnuma -lm
+CPPFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+
+# Per-ISA kernels: files under an x86/ or arm64/ directory are built only for
+# that ISA, with the flags they need. The ops table picks among them at run time.
+ISA_FLAGS_x86 := -mavx2 -mfma -mf16c
+ISA_FLAGS_arm64 := -march=armv8.2-a+dotprod+fp16
+
+LIB_SRCS_ALL := $(sort $(wildcard userspace/lib/*.c userspace/lib/*/*.c userspace/lib/*/*/*.c))
+ifeq ($(ARCH),x86_64)
+LIB_SRCS := $(filter-out %/arm64/%,$(LIB_SRCS_ALL))
+else ifeq ($(ARCH),aarch64)
+LIB_SRCS := $(filter-out %/x86/%,$(LIB_SRCS_ALL))
+else
+LIB_SRCS := $(filter-out %/x86/% %/arm64/%,$(LIB_SRCS_ALL))
+endif
+CLI_SRCS := $(sort $(wildcard userspace/cli/*.c))
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+TEST_HELPER_SRCS := $(sort $(wildcard tests/lib/*.c))
+TOOL_SRCS := $(sort $(wildcard tools/*/*.c))
+BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
+CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
+TEST_HELPER_OBJS := $(TEST_HELPER_SRCS:%.c=$(O)/%.o)
+TOOL_BINS := $(foreach s,$(TOOL_SRCS),$(O)/$(patsubst %/,%,$(dir $(s))))
+BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(O)/bpf/%.bpf.o)
+BPF_SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(O)/bpf/%.skel.h)
+
+STATIC_LIB := $(O)/libedgeq.a
+SHARED_LIB := $(O)/libedgeq.so.$(VERSION)
+SONAME := libedgeq.so.$(ABI_MAJOR)
+EDGEQ := $(O)/edgeq
+
+# BPF is built only for the native ISA with a usable clang and bpftool.
+ifeq ($(CROSS),)
+WITH_BPF ?= $(shell command -v $(CLANG) >/dev/null && test -x "$(BPFTOOL)" -o -n "$$(command -v $(BPFTOOL))" && echo 1)
+endif
+ifeq ($(WITH_BPF),1)
+CPPFLAGS += -DEDGEQ_HAVE_BPF=1
+BPF_DEPS := $(BPF_SKELS)
+endif
+
+.PHONY: all lib modules check check-unit sanitize run install format format-check \
+	clean cross tools tests FORCE
+.DEFAULT_GOAL := all
+
+all: $(BPF_DEPS) $(STATIC_LIB) $(SHARED_LIB) $(EDGEQ) tools
+
+lib: $(STATIC_LIB) $(SHARED_LIB)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(if $(findstring /x86/,$<),$(ISA_FLAGS_x86))$(if $(findstring /arm64/,$<),$(ISA_FLAGS_arm64)) -MMD -MP -c -o $@ $<
+
+# Everything in the library may include a BPF skeleton.
+$(LIB_OBJS) $(CLI_OBJS): | $(BPF_DEPS)
+
+$(STATIC_LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(SHARED_LIB): $(LIB_OBJS) userspace/lib/libedgeq.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=userspace/lib/libedgeq.map \
+		$(LDFLAGS) -o $@ $(LIB_OBJS) $(LIBS)
+	ln -sf libedgeq.so.$(VERSION) $(O)/$(SONAME)
+	ln -sf $(SONAME) $(O)/libedgeq.so
+
+# The command links the static library so it runs from the build tree as is.
+$(EDGEQ): $(CLI_OBJS) $(STATIC_LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(STATIC_LIB) $(LIBS)
+
+# tools/<name>/*.c -> build/tools/<name>
+tools: $(TOOL_BINS)
+define tool_rule
+$(O)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
+endef
+$(foreach t,$(TOOL_BINS),$(eval $(call tool_rule,$(t))))
+
+# ---- BPF: vmlinux.h from the running kernel's BTF, else the hand-kept subset
+BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+$(O)/bpf/vmlinux.h:
+	@mkdir -p $(dir $@)
+	if [ -r /sys/kernel/btf/vmlinux ]; then \
+		$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@; \
+	else cp bpf/vmlinux_min.h $@; fi
+
+$(O)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(O)/bpf/vmlinux.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(O)/bpf -Ibpf -Iinclude \
+		-Wall -Werror -c $< -o $@
+	llvm-strip -g $@ 2>/dev/null || true
+
+$(O)/bpf/%.skel.h: $(O)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+
+# ---- kernel module through kbuild
+KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; if [ -d $$d ]; then echo $$d; \
+	else ls -d /usr/src/linux-headers-*-amd64 /usr/src/linux-headers-*-arm64 \
+	/usr/src/linux-headers-*-generic 2>/dev/null | sort -V | tail -1; fi)
+modules:
+	@test -n "$(KDIR)" || { echo "make modules: no kernel headers; set KDIR" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+modules_clean:
+	@test -z "$(KDIR)" || $(MAKE) -C $(KDIR) M=$(CURDIR) clean
+
+# ---- tests
+$(O)/tests/unit/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(STATIC_LIB) \
+		-lcmocka $(LIBS) $(LDFLAGS)
+
+tests: all $(UNIT_BINS)
+
+# Installs what is missing (root), builds everything, runs every suite.
+check:
+	tools/install-deps
+	$(MAKE) tests
+	O=$(O) tests/run $(SUITES)
+
+check-unit: tests
+	O=$(O) tests/run unit
+
+sanitize:
+	$(MAKE) O=build-san OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		LDFLAGS="-fsanitize=address,undefined" WITH_BPF=$(WITH_BPF) tests
+	O=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		tests/run unit
+
+cross:
+	$(MAKE) O=build-aarch64 CROSS=aarch64-linux-gnu- \
+		PKG_CONFIG="env PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config" \
+		WITH_BPF= $(CROSS_TARGETS)
+
+# ---- the main job on the built-in default model
+RUN_MODEL ?= $(O)/models/default-q4_0.gguf
+RUN_PROMPT ?= Once upon a time
+run:
+	tools/install-deps
+	$(MAKE) all
+	@test -f $(RUN_MODEL) || tools/make-default-model $(RUN_MODEL)
+	$(EDGEQ) run -m $(RUN_MODEL) -p "$(RUN_PROMPT)" -n 64
+
+# ---- install
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/edgeq \
+		$(DESTDIR)$(INCDIR)/linux $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)
+	install -m 755 $(EDGEQ) $(DESTDIR)$(BINDIR)/edgeq
+	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf libedgeq.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libedgeq.so
+	install -m 644 include/edgeq/*.h $(DESTDIR)$(INCDIR)/edgeq/
+	install -m 644 include/uapi/linux/*.h $(DESTDIR)$(INCDIR)/linux/ 2>/dev/null || true
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' userspace/lib/edgeq.pc.in \
+		> $(DESTDIR)$(LIBDIR)/pkgconfig/edgeq.pc
+	install -m 644 Documentation/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	for u in tools/systemd/*.service; do [ -f $$u ] && \
+		sed 's|@BINDIR@|$(BINDIR)|' $$u > $(DESTDIR)$(UNITDIR)/$$(basename $$u); done; true
+	cp -r Kbuild kmod include $(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)/
+	sed 's|@VERSION@|$(VERSION)|' tools/dkms.conf.in > $(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)/dkms.conf
+
+# ---- style
+C_FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null | grep -v '^tests/fuzz/corpus')
+format:
+	clang-format -i $(C_FORMAT_FILES)
+format-check:
+	@clang-format --dry-run --Werror $(C_FORMAT_FILES) && echo "format-check: clean"
+
+clean: modules_clean
+	rm -rf $(O) build-san build-aarch64
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)
