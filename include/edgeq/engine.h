@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The decoder: load a llama-family GGUF model, tokenize, run the forward pass
+ * and sample. This header is the contract the CLI, the daemon, the weight
+ * streamer, placement and the benchmarks build on.
+ *
+ * Lifetimes: a struct edgeq_model owns the weights and the tokenizer and may
+ * serve several struct edgeq_ctx (each a KV cache and run state for one
+ * sequence). Nothing here prints; errors come back as -errno plus a message
+ * in struct edgeq_error.
+ */
+#ifndef EDGEQ_ENGINE_H
+#define EDGEQ_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <edgeq/edgeq.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct edgeq_model;
+struct edgeq_ctx;
+
+/* How tensor data reaches memory (the weight streamer implements these). */
+enum edgeq_weights_mode {
+	EDGEQ_WEIGHTS_AUTO = 0, /* chosen from the memory budget */
+	EDGEQ_WEIGHTS_MMAP,     /* mmap the file (llama.cpp's way; the baseline) */
+	EDGEQ_WEIGHTS_PRELOAD,  /* read everything with O_DIRECT io_uring */
+	EDGEQ_WEIGHTS_STREAM,   /* resident budget < model; stream the rest */
+};
+
+enum edgeq_kv_type {
+	EDGEQ_KV_F16 = 0,
+	EDGEQ_KV_Q8_0,
+	EDGEQ_KV_F32,
+};
+
+struct edgeq_model_params {
+	const char *path;
+	int n_threads;               /* 0: all cores */
+	enum edgeq_weights_mode weights;
+	uint64_t weights_budget;     /* bytes resident; 0: derive from memory */
+	bool use_io_uring;           /* false forces the pread fallback */
+};
+
+/* What a loaded model is; filled by the loader from GGUF metadata. */
+struct edgeq_model_info {
+	char arch[32];               /* "llama", "qwen2" */
+	char name[128];              /* general.name, may be empty */
+	uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv;
+	uint32_t n_ff, head_dim;
+	uint64_t n_params;
+	uint64_t file_size;          /* bytes of the file */
+	uint64_t weight_bytes;       /* bytes of all tensor data (quantized) */
+	uint64_t bytes_per_token;    /* weight bytes one decode step reads */
+	uint32_t type_counts[40];    /* tensors per ggml type id */
+	char tokenizer[16];          /* "llama" (SentencePiece) or "gpt2" (BPE) */
+	int32_t bos, eos;            /* -1 when absent */
+};
+
+void edgeq_model_params_init(struct edgeq_model_params *p);
+int edgeq_model_load(const struct edgeq_model_params *p,
+		     struct edgeq_model **out, struct edgeq_error *err);
+void edgeq_model_free(struct edgeq_model *m);
+const struct edgeq_model_info *edgeq_model_info(const struct edgeq_model *m);
+
+/* Tokenizer. @n_out receives the count; -ENOSPC when @max is too small. */
+int edgeq_tokenize(const struct edgeq_model *m, const char *text, bool add_bos,
+		   bool parse_special, int32_t *toks, size_t max, size_t *n_out);
+/* The bytes of one token (raw; may be a partial UTF-8 sequence). Returns the
+ * length, or -ENOSPC/-EINVAL. */
+int edgeq_token_to_piece(const struct edgeq_model *m, int32_t tok, char *buf,
+			 size_t len);
+bool edgeq_token_is_eog(const struct edgeq_model *m, int32_t tok);
+
+struct edgeq_ctx_params {
+	uint32_t n_ctx;              /* 0: min(model's, what memory allows) */
+	uint32_t n_batch;            /* prefill batch (default 64) */
+	enum edgeq_kv_type kv_type;
+};
+
+void edgeq_ctx_params_init(struct edgeq_ctx_params *p);
+int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
+		  struct edgeq_ctx **out, struct edgeq_error *err);
+void edgeq_ctx_free(struct edgeq_ctx *c);
+/* Forget the KV cache from position @pos on (0 clears it). */
+void edgeq_ctx_truncate(struct edgeq_ctx *c, uint32_t pos);
+uint32_t edgeq_ctx_pos(const struct edgeq_ctx *c);
+
+/*
+ * Run @n tokens at the next positions (prefill in batches when n > 1) and
+ * return the logits of the last one (n_vocab floats owned by the ctx, valid
+ * until the next call). -ENOSPC when the context is full.
+ */
+int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
+		 const float **logits, struct edgeq_error *err);
+
+struct edgeq_sampler_params {
+	float temp;                  /* 0: greedy */
+	int top_k;                   /* 0: off */
+	float top_p;                 /* 1: off */
+	float min_p;                 /* 0: off */
+	float repeat_penalty;        /* 1: off */
+	int repeat_last_n;
+	uint64_t seed;
+};
+
+struct edgeq_sampler;
+void edgeq_sampler_params_init(struct edgeq_sampler_params *p);
+int edgeq_sampler_new(const struct edgeq_sampler_params *p,
+		      struct edgeq_sampler **out);
+void edgeq_sampler_free(struct edgeq_sampler *s);
+int32_t edgeq_sampler_sample(struct edgeq_sampler *s, const float *logits,
+			     uint32_t n_vocab, const int32_t *history,
+			     size_t n_history);
+
+/* Figures of one generation. */
+struct edgeq_gen_stats {
+	uint32_t n_prompt, n_gen;
+	uint64_t load_ns, prompt_ns, decode_ns, ttft_ns;
+	uint64_t peak_rss;
+	uint64_t bytes_per_token;
+};
+
+/* Called with each new token and its text; return non-zero to stop. */
+typedef int (*edgeq_token_cb)(void *user, int32_t tok, const char *piece,
+			      size_t len);
+
+struct edgeq_gen_params {
+	const char *prompt;
+	bool add_bos;
+	int n_predict;               /* -1: until EOS or the context is full */
+	struct edgeq_sampler_params sampling;
+};
+
+/*
+ * Tokenize, prefill, then decode and sample until EOS or n_predict, calling
+ * @cb for each generated token. Token ids may be collected through the
+ * callback. Stats are written on success.
+ */
+int edgeq_generate(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
+		   edgeq_token_cb cb, void *user, struct edgeq_gen_stats *st,
+		   struct edgeq_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* EDGEQ_ENGINE_H */
