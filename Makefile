@@ -228,6 +228,14 @@ format:
 format-check:
 	@clang-format --dry-run --Werror $(C_FORMAT_FILES) && echo "format-check: clean"
 
+# ---- ledgers: device profiles for edgeq plan (found via EDGEQ_DATADIR)
+CPPFLAGS += -DEDGEQ_DATADIR='"$(PREFIX)/share/edgeq"'
+.PHONY: install-profiles
+install: install-profiles
+install-profiles:
+	install -d $(DESTDIR)$(PREFIX)/share/edgeq
+	install -m 644 share/edgeq/profiles.ini $(DESTDIR)$(PREFIX)/share/edgeq/
+
 clean: modules_clean
 	rm -rf $(O) build-san build-aarch64
 
