@@ -220,6 +220,12 @@ install: all
 	cp -r Kbuild $(wildcard kmod) include $(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)/
 	sed 's|@VERSION@|$(VERSION)|' tools/dkms.conf.in > $(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)/dkms.conf
 
+# Placement's device profiles (share/edgeq/devices.ini).
+install: install-devices
+install-devices:
+	install -d $(DESTDIR)$(PREFIX)/share/edgeq
+	install -m 644 share/edgeq/devices.ini $(DESTDIR)$(PREFIX)/share/edgeq/
+
 # ---- style
 # kmod/ and include/uapi are checked with checkpatch instead (kernel macros).
 C_FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null | grep -v -e '^tests/fuzz/corpus' -e '^kmod/' -e '^include/uapi/' -e '^bpf/vmlinux')
