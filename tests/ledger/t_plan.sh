@@ -40,7 +40,7 @@ internal 2048 256 10 notes
 public 16 16 100 quick
 R
 "$EDGEQ" plan --params 8B --bpw 5.18 -P phone-flagship --requests "$T/req" --no-private --json >"$T/r.json"
-check "requests file: confidential local even when slow" test "$(J "$T/r.json" "d['routing'][0]['route'] + str(d['routing'][0]['slo_met'])")" = localFalse
+check "requests file: confidential local even when slow" test "$(J "$T/r.json" "d['routing'][0]['route'] + str(d['routing'][0]['slo_feasible_local'])")" = localFalse
 check "no private endpoint: internal stays on the box" test "$(J "$T/r.json" "d['routing'][1]['route']")" = local
 check "public within SLO stays local (cheapest)" test "$(J "$T/r.json" "d['routing'][2]['route']")" = local
 echo "secret 1 1 1 x" >"$T/badreq"

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include <edgeq/ledger.h>
+#include <edgeq/router.h>
 
 #include "cli.h"
 
@@ -93,93 +94,74 @@ static const struct cli_option plan_opts[] = {
 
 /* ---- routing: the privacy ledger over a request list ---- */
 
-enum plan_class { CLS_CONFIDENTIAL, CLS_INTERNAL, CLS_PUBLIC };
-enum plan_dest { DEST_LOCAL, DEST_PRIVATE, DEST_PUBLIC, DEST_NONE };
-static const char *const cls_names[] = { "confidential", "internal", "public" };
-static const char *const dest_names[] = { "local", "private", "public",
-					  "reject" };
-
+/* A request of the table and the router's decision for it. */
 struct plan_req {
-	enum plan_class cls;
+	enum edgeq_privacy cls;
 	unsigned int prompt, gen;
 	double slo;
 	char name[48];
-	/* the decision */
-	enum plan_dest dest;
-	double local_s, dest_s;
-	bool slo_met;
-	const char *why;
+	struct edgeq_route_decision d;
+	double route_s; /* estimated time where it goes */
 };
 
-static double upstream_s(const struct plan_req *r, bool avail, double tps,
-			 double rtt)
+static double upstream_s(const struct plan_req *r, double tps, double rtt)
 {
-	if (!avail)
-		return INFINITY;
 	return rtt +
 	       edgeq_ledger_request_s(r->prompt, r->gen, opt_up_prefill, tps);
 }
 
 /*
- * privacy filter first (confidential: box only; internal: box or private;
- * public: box or public), then the SLO at sustained speed, then cost
- * (box before private before public).
+ * The daemon's decision (edgeq_router_decide: privacy filter, SLO at the
+ * sustained speed, then cost) for an idle box at the planned speed.
  */
-static void route_one(struct plan_req *r, double prefill, double decode)
+static int route_one(struct plan_req *r, double peak_prefill,
+		     double peak_decode, double throttle)
 {
-	double t[3];
-	bool allowed[3] = { true, r->cls == CLS_INTERNAL,
-			    r->cls == CLS_PUBLIC };
-	int best = -1;
+	struct edgeq_router_config cfg = { .have_private = !opt_no_private,
+					   .have_public = !opt_no_public };
+	struct edgeq_router_capacity cap = { .peak_tok_s = peak_decode,
+					     .throttle = throttle,
+					     .prompt_tok_s = peak_prefill,
+					     .slots = 1,
+					     .queue_max = 1 };
+	struct edgeq_route_request req = { .privacy = r->cls,
+					   .prompt_tokens = r->prompt,
+					   .max_tokens = r->gen,
+					   .deadline_s = r->slo };
+	int ret = edgeq_router_decide(&cfg, &cap, &req, &r->d);
 
-	t[0] = edgeq_ledger_request_s(r->prompt, r->gen, prefill, decode);
-	t[1] = upstream_s(r, !opt_no_private, opt_priv_tps, opt_priv_rtt);
-	t[2] = upstream_s(r, !opt_no_public, opt_pub_tps, opt_pub_rtt);
-	r->local_s = t[0];
-	for (int i = 0; i < 3; i++)
-		if (allowed[i] && isfinite(t[i]) &&
-		    (r->slo <= 0 || t[i] <= r->slo)) {
-			best = i;
-			break;
-		}
-	if (r->cls == CLS_CONFIDENTIAL) {
-		best = 0;
-		r->why = "confidential: only the box";
-	} else if (best == 0) {
-		r->why = r->slo > 0 ? "the box meets the SLO" : "no SLO";
-	} else if (best > 0) {
-		r->why = "the box misses the SLO";
-	} else {
-		/* nothing meets it: the box, as the fastest allowed it
-		 * is not, is still the one place it may always run */
-		best = 0;
-		for (int i = 1; i < 3; i++)
-			if (allowed[i] && t[i] < t[best])
-				best = i;
-		r->why = "nothing meets the SLO: fastest allowed";
+	if (ret)
+		return ret;
+	switch (r->d.route) {
+	case EDGEQ_ROUTE_PRIVATE:
+		r->route_s = upstream_s(r, opt_priv_tps, opt_priv_rtt);
+		break;
+	case EDGEQ_ROUTE_PUBLIC:
+		r->route_s = upstream_s(r, opt_pub_tps, opt_pub_rtt);
+		break;
+	default:
+		r->route_s = r->d.local_s;
 	}
-	r->dest = (enum plan_dest)best;
-	r->dest_s = t[best];
-	r->slo_met = r->slo <= 0 || t[best] <= r->slo;
+	return 0;
 }
 
 static const struct plan_req default_reqs[] = {
-	{ .cls = CLS_CONFIDENTIAL,
+	{ .cls = EDGEQ_PRIVACY_CONFIDENTIAL,
 	  .prompt = 1024,
 	  .gen = 256,
 	  .slo = 10,
 	  .name = "medical-record summary" },
-	{ .cls = CLS_PUBLIC,
+	{ .cls = EDGEQ_PRIVACY_PUBLIC,
 	  .prompt = 64,
 	  .gen = 64,
 	  .slo = 3,
 	  .name = "public chat" },
-	{ .cls = CLS_INTERNAL,
+	{ .cls = EDGEQ_PRIVACY_INTERNAL,
 	  .prompt = 2048,
 	  .gen = 256,
 	  .slo = 10,
 	  .name = "meeting notes" },
-	{ .cls = CLS_PUBLIC,
+	{ .cls = EDGEQ_PRIVACY_PUBLIC,
 	  .prompt = 256,
 	  .gen = 768,
 	  .slo = 120,
@@ -204,7 +186,7 @@ static int load_requests(const char *path, struct plan_req *reqs, int max,
 				 strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		struct plan_req *r = &reqs[count];
-		int used = 0, i;
+		int used = 0;
 
 		lineno++;
 		if (line[strspn(line, " \t")] == '#' ||
@@ -225,16 +207,13 @@ static int load_requests(const char *path, struct plan_req *reqs, int max,
 				"%s:%d: expected 'CLASS PROMPT GEN SLO_S [NAME]'",
 				path, lineno);
 		}
-		for (i = 0; i < 3 && strcmp(cls, cls_names[i]); i++)
-			;
-		if (i == 3) {
+		if (edgeq_privacy_parse(cls, &r->cls)) {
 			fclose(f);
 			return cli_error(
 				EXIT_USAGE, "plan",
 				"%s:%d: class '%s' is not confidential, internal or public",
 				path, lineno, cls);
 		}
-		r->cls = (enum plan_class)i;
 		snprintf(r->name, sizeof(r->name), "%s", line + used);
 		r->name[strcspn(r->name, "\n")] = '\0';
 		count++;
@@ -359,15 +338,17 @@ static void print_human(const struct edgeq_profile *p,
 	printf("\n\nrouting  (private %s, public %s)\n",
 	       opt_no_private ? "none" : "configured",
 	       opt_no_public ? "none" : "configured");
-	printf("  %-26s %-12s %6s %6s %7s %9s  %-8s %s\n", "request", "class",
-	       "prompt", "gen", "SLO s", "box s", "route", "why");
+	printf("  %-24s %-12s %6s %5s %7s %8s  %-7s %8s  %s\n", "request",
+	       "class", "prompt", "gen", "SLO s", "box s", "route", "route s",
+	       "why");
 	for (int i = 0; i < nreq; i++) {
 		struct plan_req *r = &reqs[i];
 
-		printf("  %-26.26s %-12s %6u %6u %7.2f %9.2f  %-8s %s%s\n",
-		       r->name[0] ? r->name : "-", cls_names[r->cls], r->prompt,
-		       r->gen, r->slo, r->local_s, dest_names[r->dest], r->why,
-		       r->slo_met ? "" : " (SLO missed)");
+		printf("  %-24.24s %-12s %6u %5u %7.2f %8.2f  %-7s %8.2f  %s\n",
+		       r->name[0] ? r->name : "-", edgeq_privacy_name(r->cls),
+		       r->prompt, r->gen, r->slo, r->d.local_s,
+		       edgeq_route_name(r->d.route), r->route_s,
+		       edgeq_route_reason_text(r->d.reason));
 	}
 }
 
@@ -385,16 +366,14 @@ static json_t *plan_json(const struct edgeq_profile *p,
 			json_pack(
 				"{s:s, s:s, s:i, s:i, s:f, s:f, s:s, s:f, s:b, s:s}",
 				"name", reqs[i].name, "class",
-				cls_names[reqs[i].cls], "prompt",
+				edgeq_privacy_name(reqs[i].cls), "prompt",
 				(int)reqs[i].prompt, "gen", (int)reqs[i].gen,
 				"slo_s", reqs[i].slo, "local_s",
-				isfinite(reqs[i].local_s) ? reqs[i].local_s :
-							    -1.0,
-				"route", dest_names[reqs[i].dest], "route_s",
-				isfinite(reqs[i].dest_s) ? reqs[i].dest_s :
-							   -1.0,
-				"slo_met", reqs[i].slo_met, "why",
-				reqs[i].why));
+				reqs[i].d.local_s, "route",
+				edgeq_route_name(reqs[i].d.route), "route_s",
+				reqs[i].route_s, "slo_feasible_local",
+				reqs[i].d.slo_feasible, "reason",
+				edgeq_route_reason_name(reqs[i].d.reason)));
 	return json_pack(
 		"{s:{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:i, s:b},"
 		" s:{s:s, s:s, s:I, s:f, s:I, s:I, s:i, s:i, s:i, s:i, s:i},"
@@ -543,8 +522,10 @@ static int cmd_plan(int argc, char **argv)
 	if (ret)
 		return ret;
 	for (int i = 0; i < nreq; i++)
-		route_one(&reqs[i], out.sustained_prefill_tps,
-			  out.sustained_tps);
+		if (route_one(&reqs[i], out.prefill_tps, out.decode_tps,
+			      pp.throttle > 0 ? pp.throttle : prof.throttle))
+			return cli_error(EXIT_FAIL, "plan",
+					 "routing request %d failed", i + 1);
 
 	if (opt_json) {
 		json_t *j = plan_json(&prof, &shape, &pp, &out, reqs, nreq);
