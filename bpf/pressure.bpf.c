@@ -20,16 +20,21 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Tunables, set by the loader between open and load. */
-const volatile __u64 own_cgid = 0;            /* memcg kernfs id of edgeq's cgroup, 0: none */
-const volatile __s32 temp_warn_mc = 85000;    /* default thresholds when zone_cfg is 0 */
+const volatile __u64 own_cgid =
+	0; /* memcg kernfs id of edgeq's cgroup, 0: none */
+const volatile __s32 temp_warn_mc =
+	85000; /* default thresholds when zone_cfg is 0 */
 const volatile __s32 temp_crit_mc = 95000;
 const volatile __s32 temp_hyst_mc = 2000;
-const volatile __u32 freq_warn_pct = 80;      /* CPU below this % of max: WARN */
-const volatile __u64 stall_warn_ns = 1000000; /* reclaim stalls this long are events */
+const volatile __u32 freq_warn_pct = 80; /* CPU below this % of max: WARN */
+const volatile __u64 stall_warn_ns =
+	1000000; /* reclaim stalls this long are events */
 const volatile __u64 stall_window_ns = 1000000000;
-const volatile __u64 rl_window_ns = 1000000000; /* rate limit: rl_burst per window per kind */
+const volatile __u64 rl_window_ns =
+	1000000000; /* rate limit: rl_burst per window per kind */
 const volatile __u32 rl_burst = 32;
-const volatile bool victim_arg_is_task = true; /* mark_victim(task, uid) vs (pid) */
+const volatile bool victim_arg_is_task =
+	true; /* mark_victim(task, uid) vs (pid) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -173,7 +178,8 @@ static __always_inline __u32 temp_level(__u32 old, __s32 t, __s32 warn,
 					__s32 crit, __s32 hyst)
 {
 	__u32 up = t >= crit ? EDGEQ_PM_LEVEL_CRIT :
-		   t >= warn ? EDGEQ_PM_LEVEL_WARN : EDGEQ_PM_LEVEL_OK;
+		   t >= warn ? EDGEQ_PM_LEVEL_WARN :
+			       EDGEQ_PM_LEVEL_OK;
 
 	if (up >= old)
 		return up;
@@ -277,7 +283,8 @@ int BPF_PROG(on_thermal_temperature, struct thermal_zone_device *tz)
 		return 0;
 	if (!z->type[0])
 		bpf_core_read_str(z->type, sizeof(z->type), &tz->type);
-	return zone_update(id, BPF_CORE_READ(tz, temperature), bpf_ktime_get_ns(), 0);
+	return zone_update(id, BPF_CORE_READ(tz, temperature),
+			   bpf_ktime_get_ns(), 0);
 }
 
 SEC("tp_btf/thermal_zone_trip")
@@ -285,7 +292,8 @@ int BPF_PROG(on_thermal_zone_trip, struct thermal_zone_device *tz, int trip,
 	     enum thermal_trip_type type)
 {
 	hit(EDGEQ_PM_EV_TRIP);
-	return zone_trip(BPF_CORE_READ(tz, id), trip, type, bpf_ktime_get_ns(), 0);
+	return zone_trip(BPF_CORE_READ(tz, id), trip, type, bpf_ktime_get_ns(),
+			 0);
 }
 
 SEC("tp_btf/cdev_update")
@@ -348,7 +356,8 @@ int BPF_PROG(on_cpu_frequency, unsigned int freq, unsigned int cpu)
 	if (!c || !max)
 		return 0;
 	lvl = *max && (__u64)freq * 100 < (__u64)*max * freq_warn_pct ?
-		      EDGEQ_PM_LEVEL_WARN : EDGEQ_PM_LEVEL_OK;
+		      EDGEQ_PM_LEVEL_WARN :
+		      EDGEQ_PM_LEVEL_OK;
 	c->khz = freq;
 	c->updated_ns = now;
 	c->changes++;
@@ -515,8 +524,8 @@ int BPF_PROG(on_vmscan_throttled, int nid, int usec_timeout, int usec_delayed,
 	hit(EDGEQ_PM_EV_THROTTLED);
 	__sync_fetch_and_add(&stats.throttled, 1);
 	__sync_fetch_and_add(&stats.throttled_us, (__u32)usec_delayed);
-	emit(EDGEQ_PM_EV_THROTTLED, nid, usec_delayed, usec_timeout, reason,
-	     0, 0, NULL, now);
+	emit(EDGEQ_PM_EV_THROTTLED, nid, usec_delayed, usec_timeout, reason, 0,
+	     0, NULL, now);
 	return 0;
 }
 
@@ -595,8 +604,8 @@ int on_edgeq_throttle(__u64 *ctx)
 		q->updated_ns = now;
 	}
 	emit(EDGEQ_PM_EV_QUEUE, (__u32)ctx[0], (__u32)ctx[2], (__u32)ctx[1],
-	     (__u32)ctx[3], 0, (__u32)ctx[2] > (__u32)ctx[1] ? EDGEQ_PM_F_RISING : 0,
-	     NULL, now);
+	     (__u32)ctx[3], 0,
+	     (__u32)ctx[2] > (__u32)ctx[1] ? EDGEQ_PM_F_RISING : 0, NULL, now);
 	return 0;
 }
 

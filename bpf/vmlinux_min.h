@@ -8,7 +8,8 @@
 #ifndef __VMLINUX_H__
 #define __VMLINUX_H__
 
-#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+#pragma clang attribute push(__attribute__((preserve_access_index)), \
+			     apply_to = record)
 
 typedef signed char __s8;
 typedef unsigned char __u8;

@@ -45,7 +45,7 @@ struct edgeq_pressure;
 
 enum edgeq_pressure_source {
 	EDGEQ_PRESSURE_SRC_BPF = 0, /* tracepoints through BPF */
-	EDGEQ_PRESSURE_SRC_PSI,     /* PSI triggers and sysfs polling */
+	EDGEQ_PRESSURE_SRC_PSI,	    /* PSI triggers and sysfs polling */
 };
 
 enum edgeq_mem_level {
@@ -56,60 +56,61 @@ enum edgeq_mem_level {
 };
 
 struct edgeq_pressure_opts {
-	bool no_bpf;              /* force the PSI/sysfs fallback (also EDGEQ_NO_BPF=1) */
-	const char *sysfs_root;   /* "/sys"; also EDGEQ_SYSFS_ROOT */
-	const char *proc_root;    /* "/proc"; also EDGEQ_PROC_ROOT */
-	const char *devices_conf; /* zone/devfreq -> device map; also EDGEQ_DEVICES_CONF,
+	bool no_bpf; /* force the PSI/sysfs fallback (also EDGEQ_NO_BPF=1) */
+	const char *sysfs_root; /* "/sys"; also EDGEQ_SYSFS_ROOT */
+	const char *proc_root;	/* "/proc"; also EDGEQ_PROC_ROOT */
+	const char *
+		devices_conf; /* zone/devfreq -> device map; also EDGEQ_DEVICES_CONF,
 				     default /etc/edgeq/devices.conf (absent is fine) */
-	const char *cgroup;       /* memory cgroup directory counted as "own";
+	const char *cgroup;   /* memory cgroup directory counted as "own";
 				     NULL: this process's */
-	uint32_t refresh_ms;      /* sysfs/meminfo refresh period (default 1000) */
-	int32_t temp_warn_mc;     /* default thresholds when a zone has no trip */
+	uint32_t refresh_ms;  /* sysfs/meminfo refresh period (default 1000) */
+	int32_t temp_warn_mc; /* default thresholds when a zone has no trip */
 	int32_t temp_crit_mc;
 	int32_t temp_hyst_mc;
-	uint32_t freq_warn_pct;   /* CPU below this % of its max counts as throttled */
-	uint64_t stall_warn_ns;   /* reclaim stalls at least this long are events */
-	uint32_t rate_burst;      /* ring-buffer events per kind per rate_window_ns */
+	uint32_t freq_warn_pct; /* CPU below this % of its max counts as throttled */
+	uint64_t stall_warn_ns; /* reclaim stalls at least this long are events */
+	uint32_t rate_burst; /* ring-buffer events per kind per rate_window_ns */
 	uint64_t rate_window_ns;
-	uint32_t psi_stall_us;    /* PSI trigger: some stall of this many us ... */
-	uint32_t psi_window_us;   /* ... within this window */
+	uint32_t psi_stall_us; /* PSI trigger: some stall of this many us ... */
+	uint32_t psi_window_us; /* ... within this window */
 };
 
 /* One thermal zone (thermal_zone<id> in sysfs). */
 struct edgeq_pressure_zone {
 	int id;
-	char type[EDGEQ_PRESSURE_NAME];   /* "cpu-thermal" */
-	char device[16];                  /* edgeq device it maps to, "" none */
-	int32_t temp_mc;                  /* EDGEQ_PRESSURE_NONE when unreadable */
-	int32_t trend_mcps;               /* millidegrees per second, smoothed */
-	int32_t next_trip_mc;             /* the lowest trip above temp, or NONE */
-	int32_t headroom_mc;              /* next_trip_mc - temp_mc, or NONE */
-	uint32_t level;                   /* 0 ok, 1 warn, 2 crit (with hysteresis) */
-	uint64_t trips;                   /* trip crossings seen */
+	char type[EDGEQ_PRESSURE_NAME]; /* "cpu-thermal" */
+	char device[16];		/* edgeq device it maps to, "" none */
+	int32_t temp_mc;      /* EDGEQ_PRESSURE_NONE when unreadable */
+	int32_t trend_mcps;   /* millidegrees per second, smoothed */
+	int32_t next_trip_mc; /* the lowest trip above temp, or NONE */
+	int32_t headroom_mc;  /* next_trip_mc - temp_mc, or NONE */
+	uint32_t level;	      /* 0 ok, 1 warn, 2 crit (with hysteresis) */
+	uint64_t trips;	      /* trip crossings seen */
 };
 
 /* One cooling device (cooling_device<id>). */
 struct edgeq_pressure_cdev {
 	int id;
-	char type[EDGEQ_PRESSURE_NAME];   /* "Processor", "edgeq-npu0" */
+	char type[EDGEQ_PRESSURE_NAME]; /* "Processor", "edgeq-npu0" */
 	char device[16];
 	uint64_t cur_state, max_state;
 };
 
 /* One frequency domain: a devfreq device or the CPUs together. */
 struct edgeq_pressure_freq {
-	char name[EDGEQ_PRESSURE_NAME];   /* "cpu" or the devfreq name "17000000.gpu" */
+	char name[EDGEQ_PRESSURE_NAME]; /* "cpu" or the devfreq name "17000000.gpu" */
 	char device[16];
-	uint64_t cur, max;                /* kHz for cpu, Hz for devfreq */
+	uint64_t cur, max; /* kHz for cpu, Hz for devfreq */
 };
 
 /* Per edgeq device ("cpu", "gpu", "npu"): what placement reads. */
 struct edgeq_pressure_device {
 	char name[16];
-	int32_t temp_mc;                  /* hottest mapped zone, or NONE */
-	int32_t headroom_mc;              /* least headroom to a trip, or NONE */
-	double throttle;                  /* share of full speed left: 1 = unthrottled */
-	uint32_t level;                   /* worst zone level */
+	int32_t temp_mc;     /* hottest mapped zone, or NONE */
+	int32_t headroom_mc; /* least headroom to a trip, or NONE */
+	double throttle;     /* share of full speed left: 1 = unthrottled */
+	uint32_t level;	     /* worst zone level */
 };
 
 /* Reclaim stalls in one scope, since the monitor started. */
@@ -121,13 +122,13 @@ struct edgeq_pressure_stall {
 
 struct edgeq_pressure_mem {
 	enum edgeq_mem_level level;
-	double stall_ms_per_s;            /* reclaim/PSI stall per second of wall time */
-	uint64_t available;               /* MemAvailable */
-	uint64_t total;                   /* MemTotal */
+	double stall_ms_per_s; /* reclaim/PSI stall per second of wall time */
+	uint64_t available;    /* MemAvailable */
+	uint64_t total;	       /* MemTotal */
 	double psi_some_avg10, psi_full_avg10; /* -1 when PSI is absent */
 	struct edgeq_pressure_stall direct, memcg, own; /* BPF source only */
 	uint64_t throttled, kswapd_wakeups, oom_victims;
-	double own_psi_some_avg10;        /* own cgroup's memory.pressure (v2), -1 absent */
+	double own_psi_some_avg10; /* own cgroup's memory.pressure (v2), -1 absent */
 };
 
 struct edgeq_pressure_queue {
@@ -138,7 +139,7 @@ struct edgeq_pressure_queue {
 
 struct edgeq_pressure_state {
 	enum edgeq_pressure_source source;
-	uint64_t seq;                     /* bumps on every change */
+	uint64_t seq; /* bumps on every change */
 	uint64_t updated_ns;
 	uint32_t n_zones, n_cdevs, n_freqs, n_devices, n_queues;
 	struct edgeq_pressure_zone zones[EDGEQ_PRESSURE_MAX_ZONES];
@@ -147,13 +148,13 @@ struct edgeq_pressure_state {
 	struct edgeq_pressure_device devices[EDGEQ_PRESSURE_MAX_DEVICES];
 	struct edgeq_pressure_queue queues[EDGEQ_PRESSURE_MAX_DEVICES];
 	struct edgeq_pressure_mem mem;
-	uint64_t events, dropped;         /* ring-buffer records seen / suppressed */
+	uint64_t events, dropped; /* ring-buffer records seen / suppressed */
 };
 
 /* One ring-buffer record or fallback change, for callers that want them. */
 struct edgeq_pressure_event {
-	uint64_t ts_ns;    /* when the kernel saw it (CLOCK_MONOTONIC) */
-	uint32_t kind;     /* EDGEQ_PM_EV_* of bpf/pressure.h (same numbers) */
+	uint64_t ts_ns; /* when the kernel saw it (CLOCK_MONOTONIC) */
+	uint32_t kind;	/* EDGEQ_PM_EV_* of bpf/pressure.h (same numbers) */
 	uint32_t id;
 	int64_t value, prev;
 	uint64_t aux;
@@ -167,10 +168,10 @@ const char *edgeq_pressure_event_name(uint32_t kind);
 
 /* What happened to one BPF program. */
 struct edgeq_pressure_probe {
-	char prog[40];         /* program name */
-	char tracepoint[48];   /* "thermal:thermal_temperature" */
+	char prog[40];	     /* program name */
+	char tracepoint[48]; /* "thermal:thermal_temperature" */
 	bool attached;
-	int err;               /* 0, or a negative errno (-ENOENT: no such tracepoint) */
+	int err; /* 0, or a negative errno (-ENOENT: no such tracepoint) */
 };
 
 typedef void (*edgeq_pressure_event_fn)(void *ctx,
@@ -187,7 +188,8 @@ int edgeq_pressure_new(const struct edgeq_pressure_opts *o,
 		       struct edgeq_pressure **out, struct edgeq_error *err);
 void edgeq_pressure_free(struct edgeq_pressure *p);
 
-enum edgeq_pressure_source edgeq_pressure_source(const struct edgeq_pressure *p);
+enum edgeq_pressure_source
+edgeq_pressure_source(const struct edgeq_pressure *p);
 /* "bpf" or "psi" */
 const char *edgeq_pressure_source_name(enum edgeq_pressure_source s);
 /* Why BPF is not in use ("" when it is). */

@@ -19,19 +19,40 @@ struct pressure_cli_opts {
 };
 
 /* The option table entries both commands take (append CLI_OPTIONS_END). */
-#define PRESSURE_CLI_OPTIONS(po)                                                        \
-	{ "no-bpf", 0, CLI_FLAG, &(po).no_bpf, NULL,                                    \
-	  "do not use BPF: PSI triggers and sysfs polling" },                           \
-	{ "sysfs-root", 0, CLI_STR, &(po).sysfs_root, "DIR",                             \
-	  "read thermal/devfreq/cpufreq under DIR instead of /sys" },                   \
-	{ "proc-root", 0, CLI_STR, &(po).proc_root, "DIR",                               \
-	  "read meminfo and pressure/ under DIR instead of /proc" },                    \
-	{ "devices-conf", 0, CLI_STR, &(po).devices_conf, "FILE",                        \
-	  "zone/devfreq to device map (default /etc/edgeq/devices.conf)" },             \
-	{ "cgroup", 0, CLI_STR, &(po).cgroup, "DIR",                                     \
-	  "memory cgroup counted as edgeq's own (default: this process's)" },           \
-	{ "refresh-ms", 0, CLI_INT, &(po).refresh_ms, "MS",                              \
-	  "sysfs and meminfo refresh period (default 1000)" }
+#define PRESSURE_CLI_OPTIONS(po)                                                      \
+	{                                                                             \
+		"no-bpf", 0,                                                          \
+		CLI_FLAG, &(po).no_bpf,                                               \
+		NULL,	  "do not use BPF: PSI triggers and sysfs polling"            \
+	},                                                                            \
+		{ "sysfs-root",                                                       \
+		  0,                                                                  \
+		  CLI_STR,                                                            \
+		  &(po).sysfs_root,                                                   \
+		  "DIR",                                                              \
+		  "read thermal/devfreq/cpufreq under DIR instead of /sys" },         \
+		{ "proc-root",                                                        \
+		  0,                                                                  \
+		  CLI_STR,                                                            \
+		  &(po).proc_root,                                                    \
+		  "DIR",                                                              \
+		  "read meminfo and pressure/ under DIR instead of /proc" },          \
+		{ "devices-conf",                                                     \
+		  0,                                                                  \
+		  CLI_STR,                                                            \
+		  &(po).devices_conf,                                                 \
+		  "FILE",                                                             \
+		  "zone/devfreq to device map (default /etc/edgeq/devices.conf)" },   \
+		{ "cgroup",                                                           \
+		  0,                                                                  \
+		  CLI_STR,                                                            \
+		  &(po).cgroup,                                                       \
+		  "DIR",                                                              \
+		  "memory cgroup counted as edgeq's own (default: this process's)" }, \
+	{                                                                             \
+		"refresh-ms", 0, CLI_INT, &(po).refresh_ms, "MS",                     \
+			"sysfs and meminfo refresh period (default 1000)"             \
+	}
 
 /* Start the monitor; prints the problem and returns an exit status on failure. */
 int pressure_cli_start(const char *cmd, const struct pressure_cli_opts *po,

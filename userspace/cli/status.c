@@ -99,8 +99,9 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		fputs("null", out);
 	fprintf(out, ", \"seq\": %llu, \"time_ns\": %llu",
 		(unsigned long long)s->seq, (unsigned long long)s->updated_ns);
-	fprintf(out, ", \"memory\": {\"level\": \"%s\", \"stall_ms_per_s\": %.3f, "
-		     "\"available\": %llu, \"total\": %llu, \"psi_some_avg10\": ",
+	fprintf(out,
+		", \"memory\": {\"level\": \"%s\", \"stall_ms_per_s\": %.3f, "
+		"\"available\": %llu, \"total\": %llu, \"psi_some_avg10\": ",
 		edgeq_mem_level_name(m->level), m->stall_ms_per_s,
 		(unsigned long long)m->available, (unsigned long long)m->total);
 	json_avg(out, m->psi_some_avg10);
@@ -116,8 +117,10 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 	json_stall(out, &m->memcg);
 	fputs(", \"own\": ", out);
 	json_stall(out, &m->own);
-	fprintf(out, "}, \"throttled\": %llu, \"kswapd_wakeups\": %llu, \"oom_victims\": %llu}",
-		(unsigned long long)m->throttled, (unsigned long long)m->kswapd_wakeups,
+	fprintf(out,
+		"}, \"throttled\": %llu, \"kswapd_wakeups\": %llu, \"oom_victims\": %llu}",
+		(unsigned long long)m->throttled,
+		(unsigned long long)m->kswapd_wakeups,
 		(unsigned long long)m->oom_victims);
 
 	fputs(", \"devices\": [", out);
@@ -130,7 +133,8 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		json_mc(out, d->temp_mc);
 		fputs(", \"headroom_mc\": ", out);
 		json_mc(out, d->headroom_mc);
-		fprintf(out, ", \"throttle\": %.3f, \"level\": %u}", d->throttle, d->level);
+		fprintf(out, ", \"throttle\": %.3f, \"level\": %u}",
+			d->throttle, d->level);
 	}
 	fputs("], \"zones\": [", out);
 	for (i = 0; i < s->n_zones; i++) {
@@ -142,7 +146,8 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		json_str(out, z->device);
 		fputs(", \"temp_mc\": ", out);
 		json_mc(out, z->temp_mc);
-		fprintf(out, ", \"trend_mcps\": %d, \"next_trip_mc\": ", z->trend_mcps);
+		fprintf(out, ", \"trend_mcps\": %d, \"next_trip_mc\": ",
+			z->trend_mcps);
 		json_mc(out, z->next_trip_mc);
 		fputs(", \"headroom_mc\": ", out);
 		json_mc(out, z->headroom_mc);
@@ -158,7 +163,8 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		fputs(", \"device\": ", out);
 		json_str(out, c->device);
 		fprintf(out, ", \"cur_state\": %llu, \"max_state\": %llu}",
-			(unsigned long long)c->cur_state, (unsigned long long)c->max_state);
+			(unsigned long long)c->cur_state,
+			(unsigned long long)c->max_state);
 	}
 	fputs("], \"frequencies\": [", out);
 	for (i = 0; i < s->n_freqs; i++) {
@@ -168,7 +174,8 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		json_str(out, f->name);
 		fputs(", \"device\": ", out);
 		json_str(out, f->device);
-		fprintf(out, ", \"cur\": %llu, \"max\": %llu, \"unit\": \"%s\"}",
+		fprintf(out,
+			", \"cur\": %llu, \"max\": %llu, \"unit\": \"%s\"}",
 			(unsigned long long)f->cur, (unsigned long long)f->max,
 			strcmp(f->name, "cpu") ? "Hz" : "kHz");
 	}
@@ -180,16 +187,19 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 			"%s{\"id\": %u, \"state\": %u, \"max_inflight\": %u, \"agent\": %u, "
 			"\"submits\": %llu, \"completes\": %llu, \"throttles\": %llu, "
 			"\"timeouts\": %llu}",
-			i ? ", " : "", q->id, q->state, q->max_inflight, q->agent,
-			(unsigned long long)q->submits, (unsigned long long)q->completes,
-			(unsigned long long)q->throttles, (unsigned long long)q->timeouts);
+			i ? ", " : "", q->id, q->state, q->max_inflight,
+			q->agent, (unsigned long long)q->submits,
+			(unsigned long long)q->completes,
+			(unsigned long long)q->throttles,
+			(unsigned long long)q->timeouts);
 	}
 	fprintf(out, "], \"events\": %llu, \"dropped\": %llu, \"probes\": [",
 		(unsigned long long)s->events, (unsigned long long)s->dropped);
 	n = edgeq_pressure_probes(p, &pr);
 	for (i = 0; i < n; i++) {
-		fprintf(out, "%s{\"prog\": \"%s\", \"tracepoint\": \"%s\", \"attached\": %s, "
-			     "\"error\": ",
+		fprintf(out,
+			"%s{\"prog\": \"%s\", \"tracepoint\": \"%s\", \"attached\": %s, "
+			"\"error\": ",
 			i ? ", " : "", pr[i].prog, pr[i].tracepoint,
 			pr[i].attached ? "true" : "false");
 		if (pr[i].err)
@@ -200,11 +210,13 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 	}
 	fputc(']', out);
 	if (ev) {
-		fprintf(out, ", \"event\": {\"kind\": \"%s\", \"ts_ns\": %llu, \"id\": %u, "
-			     "\"value\": %lld, \"prev\": %lld, \"aux\": %llu, \"level\": %u, "
-			     "\"flags\": %u, \"name\": ",
-			edgeq_pressure_event_name(ev->kind), (unsigned long long)ev->ts_ns,
-			ev->id, (long long)ev->value, (long long)ev->prev,
+		fprintf(out,
+			", \"event\": {\"kind\": \"%s\", \"ts_ns\": %llu, \"id\": %u, "
+			"\"value\": %lld, \"prev\": %lld, \"aux\": %llu, \"level\": %u, "
+			"\"flags\": %u, \"name\": ",
+			edgeq_pressure_event_name(ev->kind),
+			(unsigned long long)ev->ts_ns, ev->id,
+			(long long)ev->value, (long long)ev->prev,
 			(unsigned long long)ev->aux, ev->level, ev->flags);
 		json_str(out, ev->name);
 		fputc('}', out);
@@ -232,9 +244,11 @@ static void print_human(const struct edgeq_pressure *p,
 		printf(" (%s)", edgeq_pressure_fallback_reason(p));
 	printf("\nmemory: %s, %.1f ms/s stalled, %llu MiB available of %llu MiB",
 	       edgeq_mem_level_name(m->level), m->stall_ms_per_s,
-	       (unsigned long long)(m->available >> 20), (unsigned long long)(m->total >> 20));
+	       (unsigned long long)(m->available >> 20),
+	       (unsigned long long)(m->total >> 20));
 	if (m->psi_some_avg10 >= 0)
-		printf(", psi some %.2f full %.2f", m->psi_some_avg10, m->psi_full_avg10);
+		printf(", psi some %.2f full %.2f", m->psi_some_avg10,
+		       m->psi_full_avg10);
 	putchar('\n');
 	if (s->source == EDGEQ_PRESSURE_SRC_BPF)
 		printf("reclaim: system %llu stalls %.3f ms (direct %llu, memcg %llu), "
@@ -242,10 +256,14 @@ static void print_human(const struct edgeq_pressure *p,
 		       "kswapd wakeups %llu, oom victims %llu\n",
 		       (unsigned long long)(m->direct.count + m->memcg.count),
 		       (m->direct.total_ns + m->memcg.total_ns) / 1e6,
-		       (unsigned long long)m->direct.count, (unsigned long long)m->memcg.count,
+		       (unsigned long long)m->direct.count,
+		       (unsigned long long)m->memcg.count,
 		       (unsigned long long)m->own.count, m->own.total_ns / 1e6,
-		       (m->direct.max_ns > m->memcg.max_ns ? m->direct.max_ns : m->memcg.max_ns) / 1e6,
-		       (unsigned long long)m->throttled, (unsigned long long)m->kswapd_wakeups,
+		       (m->direct.max_ns > m->memcg.max_ns ? m->direct.max_ns :
+							     m->memcg.max_ns) /
+			       1e6,
+		       (unsigned long long)m->throttled,
+		       (unsigned long long)m->kswapd_wakeups,
 		       (unsigned long long)m->oom_victims);
 	printf("devices:%s\n", s->n_devices ? "" : " none mapped");
 	for (i = 0; i < s->n_devices; i++) {
@@ -261,16 +279,19 @@ static void print_human(const struct edgeq_pressure *p,
 	for (i = 0; i < s->n_zones; i++) {
 		const struct edgeq_pressure_zone *z = &s->zones[i];
 
-		printf("  %2d %-20s %-4s ", z->id, z->type, z->device[0] ? z->device : "-");
+		printf("  %2d %-20s %-4s ", z->id, z->type,
+		       z->device[0] ? z->device : "-");
 		print_temp(stdout, z->temp_mc);
-		printf(" C  trend %+.2f C/s  next trip ", z->trend_mcps / 1000.0);
+		printf(" C  trend %+.2f C/s  next trip ",
+		       z->trend_mcps / 1000.0);
 		print_temp(stdout, z->next_trip_mc);
 		printf(" C  level %u\n", z->level);
 	}
 	if (s->n_cdevs)
 		printf("cooling devices:\n");
 	for (i = 0; i < s->n_cdevs; i++)
-		printf("  %2d %-20s %-4s %llu/%llu\n", s->cdevs[i].id, s->cdevs[i].type,
+		printf("  %2d %-20s %-4s %llu/%llu\n", s->cdevs[i].id,
+		       s->cdevs[i].type,
 		       s->cdevs[i].device[0] ? s->cdevs[i].device : "-",
 		       (unsigned long long)s->cdevs[i].cur_state,
 		       (unsigned long long)s->cdevs[i].max_state);
@@ -279,7 +300,8 @@ static void print_human(const struct edgeq_pressure *p,
 	for (i = 0; i < s->n_freqs; i++)
 		printf("  %-20s %-4s %llu / %llu %s\n", s->freqs[i].name,
 		       s->freqs[i].device[0] ? s->freqs[i].device : "-",
-		       (unsigned long long)s->freqs[i].cur, (unsigned long long)s->freqs[i].max,
+		       (unsigned long long)s->freqs[i].cur,
+		       (unsigned long long)s->freqs[i].max,
 		       strcmp(s->freqs[i].name, "cpu") ? "Hz" : "kHz");
 	n = edgeq_pressure_probes(p, &pr);
 	if (n) {
@@ -290,7 +312,8 @@ static void print_human(const struct edgeq_pressure *p,
 		putchar('\n');
 		for (i = 0; i < n; i++)
 			if (!pr[i].attached)
-				printf("%s %s (%s)", missing++ ? "," : "not attached:",
+				printf("%s %s (%s)",
+				       missing++ ? "," : "not attached:",
 				       pr[i].tracepoint, strerror(-pr[i].err));
 		if (missing)
 			putchar('\n');
@@ -321,8 +344,8 @@ static void on_signal(int sig)
 /* Wait until the monitor's fd is readable or @timeout_ms passed. With
  * io_uring the poll stays armed across timeouts and is re-armed after it
  * fires, as the engine's loop would do. */
-static int wait_ready(struct edgeq_pressure *p, struct io_uring *ring, bool uring,
-		      bool *armed, uint64_t timeout_ms)
+static int wait_ready(struct edgeq_pressure *p, struct io_uring *ring,
+		      bool uring, bool *armed, uint64_t timeout_ms)
 {
 	if (uring) {
 		struct __kernel_timespec ts = {
@@ -351,7 +374,8 @@ static int wait_ready(struct edgeq_pressure *p, struct io_uring *ring, bool urin
 		io_uring_cqe_seen(ring, cqe);
 		return 0;
 	} else {
-		struct pollfd pfd = { .fd = edgeq_pressure_fd(p), .events = POLLIN };
+		struct pollfd pfd = { .fd = edgeq_pressure_fd(p),
+				      .events = POLLIN };
 
 		if (poll(&pfd, 1, (int)timeout_ms) < 0 && errno != EINTR)
 			return -errno;
@@ -363,7 +387,9 @@ static int watch(struct edgeq_pressure *p, bool json, int count, int duration_s)
 {
 	struct edgeq_pressure_state *s = malloc(sizeof(*s));
 	struct watch_ctx w = { .have = false };
-	uint64_t end = duration_s > 0 ? edgeq_now_ns() + (uint64_t)duration_s * 1000000000ull : 0;
+	uint64_t end = duration_s > 0 ? edgeq_now_ns() + (uint64_t)duration_s *
+								 1000000000ull :
+					0;
 	struct io_uring ring;
 	bool uring, armed = false;
 	int lines = 0, ret = 0;
@@ -374,11 +400,13 @@ static int watch(struct edgeq_pressure *p, bool json, int count, int duration_s)
 	signal(SIGTERM, on_signal);
 	edgeq_pressure_set_event_fn(p, on_event, &w);
 	/* io_uring when the kernel has it (qemu-user and seccomp may not) */
-	uring = !getenv("EDGEQ_NO_IO_URING") && !io_uring_queue_init(8, &ring, 0);
+	uring = !getenv("EDGEQ_NO_IO_URING") &&
+		!io_uring_queue_init(8, &ring, 0);
 	edgeq_pressure_get(p, s);
 	for (;;) {
 		if (json) {
-			pressure_cli_json(stdout, p, s, w.have ? &w.last : NULL);
+			pressure_cli_json(stdout, p, s,
+					  w.have ? &w.last : NULL);
 			putchar('\n');
 		} else {
 			print_human(p, s);
@@ -422,7 +450,8 @@ static const struct cli_option status_opts[] = {
 	{ "json", 0, CLI_FLAG, &st_json, NULL, "print one JSON object" },
 	{ "watch", 'w', CLI_FLAG, &st_watch, NULL,
 	  "keep printing: one line (JSON) or block per change" },
-	{ "count", 'n', CLI_INT, &st_count, "N", "with --watch: stop after N prints" },
+	{ "count", 'n', CLI_INT, &st_count, "N",
+	  "with --watch: stop after N prints" },
 	{ "duration", 0, CLI_INT, &st_duration, "SECONDS",
 	  "with --watch: stop after SECONDS" },
 	PRESSURE_CLI_OPTIONS(st_po),
@@ -440,7 +469,8 @@ static int cmd_status(int argc, char **argv)
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;
 	if (first < argc)
-		return cli_error(EXIT_USAGE, "status", "unexpected argument '%s'", argv[first]);
+		return cli_error(EXIT_USAGE, "status",
+				 "unexpected argument '%s'", argv[first]);
 	ret = pressure_cli_start("status", &st_po, &p);
 	if (ret)
 		return ret;
@@ -448,8 +478,8 @@ static int cmd_status(int argc, char **argv)
 		ret = watch(p, st_json, st_count, st_duration);
 		edgeq_pressure_free(p);
 		if (ret)
-			return cli_error(cli_exit_for(ret), "status", "watch: %s",
-					 strerror(-ret));
+			return cli_error(cli_exit_for(ret), "status",
+					 "watch: %s", strerror(-ret));
 		return EXIT_OK;
 	}
 	s = malloc(sizeof(*s));
@@ -469,12 +499,13 @@ static int cmd_status(int argc, char **argv)
 	return EXIT_OK;
 }
 
-EDGEQ_COMMAND(status, "show thermal and memory pressure (BPF or PSI/sysfs)",
-	      "usage: edgeq status [--json] [--watch [-n N] [--duration S]] [--no-bpf]\n\n"
-	      "Prints the pressure monitor's state: per device temperature, headroom to\n"
-	      "the next trip and throttle factor; every thermal zone, cooling device and\n"
-	      "frequency domain; memory pressure level, reclaim stalls (system-wide and\n"
-	      "edgeq's own cgroup) and available memory; and which tracepoints are\n"
-	      "attached. \"source\" says whether it comes from BPF or from PSI and sysfs.\n"
-	      "--watch prints again on every change (one JSON line each with --json).",
-	      status_opts, cmd_status);
+EDGEQ_COMMAND(
+	status, "show thermal and memory pressure (BPF or PSI/sysfs)",
+	"usage: edgeq status [--json] [--watch [-n N] [--duration S]] [--no-bpf]\n\n"
+	"Prints the pressure monitor's state: per device temperature, headroom to\n"
+	"the next trip and throttle factor; every thermal zone, cooling device and\n"
+	"frequency domain; memory pressure level, reclaim stalls (system-wide and\n"
+	"edgeq's own cgroup) and available memory; and which tracepoints are\n"
+	"attached. \"source\" says whether it comes from BPF or from PSI and sysfs.\n"
+	"--watch prints again on every change (one JSON line each with --json).",
+	status_opts, cmd_status);

@@ -35,10 +35,14 @@ static const struct prog_desc {
 	{ "on_cdev_update", "thermal", "cdev_update", P_BTF },
 	{ "on_cpu_frequency", "power", "cpu_frequency", P_BTF },
 	{ "on_devfreq_frequency", "devfreq", "devfreq_frequency", P_BTF },
-	{ "on_direct_reclaim_begin", "vmscan", "mm_vmscan_direct_reclaim_begin", P_BTF },
-	{ "on_direct_reclaim_end", "vmscan", "mm_vmscan_direct_reclaim_end", P_BTF },
-	{ "on_memcg_reclaim_begin", "vmscan", "mm_vmscan_memcg_reclaim_begin", P_BTF },
-	{ "on_memcg_reclaim_end", "vmscan", "mm_vmscan_memcg_reclaim_end", P_BTF },
+	{ "on_direct_reclaim_begin", "vmscan", "mm_vmscan_direct_reclaim_begin",
+	  P_BTF },
+	{ "on_direct_reclaim_end", "vmscan", "mm_vmscan_direct_reclaim_end",
+	  P_BTF },
+	{ "on_memcg_reclaim_begin", "vmscan", "mm_vmscan_memcg_reclaim_begin",
+	  P_BTF },
+	{ "on_memcg_reclaim_end", "vmscan", "mm_vmscan_memcg_reclaim_end",
+	  P_BTF },
 	{ "on_vmscan_throttled", "vmscan", "mm_vmscan_throttled", P_BTF },
 	{ "on_wakeup_kswapd", "vmscan", "mm_vmscan_wakeup_kswapd", P_BTF },
 	{ "on_mark_victim", "oom", "mark_victim", P_BTF },
@@ -58,7 +62,7 @@ struct pm_bpf {
 	struct pressure_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link *links[N_PROGS];
-	struct edgeq_pm_zone *zones;     /* mmapped array maps */
+	struct edgeq_pm_zone *zones; /* mmapped array maps */
 	struct edgeq_pm_cdev *cdevs;
 	struct edgeq_pm_cpu *cpus;
 	struct edgeq_pm_queue *queues;
@@ -70,7 +74,8 @@ struct pm_bpf {
 /* The library never prints: keep libbpf's last complaint for the reason. */
 static char libbpf_last[200];
 
-static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+static int quiet_print(enum libbpf_print_level level, const char *fmt,
+		       va_list ap)
 {
 	if (level != LIBBPF_DEBUG) {
 		vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
@@ -81,7 +86,8 @@ static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list a
 
 /* Does the kernel's BTF know tracepoint @event? With @first_ptr, also say
  * whether its first argument is a pointer (mark_victim changed in 6.x). */
-static bool btf_has_tp(const struct btf *btf, const char *event, bool *first_ptr)
+static bool btf_has_tp(const struct btf *btf, const char *event,
+		       bool *first_ptr)
 {
 	const struct btf_type *t;
 	const struct btf_param *par;
@@ -95,8 +101,9 @@ static bool btf_has_tp(const struct btf *btf, const char *event, bool *first_ptr
 	if (!first_ptr)
 		return true;
 	t = btf__type_by_id(btf, id);
-	t = t ? btf__type_by_id(btf, t->type) : NULL;  /* pointer */
-	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL; /* proto */
+	t = t ? btf__type_by_id(btf, t->type) : NULL; /* pointer */
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) :
+				 NULL; /* proto */
 	if (t && btf_is_func_proto(t) && btf_vlen(t) >= 2) {
 		par = btf_params(t);
 		t = btf__type_by_id(btf, par[1].type);
@@ -118,7 +125,8 @@ static bool module_tp_exists(const char *event)
 		snprintf(path, sizeof(path), "%s/events", roots[i]);
 		if (access(path, F_OK))
 			continue;
-		snprintf(path, sizeof(path), "%s/events/edgeq/%s", roots[i], event);
+		snprintf(path, sizeof(path), "%s/events/edgeq/%s", roots[i],
+			 event);
 		return !access(path, F_OK);
 	}
 	/* tracefs not mounted: the module being loaded is the best hint */
@@ -127,12 +135,14 @@ static bool module_tp_exists(const char *event)
 
 static void *map_mmap(struct bpf_map *m, size_t *len)
 {
-	size_t sz = (size_t)((bpf_map__value_size(m) + 7) & ~7u) * bpf_map__max_entries(m);
+	size_t sz = (size_t)((bpf_map__value_size(m) + 7) & ~7u) *
+		    bpf_map__max_entries(m);
 	long pg = sysconf(_SC_PAGESIZE);
 	void *a;
 
 	sz = (sz + (size_t)pg - 1) & ~((size_t)pg - 1);
-	a = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	a = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m),
+		 0);
 	if (a == MAP_FAILED)
 		return NULL;
 	*len = sz;
@@ -160,8 +170,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void record(struct edgeq_pressure *p, const struct prog_desc *d, bool attached,
-		   int err)
+static void record(struct edgeq_pressure *p, const struct prog_desc *d,
+		   bool attached, int err)
 {
 	struct edgeq_pressure_probe *pr;
 
@@ -169,7 +179,8 @@ static void record(struct edgeq_pressure *p, const struct prog_desc *d, bool att
 		return;
 	pr = &p->probes[p->n_probes++];
 	snprintf(pr->prog, sizeof(pr->prog), "%s", d->name);
-	snprintf(pr->tracepoint, sizeof(pr->tracepoint), "%s:%s", d->category, d->event);
+	snprintf(pr->tracepoint, sizeof(pr->tracepoint), "%s:%s", d->category,
+		 d->event);
 	pr->attached = attached;
 	pr->err = err;
 }
@@ -197,9 +208,11 @@ int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 		const struct prog_desc *d = &prog_descs[i];
 
 		if (d->kind == P_BTF)
-			present[i] = btf_has_tp(btf, d->event,
-						!strcmp(d->event, "mark_victim") ?
-							&victim_task : NULL);
+			present[i] =
+				btf_has_tp(btf, d->event,
+					   !strcmp(d->event, "mark_victim") ?
+						   &victim_task :
+						   NULL);
 		else if (d->kind == P_MODULE)
 			present[i] = module_tp_exists(d->event);
 		else
@@ -224,11 +237,12 @@ int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 	b->skel->rodata->freq_warn_pct = p->o.freq_warn_pct;
 	b->skel->rodata->stall_warn_ns = p->o.stall_warn_ns;
 	b->skel->rodata->rl_burst = p->o.rate_burst;
-	b->skel->rodata->rl_window_ns = p->o.rate_window_ns ? p->o.rate_window_ns : 1000000000ull;
+	b->skel->rodata->rl_window_ns =
+		p->o.rate_window_ns ? p->o.rate_window_ns : 1000000000ull;
 	b->skel->rodata->victim_arg_is_task = victim_task;
 	for (i = 0; i < N_PROGS; i++) {
-		struct bpf_program *prog =
-			bpf_object__find_program_by_name(b->skel->obj, prog_descs[i].name);
+		struct bpf_program *prog = bpf_object__find_program_by_name(
+			b->skel->obj, prog_descs[i].name);
 
 		if (prog)
 			bpf_program__set_autoload(prog, present[i]);
@@ -237,7 +251,8 @@ int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 	ret = pressure_bpf__load(b->skel);
 	if (ret) {
 		snprintf(why, len, "bpf load: %s%s%s%s", strerror(-ret),
-			 ret == -EPERM ? " (needs CAP_BPF and CAP_PERFMON)" : "",
+			 ret == -EPERM ? " (needs CAP_BPF and CAP_PERFMON)" :
+					 "",
 			 libbpf_last[0] ? "; libbpf: " : "", libbpf_last);
 		pressure_bpf__destroy(b->skel);
 		free(b);
@@ -263,15 +278,18 @@ int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 		}
 		record(p, d, true, 0);
 	}
-	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), on_event, p, NULL);
+	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), on_event, p,
+				 NULL);
 	b->zones = map_mmap(b->skel->maps.zones, &b->zones_len);
 	b->cdevs = map_mmap(b->skel->maps.cdevs, &b->cdevs_len);
 	b->cpus = map_mmap(b->skel->maps.cpus, &b->cpus_len);
 	b->queues = map_mmap(b->skel->maps.queues, &b->queues_len);
 	p->bpf = b;
-	if (!b->rb || !b->zones || !b->cdevs || !b->cpus || !b->queues || !b->skel->bss) {
+	if (!b->rb || !b->zones || !b->cdevs || !b->cpus || !b->queues ||
+	    !b->skel->bss) {
 		ret = -errno ? -errno : -ENOMEM;
-		snprintf(why, len, "bpf ring buffer or map mmap: %s", strerror(-ret));
+		snprintf(why, len, "bpf ring buffer or map mmap: %s",
+			 strerror(-ret));
 		pm_bpf_close(p);
 		return ret;
 	}
@@ -313,7 +331,8 @@ int pm_bpf_consume(struct edgeq_pressure *p)
 	return n < 0 ? n : 0;
 }
 
-void pm_bpf_configure(struct edgeq_pressure *p, const struct edgeq_pressure_state *st)
+void pm_bpf_configure(struct edgeq_pressure *p,
+		      const struct edgeq_pressure_state *st)
 {
 	struct pm_bpf *b = p->bpf;
 	uint32_t i;
@@ -328,7 +347,8 @@ void pm_bpf_configure(struct edgeq_pressure *p, const struct edgeq_pressure_stat
 		pm_zone_limits(p, &p->zsys[i], &c.warn_mc, &c.crit_mc);
 		if (!memcmp(&c, &b->cfg[id], sizeof(c)))
 			continue;
-		if (!bpf_map_update_elem(bpf_map__fd(b->skel->maps.zone_cfg), &id, &c, BPF_ANY))
+		if (!bpf_map_update_elem(bpf_map__fd(b->skel->maps.zone_cfg),
+					 &id, &c, BPF_ANY))
 			b->cfg[id] = c;
 	}
 	for (k = 0; k < p->n_cpus && k < EDGEQ_PM_MAX_CPUS; k++) {
@@ -336,12 +356,14 @@ void pm_bpf_configure(struct edgeq_pressure *p, const struct edgeq_pressure_stat
 
 		if (v == b->cpu_max[k])
 			continue;
-		if (!bpf_map_update_elem(bpf_map__fd(b->skel->maps.cpu_max), &key, &v, BPF_ANY))
+		if (!bpf_map_update_elem(bpf_map__fd(b->skel->maps.cpu_max),
+					 &key, &v, BPF_ANY))
 			b->cpu_max[k] = v;
 	}
 }
 
-static void copy_stall(struct edgeq_pressure_stall *d, const struct edgeq_pm_stall *s)
+static void copy_stall(struct edgeq_pressure_stall *d,
+		       const struct edgeq_pm_stall *s)
 {
 	d->count = s->count;
 	d->total_ns = s->total_ns;
@@ -375,7 +397,8 @@ void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
 			memset(o, 0, sizeof(*o));
 			memset(&p->zsys[j], 0, sizeof(p->zsys[j]));
 			o->id = i;
-			snprintf(o->type, sizeof(o->type), "%.*s", EDGEQ_PM_NAME_LEN,
+			snprintf(o->type, sizeof(o->type), "%.*s",
+				 EDGEQ_PM_NAME_LEN,
 				 z->type[0] ? z->type : "unknown");
 		}
 		o->temp_mc = z->temp_mc;
@@ -399,7 +422,8 @@ void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
 			o = &st->cdevs[st->n_cdevs++];
 			memset(o, 0, sizeof(*o));
 			o->id = i;
-			snprintf(o->type, sizeof(o->type), "%.*s", EDGEQ_PM_NAME_LEN,
+			snprintf(o->type, sizeof(o->type), "%.*s",
+				 EDGEQ_PM_NAME_LEN,
 				 c->type[0] ? c->type : "unknown");
 		}
 		o->cur_state = c->state;
@@ -407,7 +431,8 @@ void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
 			o->max_state = c->max_state;
 	}
 	for (k = 0; k < p->n_cpus && k < EDGEQ_PM_MAX_CPUS; k++) {
-		cur += b->cpus[k].updated_ns ? b->cpus[k].khz : p->cpu_cur_khz[k];
+		cur += b->cpus[k].updated_ns ? b->cpus[k].khz :
+					       p->cpu_cur_khz[k];
 		max += p->cpu_max_khz[k];
 	}
 	for (j = 0; j < st->n_freqs && max; j++)
@@ -422,20 +447,24 @@ void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
 		if (bpf_map_lookup_elem(fd, &key, &df))
 			continue;
 		for (j = 0; j < st->n_freqs; j++)
-			if (!strncmp(st->freqs[j].name, key.name, EDGEQ_PM_NAME_LEN))
+			if (!strncmp(st->freqs[j].name, key.name,
+				     EDGEQ_PM_NAME_LEN))
 				o = &st->freqs[j];
 		if (!o) {
 			if (st->n_freqs >= EDGEQ_PRESSURE_MAX_FREQS)
 				continue;
 			o = &st->freqs[st->n_freqs++];
 			memset(o, 0, sizeof(*o));
-			snprintf(o->name, sizeof(o->name), "%.*s", EDGEQ_PM_NAME_LEN, key.name);
+			snprintf(o->name, sizeof(o->name), "%.*s",
+				 EDGEQ_PM_NAME_LEN, key.name);
 		}
 		o->cur = df.hz;
 	}
 
 	st->n_queues = 0;
-	for (i = 0; i < EDGEQ_PM_MAX_QUEUES && st->n_queues < EDGEQ_PRESSURE_MAX_DEVICES; i++) {
+	for (i = 0; i < EDGEQ_PM_MAX_QUEUES &&
+		    st->n_queues < EDGEQ_PRESSURE_MAX_DEVICES;
+	     i++) {
 		const struct edgeq_pm_queue *q = &b->queues[i];
 		struct edgeq_pressure_queue *o;
 
@@ -488,7 +517,8 @@ int edgeq_pressure_test_run(struct edgeq_pressure *p, const char *name,
 
 int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 {
-	snprintf(why, len, "built without BPF (no clang/bpftool at build time)");
+	snprintf(why, len,
+		 "built without BPF (no clang/bpftool at build time)");
 	return -EOPNOTSUPP;
 }
 
@@ -510,7 +540,8 @@ void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
 {
 }
 
-void pm_bpf_configure(struct edgeq_pressure *p, const struct edgeq_pressure_state *st)
+void pm_bpf_configure(struct edgeq_pressure *p,
+		      const struct edgeq_pressure_state *st)
 {
 }
 

@@ -15,9 +15,9 @@
 
 /* One "kind.pattern=device" line of devices.conf. */
 struct pm_rule {
-	char kind[8];       /* "zone", "devfreq", "cdev" or "" for any */
+	char kind[8]; /* "zone", "devfreq", "cdev" or "" for any */
 	char pattern[EDGEQ_PRESSURE_NAME];
-	char device[16];    /* "none" unmaps */
+	char device[16]; /* "none" unmaps */
 };
 
 /* What sysfs says about a zone beyond the published fields. */
@@ -25,8 +25,8 @@ struct pm_zone_sys {
 	int n_trips;
 	int32_t trip_mc[PM_MAX_TRIPS];
 	char trip_type[PM_MAX_TRIPS][12];
-	uint64_t sampled_ns;       /* for the fallback's own trend */
-	bool from_bpf;             /* temp/trend/level came from the zones map */
+	uint64_t sampled_ns; /* for the fallback's own trend */
+	bool from_bpf;	     /* temp/trend/level came from the zones map */
 };
 
 struct pm_bpf;
@@ -34,7 +34,7 @@ struct pm_bpf;
 struct edgeq_pressure {
 	struct edgeq_pressure_opts o;
 	char sysfs[256], proc[256];
-	char cg_path[512];              /* own memory cgroup directory, "" unknown */
+	char cg_path[512]; /* own memory cgroup directory, "" unknown */
 	bool cg_v2;
 	uint64_t own_cgid;
 	enum edgeq_pressure_source src;
@@ -50,7 +50,7 @@ struct edgeq_pressure {
 	struct pm_rule rules[PM_MAX_RULES];
 	int n_rules;
 
-	uint64_t last_stall_total_ns;   /* for stall_ms_per_s */
+	uint64_t last_stall_total_ns; /* for stall_ms_per_s */
 	uint64_t last_stall_at_ns;
 	uint64_t last_psi_total_us;
 
@@ -79,11 +79,13 @@ void pm_bpf_close(struct edgeq_pressure *p);
 int pm_bpf_ringbuf_fd(struct edgeq_pressure *p);
 int pm_bpf_consume(struct edgeq_pressure *p);
 void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st);
-void pm_bpf_configure(struct edgeq_pressure *p, const struct edgeq_pressure_state *st);
+void pm_bpf_configure(struct edgeq_pressure *p,
+		      const struct edgeq_pressure_state *st);
 
 /* monitor.c */
-void pm_zone_limits(const struct edgeq_pressure *p, const struct pm_zone_sys *zs,
-		    int32_t *warn, int32_t *crit);
-void pm_deliver(struct edgeq_pressure *p, const struct edgeq_pressure_event *ev);
+void pm_zone_limits(const struct edgeq_pressure *p,
+		    const struct pm_zone_sys *zs, int32_t *warn, int32_t *crit);
+void pm_deliver(struct edgeq_pressure *p,
+		const struct edgeq_pressure_event *ev);
 
 #endif /* EDGEQ_PRESSURE_INTERNAL_H */

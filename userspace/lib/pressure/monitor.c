@@ -22,14 +22,15 @@
 enum { TAG_RINGBUF = 1, TAG_TIMER, TAG_PSI, TAG_OWN_PSI };
 
 static const char *const event_names[] = {
-	[1] = "temp",    [2] = "trip",      [3] = "cdev", [4] = "cpufreq",
-	[5] = "devfreq", [6] = "reclaim",   [7] = "throttled", [8] = "oom",
-	[9] = "queue",   [10] = "agent",
+	[1] = "temp",	 [2] = "trip",	  [3] = "cdev",	     [4] = "cpufreq",
+	[5] = "devfreq", [6] = "reclaim", [7] = "throttled", [8] = "oom",
+	[9] = "queue",	 [10] = "agent",
 };
 
 const char *edgeq_pressure_event_name(uint32_t kind)
 {
-	if (kind < sizeof(event_names) / sizeof(event_names[0]) && event_names[kind])
+	if (kind < sizeof(event_names) / sizeof(event_names[0]) &&
+	    event_names[kind])
 		return event_names[kind];
 	return "?";
 }
@@ -80,7 +81,8 @@ static void lower(const char *in, char *out, size_t len)
 	out[i] = '\0';
 }
 
-static void builtin_map(const char *kind, const char *type, char *dev, size_t len)
+static void builtin_map(const char *kind, const char *type, char *dev,
+			size_t len)
 {
 	char t[EDGEQ_PRESSURE_NAME];
 	const char *d = "";
@@ -118,7 +120,8 @@ void edgeq_pressure_map_device(const struct edgeq_pressure *p, const char *kind,
 			continue;
 		if (fnmatch(r->pattern, type, 0))
 			continue;
-		snprintf(dev, len, "%s", strcmp(r->device, "none") ? r->device : "");
+		snprintf(dev, len, "%s",
+			 strcmp(r->device, "none") ? r->device : "");
 		return;
 	}
 	builtin_map(kind, type, dev, len);
@@ -136,7 +139,8 @@ static int load_rules(struct edgeq_pressure *p, const char *path, bool must,
 	if (!f) {
 		if (!must && errno == ENOENT)
 			return 0;
-		return edgeq_error_set(err, errno, "%s: %s", path, strerror(errno));
+		return edgeq_error_set(err, errno, "%s: %s", path,
+				       strerror(errno));
 	}
 	while (fgets(line, sizeof(line), f)) {
 		char *s = line, *eq, *key, *val, *dot;
@@ -151,10 +155,10 @@ static int load_rules(struct edgeq_pressure *p, const char *path, bool must,
 		eq = strchr(s, '=');
 		if (!eq || p->n_rules >= PM_MAX_RULES) {
 			fclose(f);
-			return edgeq_error_set(err, EINVAL,
-					       "%s:%d: expected KIND.PATTERN=DEVICE%s",
-					       path, lineno,
-					       eq ? " (too many rules)" : "");
+			return edgeq_error_set(
+				err, EINVAL,
+				"%s:%d: expected KIND.PATTERN=DEVICE%s", path,
+				lineno, eq ? " (too many rules)" : "");
 		}
 		*eq = '\0';
 		key = s;
@@ -168,15 +172,19 @@ static int load_rules(struct edgeq_pressure *p, const char *path, bool must,
 		r = &p->rules[p->n_rules];
 		memset(r, 0, sizeof(*r));
 		dot = strchr(key, '.');
-		if (dot && (!strncmp(key, "zone.", 5) || !strncmp(key, "devfreq.", 8) ||
+		if (dot && (!strncmp(key, "zone.", 5) ||
+			    !strncmp(key, "devfreq.", 8) ||
 			    !strncmp(key, "cdev.", 5))) {
-			snprintf(r->kind, sizeof(r->kind), "%.*s", (int)(dot - key), key);
+			snprintf(r->kind, sizeof(r->kind), "%.*s",
+				 (int)(dot - key), key);
 			key = dot + 1;
 		}
 		if (!*key || !*val || strlen(val) >= sizeof(r->device)) {
 			fclose(f);
-			return edgeq_error_set(err, EINVAL, "%s:%d: empty pattern or bad device",
-					       path, lineno);
+			return edgeq_error_set(
+				err, EINVAL,
+				"%s:%d: empty pattern or bad device", path,
+				lineno);
 		}
 		snprintf(r->pattern, sizeof(r->pattern), "%s", key);
 		snprintf(r->device, sizeof(r->device), "%s", val);
@@ -188,15 +196,16 @@ static int load_rules(struct edgeq_pressure *p, const char *path, bool must,
 
 /* ---- deriving the published state ------------------------------------- */
 
-void pm_zone_limits(const struct edgeq_pressure *p, const struct pm_zone_sys *zs,
-		    int32_t *warn, int32_t *crit)
+void pm_zone_limits(const struct edgeq_pressure *p,
+		    const struct pm_zone_sys *zs, int32_t *warn, int32_t *crit)
 {
 	int k;
 
 	*warn = p->o.temp_warn_mc;
 	*crit = p->o.temp_crit_mc;
 	for (k = zs->n_trips - 1; k >= 0; k--) {
-		if (!strcmp(zs->trip_type[k], "critical") || !strcmp(zs->trip_type[k], "hot")) {
+		if (!strcmp(zs->trip_type[k], "critical") ||
+		    !strcmp(zs->trip_type[k], "hot")) {
 			if (zs->trip_mc[k] < *crit || k == zs->n_trips - 1)
 				*crit = zs->trip_mc[k];
 		} else if (!strcmp(zs->trip_type[k], "passive")) {
@@ -207,8 +216,8 @@ void pm_zone_limits(const struct edgeq_pressure *p, const struct pm_zone_sys *zs
 		*warn = *crit;
 }
 
-static const struct edgeq_pressure_zone *find_zone(const struct edgeq_pressure_state *s,
-						   int id)
+static const struct edgeq_pressure_zone *
+find_zone(const struct edgeq_pressure_state *s, int id)
 {
 	uint32_t i;
 
@@ -243,7 +252,9 @@ static struct edgeq_pressure_device *device_slot(struct edgeq_pressure_state *s,
 static enum edgeq_mem_level mem_level(const struct edgeq_pressure_mem *m)
 {
 	enum edgeq_mem_level l = EDGEQ_MEM_NONE;
-	double pct = m->total ? 100.0 * (double)m->available / (double)m->total : 100;
+	double pct = m->total ?
+			     100.0 * (double)m->available / (double)m->total :
+			     100;
 
 	if (m->stall_ms_per_s >= 200 || pct < 5)
 		l = EDGEQ_MEM_CRITICAL;
@@ -254,7 +265,8 @@ static enum edgeq_mem_level mem_level(const struct edgeq_pressure_mem *m)
 	return l;
 }
 
-static void derive(struct edgeq_pressure *p, const struct edgeq_pressure_state *old,
+static void derive(struct edgeq_pressure *p,
+		   const struct edgeq_pressure_state *old,
 		   struct edgeq_pressure_state *n, uint64_t now, bool sampled)
 {
 	struct edgeq_pressure_device *d;
@@ -268,26 +280,33 @@ static void derive(struct edgeq_pressure *p, const struct edgeq_pressure_state *
 		const struct edgeq_pressure_zone *oz = find_zone(old, z->id);
 		int32_t warn, crit;
 
-		edgeq_pressure_map_device(p, "zone", z->type, z->device, sizeof(z->device));
+		edgeq_pressure_map_device(p, "zone", z->type, z->device,
+					  sizeof(z->device));
 		pm_zone_limits(p, zs, &warn, &crit);
-		if (sampled && !zs->from_bpf && z->temp_mc != EDGEQ_PRESSURE_NONE) {
+		if (sampled && !zs->from_bpf &&
+		    z->temp_mc != EDGEQ_PRESSURE_NONE) {
 			/* the fallback's own trend and level, as BPF does them */
-			if (oz && oz->temp_mc != EDGEQ_PRESSURE_NONE && zs->sampled_ns &&
-			    now > zs->sampled_ns) {
-				double rate = (double)(z->temp_mc - oz->temp_mc) * 1e9 /
-					      (double)(now - zs->sampled_ns);
+			if (oz && oz->temp_mc != EDGEQ_PRESSURE_NONE &&
+			    zs->sampled_ns && now > zs->sampled_ns) {
+				double rate =
+					(double)(z->temp_mc - oz->temp_mc) *
+					1e9 / (double)(now - zs->sampled_ns);
 
-				z->trend_mcps = (int32_t)((3.0 * oz->trend_mcps + rate) / 4);
+				z->trend_mcps =
+					(int32_t)((3.0 * oz->trend_mcps +
+						   rate) /
+						  4);
 			}
-			z->level = pm_temp_level(oz ? oz->level : 0, z->temp_mc, warn,
-						 crit, p->o.temp_hyst_mc);
+			z->level = pm_temp_level(oz ? oz->level : 0, z->temp_mc,
+						 warn, crit, p->o.temp_hyst_mc);
 			if (oz)
 				z->trips = oz->trips;
 			zs->sampled_ns = now;
 		}
 		z->next_trip_mc = EDGEQ_PRESSURE_NONE;
 		z->headroom_mc = EDGEQ_PRESSURE_NONE;
-		for (k = 0; k < zs->n_trips && z->temp_mc != EDGEQ_PRESSURE_NONE; k++)
+		for (k = 0;
+		     k < zs->n_trips && z->temp_mc != EDGEQ_PRESSURE_NONE; k++)
 			if (zs->trip_mc[k] > z->temp_mc &&
 			    (z->next_trip_mc == EDGEQ_PRESSURE_NONE ||
 			     zs->trip_mc[k] < z->next_trip_mc))
@@ -299,10 +318,12 @@ static void derive(struct edgeq_pressure *p, const struct edgeq_pressure_state *
 		if (!d)
 			continue;
 		if (z->temp_mc != EDGEQ_PRESSURE_NONE &&
-		    (d->temp_mc == EDGEQ_PRESSURE_NONE || z->temp_mc > d->temp_mc))
+		    (d->temp_mc == EDGEQ_PRESSURE_NONE ||
+		     z->temp_mc > d->temp_mc))
 			d->temp_mc = z->temp_mc;
 		if (z->headroom_mc != EDGEQ_PRESSURE_NONE &&
-		    (d->headroom_mc == EDGEQ_PRESSURE_NONE || z->headroom_mc < d->headroom_mc))
+		    (d->headroom_mc == EDGEQ_PRESSURE_NONE ||
+		     z->headroom_mc < d->headroom_mc))
 			d->headroom_mc = z->headroom_mc;
 		if (z->level > d->level)
 			d->level = z->level;
@@ -310,10 +331,12 @@ static void derive(struct edgeq_pressure *p, const struct edgeq_pressure_state *
 	for (i = 0; i < n->n_cdevs; i++) {
 		struct edgeq_pressure_cdev *c = &n->cdevs[i];
 
-		edgeq_pressure_map_device(p, "cdev", c->type, c->device, sizeof(c->device));
+		edgeq_pressure_map_device(p, "cdev", c->type, c->device,
+					  sizeof(c->device));
 		d = device_slot(n, c->device);
 		if (d && c->max_state) {
-			double f = 1.0 - (double)c->cur_state / (double)c->max_state;
+			double f = 1.0 -
+				   (double)c->cur_state / (double)c->max_state;
 
 			if (f < d->throttle)
 				d->throttle = f < 0 ? 0 : f;
@@ -325,8 +348,8 @@ static void derive(struct edgeq_pressure *p, const struct edgeq_pressure_state *
 		if (!strcmp(f->name, "cpu"))
 			strcpy(f->device, "cpu");
 		else
-			edgeq_pressure_map_device(p, "devfreq", f->name, f->device,
-						  sizeof(f->device));
+			edgeq_pressure_map_device(p, "devfreq", f->name,
+						  f->device, sizeof(f->device));
 		d = device_slot(n, f->device);
 		if (d && f->max) {
 			double r = (double)f->cur / (double)f->max;
@@ -344,7 +367,8 @@ static void derive(struct edgeq_pressure *p, const struct edgeq_pressure_state *
 		    tot >= p->last_stall_total_ns) {
 			if (sampled || tot != p->last_stall_total_ns)
 				n->mem.stall_ms_per_s =
-					(double)(tot - p->last_stall_total_ns) * 1e3 /
+					(double)(tot - p->last_stall_total_ns) *
+					1e3 /
 					(double)(now - p->last_stall_at_ns);
 			else
 				n->mem.stall_ms_per_s = old->mem.stall_ms_per_s;
@@ -369,7 +393,8 @@ static bool differs(const struct edgeq_pressure_state *a,
 		return true;
 	for (i = 0; i < a->n_zones; i++) {
 		d = (int64_t)a->zones[i].temp_mc - b->zones[i].temp_mc;
-		if (d >= 500 || d <= -500 || a->zones[i].level != b->zones[i].level ||
+		if (d >= 500 || d <= -500 ||
+		    a->zones[i].level != b->zones[i].level ||
 		    a->zones[i].trips != b->zones[i].trips)
 			return true;
 	}
@@ -386,15 +411,19 @@ static bool differs(const struct edgeq_pressure_state *a,
 	for (i = 0; i < a->n_devices; i++) {
 		double t = a->devices[i].throttle - b->devices[i].throttle;
 
-		if (t > 0.01 || t < -0.01 || a->devices[i].level != b->devices[i].level)
+		if (t > 0.01 || t < -0.01 ||
+		    a->devices[i].level != b->devices[i].level)
 			return true;
 	}
 	for (i = 0; i < a->n_queues; i++)
 		if (memcmp(&a->queues[i], &b->queues[i], sizeof(a->queues[i])))
 			return true;
-	if (a->mem.level != b->mem.level || a->mem.direct.count != b->mem.direct.count ||
-	    a->mem.memcg.count != b->mem.memcg.count || a->mem.own.count != b->mem.own.count ||
-	    a->mem.oom_victims != b->mem.oom_victims || a->mem.throttled != b->mem.throttled)
+	if (a->mem.level != b->mem.level ||
+	    a->mem.direct.count != b->mem.direct.count ||
+	    a->mem.memcg.count != b->mem.memcg.count ||
+	    a->mem.own.count != b->mem.own.count ||
+	    a->mem.oom_victims != b->mem.oom_victims ||
+	    a->mem.throttled != b->mem.throttled)
 		return true;
 	d = (int64_t)a->mem.available - (int64_t)b->mem.available;
 	if (d < 0)
@@ -424,8 +453,10 @@ static void read_mem(struct edgeq_pressure *p, struct edgeq_pressure_state *n,
 		if (n->source == EDGEQ_PRESSURE_SRC_PSI) {
 			if (p->last_stall_at_ns && now > p->last_stall_at_ns &&
 			    tot >= p->last_psi_total_us)
-				n->mem.stall_ms_per_s = (double)(tot - p->last_psi_total_us) *
-							1e6 / (double)(now - p->last_stall_at_ns);
+				n->mem.stall_ms_per_s =
+					(double)(tot - p->last_psi_total_us) *
+					1e6 /
+					(double)(now - p->last_stall_at_ns);
 			p->last_psi_total_us = tot;
 			p->last_stall_at_ns = now;
 		}
@@ -519,7 +550,8 @@ int edgeq_pressure_consume(struct edgeq_pressure *p)
 			rb = true;
 			break;
 		case TAG_TIMER:
-			if (read(p->timerfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+			if (read(p->timerfd, &ticks, sizeof(ticks)) < 0 &&
+			    errno != EAGAIN)
 				return -errno;
 			full = true;
 			break;
@@ -550,7 +582,8 @@ int edgeq_pressure_consume(struct edgeq_pressure *p)
 
 /* ---- lifecycle --------------------------------------------------------- */
 
-static int watch(struct edgeq_pressure *p, int fd, uint32_t events, uint32_t tag)
+static int watch(struct edgeq_pressure *p, int fd, uint32_t events,
+		 uint32_t tag)
 {
 	struct epoll_event ev = { .events = events, .data.u32 = tag };
 
@@ -572,7 +605,8 @@ static int start_fallback(struct edgeq_pressure *p)
 	}
 	if (p->cg_v2 && p->cg_path[0]) {
 		snprintf(path, sizeof(path), "%s/memory.pressure", p->cg_path);
-		fd = pm_psi_trigger(path, p->o.psi_stall_us, p->o.psi_window_us);
+		fd = pm_psi_trigger(path, p->o.psi_stall_us,
+				    p->o.psi_window_us);
 		if (fd >= 0) {
 			p->own_psi_fd = fd;
 			watch(p, fd, EPOLLPRI, TAG_OWN_PSI);
@@ -591,7 +625,8 @@ int edgeq_pressure_new(const struct edgeq_pressure_opts *o,
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return edgeq_error_set(err, ENOMEM, "pressure monitor: out of memory");
+		return edgeq_error_set(err, ENOMEM,
+				       "pressure monitor: out of memory");
 	if (o)
 		p->o = *o;
 	else
@@ -600,11 +635,14 @@ int edgeq_pressure_new(const struct edgeq_pressure_opts *o,
 		p->o.refresh_ms = 1000;
 	p->epfd = p->timerfd = p->psi_fd = p->own_psi_fd = -1;
 	root = p->o.sysfs_root ? p->o.sysfs_root : getenv("EDGEQ_SYSFS_ROOT");
-	snprintf(p->sysfs, sizeof(p->sysfs), "%s", root && *root ? root : "/sys");
+	snprintf(p->sysfs, sizeof(p->sysfs), "%s",
+		 root && *root ? root : "/sys");
 	root = p->o.proc_root ? p->o.proc_root : getenv("EDGEQ_PROC_ROOT");
-	snprintf(p->proc, sizeof(p->proc), "%s", root && *root ? root : "/proc");
+	snprintf(p->proc, sizeof(p->proc), "%s",
+		 root && *root ? root : "/proc");
 
-	conf = p->o.devices_conf ? p->o.devices_conf : getenv("EDGEQ_DEVICES_CONF");
+	conf = p->o.devices_conf ? p->o.devices_conf :
+				   getenv("EDGEQ_DEVICES_CONF");
 	ret = load_rules(p, conf && *conf ? conf : "/etc/edgeq/devices.conf",
 			 conf && *conf, err);
 	if (ret)
@@ -612,9 +650,11 @@ int edgeq_pressure_new(const struct edgeq_pressure_opts *o,
 	pm_own_cgroup(p);
 
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
-	p->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	p->timerfd =
+		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (p->epfd < 0 || p->timerfd < 0) {
-		ret = edgeq_error_set(err, errno, "pressure monitor: %s", strerror(errno));
+		ret = edgeq_error_set(err, errno, "pressure monitor: %s",
+				      strerror(errno));
 		goto fail;
 	}
 	its.it_interval.tv_sec = p->o.refresh_ms / 1000;
@@ -623,19 +663,22 @@ int edgeq_pressure_new(const struct edgeq_pressure_opts *o,
 	timerfd_settime(p->timerfd, 0, &its, NULL);
 	ret = watch(p, p->timerfd, EPOLLIN, TAG_TIMER);
 	if (ret) {
-		edgeq_error_set(err, -ret, "pressure monitor: epoll: %s", strerror(-ret));
+		edgeq_error_set(err, -ret, "pressure monitor: epoll: %s",
+				strerror(-ret));
 		goto fail;
 	}
 
 	p->src = EDGEQ_PRESSURE_SRC_PSI;
 	if (p->o.no_bpf || env_true("EDGEQ_NO_BPF")) {
-		snprintf(p->reason, sizeof(p->reason), "BPF disabled (EDGEQ_NO_BPF or --no-bpf)");
+		snprintf(p->reason, sizeof(p->reason),
+			 "BPF disabled (EDGEQ_NO_BPF or --no-bpf)");
 	} else if (!pm_bpf_open(p, p->reason, sizeof(p->reason))) {
 		p->src = EDGEQ_PRESSURE_SRC_BPF;
 		p->reason[0] = '\0';
 		ret = watch(p, pm_bpf_ringbuf_fd(p), EPOLLIN, TAG_RINGBUF);
 		if (ret) {
-			edgeq_error_set(err, -ret, "pressure monitor: epoll: %s",
+			edgeq_error_set(err, -ret,
+					"pressure monitor: epoll: %s",
 					strerror(-ret));
 			goto fail;
 		}
@@ -645,7 +688,8 @@ int edgeq_pressure_new(const struct edgeq_pressure_opts *o,
 	p->st.source = p->src;
 	ret = edgeq_pressure_refresh(p);
 	if (ret < 0) {
-		edgeq_error_set(err, -ret, "pressure monitor: first refresh: %s",
+		edgeq_error_set(err, -ret,
+				"pressure monitor: first refresh: %s",
 				strerror(-ret));
 		goto fail;
 	}

@@ -70,7 +70,8 @@ static int numbered(const char *dir, const char *prefix, int *ids, int max)
 		char *end;
 		long v;
 
-		if (strncmp(de->d_name, prefix, pl) || !isdigit((unsigned char)de->d_name[pl]))
+		if (strncmp(de->d_name, prefix, pl) ||
+		    !isdigit((unsigned char)de->d_name[pl]))
 			continue;
 		v = strtol(de->d_name + pl, &end, 10);
 		if (*end || v < 0 || v > 65535)
@@ -88,7 +89,8 @@ static int numbered(const char *dir, const char *prefix, int *ids, int max)
 	return n;
 }
 
-static void scan_zones(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
+static void scan_zones(struct edgeq_pressure *p,
+		       struct edgeq_pressure_state *st)
 {
 	int ids[EDGEQ_PRESSURE_MAX_ZONES], n, i, k;
 	char dir[300], path[400];
@@ -103,21 +105,27 @@ static void scan_zones(struct edgeq_pressure *p, struct edgeq_pressure_state *st
 
 		memset(z, 0, sizeof(*z));
 		z->id = ids[i];
-		snprintf(path, sizeof(path), "%s/thermal_zone%d/type", dir, ids[i]);
+		snprintf(path, sizeof(path), "%s/thermal_zone%d/type", dir,
+			 ids[i]);
 		if (read_str(path, z->type, sizeof(z->type)))
 			continue;
-		snprintf(path, sizeof(path), "%s/thermal_zone%d/temp", dir, ids[i]);
-		z->temp_mc = read_s64(path, &v) ? EDGEQ_PRESSURE_NONE : (int32_t)v;
+		snprintf(path, sizeof(path), "%s/thermal_zone%d/temp", dir,
+			 ids[i]);
+		z->temp_mc = read_s64(path, &v) ? EDGEQ_PRESSURE_NONE :
+						  (int32_t)v;
 		zs->n_trips = 0;
 		for (k = 0; k < PM_MAX_TRIPS; k++) {
-			snprintf(path, sizeof(path), "%s/thermal_zone%d/trip_point_%d_temp",
-				 dir, ids[i], k);
+			snprintf(path, sizeof(path),
+				 "%s/thermal_zone%d/trip_point_%d_temp", dir,
+				 ids[i], k);
 			if (read_s64(path, &v))
 				break;
 			zs->trip_mc[k] = (int32_t)v;
-			snprintf(path, sizeof(path), "%s/thermal_zone%d/trip_point_%d_type",
-				 dir, ids[i], k);
-			if (read_str(path, zs->trip_type[k], sizeof(zs->trip_type[k])))
+			snprintf(path, sizeof(path),
+				 "%s/thermal_zone%d/trip_point_%d_type", dir,
+				 ids[i], k);
+			if (read_str(path, zs->trip_type[k],
+				     sizeof(zs->trip_type[k])))
 				strcpy(zs->trip_type[k], "passive");
 			zs->n_trips++;
 		}
@@ -125,7 +133,8 @@ static void scan_zones(struct edgeq_pressure *p, struct edgeq_pressure_state *st
 	}
 }
 
-static void scan_cdevs(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
+static void scan_cdevs(struct edgeq_pressure *p,
+		       struct edgeq_pressure_state *st)
 {
 	int ids[EDGEQ_PRESSURE_MAX_CDEVS], n, i;
 	char dir[300], path[400];
@@ -139,12 +148,15 @@ static void scan_cdevs(struct edgeq_pressure *p, struct edgeq_pressure_state *st
 
 		memset(c, 0, sizeof(*c));
 		c->id = ids[i];
-		snprintf(path, sizeof(path), "%s/cooling_device%d/type", dir, ids[i]);
+		snprintf(path, sizeof(path), "%s/cooling_device%d/type", dir,
+			 ids[i]);
 		if (read_str(path, c->type, sizeof(c->type)))
 			continue;
-		snprintf(path, sizeof(path), "%s/cooling_device%d/cur_state", dir, ids[i]);
+		snprintf(path, sizeof(path), "%s/cooling_device%d/cur_state",
+			 dir, ids[i]);
 		read_s64(path, &cur);
-		snprintf(path, sizeof(path), "%s/cooling_device%d/max_state", dir, ids[i]);
+		snprintf(path, sizeof(path), "%s/cooling_device%d/max_state",
+			 dir, ids[i]);
 		read_s64(path, &max);
 		c->cur_state = cur > 0 ? (uint64_t)cur : 0;
 		c->max_state = max > 0 ? (uint64_t)max : 0;
@@ -152,7 +164,8 @@ static void scan_cdevs(struct edgeq_pressure *p, struct edgeq_pressure_state *st
 	}
 }
 
-static void scan_freqs(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
+static void scan_freqs(struct edgeq_pressure *p,
+		       struct edgeq_pressure_state *st)
 {
 	char dir[300], path[600];
 	uint64_t cur = 0, max = 0;
@@ -256,7 +269,8 @@ int pm_read_psi(const char *path, double *some10, double *full10,
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "some avg10=%lf %*s %*s total=%llu", &a10, &tot) == 2) {
+		if (sscanf(line, "some avg10=%lf %*s %*s total=%llu", &a10,
+			   &tot) == 2) {
 			*some10 = a10;
 			*some_total_us = tot;
 			found |= 1;
@@ -306,8 +320,8 @@ static int cgroup_mount(const char *opt, char *out, size_t len)
 			continue;
 		if (sscanf(sep + 3, "%31s %*s %511s", fstype, opts) != 2)
 			continue;
-		if (opt ? strcmp(fstype, "cgroup") || !strstr(opts, opt)
-			: strcmp(fstype, "cgroup2"))
+		if (opt ? strcmp(fstype, "cgroup") || !strstr(opts, opt) :
+			  strcmp(fstype, "cgroup2"))
 			continue;
 		snprintf(out, len, "%s", mnt);
 		ret = 0;
@@ -331,7 +345,8 @@ int pm_own_cgroup(struct edgeq_pressure *p)
 	p->cg_path[0] = '\0';
 	if (p->o.cgroup) {
 		snprintf(p->cg_path, sizeof(p->cg_path), "%s", p->o.cgroup);
-		snprintf(line, sizeof(line), "%s/cgroup.controllers", p->o.cgroup);
+		snprintf(line, sizeof(line), "%s/cgroup.controllers",
+			 p->o.cgroup);
 		p->cg_v2 = !access(line, F_OK);
 	} else {
 		f = fopen("/proc/self/cgroup", "re");
@@ -347,7 +362,8 @@ int pm_own_cgroup(struct edgeq_pressure *p)
 			ctl++;
 			if (!*ctl)
 				snprintf(v2, sizeof(v2), "%s", path);
-			else if (!strcmp(ctl, "memory") || strstr(ctl, "memory,") ||
+			else if (!strcmp(ctl, "memory") ||
+				 strstr(ctl, "memory,") ||
 				 strstr(ctl, ",memory"))
 				snprintf(v1, sizeof(v1), "%s", path);
 		}
