@@ -42,7 +42,7 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 WERROR ?= $(if $(CI),-Werror,)
 OPT ?= -O2 -g
-CPPFLAGS += -Iinclude -Iuserspace/lib -I$(O) -D_GNU_SOURCE \
+CPPFLAGS += -Iinclude -Iuserspace/lib -I$(O) -I. -D_GNU_SOURCE \
 	-DEDGEQ_VERSION='"$(VERSION)"' -DEDGEQ_COMMIT='"$(GIT_COMMIT)"'
 CFLAGS ?= $(OPT)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow \
@@ -150,7 +150,7 @@ $(O)/bpf/vmlinux.h:
 
 $(O)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(O)/bpf/vmlinux.h
 	@mkdir -p $(dir $@)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(O)/bpf -Ibpf -Iinclude \
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(BPF_ARCH) -I$(O)/bpf -Ibpf -Iinclude \
 		-Wall -Werror -c $< -o $@
 	llvm-strip -g $@ 2>/dev/null || true
 
