@@ -53,9 +53,9 @@ struct edgeq_gguf_kv {
 	struct edgeq_gguf_str key;
 	enum edgeq_gguf_type type;
 	enum edgeq_gguf_type arr_type; /* element type when type == ARRAY */
-	uint64_t arr_n;                /* element count when type == ARRAY */
-	uint64_t val_off;              /* file offset of the value (array: of its data) */
-	const uint8_t *val;            /* the value's bytes in the mapping */
+	uint64_t arr_n;		       /* element count when type == ARRAY */
+	uint64_t val_off;   /* file offset of the value (array: of its data) */
+	const uint8_t *val; /* the value's bytes in the mapping */
 };
 
 /* One tensor as the file describes it. */
@@ -63,22 +63,22 @@ struct edgeq_gguf_tensor {
 	char name[EDGEQ_GGUF_MAX_NAME];
 	uint32_t n_dims;
 	uint64_t ne[EDGEQ_GGUF_MAX_DIMS]; /* ne[0] is the row length; unused = 1 */
-	uint32_t type;                    /* ggml type id (enum edgeq_type) */
-	uint64_t offset;                  /* absolute file offset of the data */
-	uint64_t size;                    /* bytes of data */
-	uint64_t info_off;                /* file offset of its tensor-info record */
+	uint32_t type;			  /* ggml type id (enum edgeq_type) */
+	uint64_t offset;		  /* absolute file offset of the data */
+	uint64_t size;			  /* bytes of data */
+	uint64_t info_off; /* file offset of its tensor-info record */
 };
 
 struct edgeq_gguf {
 	const uint8_t *base; /* the mapped file (or caller's buffer) */
-	uint64_t size;       /* bytes of the file */
+	uint64_t size;	     /* bytes of the file */
 	uint32_t version;
 	uint64_t n_kv, n_tensors;
 	struct edgeq_gguf_kv *kv;
 	struct edgeq_gguf_tensor *tensors;
 	uint32_t alignment;
 	uint64_t data_offset; /* absolute file offset of the tensor data section */
-	int fd;               /* -1 for a memory buffer */
+	int fd;		      /* -1 for a memory buffer */
 	bool mapped;
 };
 
@@ -118,10 +118,10 @@ int edgeq_gguf_get_i32(const struct edgeq_gguf *g, const char *key,
 		       int32_t *out, struct edgeq_error *err);
 int edgeq_gguf_get_u64(const struct edgeq_gguf *g, const char *key,
 		       uint64_t *out, struct edgeq_error *err);
-int edgeq_gguf_get_f32(const struct edgeq_gguf *g, const char *key,
-		       float *out, struct edgeq_error *err);
-int edgeq_gguf_get_bool(const struct edgeq_gguf *g, const char *key,
-			bool *out, struct edgeq_error *err);
+int edgeq_gguf_get_f32(const struct edgeq_gguf *g, const char *key, float *out,
+		       struct edgeq_error *err);
+int edgeq_gguf_get_bool(const struct edgeq_gguf *g, const char *key, bool *out,
+			struct edgeq_error *err);
 int edgeq_gguf_get_str(const struct edgeq_gguf *g, const char *key,
 		       struct edgeq_gguf_str *out, struct edgeq_error *err);
 /* An array of @type elements (any count); @kv receives the pair. */

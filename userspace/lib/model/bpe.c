@@ -55,7 +55,7 @@ static enum cclass cp_class(uint32_t c)
 	    (c >= 0x2080 && c <= 0x2089) || (c >= 0x2150 && c <= 0x2189) ||
 	    (c >= 0x2460 && c <= 0x249b) || (c >= 0xff10 && c <= 0xff19))
 		return C_NUMBER;
-	if ((c >= 0x300 && c <= 0x36f) || /* combining marks */
+	if ((c >= 0x300 && c <= 0x36f) ||   /* combining marks */
 	    (c >= 0x2000 && c <= 0x2bff) || /* punctuation, symbols, arrows */
 	    (c >= 0x3000 && c <= 0x303f) || /* CJK punctuation */
 	    (c >= 0xe000 && c <= 0xf8ff) || /* private use */
@@ -85,8 +85,7 @@ static size_t lower(uint32_t c)
 }
 
 /* 's 't 're 've 'm 'll 'd at i; returns the length in code points or 0. */
-static size_t contraction(const struct cps *c, size_t i, size_t end,
-			  bool icase)
+static size_t contraction(const struct cps *c, size_t i, size_t end, bool icase)
 {
 	uint32_t a, b;
 
@@ -145,9 +144,8 @@ static size_t word_llama3(const struct cps *c, size_t i, size_t end,
 		return j - i;
 	}
 	if (c->cl[i] == C_NUMBER) {
-		for (j = i; j < end && j - i < max_digits &&
-			    c->cl[j] == C_NUMBER;
-		     j++)
+		for (j = i;
+		     j < end && j - i < max_digits && c->cl[j] == C_NUMBER; j++)
 			;
 		return j - i;
 	}
@@ -261,9 +259,8 @@ int bpe_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 			if (c.cl[seg] == C_NUMBER) {
 				end = seg + 1;
 			} else {
-				for (end = seg; end < c.n &&
-						c.cl[end] != C_NUMBER;
-				     end++)
+				for (end = seg;
+				     end < c.n && c.cl[end] != C_NUMBER; end++)
 					;
 			}
 		}

@@ -40,19 +40,19 @@ struct edgeq_ctx {
 	struct edgeq_model *m;
 	uint32_t n_ctx, n_batch, pos;
 	enum edgeq_kv_type kv_type;
-	size_t kv_row;          /* bytes of one position's K (or V) per layer */
+	size_t kv_row; /* bytes of one position's K (or V) per layer */
 	uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][kv_row] */
 	float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* [n_batch][dim] */
-	float *logits;          /* [n_vocab] */
-	float *att;             /* [n_threads][n_ctx] */
-	uint8_t *qh;            /* [n_threads][q8_0 of one head] */
-	uint8_t *qa;            /* quantized activations [n_batch][qa_stride] */
+	float *logits;				    /* [n_vocab] */
+	float *att;				    /* [n_threads][n_ctx] */
+	uint8_t *qh; /* [n_threads][q8_0 of one head] */
+	uint8_t *qa; /* quantized activations [n_batch][qa_stride] */
 	size_t qa_stride;
-	const float *qa_src;    /* what qa holds: source, type, rows */
+	const float *qa_src; /* what qa holds: source, type, rows */
 	int qa_type, qa_nb;
-	uint8_t *emb;           /* raw embedding rows [n_batch][row_size] */
-	float *rope;            /* [n_batch][n_rot / 2][2] cos, sin */
-	int32_t *history;       /* [n_ctx] for edgeq_generate */
+	uint8_t *emb;	  /* raw embedding rows [n_batch][row_size] */
+	float *rope;	  /* [n_batch][n_rot / 2][2] cos, sin */
+	int32_t *history; /* [n_ctx] for edgeq_generate */
 };
 
 void edgeq_ctx_params_init(struct edgeq_ctx_params *p)
@@ -155,9 +155,12 @@ void edgeq_ctx_free(struct edgeq_ctx *c)
 static size_t kv_row_bytes(enum edgeq_kv_type t, uint32_t kv_dim)
 {
 	switch (t) {
-	case EDGEQ_KV_F16: return (size_t)kv_dim * 2;
-	case EDGEQ_KV_Q8_0: return edgeq_row_size(EDGEQ_TYPE_Q8_0, kv_dim);
-	default: return (size_t)kv_dim * 4;
+	case EDGEQ_KV_F16:
+		return (size_t)kv_dim * 2;
+	case EDGEQ_KV_Q8_0:
+		return edgeq_row_size(EDGEQ_TYPE_Q8_0, kv_dim);
+	default:
+		return (size_t)kv_dim * 4;
 	}
 }
 
@@ -173,12 +176,14 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	size_t nt = (size_t)m->n_threads;
 
 	if (m->vocab_only)
-		return edgeq_error_set(err, EINVAL,
-				       "model was loaded for its vocabulary only");
+		return edgeq_error_set(
+			err, EINVAL,
+			"model was loaded for its vocabulary only");
 	if (p->kv_type == EDGEQ_KV_Q8_0 && hp->head_dim % EDGEQ_QK8_0)
-		return edgeq_error_set(err, EINVAL,
-				       "a Q8_0 KV cache needs a head dimension that is a multiple of 32 (this model's is %u); use f16",
-				       hp->head_dim);
+		return edgeq_error_set(
+			err, EINVAL,
+			"a Q8_0 KV cache needs a head dimension that is a multiple of 32 (this model's is %u); use f16",
+			hp->head_dim);
 	if (p->kv_type > EDGEQ_KV_F32)
 		return edgeq_error_set(err, EINVAL, "unknown KV cache type %d",
 				       p->kv_type);
@@ -197,10 +202,11 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 		c->n_ctx = (uint32_t)(avail / 2 / per_pos);
 		if (c->n_ctx < 16) {
 			edgeq_ctx_free(c);
-			return edgeq_error_set(err, ENOMEM,
-					       "not enough memory for a KV cache (%llu bytes per position, %llu available)",
-					       (unsigned long long)per_pos,
-					       (unsigned long long)avail);
+			return edgeq_error_set(
+				err, ENOMEM,
+				"not enough memory for a KV cache (%llu bytes per position, %llu available)",
+				(unsigned long long)per_pos,
+				(unsigned long long)avail);
 		}
 	}
 	if (c->n_ctx > (1u << 20)) {
@@ -212,11 +218,11 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	kv_bytes = per_pos * c->n_ctx;
 	if (avail && kv_bytes > avail) {
 		edgeq_ctx_free(c);
-		return edgeq_error_set(err, ENOMEM,
-				       "a %u-position KV cache needs %llu MiB, only %llu MiB available; lower --ctx-size or use --kv-type q8_0",
-				       c->n_ctx,
-				       (unsigned long long)(kv_bytes >> 20),
-				       (unsigned long long)(avail >> 20));
+		return edgeq_error_set(
+			err, ENOMEM,
+			"a %u-position KV cache needs %llu MiB, only %llu MiB available; lower --ctx-size or use --kv-type q8_0",
+			c->n_ctx, (unsigned long long)(kv_bytes >> 20),
+			(unsigned long long)(avail >> 20));
 	}
 	B = p->n_batch ? p->n_batch : 64;
 	if (B > 512)
@@ -242,7 +248,8 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	c->hb2 = calloc((size_t)B * hp->n_ff, sizeof(float));
 	c->logits = calloc(hp->n_vocab, sizeof(float));
 	c->att = calloc(nt * c->n_ctx, sizeof(float));
-	c->qh = calloc(nt, edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) * (hp->head_dim / 32 + 1));
+	c->qh = calloc(nt, edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) *
+				   (hp->head_dim / 32 + 1));
 	c->qa = malloc((size_t)B * c->qa_stride);
 	c->emb = malloc((size_t)B * m->tok_embd->row_size);
 	c->rope = calloc((size_t)B * hp->n_rot, sizeof(float));
@@ -251,9 +258,9 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	    !c->k || !c->v || !c->hb || !c->hb2 || !c->logits || !c->att ||
 	    !c->qh || !c->qa || !c->emb || !c->rope || !c->history) {
 		edgeq_ctx_free(c);
-		return edgeq_error_set(err, ENOMEM,
-				       "out of memory for a %u-position context",
-				       c->n_ctx);
+		return edgeq_error_set(
+			err, ENOMEM, "out of memory for a %u-position context",
+			c->n_ctx);
 	}
 	*out = c;
 	return 0;
@@ -329,9 +336,16 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 		c->qa_type = (int)vdt;
 		c->qa_nb = nb;
 	}
-	la = (struct lin_arg){ m->ops, t->type, edgeq_weights_get(m->weights, t),
-			       n, (int64_t)t->ne[1], c->qa, astride, nb,
-			       y, ldy };
+	la = (struct lin_arg){ m->ops,
+			       t->type,
+			       edgeq_weights_get(m->weights, t),
+			       n,
+			       (int64_t)t->ne[1],
+			       c->qa,
+			       astride,
+			       nb,
+			       y,
+			       ldy };
 	par_run(m, lin_task, &la);
 }
 
@@ -401,10 +415,13 @@ static void att_task(void *arg, int ith, int nth)
 	uint32_t q_dim = hp->n_head * hd;
 	int64_t total = (int64_t)aa->nb * hp->n_head, job;
 	float *att = c->att + (size_t)ith * c->n_ctx;
-	uint8_t *qh = c->qh + (size_t)ith * edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) *
+	uint8_t *qh = c->qh + (size_t)ith *
+				      edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) *
 				      (hd / 32 + 1);
-	const uint8_t *kc = c->k_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
-	const uint8_t *vc = c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
+	const uint8_t *kc =
+		c->k_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
+	const uint8_t *vc =
+		c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
 	float scale = 1.0f / sqrtf((float)hd);
 	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
 	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
@@ -425,13 +442,20 @@ static void att_task(void *arg, int ith, int nth)
 
 			switch (c->kv_type) {
 			case EDGEQ_KV_F16:
-				s = ops->dot_f16(hd, (const uint16_t *)(kr + kvh * hoff_f16), q);
+				s = ops->dot_f16(
+					hd,
+					(const uint16_t *)(kr + kvh * hoff_f16),
+					q);
 				break;
 			case EDGEQ_KV_Q8_0:
-				s = ops->vec_dot[EDGEQ_TYPE_Q8_0](hd, kr + kvh * hoff_q8, qh);
+				s = ops->vec_dot[EDGEQ_TYPE_Q8_0](
+					hd, kr + kvh * hoff_q8, qh);
 				break;
 			default:
-				s = ops->dot_f32(hd, (const float *)(kr + kvh * hoff_f32), q);
+				s = ops->dot_f32(
+					hd,
+					(const float *)(kr + kvh * hoff_f32),
+					q);
 				break;
 			}
 			s *= scale;
@@ -451,13 +475,19 @@ static void att_task(void *arg, int ith, int nth)
 
 			switch (c->kv_type) {
 			case EDGEQ_KV_F16:
-				ops->axpy_f16(hd, a, (const uint16_t *)(vr + kvh * hoff_f16), out);
+				ops->axpy_f16(
+					hd, a,
+					(const uint16_t *)(vr + kvh * hoff_f16),
+					out);
 				break;
 			case EDGEQ_KV_Q8_0:
 				ops->axpy_q8_0(hd, a, vr + kvh * hoff_q8, out);
 				break;
 			default:
-				ops->axpy_f32(hd, a, (const float *)(vr + kvh * hoff_f32), out);
+				ops->axpy_f32(
+					hd, a,
+					(const float *)(vr + kvh * hoff_f32),
+					out);
 				break;
 			}
 		}
@@ -472,12 +502,16 @@ static void kv_store(struct edgeq_ctx *c, int layer, uint32_t pos,
 
 	switch (c->kv_type) {
 	case EDGEQ_KV_F16:
-		edgeq_fp32_to_fp16_row(k, (uint16_t *)(c->k_cache + off), kv_dim);
-		edgeq_fp32_to_fp16_row(v, (uint16_t *)(c->v_cache + off), kv_dim);
+		edgeq_fp32_to_fp16_row(k, (uint16_t *)(c->k_cache + off),
+				       kv_dim);
+		edgeq_fp32_to_fp16_row(v, (uint16_t *)(c->v_cache + off),
+				       kv_dim);
 		break;
 	case EDGEQ_KV_Q8_0:
-		c->m->ops->quantize_act(EDGEQ_TYPE_Q8_0, k, c->k_cache + off, kv_dim);
-		c->m->ops->quantize_act(EDGEQ_TYPE_Q8_0, v, c->v_cache + off, kv_dim);
+		c->m->ops->quantize_act(EDGEQ_TYPE_Q8_0, k, c->k_cache + off,
+					kv_dim);
+		c->m->ops->quantize_act(EDGEQ_TYPE_Q8_0, v, c->v_cache + off,
+					kv_dim);
 		break;
 	default:
 		memcpy(c->k_cache + off, k, kv_dim * sizeof(float));
@@ -498,7 +532,8 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	struct edgeq_model *m = c->m;
 	const struct edgeq_hparams *hp = &m->hp;
 	struct edgeq_weights *w = m->weights;
-	const struct edgeq_type_traits *et = edgeq_type_traits(m->tok_embd->type);
+	const struct edgeq_type_traits *et =
+		edgeq_type_traits(m->tok_embd->type);
 	uint32_t E = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
 	uint32_t kv_dim = hp->n_head_kv * hp->head_dim, F = hp->n_ff, i;
 	size_t rs = m->tok_embd->row_size;
@@ -537,7 +572,8 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 		for (b = 0; b < nb; b++) {
 			const float *cs = c->rope + (size_t)b * hp->n_rot;
 
-			rope_apply(hp, c->q + (size_t)b * q_dim, hp->n_head, cs);
+			rope_apply(hp, c->q + (size_t)b * q_dim, hp->n_head,
+				   cs);
 			rope_apply(hp, c->k + (size_t)b * kv_dim, hp->n_head_kv,
 				   cs);
 			kv_store(c, l, c->pos + (uint32_t)b,
@@ -590,14 +626,16 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 	if (n == 0)
 		return edgeq_error_set(err, EINVAL, "decode: no tokens");
 	if (n > c->n_ctx - c->pos)
-		return edgeq_error_set(err, ENOSPC,
-				       "decode: %zu tokens at position %u exceed the context of %u",
-				       n, c->pos, c->n_ctx);
+		return edgeq_error_set(
+			err, ENOSPC,
+			"decode: %zu tokens at position %u exceed the context of %u",
+			n, c->pos, c->n_ctx);
 	for (i = 0; i < n; i++)
 		if (toks[i] < 0 || (uint32_t)toks[i] >= c->m->hp.n_vocab)
-			return edgeq_error_set(err, EINVAL,
-					       "decode: token id %d is out of range (vocabulary of %u)",
-					       toks[i], c->m->hp.n_vocab);
+			return edgeq_error_set(
+				err, EINVAL,
+				"decode: token id %d is out of range (vocabulary of %u)",
+				toks[i], c->m->hp.n_vocab);
 	while (done < n) {
 		size_t nb = n - done;
 

@@ -33,18 +33,21 @@ int edgeq_generate(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
 	ret = edgeq_tokenize(m, p->prompt ? p->prompt : "", p->add_bos, false,
 			     hist + pos0, n_ctx - pos0, &n_prompt);
 	if (ret == -ENOSPC)
-		return edgeq_error_set(err, ENOSPC,
-				       "the prompt (%zu tokens) does not fit in the context of %u",
-				       n_prompt, n_ctx - pos0);
+		return edgeq_error_set(
+			err, ENOSPC,
+			"the prompt (%zu tokens) does not fit in the context of %u",
+			n_prompt, n_ctx - pos0);
 	if (ret)
 		return edgeq_error_set(err, -ret, "tokenize: %s",
 				       strerror(-ret));
 	if (n_prompt == 0)
-		return edgeq_error_set(err, EINVAL,
-				       "empty prompt and no BOS token to start from");
+		return edgeq_error_set(
+			err, EINVAL,
+			"empty prompt and no BOS token to start from");
 	ret = edgeq_sampler_new(&p->sampling, &smp);
 	if (ret)
-		return edgeq_error_set(err, -ret, "invalid sampling parameters");
+		return edgeq_error_set(err, -ret,
+				       "invalid sampling parameters");
 	s.n_prompt = (uint32_t)n_prompt;
 	ret = edgeq_decode(c, hist + pos0, n_prompt, &logits, err);
 	if (ret)

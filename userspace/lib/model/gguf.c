@@ -72,8 +72,8 @@ static const struct type_desc type_table[] = {
 #define N_TYPES (sizeof(type_table) / sizeof(type_table[0]))
 
 static const char *const vtype_names[EDGEQ_GGUF_TYPE_COUNT] = {
-	"uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-	"bool", "string", "array", "uint64", "int64", "float64",
+	"uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
+	"bool",	 "string", "array",  "uint64", "int64",	 "float64",
 };
 
 static const uint8_t vtype_size[EDGEQ_GGUF_TYPE_COUNT] = {
@@ -97,12 +97,14 @@ bool edgeq_gguf_type_supported(uint32_t type)
 
 uint32_t edgeq_gguf_type_blck(uint32_t type)
 {
-	return type < N_TYPES && type_table[type].name ? type_table[type].blck : 0;
+	return type < N_TYPES && type_table[type].name ? type_table[type].blck :
+							 0;
 }
 
 uint32_t edgeq_gguf_type_size(uint32_t type)
 {
-	return type < N_TYPES && type_table[type].name ? type_table[type].size : 0;
+	return type < N_TYPES && type_table[type].name ? type_table[type].size :
+							 0;
 }
 
 /* A bounds-checked cursor over the file. */
@@ -120,11 +122,11 @@ static uint64_t left(const struct cur *c)
 static int need(struct cur *c, uint64_t n, const char *what)
 {
 	if (n > left(c))
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: %s at offset %llu: needs %llu bytes but the file ends at %llu (truncated)",
-				       what, (unsigned long long)c->pos,
-				       (unsigned long long)n,
-				       (unsigned long long)c->size);
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: %s at offset %llu: needs %llu bytes but the file ends at %llu (truncated)",
+			what, (unsigned long long)c->pos, (unsigned long long)n,
+			(unsigned long long)c->size);
 	return 0;
 }
 
@@ -158,11 +160,11 @@ static int rd_str(struct cur *c, struct edgeq_gguf_str *s, const char *what)
 	if (ret)
 		return ret;
 	if (len > left(c))
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: %s at offset %llu: string length %llu exceeds the %llu bytes left in the file",
-				       what, (unsigned long long)at,
-				       (unsigned long long)len,
-				       (unsigned long long)left(c));
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: %s at offset %llu: string length %llu exceeds the %llu bytes left in the file",
+			what, (unsigned long long)at, (unsigned long long)len,
+			(unsigned long long)left(c));
 	s->ptr = (const char *)c->b + c->pos;
 	s->len = len;
 	c->pos += len;
@@ -201,20 +203,20 @@ static int parse_kv(struct cur *c, uint64_t idx, struct edgeq_gguf_kv *kv)
 		return ret;
 	key_print(key, sizeof(key), kv->key);
 	if (kv->key.len == 0 || kv->key.len > GGUF_MAX_KEY)
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: metadata key #%llu at offset %llu: length %llu is out of range (1..%u)",
-				       (unsigned long long)idx,
-				       (unsigned long long)at,
-				       (unsigned long long)kv->key.len,
-				       GGUF_MAX_KEY);
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: metadata key #%llu at offset %llu: length %llu is out of range (1..%u)",
+			(unsigned long long)idx, (unsigned long long)at,
+			(unsigned long long)kv->key.len, GGUF_MAX_KEY);
 	at = c->pos;
 	ret = rd_u32(c, &type, "metadata value type");
 	if (ret)
 		return ret;
 	if (type >= EDGEQ_GGUF_TYPE_COUNT)
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: metadata '%s': value type %u at offset %llu is unknown",
-				       key, type, (unsigned long long)at);
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: metadata '%s': value type %u at offset %llu is unknown",
+			key, type, (unsigned long long)at);
 	kv->type = type;
 	kv->arr_type = 0;
 	kv->arr_n = 0;
@@ -231,13 +233,13 @@ static int parse_kv(struct cur *c, uint64_t idx, struct edgeq_gguf_kv *kv)
 			return ret;
 		if (at_type >= EDGEQ_GGUF_TYPE_COUNT ||
 		    at_type == EDGEQ_GGUF_ARRAY)
-			return edgeq_error_set(c->err, EBADMSG,
-					       "gguf: metadata '%s': array element type %u at offset %llu is %s",
-					       key, at_type,
-					       (unsigned long long)voff,
-					       at_type == EDGEQ_GGUF_ARRAY ?
-						       "a nested array (not supported)" :
-						       "unknown");
+			return edgeq_error_set(
+				c->err, EBADMSG,
+				"gguf: metadata '%s': array element type %u at offset %llu is %s",
+				key, at_type, (unsigned long long)voff,
+				at_type == EDGEQ_GGUF_ARRAY ?
+					"a nested array (not supported)" :
+					"unknown");
 		at = c->pos;
 		ret = rd_u64(c, &n, "array length");
 		if (ret)
@@ -248,12 +250,13 @@ static int parse_kv(struct cur *c, uint64_t idx, struct edgeq_gguf_kv *kv)
 		if (at_type == EDGEQ_GGUF_STRING) {
 			/* Each string takes at least its 8-byte length. */
 			if (n > left(c) / 8)
-				return edgeq_error_set(c->err, EBADMSG,
-						       "gguf: metadata '%s': array length %llu at offset %llu: %llu strings cannot fit in the %llu bytes left",
-						       key, (unsigned long long)n,
-						       (unsigned long long)at,
-						       (unsigned long long)n,
-						       (unsigned long long)left(c));
+				return edgeq_error_set(
+					c->err, EBADMSG,
+					"gguf: metadata '%s': array length %llu at offset %llu: %llu strings cannot fit in the %llu bytes left",
+					key, (unsigned long long)n,
+					(unsigned long long)at,
+					(unsigned long long)n,
+					(unsigned long long)left(c));
 			for (i = 0; i < n; i++) {
 				struct edgeq_gguf_str s;
 
@@ -265,13 +268,14 @@ static int parse_kv(struct cur *c, uint64_t idx, struct edgeq_gguf_kv *kv)
 			uint64_t es = vtype_size[at_type];
 
 			if (n > left(c) / es)
-				return edgeq_error_set(c->err, EBADMSG,
-						       "gguf: metadata '%s': array length %llu at offset %llu: %llu x %llu bytes exceeds the %llu bytes left",
-						       key, (unsigned long long)n,
-						       (unsigned long long)at,
-						       (unsigned long long)n,
-						       (unsigned long long)es,
-						       (unsigned long long)left(c));
+				return edgeq_error_set(
+					c->err, EBADMSG,
+					"gguf: metadata '%s': array length %llu at offset %llu: %llu x %llu bytes exceeds the %llu bytes left",
+					key, (unsigned long long)n,
+					(unsigned long long)at,
+					(unsigned long long)n,
+					(unsigned long long)es,
+					(unsigned long long)left(c));
 			c->pos += n * es;
 		}
 	} else {
@@ -279,10 +283,10 @@ static int parse_kv(struct cur *c, uint64_t idx, struct edgeq_gguf_kv *kv)
 		if (ret)
 			return ret;
 		if (type == EDGEQ_GGUF_BOOL && c->b[c->pos] > 1)
-			return edgeq_error_set(c->err, EBADMSG,
-					       "gguf: metadata '%s': bool value %u at offset %llu is not 0 or 1",
-					       key, c->b[c->pos],
-					       (unsigned long long)c->pos);
+			return edgeq_error_set(
+				c->err, EBADMSG,
+				"gguf: metadata '%s': bool value %u at offset %llu is not 0 or 1",
+				key, c->b[c->pos], (unsigned long long)c->pos);
 		c->pos += vtype_size[type];
 	}
 	kv->val_off = voff;
@@ -300,7 +304,8 @@ static int cmp_key(const void *a, const void *b)
 	if (r)
 		return r;
 	return (*x)->key.len < (*y)->key.len ? -1 :
-	       (*x)->key.len > (*y)->key.len ? 1 : 0;
+	       (*x)->key.len > (*y)->key.len ? 1 :
+					       0;
 }
 
 static int cmp_tname(const void *a, const void *b)
@@ -331,11 +336,11 @@ static int check_duplicates(struct edgeq_gguf *g, struct edgeq_error *err)
 			char key[400];
 
 			key_print(key, sizeof(key), a->key);
-			ret = edgeq_error_set(err, EBADMSG,
-					      "gguf: metadata key '%s' appears twice (values at offsets %llu and %llu)",
-					      key,
-					      (unsigned long long)a->val_off,
-					      (unsigned long long)b->val_off);
+			ret = edgeq_error_set(
+				err, EBADMSG,
+				"gguf: metadata key '%s' appears twice (values at offsets %llu and %llu)",
+				key, (unsigned long long)a->val_off,
+				(unsigned long long)b->val_off);
 			goto out;
 		}
 	}
@@ -346,11 +351,11 @@ static int check_duplicates(struct edgeq_gguf *g, struct edgeq_error *err)
 		const struct edgeq_gguf_tensor *a = p[i - 1], *b = p[i];
 
 		if (!strcmp(a->name, b->name)) {
-			ret = edgeq_error_set(err, EBADMSG,
-					      "gguf: tensor name '%s' appears twice (tensor infos at offsets %llu and %llu)",
-					      a->name,
-					      (unsigned long long)a->info_off,
-					      (unsigned long long)b->info_off);
+			ret = edgeq_error_set(
+				err, EBADMSG,
+				"gguf: tensor name '%s' appears twice (tensor infos at offsets %llu and %llu)",
+				a->name, (unsigned long long)a->info_off,
+				(unsigned long long)b->info_off);
 			goto out;
 		}
 	}
@@ -374,12 +379,11 @@ static int parse_tensor(struct cur *c, uint64_t idx,
 		return ret;
 	if (name.len == 0 || name.len >= EDGEQ_GGUF_MAX_NAME ||
 	    memchr(name.ptr, 0, name.len))
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: tensor #%llu at offset %llu: name length %llu is out of range (1..%d, no NUL)",
-				       (unsigned long long)idx,
-				       (unsigned long long)at,
-				       (unsigned long long)name.len,
-				       EDGEQ_GGUF_MAX_NAME - 1);
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: tensor #%llu at offset %llu: name length %llu is out of range (1..%d, no NUL)",
+			(unsigned long long)idx, (unsigned long long)at,
+			(unsigned long long)name.len, EDGEQ_GGUF_MAX_NAME - 1);
 	memcpy(t->name, name.ptr, name.len);
 	t->name[name.len] = 0;
 	at = c->pos;
@@ -387,11 +391,11 @@ static int parse_tensor(struct cur *c, uint64_t idx,
 	if (ret)
 		return ret;
 	if (t->n_dims < 1 || t->n_dims > EDGEQ_GGUF_MAX_DIMS)
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: tensor '%s': n_dims %u at offset %llu is out of range (1..%d)",
-				       t->name, t->n_dims,
-				       (unsigned long long)at,
-				       EDGEQ_GGUF_MAX_DIMS);
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: tensor '%s': n_dims %u at offset %llu is out of range (1..%d)",
+			t->name, t->n_dims, (unsigned long long)at,
+			EDGEQ_GGUF_MAX_DIMS);
 	for (d = 0; d < EDGEQ_GGUF_MAX_DIMS; d++)
 		t->ne[d] = 1;
 	for (d = 0; d < t->n_dims; d++) {
@@ -401,11 +405,11 @@ static int parse_tensor(struct cur *c, uint64_t idx,
 			return ret;
 		if (t->ne[d] == 0 || t->ne[d] > (uint64_t)INT64_MAX ||
 		    nel > (uint64_t)INT64_MAX / t->ne[d])
-			return edgeq_error_set(c->err, EBADMSG,
-					       "gguf: tensor '%s': dimension %u = %llu at offset %llu is zero or overflows the element count",
-					       t->name, d,
-					       (unsigned long long)t->ne[d],
-					       (unsigned long long)at);
+			return edgeq_error_set(
+				c->err, EBADMSG,
+				"gguf: tensor '%s': dimension %u = %llu at offset %llu is zero or overflows the element count",
+				t->name, d, (unsigned long long)t->ne[d],
+				(unsigned long long)at);
 		nel *= t->ne[d];
 	}
 	at = c->pos;
@@ -414,28 +418,29 @@ static int parse_tensor(struct cur *c, uint64_t idx,
 		return ret;
 	td = t->type < N_TYPES ? &type_table[t->type] : NULL;
 	if (!td || !td->name)
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: tensor '%s': type id %u at offset %llu is unknown",
-				       t->name, t->type,
-				       (unsigned long long)at);
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: tensor '%s': type id %u at offset %llu is unknown",
+			t->name, t->type, (unsigned long long)at);
 	if (!td->supported)
-		return edgeq_error_set(c->err, EOPNOTSUPP,
-				       "gguf: tensor '%s': type %s (id %u, at offset %llu) is not supported by edgeq (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_K Q6_K)",
-				       t->name, td->name, t->type,
-				       (unsigned long long)at);
+		return edgeq_error_set(
+			c->err, EOPNOTSUPP,
+			"gguf: tensor '%s': type %s (id %u, at offset %llu) is not supported by edgeq (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_K Q6_K)",
+			t->name, td->name, t->type, (unsigned long long)at);
 	if (t->ne[0] % td->blck)
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: tensor '%s': row length %llu is not a multiple of the %s block size %u (tensor info at offset %llu)",
-				       t->name, (unsigned long long)t->ne[0],
-				       td->name, td->blck,
-				       (unsigned long long)t->info_off);
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: tensor '%s': row length %llu is not a multiple of the %s block size %u (tensor info at offset %llu)",
+			t->name, (unsigned long long)t->ne[0], td->name,
+			td->blck, (unsigned long long)t->info_off);
 	rows = nel / t->ne[0];
 	blocks = t->ne[0] / td->blck;
 	if (blocks > UINT64_MAX / td->size ||
 	    rows > UINT64_MAX / (blocks * td->size))
-		return edgeq_error_set(c->err, EBADMSG,
-				       "gguf: tensor '%s': byte size overflows (tensor info at offset %llu)",
-				       t->name, (unsigned long long)t->info_off);
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: tensor '%s': byte size overflows (tensor info at offset %llu)",
+			t->name, (unsigned long long)t->info_off);
 	t->size = rows * blocks * td->size;
 	at = c->pos;
 	return rd_u64(c, &t->offset, "tensor data offset");
@@ -450,22 +455,24 @@ static int parse(struct edgeq_gguf *g, struct edgeq_error *err)
 
 	if (g->size < 4 || memcmp(g->base, "GGUF", 4)) {
 		if (g->size < 4)
-			return edgeq_error_set(err, EBADMSG,
-					       "gguf: magic at offset 0: file is only %llu bytes (truncated)",
-					       (unsigned long long)g->size);
-		return edgeq_error_set(err, EBADMSG,
-				       "gguf: magic at offset 0 is %02x %02x %02x %02x, not \"GGUF\": not a GGUF file",
-				       g->base[0], g->base[1], g->base[2],
-				       g->base[3]);
+			return edgeq_error_set(
+				err, EBADMSG,
+				"gguf: magic at offset 0: file is only %llu bytes (truncated)",
+				(unsigned long long)g->size);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"gguf: magic at offset 0 is %02x %02x %02x %02x, not \"GGUF\": not a GGUF file",
+			g->base[0], g->base[1], g->base[2], g->base[3]);
 	}
 	c.pos = 4;
 	ret = rd_u32(&c, &g->version, "version");
 	if (ret)
 		return ret;
 	if (g->version != 2 && g->version != 3)
-		return edgeq_error_set(err, EPROTO,
-				       "gguf: version %u at offset 4 is not supported (2 or 3)",
-				       g->version);
+		return edgeq_error_set(
+			err, EPROTO,
+			"gguf: version %u at offset 4 is not supported (2 or 3)",
+			g->version);
 	ret = rd_u64(&c, &g->n_tensors, "tensor count");
 	if (ret)
 		return ret;
@@ -474,19 +481,21 @@ static int parse(struct edgeq_gguf *g, struct edgeq_error *err)
 		return ret;
 	/* Smallest kv: key len 8 + 1 byte + type 4 + 1-byte value. */
 	if (g->n_kv > left(&c) / 14)
-		return edgeq_error_set(err, EBADMSG,
-				       "gguf: metadata count %llu at offset 16 cannot fit in a %llu-byte file",
-				       (unsigned long long)g->n_kv,
-				       (unsigned long long)g->size);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"gguf: metadata count %llu at offset 16 cannot fit in a %llu-byte file",
+			(unsigned long long)g->n_kv,
+			(unsigned long long)g->size);
 	/* Smallest tensor info: name 8+1, n_dims 4, one dim 8, type 4, offset 8. */
 	if (g->n_tensors > left(&c) / 33)
-		return edgeq_error_set(err, EBADMSG,
-				       "gguf: tensor count %llu at offset 8 cannot fit in a %llu-byte file",
-				       (unsigned long long)g->n_tensors,
-				       (unsigned long long)g->size);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"gguf: tensor count %llu at offset 8 cannot fit in a %llu-byte file",
+			(unsigned long long)g->n_tensors,
+			(unsigned long long)g->size);
 	g->kv = calloc(g->n_kv ? g->n_kv : 1, sizeof(*g->kv));
-	g->tensors = calloc(g->n_tensors ? g->n_tensors : 1,
-			    sizeof(*g->tensors));
+	g->tensors =
+		calloc(g->n_tensors ? g->n_tensors : 1, sizeof(*g->tensors));
 	if (!g->kv || !g->tensors)
 		return edgeq_error_set(err, ENOMEM, "gguf: out of memory");
 	for (i = 0; i < g->n_kv; i++) {
@@ -500,17 +509,18 @@ static int parse(struct edgeq_gguf *g, struct edgeq_error *err)
 		uint32_t a;
 
 		if (akv->type != EDGEQ_GGUF_UINT32)
-			return edgeq_error_set(err, EBADMSG,
-					       "gguf: general.alignment at offset %llu has type %s, not uint32",
-					       (unsigned long long)akv->val_off,
-					       edgeq_gguf_vtype_name(akv->type));
+			return edgeq_error_set(
+				err, EBADMSG,
+				"gguf: general.alignment at offset %llu has type %s, not uint32",
+				(unsigned long long)akv->val_off,
+				edgeq_gguf_vtype_name(akv->type));
 		memcpy(&a, akv->val, 4);
 		if (a == 0 || (a & (a - 1)) || a > GGUF_MAX_ALIGNMENT)
-			return edgeq_error_set(err, EBADMSG,
-					       "gguf: general.alignment %u at offset %llu is not a power of two in 1..%u",
-					       a,
-					       (unsigned long long)akv->val_off,
-					       GGUF_MAX_ALIGNMENT);
+			return edgeq_error_set(
+				err, EBADMSG,
+				"gguf: general.alignment %u at offset %llu is not a power of two in 1..%u",
+				a, (unsigned long long)akv->val_off,
+				GGUF_MAX_ALIGNMENT);
 		g->alignment = a;
 	}
 	for (i = 0; i < g->n_tensors; i++) {
@@ -521,11 +531,11 @@ static int parse(struct edgeq_gguf *g, struct edgeq_error *err)
 	at = c.pos;
 	g->data_offset = (at + g->alignment - 1) / g->alignment * g->alignment;
 	if (g->n_tensors && g->data_offset > g->size)
-		return edgeq_error_set(err, EBADMSG,
-				       "gguf: tensor data section at offset %llu (after padding to %u) is past the end of the %llu-byte file",
-				       (unsigned long long)g->data_offset,
-				       g->alignment,
-				       (unsigned long long)g->size);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"gguf: tensor data section at offset %llu (after padding to %u) is past the end of the %llu-byte file",
+			(unsigned long long)g->data_offset, g->alignment,
+			(unsigned long long)g->size);
 	for (i = 0; i < g->n_tensors; i++) {
 		struct edgeq_gguf_tensor *t = &g->tensors[i];
 		uint64_t room = g->size - g->data_offset;
@@ -533,20 +543,24 @@ static int parse(struct edgeq_gguf *g, struct edgeq_error *err)
 				  8ull * t->n_dims + 4;
 
 		if (t->offset % g->alignment)
-			return edgeq_error_set(err, EBADMSG,
-					       "gguf: tensor '%s': data offset %llu (field at offset %llu) is not a multiple of the alignment %u",
-					       t->name,
-					       (unsigned long long)t->offset,
-					       (unsigned long long)off_at,
-					       g->alignment);
+			return edgeq_error_set(
+				err, EBADMSG,
+				"gguf: tensor '%s': data offset %llu (field at offset %llu) is not a multiple of the alignment %u",
+				t->name, (unsigned long long)t->offset,
+				(unsigned long long)off_at, g->alignment);
 		if (t->offset > room || t->size > room - t->offset)
-			return edgeq_error_set(err, EBADMSG,
-					       "gguf: tensor '%s': data [%llu, %llu) (offset field at %llu) extends past the end of the file at %llu",
-					       t->name,
-					       (unsigned long long)(g->data_offset + t->offset),
-					       (unsigned long long)(g->data_offset + t->offset + (t->size < room ? t->size : room)),
-					       (unsigned long long)off_at,
-					       (unsigned long long)g->size);
+			return edgeq_error_set(
+				err, EBADMSG,
+				"gguf: tensor '%s': data [%llu, %llu) (offset field at %llu) extends past the end of the file at %llu",
+				t->name,
+				(unsigned long long)(g->data_offset +
+						     t->offset),
+				(unsigned long long)(g->data_offset +
+						     t->offset +
+						     (t->size < room ? t->size :
+								       room)),
+				(unsigned long long)off_at,
+				(unsigned long long)g->size);
 		t->offset += g->data_offset;
 	}
 	return check_duplicates(g, err);
@@ -598,9 +612,9 @@ int edgeq_gguf_open(const char *path, struct edgeq_gguf **out,
 	}
 	if (st.st_size == 0) {
 		close(fd);
-		return edgeq_error_set(err, EBADMSG,
-				       "gguf: %s: magic at offset 0: the file is empty",
-				       path);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"gguf: %s: magic at offset 0: the file is empty", path);
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED) {
@@ -676,19 +690,52 @@ static int get_int(const struct edgeq_gguf *g, const char *key, int64_t lo,
 	if (!kv)
 		return -ENOENT;
 	switch (kv->type) {
-	case EDGEQ_GGUF_UINT8: u = kv->val[0]; break;
-	case EDGEQ_GGUF_INT8: s = (int8_t)kv->val[0]; neg = true; break;
-	case EDGEQ_GGUF_UINT16: { uint16_t v; memcpy(&v, kv->val, 2); u = v; break; }
-	case EDGEQ_GGUF_INT16: { int16_t v; memcpy(&v, kv->val, 2); s = v; neg = true; break; }
-	case EDGEQ_GGUF_UINT32: { uint32_t v; memcpy(&v, kv->val, 4); u = v; break; }
-	case EDGEQ_GGUF_INT32: { int32_t v; memcpy(&v, kv->val, 4); s = v; neg = true; break; }
-	case EDGEQ_GGUF_UINT64: memcpy(&u, kv->val, 8); break;
-	case EDGEQ_GGUF_INT64: memcpy(&s, kv->val, 8); neg = true; break;
+	case EDGEQ_GGUF_UINT8:
+		u = kv->val[0];
+		break;
+	case EDGEQ_GGUF_INT8:
+		s = (int8_t)kv->val[0];
+		neg = true;
+		break;
+	case EDGEQ_GGUF_UINT16: {
+		uint16_t v;
+		memcpy(&v, kv->val, 2);
+		u = v;
+		break;
+	}
+	case EDGEQ_GGUF_INT16: {
+		int16_t v;
+		memcpy(&v, kv->val, 2);
+		s = v;
+		neg = true;
+		break;
+	}
+	case EDGEQ_GGUF_UINT32: {
+		uint32_t v;
+		memcpy(&v, kv->val, 4);
+		u = v;
+		break;
+	}
+	case EDGEQ_GGUF_INT32: {
+		int32_t v;
+		memcpy(&v, kv->val, 4);
+		s = v;
+		neg = true;
+		break;
+	}
+	case EDGEQ_GGUF_UINT64:
+		memcpy(&u, kv->val, 8);
+		break;
+	case EDGEQ_GGUF_INT64:
+		memcpy(&s, kv->val, 8);
+		neg = true;
+		break;
 	default:
-		return edgeq_error_set(err, EINVAL,
-				       "gguf: metadata '%s' at offset %llu has type %s, not an integer",
-				       key, (unsigned long long)kv->val_off,
-				       edgeq_gguf_vtype_name(kv->type));
+		return edgeq_error_set(
+			err, EINVAL,
+			"gguf: metadata '%s' at offset %llu has type %s, not an integer",
+			key, (unsigned long long)kv->val_off,
+			edgeq_gguf_vtype_name(kv->type));
 	}
 	if (neg) {
 		if (s < lo || (s > 0 && (uint64_t)s > hi))
@@ -705,10 +752,11 @@ static int get_int(const struct edgeq_gguf *g, const char *key, int64_t lo,
 		*sv = s;
 	return 0;
 range:
-	return edgeq_error_set(err, EINVAL,
-			       "gguf: metadata '%s' at offset %llu: value %lld is out of range",
-			       key, (unsigned long long)kv->val_off,
-			       neg ? (long long)s : (long long)u);
+	return edgeq_error_set(
+		err, EINVAL,
+		"gguf: metadata '%s' at offset %llu: value %lld is out of range",
+		key, (unsigned long long)kv->val_off,
+		neg ? (long long)s : (long long)u);
 }
 
 int edgeq_gguf_get_u32(const struct edgeq_gguf *g, const char *key,
@@ -739,8 +787,8 @@ int edgeq_gguf_get_u64(const struct edgeq_gguf *g, const char *key,
 	return get_int(g, key, 0, UINT64_MAX, out, NULL, err);
 }
 
-int edgeq_gguf_get_f32(const struct edgeq_gguf *g, const char *key,
-		       float *out, struct edgeq_error *err)
+int edgeq_gguf_get_f32(const struct edgeq_gguf *g, const char *key, float *out,
+		       struct edgeq_error *err)
 {
 	const struct edgeq_gguf_kv *kv = edgeq_gguf_find(g, key);
 
@@ -754,26 +802,28 @@ int edgeq_gguf_get_f32(const struct edgeq_gguf *g, const char *key,
 		memcpy(&d, kv->val, 8);
 		*out = (float)d;
 	} else {
-		return edgeq_error_set(err, EINVAL,
-				       "gguf: metadata '%s' at offset %llu has type %s, not float32",
-				       key, (unsigned long long)kv->val_off,
-				       edgeq_gguf_vtype_name(kv->type));
+		return edgeq_error_set(
+			err, EINVAL,
+			"gguf: metadata '%s' at offset %llu has type %s, not float32",
+			key, (unsigned long long)kv->val_off,
+			edgeq_gguf_vtype_name(kv->type));
 	}
 	return 0;
 }
 
-int edgeq_gguf_get_bool(const struct edgeq_gguf *g, const char *key,
-			bool *out, struct edgeq_error *err)
+int edgeq_gguf_get_bool(const struct edgeq_gguf *g, const char *key, bool *out,
+			struct edgeq_error *err)
 {
 	const struct edgeq_gguf_kv *kv = edgeq_gguf_find(g, key);
 
 	if (!kv)
 		return -ENOENT;
 	if (kv->type != EDGEQ_GGUF_BOOL)
-		return edgeq_error_set(err, EINVAL,
-				       "gguf: metadata '%s' at offset %llu has type %s, not bool",
-				       key, (unsigned long long)kv->val_off,
-				       edgeq_gguf_vtype_name(kv->type));
+		return edgeq_error_set(
+			err, EINVAL,
+			"gguf: metadata '%s' at offset %llu has type %s, not bool",
+			key, (unsigned long long)kv->val_off,
+			edgeq_gguf_vtype_name(kv->type));
 	*out = kv->val[0] != 0;
 	return 0;
 }
@@ -786,10 +836,11 @@ int edgeq_gguf_get_str(const struct edgeq_gguf *g, const char *key,
 	if (!kv)
 		return -ENOENT;
 	if (kv->type != EDGEQ_GGUF_STRING)
-		return edgeq_error_set(err, EINVAL,
-				       "gguf: metadata '%s' at offset %llu has type %s, not string",
-				       key, (unsigned long long)kv->val_off,
-				       edgeq_gguf_vtype_name(kv->type));
+		return edgeq_error_set(
+			err, EINVAL,
+			"gguf: metadata '%s' at offset %llu has type %s, not string",
+			key, (unsigned long long)kv->val_off,
+			edgeq_gguf_vtype_name(kv->type));
 	memcpy(&out->len, kv->val, 8);
 	out->ptr = (const char *)kv->val + 8;
 	return 0;
@@ -805,15 +856,16 @@ int edgeq_gguf_get_arr(const struct edgeq_gguf *g, const char *key,
 	if (!kv)
 		return -ENOENT;
 	if (kv->type != EDGEQ_GGUF_ARRAY || kv->arr_type != type)
-		return edgeq_error_set(err, EINVAL,
-				       "gguf: metadata '%s' at offset %llu has type %s%s%s, not array of %s",
-				       key, (unsigned long long)kv->val_off,
-				       edgeq_gguf_vtype_name(kv->type),
-				       kv->type == EDGEQ_GGUF_ARRAY ? " of " : "",
-				       kv->type == EDGEQ_GGUF_ARRAY ?
-					       edgeq_gguf_vtype_name(kv->arr_type) :
-					       "",
-				       edgeq_gguf_vtype_name(type));
+		return edgeq_error_set(
+			err, EINVAL,
+			"gguf: metadata '%s' at offset %llu has type %s%s%s, not array of %s",
+			key, (unsigned long long)kv->val_off,
+			edgeq_gguf_vtype_name(kv->type),
+			kv->type == EDGEQ_GGUF_ARRAY ? " of " : "",
+			kv->type == EDGEQ_GGUF_ARRAY ?
+				edgeq_gguf_vtype_name(kv->arr_type) :
+				"",
+			edgeq_gguf_vtype_name(type));
 	*out = kv;
 	return 0;
 }
@@ -836,17 +888,53 @@ double edgeq_gguf_arr_num(const struct edgeq_gguf_kv *kv, uint64_t i)
 	const uint8_t *p = kv->val + i * vtype_size[kv->arr_type];
 
 	switch (kv->arr_type) {
-	case EDGEQ_GGUF_UINT8: return *p;
-	case EDGEQ_GGUF_INT8: return (int8_t)*p;
-	case EDGEQ_GGUF_BOOL: return *p != 0;
-	case EDGEQ_GGUF_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
-	case EDGEQ_GGUF_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
-	case EDGEQ_GGUF_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
-	case EDGEQ_GGUF_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-	case EDGEQ_GGUF_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
-	case EDGEQ_GGUF_UINT64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
-	case EDGEQ_GGUF_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-	case EDGEQ_GGUF_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
-	default: return 0;
+	case EDGEQ_GGUF_UINT8:
+		return *p;
+	case EDGEQ_GGUF_INT8:
+		return (int8_t)*p;
+	case EDGEQ_GGUF_BOOL:
+		return *p != 0;
+	case EDGEQ_GGUF_UINT16: {
+		uint16_t v;
+		memcpy(&v, p, 2);
+		return v;
+	}
+	case EDGEQ_GGUF_INT16: {
+		int16_t v;
+		memcpy(&v, p, 2);
+		return v;
+	}
+	case EDGEQ_GGUF_UINT32: {
+		uint32_t v;
+		memcpy(&v, p, 4);
+		return v;
+	}
+	case EDGEQ_GGUF_INT32: {
+		int32_t v;
+		memcpy(&v, p, 4);
+		return v;
+	}
+	case EDGEQ_GGUF_FLOAT32: {
+		float v;
+		memcpy(&v, p, 4);
+		return v;
+	}
+	case EDGEQ_GGUF_UINT64: {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		return (double)v;
+	}
+	case EDGEQ_GGUF_INT64: {
+		int64_t v;
+		memcpy(&v, p, 8);
+		return (double)v;
+	}
+	case EDGEQ_GGUF_FLOAT64: {
+		double v;
+		memcpy(&v, p, 8);
+		return v;
+	}
+	default:
+		return 0;
 	}
 }

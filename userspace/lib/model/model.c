@@ -38,8 +38,8 @@ static int key_u32(const struct edgeq_gguf *g, const char *arch,
 	snprintf(key, sizeof(key), "%s.%s", arch, suffix);
 	ret = edgeq_gguf_get_u32(g, key, out, err);
 	if (ret == -ENOENT && required)
-		return edgeq_error_set(err, EBADMSG,
-				       "model: metadata key %s is missing", key);
+		return edgeq_error_set(
+			err, EBADMSG, "model: metadata key %s is missing", key);
 	return ret == -ENOENT ? 0 : ret;
 }
 
@@ -85,15 +85,21 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 	hp->rope_neox = !strcmp(arch, "qwen2");
 	hp->rope_linear_scale = 1.0f;
 	if ((ret = key_u32(g, arch, "block_count", &hp->n_layer, true, err)) ||
-	    (ret = key_u32(g, arch, "embedding_length", &hp->n_embd, true, err)) ||
-	    (ret = key_u32(g, arch, "feed_forward_length", &hp->n_ff, true, err)) ||
-	    (ret = key_u32(g, arch, "attention.head_count", &hp->n_head, true, err)) ||
-	    (ret = key_u32(g, arch, "context_length", &hp->n_ctx_train, true, err)))
+	    (ret = key_u32(g, arch, "embedding_length", &hp->n_embd, true,
+			   err)) ||
+	    (ret = key_u32(g, arch, "feed_forward_length", &hp->n_ff, true,
+			   err)) ||
+	    (ret = key_u32(g, arch, "attention.head_count", &hp->n_head, true,
+			   err)) ||
+	    (ret = key_u32(g, arch, "context_length", &hp->n_ctx_train, true,
+			   err)))
 		return ret;
 	hp->n_head_kv = hp->n_head;
-	if ((ret = key_u32(g, arch, "attention.head_count_kv", &hp->n_head_kv, false, err)) ||
+	if ((ret = key_u32(g, arch, "attention.head_count_kv", &hp->n_head_kv,
+			   false, err)) ||
 	    (ret = key_u32(g, arch, "attention.key_length", &kl, false, err)) ||
-	    (ret = key_f32(g, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps, err)) ||
+	    (ret = key_f32(g, arch, "attention.layer_norm_rms_epsilon",
+			   &hp->rms_eps, err)) ||
 	    (ret = key_f32(g, arch, "rope.freq_base", &hp->rope_base, err)))
 		return ret;
 	if (hp->n_layer == 0 || hp->n_layer > 1024)
@@ -103,8 +109,8 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 		return bad_hparam(err, g, arch, "embedding_length", hp->n_embd,
 				  "is out of range (1..65536)");
 	if (hp->n_ff == 0 || hp->n_ff > 1u << 20)
-		return bad_hparam(err, g, arch, "feed_forward_length",
-				  hp->n_ff, "is out of range");
+		return bad_hparam(err, g, arch, "feed_forward_length", hp->n_ff,
+				  "is out of range");
 	if (hp->n_head == 0 || hp->n_embd % hp->n_head)
 		return bad_hparam(err, g, arch, "attention.head_count",
 				  hp->n_head,
@@ -113,30 +119,33 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 		return bad_hparam(err, g, arch, "attention.head_count_kv",
 				  hp->n_head_kv, "does not divide head_count");
 	if (hp->n_ctx_train == 0)
-		return bad_hparam(err, g, arch, "context_length", 0,
-				  "is zero");
+		return bad_hparam(err, g, arch, "context_length", 0, "is zero");
 	hp->head_dim = hp->n_embd / hp->n_head;
 	if (kl && kl != hp->head_dim)
-		return bad_hparam(err, g, arch, "attention.key_length", kl,
-				  "differs from embedding_length / head_count (not supported)");
+		return bad_hparam(
+			err, g, arch, "attention.key_length", kl,
+			"differs from embedding_length / head_count (not supported)");
 	if (hp->head_dim % 2)
 		return bad_hparam(err, g, arch, "attention.head_count",
 				  hp->n_head, "gives an odd head dimension");
 	hp->n_rot = hp->head_dim;
-	if ((ret = key_u32(g, arch, "rope.dimension_count", &hp->n_rot, false, err)))
+	if ((ret = key_u32(g, arch, "rope.dimension_count", &hp->n_rot, false,
+			   err)))
 		return ret;
 	if (hp->n_rot == 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2)
-		return bad_hparam(err, g, arch, "rope.dimension_count",
-				  hp->n_rot,
-				  "must be even and at most the head dimension");
+		return bad_hparam(
+			err, g, arch, "rope.dimension_count", hp->n_rot,
+			"must be even and at most the head dimension");
 	if (!(hp->rms_eps > 0 && hp->rms_eps < 1))
-		return edgeq_error_set(err, EBADMSG,
-				       "model: %s.attention.layer_norm_rms_epsilon %g is out of range",
-				       arch, hp->rms_eps);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"model: %s.attention.layer_norm_rms_epsilon %g is out of range",
+			arch, hp->rms_eps);
 	if (!(hp->rope_base > 1 && hp->rope_base < 1e12f))
-		return edgeq_error_set(err, EBADMSG,
-				       "model: %s.rope.freq_base %g is out of range",
-				       arch, hp->rope_base);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"model: %s.rope.freq_base %g is out of range", arch,
+			hp->rope_base);
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
 	if (!edgeq_gguf_get_str(g, key, &st, NULL)) {
 		float f = 1.0f;
@@ -145,17 +154,18 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 			return ret;
 		if (edgeq_gguf_str_eq(st, "linear")) {
 			if (!(f >= 1 && f < 1024))
-				return edgeq_error_set(err, EBADMSG,
-						       "model: %s.rope.scaling.factor %g is out of range",
-						       arch, f);
+				return edgeq_error_set(
+					err, EBADMSG,
+					"model: %s.rope.scaling.factor %g is out of range",
+					arch, f);
 			hp->rope_linear_scale = 1.0f / f;
 		} else if (edgeq_gguf_str_eq(st, "llama3")) {
 			hp->rope_llama3 = true;
 		} else if (!edgeq_gguf_str_eq(st, "none")) {
-			return edgeq_error_set(err, EOPNOTSUPP,
-					       "model: %s '%.*s' is not supported (none, linear, llama3)",
-					       key, (int)(st.len > 32 ? 32 : st.len),
-					       st.ptr);
+			return edgeq_error_set(
+				err, EOPNOTSUPP,
+				"model: %s '%.*s' is not supported (none, linear, llama3)",
+				key, (int)(st.len > 32 ? 32 : st.len), st.ptr);
 		}
 	}
 	return 0;
@@ -206,26 +216,28 @@ static int want(struct edgeq_model *m, const char *name, uint64_t ne0,
 	gt = edgeq_gguf_tensor(m->gguf, name);
 	if (t->ne[0] != ne0 || t->ne[1] != (ne1 ? ne1 : 1) || t->ne[2] != 1 ||
 	    t->ne[3] != 1)
-		return edgeq_error_set(err, EBADMSG,
-				       "model: tensor '%s' (info at offset %llu) has shape [%llu, %llu, %llu, %llu], expected [%llu, %llu]",
-				       name, (unsigned long long)gt->info_off,
-				       (unsigned long long)t->ne[0],
-				       (unsigned long long)t->ne[1],
-				       (unsigned long long)t->ne[2],
-				       (unsigned long long)t->ne[3],
-				       (unsigned long long)ne0,
-				       (unsigned long long)(ne1 ? ne1 : 1));
+		return edgeq_error_set(
+			err, EBADMSG,
+			"model: tensor '%s' (info at offset %llu) has shape [%llu, %llu, %llu, %llu], expected [%llu, %llu]",
+			name, (unsigned long long)gt->info_off,
+			(unsigned long long)t->ne[0],
+			(unsigned long long)t->ne[1],
+			(unsigned long long)t->ne[2],
+			(unsigned long long)t->ne[3], (unsigned long long)ne0,
+			(unsigned long long)(ne1 ? ne1 : 1));
 	if (!is_matrix && t->type != EDGEQ_TYPE_F32)
-		return edgeq_error_set(err, EOPNOTSUPP,
-				       "model: tensor '%s' (info at offset %llu) has type %s; norms and biases must be F32",
-				       name, (unsigned long long)gt->info_off,
-				       edgeq_type_name(t->type));
+		return edgeq_error_set(
+			err, EOPNOTSUPP,
+			"model: tensor '%s' (info at offset %llu) has type %s; norms and biases must be F32",
+			name, (unsigned long long)gt->info_off,
+			edgeq_type_name(t->type));
 	if (is_matrix && (!edgeq_type_traits(t->type) ||
 			  !edgeq_type_traits(t->type)->weight))
-		return edgeq_error_set(err, EOPNOTSUPP,
-				       "model: tensor '%s' (info at offset %llu) has type %s, which edgeq does not support",
-				       name, (unsigned long long)gt->info_off,
-				       edgeq_type_name(t->type));
+		return edgeq_error_set(
+			err, EOPNOTSUPP,
+			"model: tensor '%s' (info at offset %llu) has type %s, which edgeq does not support",
+			name, (unsigned long long)gt->info_off,
+			edgeq_type_name(t->type));
 	*out = t;
 	return 0;
 }
@@ -241,8 +253,8 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 	int ret;
 
 	m->n_tensors = m->gguf->n_tensors;
-	m->tensors = calloc(m->n_tensors ? m->n_tensors : 1,
-			    sizeof(*m->tensors));
+	m->tensors =
+		calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*m->tensors));
 	m->layers = calloc(hp->n_layer, sizeof(*m->layers));
 	if (!m->tensors || !m->layers)
 		return edgeq_error_set(err, ENOMEM, "model: out of memory");
@@ -258,11 +270,11 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 		t->size = gt->size;
 		t->row_size = edgeq_row_size(t->type, (int64_t)t->ne[0]);
 		if (tensor_layer(t->name, hp->n_layer, &t->layer))
-			return edgeq_error_set(err, EBADMSG,
-					       "model: tensor '%s' (info at offset %llu) names a block outside block_count %u",
-					       t->name,
-					       (unsigned long long)gt->info_off,
-					       hp->n_layer);
+			return edgeq_error_set(
+				err, EBADMSG,
+				"model: tensor '%s' (info at offset %llu) names a block outside block_count %u",
+				t->name, (unsigned long long)gt->info_off,
+				hp->n_layer);
 	}
 	if ((ret = want(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true,
 			false, &m->tok_embd, err)) ||
@@ -280,12 +292,12 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 		struct edgeq_layer *L = &m->layers[l];
 		char n[EDGEQ_GGUF_MAX_NAME];
 
-#define W(field, suffix, ne0, ne1, mat, opt)                                  \
-	do {                                                                  \
-		snprintf(n, sizeof(n), "blk.%u." suffix, l);                  \
-		ret = want(m, n, ne0, ne1, mat, opt, &L->field, err);         \
-		if (ret)                                                      \
-			return ret;                                           \
+#define W(field, suffix, ne0, ne1, mat, opt)                          \
+	do {                                                          \
+		snprintf(n, sizeof(n), "blk.%u." suffix, l);          \
+		ret = want(m, n, ne0, ne1, mat, opt, &L->field, err); \
+		if (ret)                                              \
+			return ret;                                   \
 	} while (0)
 		W(attn_norm, "attn_norm.weight", hp->n_embd, 0, false, false);
 		W(wq, "attn_q.weight", hp->n_embd, q_dim, true, false);
@@ -366,10 +378,10 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 		goto fail;
 	if (!edgeq_gguf_str_eq(arch, "llama") &&
 	    !edgeq_gguf_str_eq(arch, "qwen2")) {
-		ret = edgeq_error_set(err, EOPNOTSUPP,
-				      "model: architecture '%.*s' is not supported (llama, qwen2)",
-				      (int)(arch.len > 32 ? 32 : arch.len),
-				      arch.ptr);
+		ret = edgeq_error_set(
+			err, EOPNOTSUPP,
+			"model: architecture '%.*s' is not supported (llama, qwen2)",
+			(int)(arch.len > 32 ? 32 : arch.len), arch.ptr);
 		goto fail;
 	}
 	snprintf(m->info.arch, sizeof(m->info.arch), "%.*s", (int)arch.len,

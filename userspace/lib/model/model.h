@@ -27,14 +27,14 @@ struct edgeq_pool; /* the kernels' thread pool */
 
 struct edgeq_tensor {
 	char name[EDGEQ_GGUF_MAX_NAME];
-	uint32_t type;      /* enum edgeq_type */
+	uint32_t type; /* enum edgeq_type */
 	uint32_t n_dims;
-	uint64_t ne[4];     /* ne[0] = row length (cols), ne[1] = rows */
-	uint64_t offset;    /* absolute file offset of the data */
-	uint64_t size;      /* bytes */
-	size_t row_size;    /* bytes of one row of ne[0] elements */
-	int layer;          /* block index, or EDGEQ_WEIGHTS_GLOBAL */
-	bool per_token;     /* read by every decode step (not token_embd) */
+	uint64_t ne[4];	 /* ne[0] = row length (cols), ne[1] = rows */
+	uint64_t offset; /* absolute file offset of the data */
+	uint64_t size;	 /* bytes */
+	size_t row_size; /* bytes of one row of ne[0] elements */
+	int layer;	 /* block index, or EDGEQ_WEIGHTS_GLOBAL */
+	bool per_token;	 /* read by every decode step (not token_embd) */
 };
 
 struct edgeq_layer {
@@ -79,8 +79,8 @@ struct edgeq_model {
 	struct edgeq_model_info info;
 	struct edgeq_model_params params;
 	struct edgeq_hparams hp;
-	struct edgeq_gguf *gguf;        /* the validated file (mmapped) */
-	struct edgeq_tensor *tensors;   /* table, file order */
+	struct edgeq_gguf *gguf;      /* the validated file (mmapped) */
+	struct edgeq_tensor *tensors; /* table, file order */
 	size_t n_tensors;
 	const struct edgeq_tensor *tok_embd, *output_norm, *output;
 	const struct edgeq_tensor *rope_freqs; /* Llama 3 factors, optional */
@@ -100,8 +100,7 @@ struct edgeq_model {
  * -EOPNOTSUPP.
  */
 int edgeq_weights_mmap_new(const struct edgeq_model *m,
-			   struct edgeq_weights **out,
-			   struct edgeq_error *err);
+			   struct edgeq_weights **out, struct edgeq_error *err);
 int edgeq_weights_stream_new(const struct edgeq_model *m,
 			     const struct edgeq_model_params *p,
 			     struct edgeq_weights **out,

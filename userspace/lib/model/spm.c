@@ -130,8 +130,8 @@ static struct bigram heap_pop(struct bigram *h, size_t *n)
 	return top;
 }
 
-static void try_pair(const struct edgeq_vocab *v, const char *t,
-		     struct sym *s, int l, int r, struct bigram *h, size_t *n)
+static void try_pair(const struct edgeq_vocab *v, const char *t, struct sym *s,
+		     int l, int r, struct bigram *h, size_t *n)
 {
 	int32_t id;
 
@@ -140,12 +140,13 @@ static void try_pair(const struct edgeq_vocab *v, const char *t,
 	id = vocab_find(v, t + s[l].start, s[l].len + s[r].len);
 	if (id < 0)
 		return;
-	heap_push(h, n, (struct bigram){ l, r, v->score[id],
-					 s[l].len + s[r].len });
+	heap_push(h, n,
+		  (struct bigram){ l, r, v->score[id], s[l].len + s[r].len });
 }
 
-static const size_t u8len[16] = { 1, 1, 1, 1, 1, 1, 1, 1,
-				  1, 1, 1, 1, 2, 2, 3, 4 };
+static const size_t u8len[16] = {
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4
+};
 
 int spm_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 		 bool space_prefix, struct tok_out *o)
@@ -213,7 +214,8 @@ int spm_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 			continue;
 		}
 		for (i = 0; i < s[k].len; i++) {
-			int32_t b = v->byte_tok[(unsigned char)t[s[k].start + i]];
+			int32_t b =
+				v->byte_tok[(unsigned char)t[s[k].start + i]];
 
 			if (b < 0)
 				b = v->unk;

@@ -87,10 +87,10 @@ static int opt_id(const struct edgeq_gguf *g, const char *key, uint32_t n,
 	}
 	if (id >= n) {
 		kv = edgeq_gguf_find(g, key);
-		return edgeq_error_set(err, EBADMSG,
-				       "tokenizer: %s = %u at offset %llu is out of range (vocabulary of %u)",
-				       key, id,
-				       (unsigned long long)kv->val_off, n);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"tokenizer: %s = %u at offset %llu is out of range (vocabulary of %u)",
+			key, id, (unsigned long long)kv->val_off, n);
 	}
 	*out = (int32_t)id;
 	return 0;
@@ -124,11 +124,12 @@ static int load_merges(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 	size_t bufcap = 0;
 	int ret;
 
-	ret = edgeq_gguf_get_arr(g, "tokenizer.ggml.merges",
-				 EDGEQ_GGUF_STRING, &kv, err);
+	ret = edgeq_gguf_get_arr(g, "tokenizer.ggml.merges", EDGEQ_GGUF_STRING,
+				 &kv, err);
 	if (ret == -ENOENT)
-		return edgeq_error_set(err, EBADMSG,
-				       "tokenizer: gpt2 vocabulary without tokenizer.ggml.merges");
+		return edgeq_error_set(
+			err, EBADMSG,
+			"tokenizer: gpt2 vocabulary without tokenizer.ggml.merges");
 	if (ret)
 		return ret;
 	m = calloc(kv->arr_n ? kv->arr_n : 1, sizeof(*m));
@@ -164,8 +165,9 @@ static int load_merges(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 			if (!nb) {
 				free(buf);
 				free(m);
-				return edgeq_error_set(err, ENOMEM,
-						       "tokenizer: out of memory");
+				return edgeq_error_set(
+					err, ENOMEM,
+					"tokenizer: out of memory");
 			}
 			buf = nb;
 			bufcap = la + lb;
@@ -224,8 +226,9 @@ int bpe_cp_to_byte(uint32_t cp)
 }
 
 static const char *const eog_names[] = {
-	"<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|endoftext|>",
-	"<|eom_id|>", "<end_of_turn>", "</s>",
+	"<|eot_id|>",	 "<|im_end|>", "<|end_of_text|>",
+	"<|endoftext|>", "<|eom_id|>", "<end_of_turn>",
+	"</s>",
 };
 
 int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
@@ -240,8 +243,9 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 	v->bos = v->eos = v->eot = v->eom = v->unk = v->pad = -1;
 	ret = edgeq_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
 	if (ret == -ENOENT)
-		return edgeq_error_set(err, EBADMSG,
-				       "tokenizer: tokenizer.ggml.model is missing");
+		return edgeq_error_set(
+			err, EBADMSG,
+			"tokenizer: tokenizer.ggml.model is missing");
 	if (ret)
 		return ret;
 	if (edgeq_gguf_str_eq(model, "llama")) {
@@ -252,43 +256,47 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 		const struct edgeq_gguf_kv *mk =
 			edgeq_gguf_find(g, "tokenizer.ggml.model");
 
-		return edgeq_error_set(err, EOPNOTSUPP,
-				       "tokenizer: tokenizer.ggml.model '%.*s' at offset %llu is not supported (llama, gpt2)",
-				       (int)(model.len > 32 ? 32 : model.len),
-				       model.ptr,
-				       (unsigned long long)mk->val_off);
+		return edgeq_error_set(
+			err, EOPNOTSUPP,
+			"tokenizer: tokenizer.ggml.model '%.*s' at offset %llu is not supported (llama, gpt2)",
+			(int)(model.len > 32 ? 32 : model.len), model.ptr,
+			(unsigned long long)mk->val_off);
 	}
 	ret = edgeq_gguf_get_arr(g, "tokenizer.ggml.tokens", EDGEQ_GGUF_STRING,
 				 &tk, err);
 	if (ret == -ENOENT)
-		return edgeq_error_set(err, EBADMSG,
-				       "tokenizer: tokenizer.ggml.tokens is missing");
+		return edgeq_error_set(
+			err, EBADMSG,
+			"tokenizer: tokenizer.ggml.tokens is missing");
 	if (ret)
 		return ret;
 	if (tk->arr_n == 0 || tk->arr_n > (1u << 24))
-		return edgeq_error_set(err, EBADMSG,
-				       "tokenizer: tokenizer.ggml.tokens at offset %llu has %llu entries (1..%u)",
-				       (unsigned long long)tk->val_off,
-				       (unsigned long long)tk->arr_n, 1u << 24);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"tokenizer: tokenizer.ggml.tokens at offset %llu has %llu entries (1..%u)",
+			(unsigned long long)tk->val_off,
+			(unsigned long long)tk->arr_n, 1u << 24);
 	v->n = (uint32_t)tk->arr_n;
 	ret = edgeq_gguf_get_arr(g, "tokenizer.ggml.scores", EDGEQ_GGUF_FLOAT32,
 				 &sk, err);
 	if (ret && ret != -ENOENT)
 		return ret;
 	if (sk && sk->arr_n != v->n)
-		return edgeq_error_set(err, EBADMSG,
-				       "tokenizer: tokenizer.ggml.scores at offset %llu has %llu entries, tokens has %u",
-				       (unsigned long long)sk->val_off,
-				       (unsigned long long)sk->arr_n, v->n);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"tokenizer: tokenizer.ggml.scores at offset %llu has %llu entries, tokens has %u",
+			(unsigned long long)sk->val_off,
+			(unsigned long long)sk->arr_n, v->n);
 	ret = edgeq_gguf_get_arr(g, "tokenizer.ggml.token_type",
 				 EDGEQ_GGUF_INT32, &tt, err);
 	if (ret && ret != -ENOENT)
 		return ret;
 	if (tt && tt->arr_n != v->n)
-		return edgeq_error_set(err, EBADMSG,
-				       "tokenizer: tokenizer.ggml.token_type at offset %llu has %llu entries, tokens has %u",
-				       (unsigned long long)tt->val_off,
-				       (unsigned long long)tt->arr_n, v->n);
+		return edgeq_error_set(
+			err, EBADMSG,
+			"tokenizer: tokenizer.ggml.token_type at offset %llu has %llu entries, tokens has %u",
+			(unsigned long long)tt->val_off,
+			(unsigned long long)tt->arr_n, v->n);
 
 	strs = calloc(v->n, sizeof(*strs));
 	v->text = calloc(v->n, sizeof(*v->text));
@@ -310,11 +318,11 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 		uint32_t h;
 
 		if (strs[i].len > 4096) {
-			ret = edgeq_error_set(err, EBADMSG,
-					      "tokenizer: token %u in tokenizer.ggml.tokens (offset %llu) is %llu bytes long (max 4096)",
-					      i,
-					      (unsigned long long)tk->val_off,
-					      (unsigned long long)strs[i].len);
+			ret = edgeq_error_set(
+				err, EBADMSG,
+				"tokenizer: token %u in tokenizer.ggml.tokens (offset %llu) is %llu bytes long (max 4096)",
+				i, (unsigned long long)tk->val_off,
+				(unsigned long long)strs[i].len);
 			goto fail;
 		}
 		v->text[i] = malloc(strs[i].len + 1);
@@ -330,8 +338,7 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 		if (tt) {
 			double t = edgeq_gguf_arr_num(tt, i);
 
-			v->ttype[i] = t >= 0 && t <= 6 ? (uint8_t)t :
-							 TT_NORMAL;
+			v->ttype[i] = t >= 0 && t <= 6 ? (uint8_t)t : TT_NORMAL;
 		} else {
 			v->ttype[i] = TT_NORMAL;
 		}
@@ -355,15 +362,24 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 	} else {
 		v->add_bos = false;
 	}
-	if ((ret = opt_id(g, "tokenizer.ggml.bos_token_id", v->n, &v->bos, err)) ||
-	    (ret = opt_id(g, "tokenizer.ggml.eos_token_id", v->n, &v->eos, err)) ||
-	    (ret = opt_id(g, "tokenizer.ggml.eot_token_id", v->n, &v->eot, err)) ||
-	    (ret = opt_id(g, "tokenizer.ggml.eom_token_id", v->n, &v->eom, err)) ||
-	    (ret = opt_id(g, "tokenizer.ggml.unknown_token_id", v->n, &v->unk, err)) ||
-	    (ret = opt_id(g, "tokenizer.ggml.padding_token_id", v->n, &v->pad, err)) ||
-	    (ret = opt_bool(g, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) ||
-	    (ret = opt_bool(g, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) ||
-	    (ret = opt_bool(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)))
+	if ((ret = opt_id(g, "tokenizer.ggml.bos_token_id", v->n, &v->bos,
+			  err)) ||
+	    (ret = opt_id(g, "tokenizer.ggml.eos_token_id", v->n, &v->eos,
+			  err)) ||
+	    (ret = opt_id(g, "tokenizer.ggml.eot_token_id", v->n, &v->eot,
+			  err)) ||
+	    (ret = opt_id(g, "tokenizer.ggml.eom_token_id", v->n, &v->eom,
+			  err)) ||
+	    (ret = opt_id(g, "tokenizer.ggml.unknown_token_id", v->n, &v->unk,
+			  err)) ||
+	    (ret = opt_id(g, "tokenizer.ggml.padding_token_id", v->n, &v->pad,
+			  err)) ||
+	    (ret = opt_bool(g, "tokenizer.ggml.add_bos_token", &v->add_bos,
+			    err)) ||
+	    (ret = opt_bool(g, "tokenizer.ggml.add_eos_token", &v->add_eos,
+			    err)) ||
+	    (ret = opt_bool(g, "tokenizer.ggml.add_space_prefix",
+			    &v->add_space_prefix, err)))
 		goto fail;
 
 	for (i = 0; i < 256; i++)
@@ -465,8 +481,7 @@ static int put(char *buf, size_t cap, size_t *o, const char *s, size_t n)
 	return 0;
 }
 
-int vocab_piece(const struct edgeq_vocab *v, int32_t tok, char *buf,
-		size_t cap)
+int vocab_piece(const struct edgeq_vocab *v, int32_t tok, char *buf, size_t cap)
 {
 	const char *t;
 	size_t o = 0, i, n;
@@ -554,7 +569,8 @@ int vocab_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 					continue;
 				if (v->len[id] <= len - i &&
 				    v->text[id][0] == text[i] &&
-				    !memcmp(v->text[id], text + i, v->len[id])) {
+				    !memcmp(v->text[id], text + i,
+					    v->len[id])) {
 					match = id;
 					break;
 				}

@@ -40,11 +40,11 @@ struct edgeq_vocab {
 	enum vocab_kind kind;
 	enum vocab_pre pre;
 	uint32_t n;
-	char **text;      /* NUL-terminated copies; may contain no NUL */
+	char **text; /* NUL-terminated copies; may contain no NUL */
 	uint32_t *len;
 	float *score;
 	uint8_t *ttype;
-	uint32_t *hash;   /* open addressing: id + 1, 0 empty */
+	uint32_t *hash; /* open addressing: id + 1, 0 empty */
 	uint32_t hash_mask;
 	int32_t byte_tok[256]; /* SPM: <0xXX> ids; BPE: id of the mapped char */
 	/* BPE merges: (left, right) -> rank, result */

@@ -16,8 +16,7 @@ static int mm_layer_begin(struct edgeq_weights *w, int layer,
 	return 0;
 }
 
-static const void *mm_get(struct edgeq_weights *w,
-			  const struct edgeq_tensor *t)
+static const void *mm_get(struct edgeq_weights *w, const struct edgeq_tensor *t)
 {
 	return w->model->gguf->base + t->offset;
 }
@@ -26,9 +25,8 @@ static void mm_layer_end(struct edgeq_weights *w, int layer)
 {
 }
 
-static int mm_embed_rows(struct edgeq_weights *w, const int32_t *toks,
-			 size_t n, void *dst, size_t row_size,
-			 struct edgeq_error *err)
+static int mm_embed_rows(struct edgeq_weights *w, const int32_t *toks, size_t n,
+			 void *dst, size_t row_size, struct edgeq_error *err)
 {
 	const struct edgeq_tensor *t = w->model->tok_embd;
 	const uint8_t *base = w->model->gguf->base + t->offset;
@@ -40,10 +38,10 @@ static int mm_embed_rows(struct edgeq_weights *w, const int32_t *toks,
 				       row_size, t->row_size);
 	for (i = 0; i < n; i++) {
 		if (toks[i] < 0 || (uint64_t)toks[i] >= t->ne[1])
-			return edgeq_error_set(err, EINVAL,
-					       "token id %d is out of range (vocabulary of %llu)",
-					       toks[i],
-					       (unsigned long long)t->ne[1]);
+			return edgeq_error_set(
+				err, EINVAL,
+				"token id %d is out of range (vocabulary of %llu)",
+				toks[i], (unsigned long long)t->ne[1]);
 		memcpy((uint8_t *)dst + i * row_size,
 		       base + (size_t)toks[i] * row_size, row_size);
 	}
@@ -64,8 +62,7 @@ static const struct edgeq_weights_ops mmap_ops = {
 };
 
 int edgeq_weights_mmap_new(const struct edgeq_model *m,
-			   struct edgeq_weights **out,
-			   struct edgeq_error *err)
+			   struct edgeq_weights **out, struct edgeq_error *err)
 {
 	struct edgeq_weights *w = calloc(1, sizeof(*w));
 

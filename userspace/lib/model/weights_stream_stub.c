@@ -13,8 +13,8 @@ int edgeq_weights_stream_new(const struct edgeq_model *m,
 			     struct edgeq_weights **out,
 			     struct edgeq_error *err)
 {
-	return edgeq_error_set(err, EOPNOTSUPP,
-			       "weights mode %s is not available in this build (use mmap)",
-			       p->weights == EDGEQ_WEIGHTS_PRELOAD ? "preload" :
-								     "stream");
+	return edgeq_error_set(
+		err, EOPNOTSUPP,
+		"weights mode %s is not available in this build (use mmap)",
+		p->weights == EDGEQ_WEIGHTS_PRELOAD ? "preload" : "stream");
 }
