@@ -62,6 +62,21 @@ check "a free, infinitely fast npu takes every op" js "$T/f.json" \
 EDGEQ_DEVICES="$T/dev.ini" "${P[@]}" --shape 1b --queue npu0 --json >"$T/g.json"
 check "EDGEQ_DEVICES names the profile file" js "$T/g.json" "all(o['device']=='npu0' for o in d['ops'])"
 
+# a real GGUF model (header only), and the ledgers' options passed along
+M=$EDGEQ_TEST_MODELS/stories260K.gguf
+if [ -r "$M" ]; then
+	"$EDGEQ" plan -m "$M" -P local --ctx 64 --placement --sysfs "$T/nosysfs" \
+		--queue npu0 --json >"$T/m.json"
+	check "-m stories260K: placed, ledger options skipped" js "$T/m.json" \
+		"d['ctx']==64 and len(d['ops'])==3+13*5 and d['plan']['step_ns']>0"
+	check "tiny model: transfers cost more than the npu saves" js "$T/m.json" \
+		"d['plan']['step_ns'] < d['naive']['step_ns']"
+else
+	echo "note: $M absent, model case not run"
+fi
+"$EDGEQ" plan -m "$T/nope.gguf" --placement 2>"$T/err" >/dev/null
+check "missing model: fails, named" grep -q "nope.gguf" "$T/err"
+
 # usage errors
 "${P[@]}" >/dev/null 2>"$T/err"; check "no model: exit 2" test $? -eq 2
 "${P[@]}" --shape 1b --queue tpu0 2>"$T/err" >/dev/null
