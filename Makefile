@@ -59,6 +59,9 @@ CPPFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 # that ISA, with the flags they need. The ops table picks among them at run time.
 ISA_FLAGS_x86 := -mavx2 -mfma -mf16c
 ISA_FLAGS_arm64 := -march=armv8.2-a+dotprod+fp16
+# Bit-identical results across ISAs: the compiler must never fuse a*b+c on its
+# own (aarch64 GCC does by default); kernels write fmaf() where they mean it.
+CFLAGS += -ffp-contract=off
 
 LIB_SRCS_ALL := $(sort $(wildcard userspace/lib/*.c userspace/lib/*/*.c userspace/lib/*/*/*.c))
 ifeq ($(ARCH),x86_64)
@@ -220,6 +223,12 @@ install: all
 	cp -r Kbuild $(wildcard kmod) include $(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)/
 	sed 's|@VERSION@|$(VERSION)|' tools/dkms.conf.in > $(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)/dkms.conf
 
+# Placement's device profiles (share/edgeq/devices.ini).
+install: install-devices
+install-devices:
+	install -d $(DESTDIR)$(PREFIX)/share/edgeq
+	install -m 644 share/edgeq/devices.ini $(DESTDIR)$(PREFIX)/share/edgeq/
+
 # ---- style
 # kmod/ and include/uapi are checked with checkpatch instead (kernel macros).
 C_FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null | grep -v -e '^tests/fuzz/corpus' -e '^kmod/' -e '^include/uapi/' -e '^bpf/vmlinux')
@@ -227,6 +236,14 @@ format:
 	clang-format -i $(C_FORMAT_FILES)
 format-check:
 	@clang-format --dry-run --Werror $(C_FORMAT_FILES) && echo "format-check: clean"
+
+# ---- ledgers: device profiles for edgeq plan (found via EDGEQ_DATADIR)
+CPPFLAGS += -DEDGEQ_DATADIR='"$(PREFIX)/share/edgeq"'
+.PHONY: install-profiles
+install: install-profiles
+install-profiles:
+	install -d $(DESTDIR)$(PREFIX)/share/edgeq
+	install -m 644 share/edgeq/profiles.ini $(DESTDIR)$(PREFIX)/share/edgeq/
 
 clean: modules_clean
 	rm -rf $(O) build-san build-aarch64
