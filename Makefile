@@ -42,7 +42,7 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 WERROR ?= $(if $(CI),-Werror,)
 OPT ?= -O2 -g
-CPPFLAGS += -Iinclude -Iuserspace/lib -I$(O) -D_GNU_SOURCE \
+CPPFLAGS += -Iinclude -Iinclude/uapi -Iuserspace/lib -I$(O) -D_GNU_SOURCE \
 	-DEDGEQ_VERSION='"$(VERSION)"' -DEDGEQ_COMMIT='"$(GIT_COMMIT)"'
 CFLAGS ?= $(OPT)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow \

@@ -123,7 +123,7 @@ struct edgeq_tensor {
 
 /* One submitted op. */
 struct edgeq_req {
-	struct edgeq_op op;
+	struct edgeq_op_desc op;
 	struct edgeq_file *client;	/* NULL once the client closed */
 	struct list_head node;		/* waiting/inflight/done list */
 	struct list_head all;		/* q->all until completed */
@@ -150,7 +150,7 @@ bool edgeq_sim_sensor_enabled(void);
 extern const struct file_operations edgeq_queue_fops;
 
 /* sched.c: submission, dispatch, completion, timeouts */
-int edgeq_op_check(const struct edgeq_op *op);
+int edgeq_op_check(const struct edgeq_op_desc *op);
 int edgeq_submit(struct edgeq_file *f, struct edgeq_req *req);
 struct edgeq_req *edgeq_pick(struct edgeq_queue *q);
 void edgeq_requeue(struct edgeq_queue *q, struct edgeq_req *req);

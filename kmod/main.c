@@ -99,7 +99,7 @@ int edgeq_get_features(void __user *arg)
 	feat.features = EDGEQ_F_ALL;
 	if (!sim_sensor)
 		feat.features &= ~EDGEQ_F_SIM_SENSOR;
-	feat.op_size = sizeof(struct edgeq_op);
+	feat.op_size = sizeof(struct edgeq_op_desc);
 	feat.completion_size = sizeof(struct edgeq_completion);
 	feat.agent_op_size = sizeof(struct edgeq_agent_op);
 	feat.agent_done_size = sizeof(struct edgeq_agent_done);

@@ -73,8 +73,8 @@ static ssize_t edgeq_client_write(struct edgeq_file *f,
 	size_t done = 0;
 	int ret = 0;
 
-	if (!len || len % sizeof(struct edgeq_op) ||
-	    len / sizeof(struct edgeq_op) > EDGEQ_MAX_BATCH)
+	if (!len || len % sizeof(struct edgeq_op_desc) ||
+	    len / sizeof(struct edgeq_op_desc) > EDGEQ_MAX_BATCH)
 		return -EINVAL;
 	while (done < len) {
 		req = kzalloc(sizeof(*req), GFP_KERNEL);
@@ -92,7 +92,7 @@ static ssize_t edgeq_client_write(struct edgeq_file *f,
 			kfree(req);
 			break;
 		}
-		done += sizeof(struct edgeq_op);
+		done += sizeof(struct edgeq_op_desc);
 	}
 	return done ? done : ret;
 }
@@ -329,10 +329,10 @@ static int edgeq_ioc_submit(struct edgeq_file *f, void __user *arg)
 	if (f->is_agent)
 		return -EBUSY;
 	ret = edgeq_client_write(f, u64_to_user_ptr(s.ops),
-				 (size_t)s.count * sizeof(struct edgeq_op));
+				 (size_t)s.count * sizeof(struct edgeq_op_desc));
 	if (ret < 0)
 		return ret;
-	s.submitted = ret / sizeof(struct edgeq_op);
+	s.submitted = ret / sizeof(struct edgeq_op_desc);
 	if (put_user(s.submitted, (__u32 __user *)(arg +
 			offsetof(struct edgeq_submit, submitted))))
 		return -EFAULT;

@@ -57,7 +57,7 @@ static bool edgeq_ref_zero(const struct edgeq_tensor_ref *r)
 }
 
 /* Checks what needs no queue state. */
-int edgeq_op_check(const struct edgeq_op *op)
+int edgeq_op_check(const struct edgeq_op_desc *op)
 {
 	unsigned int i;
 
@@ -141,7 +141,7 @@ static void edgeq_enqueue(struct edgeq_queue *q, struct edgeq_req *req,
 int edgeq_submit(struct edgeq_file *f, struct edgeq_req *req)
 {
 	struct edgeq_queue *q = f->q;
-	struct edgeq_op *op = &req->op;
+	struct edgeq_op_desc *op = &req->op;
 	struct edgeq_tensor *t;
 	bool kick;
 	unsigned int i;
