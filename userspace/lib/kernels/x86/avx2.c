@@ -225,24 +225,6 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 
 /* ---- Q4_K and Q6_K: exact integer sum per super-block, one float chain ---- */
 
-/* The 8 six-bit scales (sc) and mins (m) of a Q4_K super-block. */
-static inline void q4_K_unpack_scales(const uint8_t *s, uint8_t sc[8],
-				      uint8_t m[8])
-{
-	uint32_t u[3], a, b, c, e;
-
-	memcpy(u, s, 12);
-	/* bytes 0-3: sc0-3 (low 6 bits); 4-7: m0-3; 8-11: sc4-7 | m4-7 nibbles */
-	a = u[0] & 0x3f3f3f3f;
-	b = u[1] & 0x3f3f3f3f;
-	c = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
-	e = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
-	memcpy(sc, &a, 4);
-	memcpy(sc + 4, &c, 4);
-	memcpy(m, &b, 4);
-	memcpy(m + 4, &e, 4);
-}
-
 static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q4_K *x = w;
@@ -260,7 +242,7 @@ static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
 		float dall = h2f(x[i].d) * y[i].d;
 		float dmin = h2f(x[i].dmin) * y[i].d;
 
-		q4_K_unpack_scales(x[i].scales, sc, mn);
+		edgeq_q4_K_unpack_scales(x[i].scales, sc, mn);
 		for (int j = 0; j < 4; j++) {
 			__m256i b = _mm256_loadu_si256(
 				(const __m256i *)(q4 + 32 * j));
