@@ -42,7 +42,7 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 WERROR ?= $(if $(CI),-Werror,)
 OPT ?= -O2 -g
-CPPFLAGS += -Iinclude -Iuserspace/lib -I$(O) -I. -D_GNU_SOURCE \
+CPPFLAGS += -Iinclude -Iinclude/uapi -Iuserspace/lib -I$(O) -I. -D_GNU_SOURCE \
 	-DEDGEQ_VERSION='"$(VERSION)"' -DEDGEQ_COMMIT='"$(GIT_COMMIT)"'
 CFLAGS ?= $(OPT)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow \
@@ -134,8 +134,13 @@ $(EDGEQ): $(CLI_OBJS) $(STATIC_LIB)
 
 # tools/<name>/*.c -> build/tools/<name>
 tools: $(TOOL_BINS)
+# (objects under $(O)/tools-obj/: $(O)/tools/<name> is the program itself)
+$(O)/tools-obj/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 define tool_rule
-$(O)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+$(1): $(patsubst tools/%.c,$(O)/tools-obj/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+	@mkdir -p $$(dir $$@)
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
 endef
 $(foreach t,$(TOOL_BINS),$(eval $(call tool_rule,$(t))))
