@@ -40,8 +40,8 @@ static void test_parse_size_percent(void **state)
 static void test_parse_size_rejects(void **state)
 {
 	uint64_t v = 7;
-	const char *bad[] = { "", "-1", "+5", "12Q", "K", "1e400", "nan",
-			      "5 G x", NULL };
+	const char *bad[] = { "",      "-1",  "+5",    "12Q", "K",
+			      "1e400", "nan", "5 G x", NULL };
 
 	for (int i = 0; bad[i]; i++)
 		assert_int_not_equal(edgeq_parse_size(bad[i], 100, &v), 0);

@@ -62,7 +62,8 @@ static void env_name(const char *name, char *buf, size_t len)
 
 	j = (size_t)snprintf(buf, len, "EDGEQ_");
 	for (; name[i] && j + 1 < len; i++, j++)
-		buf[j] = name[i] == '-' ? '_' : (char)toupper((unsigned char)name[i]);
+		buf[j] = name[i] == '-' ? '_' :
+					  (char)toupper((unsigned char)name[i]);
 	buf[j] = '\0';
 }
 
@@ -151,7 +152,8 @@ void cli_print_usage(const struct cli_command *cmd, FILE *out)
 	fprintf(out, "%s\n", cmd->usage);
 	if (!cmd->options || !cmd->options[0].name)
 		return;
-	fprintf(out, "\nOptions (each also read from the EDGEQ_* variable shown; the flag wins):\n");
+	fprintf(out,
+		"\nOptions (each also read from the EDGEQ_* variable shown; the flag wins):\n");
 	for (o = cmd->options; o->name; o++) {
 		env_name(o->name, env, sizeof(env));
 		if (o->type == CLI_FLAG)
@@ -198,8 +200,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	/* 2. command line */
 	for (o = opts; o && o->name && n < 62; o++, n++) {
 		lopts[n].name = o->name;
-		lopts[n].has_arg = o->type == CLI_FLAG ? no_argument
-						       : required_argument;
+		lopts[n].has_arg = o->type == CLI_FLAG ? no_argument :
+							 required_argument;
 		lopts[n].flag = NULL;
 		lopts[n].val = 256 + (int)n;
 		if (o->short_name && sl + 3 < sizeof(shorts)) {
@@ -224,13 +226,16 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 		}
 		if (c == '?' || c == ':') {
 			if (optopt && optopt < 256)
-				return cli_error(EXIT_USAGE, cmd->name,
-						 "%s option -%c; see 'edgeq help %s'",
-						 c == ':' ? "missing value for" : "unknown",
-						 optopt, cmd->name);
-			return cli_error(EXIT_USAGE, cmd->name,
-					 "unknown or incomplete option '%s'; see 'edgeq help %s'",
-					 argv[optind - 1], cmd->name);
+				return cli_error(
+					EXIT_USAGE, cmd->name,
+					"%s option -%c; see 'edgeq help %s'",
+					c == ':' ? "missing value for" :
+						   "unknown",
+					optopt, cmd->name);
+			return cli_error(
+				EXIT_USAGE, cmd->name,
+				"unknown or incomplete option '%s'; see 'edgeq help %s'",
+				argv[optind - 1], cmd->name);
 		}
 		if (c >= 256)
 			o = &opts[c - 256];

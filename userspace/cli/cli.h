@@ -15,26 +15,28 @@
 /* Exit statuses, documented in `edgeq help` and edgeq(1). */
 enum cli_exit {
 	EXIT_OK = 0,
-	EXIT_FAIL = 1,     /* the operation failed (message on stderr) */
-	EXIT_USAGE = 2,    /* bad command line */
-	EXIT_BADINPUT = 3, /* a file or request was refused: malformed, tampered */
-	EXIT_NORES = 4,    /* out of a resource: memory budget, disk space */
-	EXIT_NOPERM = 5,   /* missing privilege or kernel feature */
-	EXIT_UNAVAIL = 6,  /* a device, agent or service is not there */
+	EXIT_FAIL = 1,	/* the operation failed (message on stderr) */
+	EXIT_USAGE = 2, /* bad command line */
+	EXIT_BADINPUT =
+		3,	/* a file or request was refused: malformed, tampered */
+	EXIT_NORES = 4, /* out of a resource: memory budget, disk space */
+	EXIT_NOPERM = 5,  /* missing privilege or kernel feature */
+	EXIT_UNAVAIL = 6, /* a device, agent or service is not there */
 };
 
 struct cli_command {
 	const char *name;
 	const char *summary; /* one line for `edgeq help` */
-	const char *usage;   /* the synopsis and description for `edgeq help NAME` */
+	const char
+		*usage; /* the synopsis and description for `edgeq help NAME` */
 	int (*main)(int argc, char **argv);
 	const struct cli_option *options;
 };
 
 #define EDGEQ_COMMAND(cname, summ, usage_text, opts, fn)                     \
-	static const struct cli_command cli_cmd_##cname                       \
+	static const struct cli_command cli_cmd_##cname                      \
 		__attribute__((used, section("edgeq_cmds"), aligned(8))) = { \
-			#cname, summ, usage_text, fn, opts                    \
+			#cname, summ, usage_text, fn, opts                   \
 		}
 
 enum cli_arg {
@@ -57,7 +59,10 @@ struct cli_option {
 	const char *help;
 };
 
-#define CLI_OPTIONS_END { NULL, 0, CLI_END, NULL, NULL, NULL }
+#define CLI_OPTIONS_END                            \
+	{                                          \
+		NULL, 0, CLI_END, NULL, NULL, NULL \
+	}
 
 /*
  * Parse @argv against @opts: first from the environment, then from the

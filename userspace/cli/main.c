@@ -56,7 +56,8 @@ static void print_overview(FILE *out)
 		"while the box heats up, runs short of memory and shares its accelerators.\n\n"
 		"Commands:\n");
 	for (i = 0; i < n; i++)
-		fprintf(out, "  %-10s %s\n", sorted[i]->name, sorted[i]->summary);
+		fprintf(out, "  %-10s %s\n", sorted[i]->name,
+			sorted[i]->summary);
 	fputs("\nRun 'edgeq help COMMAND' or 'edgeq COMMAND --help' for a command's options.\n"
 	      "Every option can also be set by an environment variable EDGEQ_<OPTION>\n"
 	      "(upper case, dashes as underscores); a flag on the command line wins.\n\n",
@@ -126,8 +127,9 @@ int main(int argc, char **argv)
 		argv[1] = (char *)"version";
 	c = cli_find(argv[1]);
 	if (!c)
-		return cli_error(EXIT_USAGE, NULL,
-				 "'%s' is not an edgeq command; see 'edgeq help'",
-				 argv[1]);
+		return cli_error(
+			EXIT_USAGE, NULL,
+			"'%s' is not an edgeq command; see 'edgeq help'",
+			argv[1]);
 	return c->main(argc - 1, argv + 1);
 }
