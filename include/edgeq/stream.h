@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define EDGEQ_STREAM_GLOBAL (-1) /* output norm, output matrix */
-#define EDGEQ_STREAM_EMBED (-2) /* the token embedding (rows only) */
+#define EDGEQ_STREAM_EMBED (-2)	 /* the token embedding (rows only) */
 
 /* One tensor's bytes in the file. */
 struct edgeq_stream_extent {
@@ -46,11 +46,11 @@ struct edgeq_stream_extent {
 struct edgeq_stream_params {
 	const char *path;
 	enum edgeq_weights_mode mode; /* AUTO: chosen from budget and file */
-	uint64_t budget; /* bytes resident; 0: from memory */
+	uint64_t budget;	      /* bytes resident; 0: from memory */
 	uint32_t n_layers;
-	uint32_t prefetch; /* layers read ahead (0: 2) */
+	uint32_t prefetch;    /* layers read ahead (0: 2) */
 	uint32_t queue_depth; /* reads in flight (0: 32) */
-	bool use_io_uring; /* false forces the pread pool */
+	bool use_io_uring;    /* false forces the pread pool */
 };
 
 void edgeq_stream_params_init(struct edgeq_stream_params *p);
@@ -90,20 +90,20 @@ void edgeq_stream_set_budget(struct edgeq_stream *s, uint64_t bytes);
 
 struct edgeq_stream_status {
 	enum edgeq_weights_mode mode;
-	bool io_uring; /* false: pread pool (fallback says why) */
-	bool direct; /* O_DIRECT reads */
+	bool io_uring;	    /* false: pread pool (fallback says why) */
+	bool direct;	    /* O_DIRECT reads */
 	bool fixed_buffers; /* READ_FIXED into registered buffers */
-	uint32_t align; /* O_DIRECT alignment in use */
+	uint32_t align;	    /* O_DIRECT alignment in use */
 	uint32_t prefetch;
 	uint32_t layers_resident, layers_streamed;
-	uint64_t model_bytes; /* tensor bytes in the file */
-	uint64_t budget; /* the budget in force */
+	uint64_t model_bytes;	 /* tensor bytes in the file */
+	uint64_t budget;	 /* the budget in force */
 	uint64_t resident_bytes; /* buffers held now, pool included */
 	uint64_t pool_bytes;
 	uint64_t bytes_read, reads, retries;
-	uint64_t stalls; /* layer_begin that had to wait for a read */
+	uint64_t stalls;	 /* layer_begin that had to wait for a read */
 	uint64_t alloc_failures; /* budget growth refused for lack of memory */
-	char fallback[256]; /* "" or why io_uring/O_DIRECT are not used */
+	char fallback[256];	 /* "" or why io_uring/O_DIRECT are not used */
 };
 
 void edgeq_stream_status(struct edgeq_stream *s,
@@ -112,15 +112,21 @@ const char *edgeq_weights_mode_name(enum edgeq_weights_mode m);
 /* "mmap", "preload", "stream", "auto" -> mode; -EINVAL otherwise. */
 int edgeq_weights_mode_parse(const char *name, enum edgeq_weights_mode *m);
 
+/* The status of a loaded model's weights (mmap: mode and model_bytes only). */
+int edgeq_model_weights_status(const struct edgeq_model *m,
+			       struct edgeq_stream_status *st);
+/* edgeq_stream_set_budget() for a model; -EOPNOTSUPP in mmap mode. */
+int edgeq_model_set_weights_budget(struct edgeq_model *m, uint64_t bytes);
+
 /* ---- memory: what the budget is derived from */
 
 struct edgeq_mem_info {
 	uint64_t mem_available; /* /proc/meminfo MemAvailable (never MemFree) */
-	uint64_t cg_limit; /* tightest memory.max/high/limit_in_bytes on
+	uint64_t cg_limit;	/* tightest memory.max/high/limit_in_bytes on
 				   the path to the root; UINT64_MAX: none */
-	uint64_t cg_usage; /* the cgroup's usage less inactive file pages */
-	int cg_version; /* 0: no memory controller found, 1, 2 */
-	char cg_path[256]; /* the cgroup directory that was read */
+	uint64_t cg_usage;  /* the cgroup's usage less inactive file pages */
+	int cg_version;	    /* 0: no memory controller found, 1, 2 */
+	char cg_path[256];  /* the cgroup directory that was read */
 	uint64_t available; /* min(MemAvailable, limit - usage) */
 };
 
