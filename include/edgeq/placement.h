@@ -340,6 +340,25 @@ struct edgeq_calib *edgeq_placer_calib(struct edgeq_placer *p);
 uint64_t edgeq_placer_switches(const struct edgeq_placer *p);
 uint64_t edgeq_placer_tokens(const struct edgeq_placer *p);
 
+struct edgeq_pressure_state;
+
+/*
+ * Each device's state from the pressure monitor's @ps (may be NULL) and, for
+ * queues, the module's sysfs under @sysfs_dir (NULL: not read): agent,
+ * in-flight limit, the cooling state of cooling device "edgeq-<queue>", and
+ * the throttle factor of the monitor's device of the same name or profile
+ * ("cpu" for the host). @out has d->n entries.
+ */
+void edgeq_placement_states(const struct edgeq_devices *d,
+			    const struct edgeq_pressure_state *ps,
+			    const char *sysfs_dir,
+			    struct edgeq_device_state *out);
+/* Hand the placer every state that differs from the one in force (it takes
+ * effect at the next boundary). Returns the number of devices changed. */
+int edgeq_placer_update_pressure(struct edgeq_placer *p,
+				 const struct edgeq_pressure_state *ps,
+				 const char *sysfs_dir);
+
 #ifdef __cplusplus
 }
 #endif
