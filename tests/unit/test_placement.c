@@ -364,8 +364,8 @@ static void test_llama_chain(void **state)
 
 	shape_1b(&s, 2);
 	assert_int_equal(edgeq_op_chain_llama(&s, &c), 0);
-	assert_int_equal(c.n, 3 + 16 * 13);
-	assert_int_equal(c.n_base, 16);
+	assert_int_equal(c.n, 3 + 16 * 11);
+	assert_int_equal(c.n_base, 14);
 	for (size_t i = 0; i < c.n; i++)
 		if (c.ops[i].kind == EDGEQ_OPK_MATMUL)
 			mm += c.ops[i].bytes;
