@@ -91,15 +91,18 @@ static void test_v1_limit(void **state)
 	put("proc/self/mountinfo",
 	    "30 25 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
 	    "31 25 0:27 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n");
-	put("sys/fs/cgroup/memory/jobs/llm/memory.limit_in_bytes", "1073741824\n");
-	put("sys/fs/cgroup/memory/jobs/llm/memory.usage_in_bytes", "314572800\n");
+	put("sys/fs/cgroup/memory/jobs/llm/memory.limit_in_bytes",
+	    "1073741824\n");
+	put("sys/fs/cgroup/memory/jobs/llm/memory.usage_in_bytes",
+	    "314572800\n");
 	put("sys/fs/cgroup/memory/jobs/llm/memory.stat",
 	    "cache 0\nhierarchical_memory_limit 9223372036854771712\n"
 	    "total_inactive_file 104857600\n");
 	assert_int_equal(edgeq_mem_probe(root, &mi), 0);
 	assert_int_equal(mi.cg_version, 1);
 	assert_int_equal(mi.cg_limit, 1024 * MiB);
-	assert_int_equal(mi.cg_usage, 200 * MiB); /* inactive file is reclaimable */
+	assert_int_equal(mi.cg_usage,
+			 200 * MiB); /* inactive file is reclaimable */
 	assert_int_equal(mi.available, 824 * MiB);
 	assert_non_null(strstr(mi.cg_path, "/sys/fs/cgroup/memory/jobs/llm"));
 	/* a parent's tighter limit shows in the hierarchical limit */
@@ -119,7 +122,8 @@ static void test_v1_unlimited(void **state)
 	put("proc/self/cgroup", "4:memory:/\n");
 	put("proc/self/mountinfo",
 	    "31 25 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n");
-	put("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+	put("sys/fs/cgroup/memory/memory.limit_in_bytes",
+	    "9223372036854771712\n");
 	put("sys/fs/cgroup/memory/memory.usage_in_bytes", "1000\n");
 	assert_int_equal(edgeq_mem_probe(root, &mi), 0);
 	assert_int_equal(mi.cg_version, 1);
@@ -139,7 +143,8 @@ static void test_v2_limits(void **state)
 	put("sys/fs/cgroup/user.slice/llm.scope/memory.current", "104857600\n");
 	put("sys/fs/cgroup/user.slice/llm.scope/memory.max", "max\n");
 	put("sys/fs/cgroup/user.slice/llm.scope/memory.high", "2147483648\n");
-	put("sys/fs/cgroup/user.slice/llm.scope/memory.stat", "anon 1\ninactive_file 0\n");
+	put("sys/fs/cgroup/user.slice/llm.scope/memory.stat",
+	    "anon 1\ninactive_file 0\n");
 	/* the parent is tighter than the leaf */
 	put("sys/fs/cgroup/user.slice/memory.max", "1610612736\n");
 	put("sys/fs/cgroup/user.slice/memory.high", "max\n");
@@ -188,7 +193,8 @@ static void test_default_budget_and_mode(void **state)
 	struct edgeq_mem_info mi = { .available = 1024 * MiB };
 
 	assert_int_equal(edgeq_weights_default_budget(&mi, 0), 896 * MiB);
-	assert_int_equal(edgeq_weights_default_budget(&mi, 24 * MiB), 1000 * MiB);
+	assert_int_equal(edgeq_weights_default_budget(&mi, 24 * MiB),
+			 1000 * MiB);
 	mi.available = 32 * MiB;
 	assert_int_equal(edgeq_weights_default_budget(&mi, 0), 0);
 	assert_int_equal(edgeq_weights_choose_mode(700 * MiB, 600 * MiB, true),

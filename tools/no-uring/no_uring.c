@@ -40,7 +40,8 @@ static int refuse_io_uring(int err)
 			 offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K,
-			 SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
+			 SECCOMP_RET_ERRNO |
+				 ((unsigned)err & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
@@ -74,6 +75,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "no-uring: %s: %s\n", argv[i], strerror(errno));
 	return 127;
 usage:
-	fprintf(stderr, "usage: no-uring [--errno eperm|enosys] COMMAND [ARG...]\n");
+	fprintf(stderr,
+		"usage: no-uring [--errno eperm|enosys] COMMAND [ARG...]\n");
 	return 2;
 }

@@ -27,7 +27,7 @@
 #ifndef STATX_DIOALIGN
 #define STATX_DIOALIGN 0x00002000U
 #endif
-#define STATX_DIO_MEM_ALIGN_OFF 0x98 /* __u32 stx_dio_mem_align */
+#define STATX_DIO_MEM_ALIGN_OFF 0x98	/* __u32 stx_dio_mem_align */
 #define STATX_DIO_OFFSET_ALIGN_OFF 0x9c /* __u32 stx_dio_offset_align */
 
 #define SIO_MIN_ALIGN 4096u
@@ -35,7 +35,7 @@
 
 struct sio {
 	struct sio_params p;
-	int fd; /* the read descriptor: O_DIRECT when direct */
+	int fd;	 /* the read descriptor: O_DIRECT when direct */
 	int bfd; /* buffered descriptor for small and fallback reads */
 	bool direct;
 	bool uring;
@@ -52,7 +52,7 @@ struct sio {
 	char reason[256];
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* work for the pool, quiescence for close */
+	pthread_cond_t cond;  /* work for the pool, quiescence for close */
 	struct sio_req *head; /* requests not yet handed to the kernel */
 	struct sio_req *tail;
 	unsigned inflight;

@@ -30,12 +30,12 @@
 struct sio;
 
 struct sio_req {
-	uint64_t off; /* file offset (aligned when direct) */
-	uint32_t len; /* bytes wanted (aligned when direct) */
+	uint64_t off;  /* file offset (aligned when direct) */
+	uint32_t len;  /* bytes wanted (aligned when direct) */
 	uint32_t want; /* bytes the file holds of [off, off+len) */
 	void *buf;
 	int buf_index; /* registered buffer index, or -1 */
-	void *owner; /* for the done() callback */
+	void *owner;   /* for the done() callback */
 	uint64_t user; /* free for the owner */
 	/* sio's own state */
 	uint32_t done;
@@ -49,9 +49,9 @@ typedef void (*sio_done_fn)(void *user, struct sio_req *req, int res);
 struct sio_params {
 	const char *path;
 	bool use_io_uring; /* false: pread pool */
-	bool direct; /* try O_DIRECT */
-	unsigned depth; /* reads in flight (ring size) */
-	unsigned threads; /* pread pool size */
+	bool direct;	   /* try O_DIRECT */
+	unsigned depth;	   /* reads in flight (ring size) */
+	unsigned threads;  /* pread pool size */
 	sio_done_fn done;
 	void *user;
 };
@@ -59,9 +59,9 @@ struct sio_params {
 /* Faults the test hook injects (EDGEQ_STREAM_FAULTS, see sio_faults_parse). */
 struct sio_faults {
 	int short_reads; /* this many completions come back half done */
-	int eio; /* this many completions fail with EIO */
-	int no_direct; /* O_DIRECT open fails with EINVAL */
-	int enomem; /* this many buffer allocations fail (stream.c) */
+	int eio;	 /* this many completions fail with EIO */
+	int no_direct;	 /* O_DIRECT open fails with EINVAL */
+	int enomem;	 /* this many buffer allocations fail (stream.c) */
 };
 
 int sio_open(const struct sio_params *p, struct sio **out,

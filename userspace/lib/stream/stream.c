@@ -42,13 +42,13 @@
 
 struct load {
 	int pending; /* chunk reads outstanding */
-	int err; /* first error, -errno */
+	int err;     /* first error, -errno */
 };
 
 struct range {
 	uint64_t off; /* aligned file offset */
 	uint64_t len; /* aligned length */
-	uint64_t bo; /* offset in the unit's buffer */
+	uint64_t bo;  /* offset in the unit's buffer */
 };
 
 struct unit {
@@ -56,12 +56,12 @@ struct unit {
 	uint32_t first_range, n_ranges;
 	struct sio_req *reqs; /* one per chunk, reused for every load */
 	uint32_t n_reqs;
-	void *res; /* resident buffer, or NULL */
+	void *res;	/* resident buffer, or NULL */
 	size_t res_len; /* its mapping length */
 	struct load res_load;
 	bool want_res; /* the budget says: keep resident */
-	int slot; /* pool slot holding it, or -1 */
-	bool in_use; /* between layer_begin and layer_end */
+	int slot;      /* pool slot holding it, or -1 */
+	bool in_use;   /* between layer_begin and layer_end */
 };
 
 struct slot {
@@ -89,9 +89,9 @@ struct edgeq_stream {
 	size_t n_ext;
 	struct range *ranges;
 	struct unit *units; /* n_layers + 1 (GLOBAL) + 1 (EMBED) */
-	uint32_t n_cycle; /* n_layers + 1 */
-	uint32_t embed; /* index of the EMBED unit */
-	int64_t embed_ext; /* the embedding extent, -1 */
+	uint32_t n_cycle;   /* n_layers + 1 */
+	uint32_t embed;	    /* index of the EMBED unit */
+	int64_t embed_ext;  /* the embedding extent, -1 */
 	uint64_t model_bytes;
 
 	struct slot slots[MAX_PREFETCH + 1];
