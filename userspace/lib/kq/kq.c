@@ -230,11 +230,8 @@ static int kq_write(int fd, const void *buf, size_t rec, unsigned int n)
 
 static int kq_read(int fd, void *buf, size_t rec, unsigned int n)
 {
-	ssize_t r;
+	ssize_t r = read(fd, buf, rec * n);
 
-	do {
-		r = read(fd, buf, rec * n);
-	} while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return -errno;
 	return (int)(r / (ssize_t)rec);
