@@ -3,6 +3,7 @@
 parse SSE and Prometheus text, and run fake OpenAI-compatible upstreams that
 record what they receive. Loopback addresses only."""
 import http.client
+import itertools
 import http.server
 import json
 import os
@@ -77,10 +78,14 @@ def run_tests(main):
     r.finish()
 
 
+_seq = itertools.count()
+
+
 class Daemon:
     def __init__(self, *args, env=None, wait=True, model=True):
-        self.portfile = os.path.join(TMP, "port.%d" % id(self))
-        self.logpath = os.path.join(TMP, "log.%d" % id(self))
+        n = next(_seq)
+        self.portfile = os.path.join(TMP, "port.%d" % n)
+        self.logpath = os.path.join(TMP, "log.%d" % n)
         cmd = [EDGEQ, "serve", "--port", "0", "--port-file", self.portfile,
                "--log-target", "stderr", "--config", "/dev/null"]
         if model:

@@ -156,19 +156,21 @@ static int on_ini(void *user, const char *section, const char *name,
  * that the file's values sit under the environment's and the flags'. */
 static const char *find_config(int argc, char **argv, bool *explicit)
 {
-	const char *e;
+	const char *e, *last = NULL;
 	int i;
 
 	*explicit = true;
-	for (i = 1; i < argc; i++) {
+	for (i = 1; i < argc; i++) { /* the last one wins, as for any flag */
 		if (!strcmp(argv[i], "--"))
 			break;
 		if ((!strcmp(argv[i], "--config") || !strcmp(argv[i], "-c")) &&
 		    i + 1 < argc)
-			return argv[i + 1];
-		if (!strncmp(argv[i], "--config=", 9))
-			return argv[i] + 9;
+			last = argv[++i];
+		else if (!strncmp(argv[i], "--config=", 9))
+			last = argv[i] + 9;
 	}
+	if (last)
+		return last;
 	e = getenv("EDGEQ_CONFIG");
 	if (e && *e)
 		return e;

@@ -433,6 +433,9 @@ static int do_generate(struct srv_req *r)
 			return MHD_YES;
 		/* The upstream failed before anything was sent: decide again
 		 * without it; internal/public fall back to local. */
+		srv_upstream_end(r);
+		if (r->cancelled)
+			return MHD_NO; /* the client left while we waited */
 		r->failed |= 1u << r->dec.route;
 		if (!r->fallback[0])
 			snprintf(r->fallback, sizeof(r->fallback), "%s",
@@ -898,6 +901,16 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 		pthread_mutex_lock(&s->lock);
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
+		/* generations stop at their next token; give their answers
+		 * (503) a moment to leave before the connections close */
+		end = edgeq_now_ns() + 2000000000ull;
+		do {
+			usleep(20000);
+			pthread_mutex_lock(&s->lock);
+			i = s->running + s->waiting;
+			pthread_mutex_unlock(&s->lock);
+		} while (i && edgeq_now_ns() < end);
+		usleep(100000);
 	}
 	for (i = 0; i < 2; i++) {
 		if (s->httpd[i])
