@@ -42,7 +42,7 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 WERROR ?= $(if $(CI),-Werror,)
 OPT ?= -O2 -g
-CPPFLAGS += -Iinclude -Iuserspace/lib -I$(O) -D_GNU_SOURCE \
+CPPFLAGS += -Iinclude -Iinclude/uapi -Iuserspace/lib -I$(O) -I. -D_GNU_SOURCE \
 	-DEDGEQ_VERSION='"$(VERSION)"' -DEDGEQ_COMMIT='"$(GIT_COMMIT)"'
 CFLAGS ?= $(OPT)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow \
@@ -59,14 +59,20 @@ CPPFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 # that ISA, with the flags they need. The ops table picks among them at run time.
 ISA_FLAGS_x86 := -mavx2 -mfma -mf16c
 ISA_FLAGS_arm64 := -march=armv8.2-a+dotprod+fp16
+# Bit-identical results across ISAs: the compiler must never fuse a*b+c on its
+# own (aarch64 GCC does by default); kernels write fmaf() where they mean it.
+CFLAGS += -ffp-contract=off
 
 LIB_SRCS_ALL := $(sort $(wildcard userspace/lib/*.c userspace/lib/*/*.c userspace/lib/*/*/*.c))
+# (make patterns take a single %, so the ISA directories are listed explicitly)
+LIB_SRCS_X86 := $(wildcard userspace/lib/*/x86/*.c userspace/lib/*/*/x86/*.c)
+LIB_SRCS_ARM64 := $(wildcard userspace/lib/*/arm64/*.c userspace/lib/*/*/arm64/*.c)
 ifeq ($(ARCH),x86_64)
-LIB_SRCS := $(filter-out %/arm64/%,$(LIB_SRCS_ALL))
+LIB_SRCS := $(filter-out $(LIB_SRCS_ARM64),$(LIB_SRCS_ALL))
 else ifeq ($(ARCH),aarch64)
-LIB_SRCS := $(filter-out %/x86/%,$(LIB_SRCS_ALL))
+LIB_SRCS := $(filter-out $(LIB_SRCS_X86),$(LIB_SRCS_ALL))
 else
-LIB_SRCS := $(filter-out %/x86/% %/arm64/%,$(LIB_SRCS_ALL))
+LIB_SRCS := $(filter-out $(LIB_SRCS_X86) $(LIB_SRCS_ARM64),$(LIB_SRCS_ALL))
 endif
 CLI_SRCS := $(sort $(wildcard userspace/cli/*.c))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -128,8 +134,13 @@ $(EDGEQ): $(CLI_OBJS) $(STATIC_LIB)
 
 # tools/<name>/*.c -> build/tools/<name>
 tools: $(TOOL_BINS)
+# (objects under $(O)/tools-obj/: $(O)/tools/<name> is the program itself)
+$(O)/tools-obj/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 define tool_rule
-$(O)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+$(1): $(patsubst tools/%.c,$(O)/tools-obj/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+	@mkdir -p $$(dir $$@)
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
 endef
 $(foreach t,$(TOOL_BINS),$(eval $(call tool_rule,$(t))))
@@ -144,7 +155,7 @@ $(O)/bpf/vmlinux.h:
 
 $(O)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(O)/bpf/vmlinux.h
 	@mkdir -p $(dir $@)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(O)/bpf -Ibpf -Iinclude \
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(BPF_ARCH) -I$(O)/bpf -Ibpf -Iinclude \
 		-Wall -Werror -c $< -o $@
 	llvm-strip -g $@ 2>/dev/null || true
 
@@ -220,6 +231,12 @@ install: all
 	cp -r Kbuild $(wildcard kmod) include $(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)/
 	sed 's|@VERSION@|$(VERSION)|' tools/dkms.conf.in > $(DESTDIR)$(PREFIX)/src/edgeq-$(VERSION)/dkms.conf
 
+# Placement's device profiles (share/edgeq/devices.ini).
+install: install-devices
+install-devices:
+	install -d $(DESTDIR)$(PREFIX)/share/edgeq
+	install -m 644 share/edgeq/devices.ini $(DESTDIR)$(PREFIX)/share/edgeq/
+
 # ---- style
 # kmod/ and include/uapi are checked with checkpatch instead (kernel macros).
 C_FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null | grep -v -e '^tests/fuzz/corpus' -e '^kmod/' -e '^include/uapi/' -e '^bpf/vmlinux')
@@ -227,6 +244,14 @@ format:
 	clang-format -i $(C_FORMAT_FILES)
 format-check:
 	@clang-format --dry-run --Werror $(C_FORMAT_FILES) && echo "format-check: clean"
+
+# ---- ledgers: device profiles for edgeq plan (found via EDGEQ_DATADIR)
+CPPFLAGS += -DEDGEQ_DATADIR='"$(PREFIX)/share/edgeq"'
+.PHONY: install-profiles
+install: install-profiles
+install-profiles:
+	install -d $(DESTDIR)$(PREFIX)/share/edgeq
+	install -m 644 share/edgeq/profiles.ini $(DESTDIR)$(PREFIX)/share/edgeq/
 
 clean: modules_clean
 	rm -rf $(O) build-san build-aarch64

@@ -5,14 +5,18 @@
  *
  * Contract between the kernels and the decoder:
  *  - A weight matrix W is rows x cols, row-major, each row stored as
- *    cols / blck_size(type) blocks of type_size(type) bytes.
+ *    cols / blck_size(type) blocks of type_size(type) bytes
+ *    (edgeq_row_size(type, cols) bytes per row).
  *  - Activations are quantized once per matvec into the weight type's
- *    vec_dot_type (Q8_0 for Q4_0/Q8_0, Q8_K for Q4_K/Q6_K, F32 for float types)
- *    with ops->quantize_act, then ops->vec_dot[type] gives one output.
- *  - Canonical reduction order: every implementation (scalar, AVX2, NEON)
- *    adds partial products in the same order with the same roundings, so
- *    results are bit-identical across ISAs and thread counts; the scalar
- *    implementation is the oracle and the tests compare exactly.
+ *    vec_dot_type (Q8_0 for Q4_0/Q8_0, Q8_K for Q4_K/Q6_K, F32 for float
+ *    types) with ops->quantize_act, then ops->vec_dot[type] gives one output,
+ *    ops->matvec a range of rows, ops->matmul a range of rows for a batch.
+ *  - Canonical reduction order (Documentation/kernels.rst): every
+ *    implementation (scalar, AVX2, NEON) adds partial products in the same
+ *    order with the same roundings, so results are bit-identical across ISAs
+ *    and thread counts; the scalar implementation is the oracle and the tests
+ *    compare exactly. Build with -ffp-contract=off (the Makefile does) so the
+ *    compiler never fuses a multiply-add on its own.
  */
 #ifndef EDGEQ_KERNELS_H
 #define EDGEQ_KERNELS_H
@@ -48,29 +52,30 @@ enum edgeq_type {
 
 /* Block layouts; fp16 values are stored as raw uint16_t. */
 struct edgeq_block_q4_0 {
-	uint16_t d;                    /* scale (fp16) */
-	uint8_t qs[EDGEQ_QK4_0 / 2];   /* nibbles: low = elements 0..15, high = 16..31 */
+	uint16_t d; /* scale (fp16) */
+	uint8_t qs[EDGEQ_QK4_0 /
+		   2]; /* nibbles: low = elements 0..15, high = 16..31 */
 };
 struct edgeq_block_q8_0 {
-	uint16_t d;                    /* scale (fp16) */
+	uint16_t d; /* scale (fp16) */
 	int8_t qs[EDGEQ_QK8_0];
 };
 struct edgeq_block_q4_K {
-	uint16_t d;                    /* super-block scale for the scales (fp16) */
-	uint16_t dmin;                 /* super-block scale for the mins (fp16) */
+	uint16_t d;    /* super-block scale for the scales (fp16) */
+	uint16_t dmin; /* super-block scale for the mins (fp16) */
 	uint8_t scales[EDGEQ_K_SCALE_SIZE]; /* 8 scales + 8 mins, 6 bits each */
-	uint8_t qs[EDGEQ_QK_K / 2];    /* 4-bit quants */
+	uint8_t qs[EDGEQ_QK_K / 2];	    /* 4-bit quants */
 };
 struct edgeq_block_q6_K {
-	uint8_t ql[EDGEQ_QK_K / 2];    /* low 4 bits */
-	uint8_t qh[EDGEQ_QK_K / 4];    /* high 2 bits */
-	int8_t scales[EDGEQ_QK_K / 16];/* 8-bit scales */
-	uint16_t d;                    /* super-block scale (fp16) */
+	uint8_t ql[EDGEQ_QK_K / 2];	/* low 4 bits */
+	uint8_t qh[EDGEQ_QK_K / 4];	/* high 2 bits */
+	int8_t scales[EDGEQ_QK_K / 16]; /* 8-bit scales */
+	uint16_t d;			/* super-block scale (fp16) */
 };
 struct edgeq_block_q8_K {
-	float d;                       /* activation block for K-quant dots */
+	float d; /* activation block for K-quant dots */
 	int8_t qs[EDGEQ_QK_K];
-	int16_t bsums[EDGEQ_QK_K / 16];/* sums of groups of 16 */
+	int16_t bsums[EDGEQ_QK_K / 16]; /* sums of groups of 16 */
 };
 
 _Static_assert(sizeof(struct edgeq_block_q4_0) == 18, "q4_0 layout");
@@ -78,5 +83,210 @@ _Static_assert(sizeof(struct edgeq_block_q8_0) == 34, "q8_0 layout");
 _Static_assert(sizeof(struct edgeq_block_q4_K) == 144, "q4_K layout");
 _Static_assert(sizeof(struct edgeq_block_q6_K) == 210, "q6_K layout");
 _Static_assert(sizeof(struct edgeq_block_q8_K) == 292, "q8_K layout");
+
+/* ---- scalar conversions (exact IEEE round-to-nearest-even) ---- */
+
+float edgeq_fp16_to_fp32(uint16_t h);
+uint16_t edgeq_fp32_to_fp16(float f);
+float edgeq_bf16_to_fp32(uint16_t h);
+uint16_t edgeq_fp32_to_bf16(float f);
+void edgeq_fp16_to_fp32_row(const uint16_t *x, float *y, int64_t n);
+void edgeq_fp32_to_fp16_row(const float *x, uint16_t *y, int64_t n);
+
+/* ---- type traits ---- */
+
+/* y[0..n) = dequantized x (n a multiple of blck_size). */
+typedef void (*edgeq_to_float_fn)(const void *x, float *y, int64_t n);
+/*
+ * Reference quantizer (ggml's reference algorithms; deterministic, used to
+ * write GGUF files). Returns 0, -EINVAL when n is not a multiple of the block
+ * size, -EDOM when x holds NaN/Inf (those blocks are written as zeros).
+ */
+typedef int (*edgeq_from_float_fn)(const float *x, void *y, int64_t n);
+
+struct edgeq_type_traits {
+	const char *name; /* "Q4_K", as llama.cpp names it */
+	enum edgeq_type type;
+	uint32_t blck_size;	      /* elements per block */
+	uint32_t type_size;	      /* bytes per block */
+	enum edgeq_type vec_dot_type; /* activation type its dots take */
+	bool is_quantized;
+	bool weight; /* a weight type the decoder supports */
+	edgeq_to_float_fn to_float;
+	edgeq_from_float_fn from_float; /* NULL for Q8_K (activations only) */
+};
+
+/*
+ * Traits of a supported type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K and the
+ * activation type Q8_K); NULL for any other id, including types GGUF knows
+ * but edgeq does not support (Q5_K, ...): refuse those by edgeq_type_name().
+ */
+const struct edgeq_type_traits *edgeq_type_traits(uint32_t type);
+/* The ggml name of any GGUF type id ("Q5_K"), "unknown" when not a GGUF id. */
+const char *edgeq_type_name(uint32_t type);
+/* Parse a name ("q4_k" or "Q4_K"): 0, or -ENOENT (unknown), -EOPNOTSUPP
+ * (a known GGUF type edgeq does not support). *type is set in both cases. */
+int edgeq_type_from_name(const char *name, enum edgeq_type *type);
+/* Bytes of a row of @n elements; 0 when @n is not a multiple of the block
+ * size, the type is unsupported, or the size would overflow. */
+size_t edgeq_row_size(uint32_t type, int64_t n);
+
+/* ---- the ops table ---- */
+
+/* Dot product of one weight row @w (type T, n elements) with an activation
+ * row @a already in T's vec_dot_type. */
+typedef float (*edgeq_vec_dot_fn)(int64_t n, const void *w, const void *a);
+
+struct edgeq_kernel_ops {
+	const char *name; /* "scalar", "avx2", "neon" */
+	edgeq_vec_dot_fn vec_dot[EDGEQ_TYPE_COUNT]; /* by weight type */
+
+	/*
+	 * Quantize activations x[0..n) into @vdt (Q8_0, Q8_K, or F32 = copy).
+	 * Returns 0, -EINVAL (bad n or type), or -EDOM when x holds NaN/Inf:
+	 * the output is still written and the dots it feeds give NaN.
+	 */
+	int (*quantize_act)(enum edgeq_type vdt, const float *x, void *y,
+			    int64_t n);
+
+	/*
+	 * y[r] = W[r] . a for r in [row0, row1). @w is the whole matrix (row r
+	 * starts at r * row_size), @a one activation row in vec_dot_type, @y
+	 * the whole output vector.
+	 */
+	void (*matvec)(enum edgeq_type type, const void *w, int64_t n,
+		       int64_t row0, int64_t row1, const void *a, float *y);
+	/*
+	 * Batched: y[b * ldy + r] = W[r] . a_b for r in [row0, row1), b < nb,
+	 * a_b at a + b * a_stride bytes. Each output equals vec_dot exactly.
+	 */
+	void (*matmul)(enum edgeq_type type, const void *w, int64_t n,
+		       int64_t row0, int64_t row1, const void *a,
+		       size_t a_stride, int64_t nb, float *y, int64_t ldy);
+
+	/* Attention helpers (n = head dimension, any n >= 1). */
+	float (*dot_f32)(int64_t n, const float *x, const float *y);
+	float (*dot_f16)(int64_t n, const uint16_t *k, const float *q);
+	/* y[i] += a * v[i] (one fused multiply-add per element) */
+	void (*axpy_f32)(int64_t n, float a, const float *v, float *y);
+	void (*axpy_f16)(int64_t n, float a, const uint16_t *v, float *y);
+	/* v: n / 32 Q8_0 blocks */
+	void (*axpy_q8_0)(int64_t n, float a, const void *v, float *y);
+};
+
+/*
+ * The best table for this CPU (AVX2+FMA+F16C on x86-64, NEON with dotprod on
+ * aarch64, else scalar), chosen once; EDGEQ_KERNELS=scalar|avx2|neon forces
+ * one (an unavailable choice falls back to the best available).
+ */
+const struct edgeq_kernel_ops *edgeq_kernels_select(void);
+/* The scalar reference (the test oracle). */
+const struct edgeq_kernel_ops *edgeq_kernels_scalar(void);
+/* A table by name if this build and CPU can run it, else NULL. */
+const struct edgeq_kernel_ops *edgeq_kernels_by_name(const char *name);
+
+/* ---- thread pool and parallel matvec/matmul (threadpool.c) ---- */
+
+struct edgeq_error;
+struct edgeq_threadpool;
+
+/* A job: called once on each thread, ith in [0, nth), the caller is 0. */
+typedef void (*edgeq_task_fn)(void *arg, int ith, int nth);
+
+#define EDGEQ_THREADPOOL_MAX 256
+#define EDGEQ_THREADPOOL_NO_PIN (1u << 0)     /* leave threads unpinned */
+#define EDGEQ_THREADPOOL_PIN_CALLER (1u << 1) /* pin the caller as thread 0 */
+
+/*
+ * A pool of @nthreads threads counting the caller (nthreads - 1 workers).
+ * Workers are pinned with hwloc, performance cores first, one per core
+ * before SMT siblings; pinning is skipped silently when hwloc fails.
+ * Returns 0 or -EINVAL (count out of 1..EDGEQ_THREADPOOL_MAX), -ENOMEM,
+ * -EAGAIN (thread creation).
+ */
+int edgeq_threadpool_new(int nthreads, unsigned flags,
+			 struct edgeq_threadpool **out,
+			 struct edgeq_error *err);
+void edgeq_threadpool_free(struct edgeq_threadpool *tp);
+/* Run @fn on every thread and return when all are done (tp NULL: inline). */
+void edgeq_threadpool_run(struct edgeq_threadpool *tp, edgeq_task_fn fn,
+			  void *arg);
+int edgeq_threadpool_size(const struct edgeq_threadpool *tp);
+/* Threads bound to a CPU (0 when hwloc was unavailable or NO_PIN). */
+int edgeq_threadpool_pinned(const struct edgeq_threadpool *tp);
+
+/*
+ * y[0..rows) = W a, rows split across the pool; each row is computed whole
+ * by one thread, so y is bit-identical for any thread count.
+ */
+void edgeq_par_matvec(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      float *y);
+/* y[b * ldy + r] = W[r] . a_b for a batch of nb activation rows (prefill);
+ * each output equals the matvec one exactly. */
+void edgeq_par_matmul(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      size_t a_stride, int64_t nb, float *y, int64_t ldy);
+
+/* ---- internal: shared by the ISA files ---- */
+
+/* Scalar implementations every table may reuse (exact same results). */
+int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
+			   int64_t n);
+void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
+			  enum edgeq_type type, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a, float *y);
+void edgeq_matmul_generic(const struct edgeq_kernel_ops *ops,
+			  enum edgeq_type type, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a,
+			  size_t a_stride, int64_t nb, float *y, int64_t ldy);
+
+/* The canonical 8-lane reduction tree: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
+static inline float edgeq_reduce8(const float l[8])
+{
+	float t0 = l[0] + l[4], t1 = l[1] + l[5];
+	float t2 = l[2] + l[6], t3 = l[3] + l[7];
+
+	return (t0 + t2) + (t1 + t3);
+}
+
+/* Q4_K packed 6-bit scale and min of sub-block j (0..7). */
+static inline void edgeq_q4_K_scale_min(int j, const uint8_t *q, uint8_t *d,
+					uint8_t *m)
+{
+	if (j < 4) {
+		*d = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+	}
+}
+
+/* The 8 six-bit scales (sc) and mins (m) of a Q4_K super-block at once. */
+static inline void edgeq_q4_K_unpack_scales(const uint8_t *s, uint8_t sc[8],
+					    uint8_t m[8])
+{
+	uint32_t u[3], a, b, c, e;
+
+	__builtin_memcpy(u, s, 12);
+	/* bytes 0-3: sc0-3 (low 6 bits); 4-7: m0-3; 8-11: sc4-7 | m4-7 nibbles,
+	 * whose high 2 bits sit in the top bits of bytes 0-3 and 4-7 */
+	a = u[0] & 0x3f3f3f3f;
+	b = u[1] & 0x3f3f3f3f;
+	c = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+	e = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+	__builtin_memcpy(sc, &a, 4);
+	__builtin_memcpy(sc + 4, &c, 4);
+	__builtin_memcpy(m, &b, 4);
+	__builtin_memcpy(m + 4, &e, 4);
+}
+
+extern const struct edgeq_kernel_ops edgeq_kernel_ops_scalar;
+/* Defined only in builds for that ISA (x86/avx2.c, arm64/neon.c). */
+extern const struct edgeq_kernel_ops edgeq_kernel_ops_avx2;
+extern const struct edgeq_kernel_ops edgeq_kernel_ops_neon;
 
 #endif /* EDGEQ_KERNELS_H */

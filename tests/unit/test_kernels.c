@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Kernels: type traits, fp16/bf16 conversions, reference quantizers, and
+ * every SIMD table against the scalar oracle, compared bit for bit.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels/kernels.h"
+
+/* ---- deterministic random numbers ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	uint64_t x = rng_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return rng_state = x;
+}
+
+static float rnd_uniform(void)
+{
+	return (float)((rnd() >> 40) * (1.0 / (1 << 24)));
+}
+
+static float rnd_normal(void)
+{
+	float u1 = rnd_uniform() + 1e-7f, u2 = rnd_uniform();
+
+	return sqrtf(-2 * logf(u1)) * cosf(6.2831853f * u2);
+}
+
+static uint32_t f2u(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static float u2f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* ---- traits ---- */
+
+static void test_traits(void **state)
+{
+	static const struct {
+		enum edgeq_type t;
+		const char *name;
+		uint32_t bs, ts;
+		enum edgeq_type vdt;
+	} want[] = {
+		{ EDGEQ_TYPE_F32, "F32", 1, 4, EDGEQ_TYPE_F32 },
+		{ EDGEQ_TYPE_F16, "F16", 1, 2, EDGEQ_TYPE_F32 },
+		{ EDGEQ_TYPE_BF16, "BF16", 1, 2, EDGEQ_TYPE_F32 },
+		{ EDGEQ_TYPE_Q8_0, "Q8_0", 32, 34, EDGEQ_TYPE_Q8_0 },
+		{ EDGEQ_TYPE_Q4_0, "Q4_0", 32, 18, EDGEQ_TYPE_Q8_0 },
+		{ EDGEQ_TYPE_Q4_K, "Q4_K", 256, 144, EDGEQ_TYPE_Q8_K },
+		{ EDGEQ_TYPE_Q6_K, "Q6_K", 256, 210, EDGEQ_TYPE_Q8_K },
+		{ EDGEQ_TYPE_Q8_K, "Q8_K", 256, 292, EDGEQ_TYPE_Q8_K },
+	};
+	enum edgeq_type t;
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct edgeq_type_traits *tt =
+			edgeq_type_traits(want[i].t);
+
+		assert_non_null(tt);
+		assert_string_equal(tt->name, want[i].name);
+		assert_string_equal(edgeq_type_name(want[i].t), want[i].name);
+		assert_int_equal(tt->blck_size, want[i].bs);
+		assert_int_equal(tt->type_size, want[i].ts);
+		assert_int_equal(tt->vec_dot_type, want[i].vdt);
+		assert_non_null(tt->to_float);
+		assert_int_equal(edgeq_type_from_name(want[i].name, &t), 0);
+		assert_int_equal(t, want[i].t);
+	}
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q4_0, 2048), 64 * 18);
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q4_K, 8192), 32 * 144);
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_F16, 7), 14);
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q4_0, 33), 0);
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q5_K, 256), 0);
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q8_0, -32), 0);
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_F32, INT64_MAX), 0);
+	/* known but unsupported types are refused by name */
+	assert_null(edgeq_type_traits(EDGEQ_TYPE_Q5_K));
+	assert_null(edgeq_type_traits(EDGEQ_TYPE_Q4_1));
+	assert_null(edgeq_type_traits(1000));
+	assert_string_equal(edgeq_type_name(EDGEQ_TYPE_Q5_K), "Q5_K");
+	assert_string_equal(edgeq_type_name(39), "MXFP4");
+	assert_string_equal(edgeq_type_name(33), "unknown");
+	assert_string_equal(edgeq_type_name(1u << 31), "unknown");
+	assert_int_equal(edgeq_type_from_name("q5_k", &t), -EOPNOTSUPP);
+	assert_int_equal(t, EDGEQ_TYPE_Q5_K);
+	assert_int_equal(edgeq_type_from_name("q4_k", &t), 0);
+	assert_int_equal(t, EDGEQ_TYPE_Q4_K);
+	assert_int_equal(edgeq_type_from_name("Q9_X", &t), -ENOENT);
+}
+
+static void test_q4_K_scales(void **state)
+{
+	for (int rep = 0; rep < 1000; rep++) {
+		uint8_t s[12], sc[8], m[8], a, b;
+
+		for (int i = 0; i < 12; i++)
+			s[i] = (uint8_t)rnd();
+		edgeq_q4_K_unpack_scales(s, sc, m);
+		for (int j = 0; j < 8; j++) {
+			edgeq_q4_K_scale_min(j, s, &a, &b);
+			assert_int_equal(sc[j], a);
+			assert_int_equal(m[j], b);
+		}
+	}
+}
+
+/* ---- conversions ---- */
+
+static void test_fp16_exhaustive_roundtrip(void **state)
+{
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		float f = edgeq_fp16_to_fp32((uint16_t)h);
+		uint16_t back = edgeq_fp32_to_fp16(f);
+
+		if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
+			assert_true(isnan(f));
+			/* NaN comes back quiet with its payload */
+			assert_int_equal(back, h | 0x200);
+			continue;
+		}
+		assert_int_equal(back, h);
+	}
+}
+
+static void test_fp16_values(void **state)
+{
+	assert_int_equal(edgeq_fp32_to_fp16(1.0f), 0x3c00);
+	assert_int_equal(edgeq_fp32_to_fp16(-2.0f), 0xc000);
+	assert_int_equal(edgeq_fp32_to_fp16(65504.0f), 0x7bff);
+	assert_int_equal(edgeq_fp32_to_fp16(65519.99f), 0x7bff);
+	assert_int_equal(edgeq_fp32_to_fp16(65520.0f), 0x7c00);
+	assert_int_equal(edgeq_fp32_to_fp16(1e10f), 0x7c00);
+	assert_int_equal(edgeq_fp32_to_fp16(-INFINITY), 0xfc00);
+	assert_int_equal(edgeq_fp32_to_fp16(0x1p-24f), 0x0001);
+	assert_int_equal(edgeq_fp32_to_fp16(0x1p-25f),
+			 0x0000); /* tie to even */
+	assert_int_equal(edgeq_fp32_to_fp16(0x1.8p-25f), 0x0001);
+	assert_int_equal(edgeq_fp32_to_fp16(0x3p-25f),
+			 0x0002); /* 1.5 ulp: even */
+	assert_int_equal(edgeq_fp32_to_fp16(-0x1p-14f), 0x8400);
+	assert_int_equal(edgeq_fp32_to_fp16(0x1.ffcp-15f),
+			 0x0400); /* carries to normal */
+	assert_int_equal(edgeq_fp32_to_fp16(0x1.ff8p-15f), 0x03ff);
+	assert_int_equal(edgeq_fp32_to_fp16(-0.0f), 0x8000);
+	assert_int_equal(edgeq_fp32_to_fp16(1e-30f), 0x0000);
+	assert_int_equal(edgeq_fp32_to_fp16(1.0f + 0x1p-11f),
+			 0x3c00); /* tie: even */
+	assert_int_equal(edgeq_fp32_to_fp16(1.0f + 0x3p-11f), 0x3c02);
+	assert_true(isnan(edgeq_fp16_to_fp32(edgeq_fp32_to_fp16(NAN))));
+	assert_true(edgeq_fp16_to_fp32(0x0001) == 0x1p-24f);
+	assert_true(edgeq_fp16_to_fp32(0x03ff) == 0x3ffp-24f);
+	assert_true(edgeq_fp16_to_fp32(0x7c00) == INFINITY);
+}
+
+/* Every float rounds to the nearest fp16 (ties to even), sampled widely. */
+static void test_fp16_nearest_random(void **state)
+{
+	for (int i = 0; i < 1000000; i++) {
+		float f = u2f((uint32_t)rnd());
+		uint16_t h = edgeq_fp32_to_fp16(f);
+
+		if (isnan(f)) {
+			assert_true(isnan(edgeq_fp16_to_fp32(h)));
+			continue;
+		}
+		if (fabsf(f) >= 65520.0f) {
+			assert_int_equal(h & 0x7fff, 0x7c00);
+			continue;
+		}
+		{
+			double v = f, got = edgeq_fp16_to_fp32(h);
+			double up = edgeq_fp16_to_fp32((uint16_t)(h + 1));
+			double dn =
+				(h & 0x7fff) ?
+					edgeq_fp16_to_fp32((uint16_t)(h - 1)) :
+					-got;
+
+			/* no neighbour is strictly closer */
+			assert_true(fabs(v - got) <= fabs(v - up));
+			assert_true(fabs(v - got) <= fabs(v - dn));
+		}
+	}
+}
+
+static void test_bf16(void **state)
+{
+	assert_int_equal(edgeq_fp32_to_bf16(1.0f), 0x3f80);
+	assert_int_equal(edgeq_fp32_to_bf16(u2f(0x3f808000)),
+			 0x3f80); /* tie: even */
+	assert_int_equal(edgeq_fp32_to_bf16(u2f(0x3f818000)), 0x3f82);
+	assert_int_equal(edgeq_fp32_to_bf16(u2f(0x3f808001)), 0x3f81);
+	assert_int_equal(edgeq_fp32_to_bf16(INFINITY), 0x7f80);
+	assert_int_equal(edgeq_fp32_to_bf16(u2f(0x7f7fffff)),
+			 0x7f80); /* rounds to inf */
+	assert_int_equal(edgeq_fp32_to_bf16(u2f(0x00000001)),
+			 0x0000); /* subnormal */
+	assert_int_equal(edgeq_fp32_to_bf16(u2f(0x00010000)), 0x0001);
+	assert_true(isnan(edgeq_bf16_to_fp32(edgeq_fp32_to_bf16(NAN))));
+	assert_true(
+		isnan(edgeq_bf16_to_fp32(edgeq_fp32_to_bf16(u2f(0x7f800001)))));
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		float f = edgeq_bf16_to_fp32((uint16_t)h);
+
+		if (isnan(f))
+			continue;
+		assert_int_equal(edgeq_fp32_to_bf16(f), h);
+		assert_int_equal(f2u(f), h << 16);
+	}
+}
+
+/* ---- quantize -> dequantize error ---- */
+
+static double rel_rmse(const float *a, const float *b, int n)
+{
+	double e = 0, s = 0;
+
+	for (int i = 0; i < n; i++) {
+		e += (double)(a[i] - b[i]) * (a[i] - b[i]);
+		s += (double)a[i] * a[i];
+	}
+	return sqrt(e / s);
+}
+
+static void test_quantize_error_bounds(void **state)
+{
+	static const struct {
+		enum edgeq_type t;
+		double bound;
+	} cases[] = {
+		{ EDGEQ_TYPE_F16, 0.001 }, { EDGEQ_TYPE_BF16, 0.005 },
+		{ EDGEQ_TYPE_Q8_0, 0.01 }, { EDGEQ_TYPE_Q6_K, 0.03 },
+		{ EDGEQ_TYPE_Q4_K, 0.12 }, { EDGEQ_TYPE_Q4_0, 0.15 },
+	};
+	enum { N = 4096 };
+	float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+	void *q = malloc(N * 4);
+
+	for (int i = 0; i < N; i++)
+		x[i] = rnd_normal() *
+		       (1 + (i / 256)); /* blocks of varying scale */
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct edgeq_type_traits *tt =
+			edgeq_type_traits(cases[c].t);
+		double err;
+
+		assert_int_equal(tt->from_float(x, q, N), 0);
+		tt->to_float(q, y, N);
+		err = rel_rmse(x, y, N);
+		if (err > cases[c].bound)
+			fail_msg("%s: relative rmse %g > %g", tt->name, err,
+				 cases[c].bound);
+	}
+	/* a zero row quantizes to zeros */
+	memset(x, 0, N * sizeof(float));
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct edgeq_type_traits *tt =
+			edgeq_type_traits(cases[c].t);
+
+		assert_int_equal(tt->from_float(x, q, N), 0);
+		tt->to_float(q, y, N);
+		for (int i = 0; i < N; i++)
+			assert_true(y[i] == 0.0f);
+	}
+	free(x);
+	free(y);
+	free(q);
+}
+
+static void test_quantize_rejects(void **state)
+{
+	float x[1024];
+	unsigned char q[1024 * 4];
+	const enum edgeq_type ts[] = { EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_0,
+				       EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K };
+
+	for (int i = 0; i < 1024; i++)
+		x[i] = rnd_normal();
+	x[300] = NAN;
+	x[10] = INFINITY;
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		const struct edgeq_type_traits *tt = edgeq_type_traits(ts[i]);
+		float y[1024];
+
+		assert_int_equal(tt->from_float(x, q, 1024), -EDOM);
+		tt->to_float(q, y, 1024);
+		/* the blocks holding non-finite values are zeros, others kept */
+		assert_true(y[10] == 0.0f && y[300] == 0.0f);
+		{
+			int nz = 0;
+
+			for (int j = 512; j < 1024; j++)
+				nz += y[j] != 0.0f;
+			assert_true(nz > 256);
+		}
+		assert_int_equal(tt->from_float(x, q,
+						tt->blck_size + 1 +
+							(tt->blck_size == 1)),
+				 tt->blck_size == 1 ? 0 : -EINVAL);
+	}
+	assert_int_equal(edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, x, q, 31),
+			 -EINVAL);
+	assert_int_equal(edgeq_quantize_act_ref(EDGEQ_TYPE_Q4_0, x, q, 32),
+			 -EINVAL);
+	assert_int_equal(edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_K, x, q, 512),
+			 -EDOM);
+	assert_int_equal(edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, x, q, 512),
+			 -EDOM);
+	assert_int_equal(edgeq_quantize_act_ref(EDGEQ_TYPE_F32, x, q, 512),
+			 -EDOM);
+	assert_int_equal(
+		edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, x + 320, q, 192), 0);
+}
+
+/* The activation quantizers never produce -128 (the SIMD dots rely on it). */
+static void test_quantize_act_range(void **state)
+{
+	float x[512];
+	struct edgeq_block_q8_0 a0[16];
+	struct edgeq_block_q8_K ak[2];
+
+	for (int rep = 0; rep < 200; rep++) {
+		for (int i = 0; i < 512; i++)
+			x[i] = rnd_normal() * (rep % 7 ? 1.0f : 1e-30f);
+		x[rnd() % 512] = (rep & 1) ? -1e4f : 1e4f;
+		assert_int_equal(
+			edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, x, a0, 512), 0);
+		assert_int_equal(
+			edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_K, x, ak, 512), 0);
+		for (int b = 0; b < 16; b++)
+			for (int j = 0; j < 32; j++)
+				assert_true(a0[b].qs[j] >= -127);
+		for (int b = 0; b < 2; b++) {
+			for (int g = 0; g < 16; g++) {
+				int s = 0;
+
+				for (int j = 0; j < 16; j++) {
+					assert_true(ak[b].qs[16 * g + j] >=
+						    -127);
+					s += ak[b].qs[16 * g + j];
+				}
+				assert_int_equal(ak[b].bsums[g], s);
+			}
+		}
+	}
+}
+
+/* ---- SIMD tables against the scalar oracle ---- */
+
+static const enum edgeq_type weight_types[] = {
+	EDGEQ_TYPE_F32,	 EDGEQ_TYPE_F16,  EDGEQ_TYPE_BF16, EDGEQ_TYPE_Q8_0,
+	EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K,
+};
+
+/* Fill a row of @type with random bytes, with finite scales of the given
+ * magnitude (fp16 exponent) in each block. */
+static void random_row(enum edgeq_type type, void *row, int64_t n, int mode)
+{
+	const struct edgeq_type_traits *tt = edgeq_type_traits(type);
+	size_t rs = edgeq_row_size(type, n);
+	unsigned char *p = row;
+	int64_t nb = n / tt->blck_size;
+
+	for (size_t i = 0; i < rs; i++)
+		p[i] = (unsigned char)rnd();
+	if (!tt->is_quantized) {
+		/* float rows: finite values, or random bit patterns in mode 3 */
+		for (int64_t j = 0; j < n && mode != 3; j++) {
+			float v = rnd_normal() * (mode == 1 ? 1e4f :
+						  mode == 2 ? 1e-6f :
+							      1.0f);
+
+			if (type == EDGEQ_TYPE_F32)
+				memcpy(p + 4 * j, &v, 4);
+			else {
+				uint16_t h = type == EDGEQ_TYPE_F16 ?
+						     edgeq_fp32_to_fp16(v) :
+						     edgeq_fp32_to_bf16(v);
+				memcpy(p + 2 * j, &h, 2);
+			}
+		}
+		return;
+	}
+	for (int64_t b = 0; b < nb; b++) {
+		unsigned char *blk = p + b * tt->type_size;
+		/* mode 0: normal scales, 1: huge, 2: tiny/subnormal, 3: zero block */
+		uint16_t d = mode == 1 ? (uint16_t)(0x7800 | (rnd() & 0x3ff)) :
+			     mode == 2 ? (uint16_t)(rnd() & 0x3ff) :
+					 (uint16_t)(0x2000 | (rnd() & 0xfff));
+		uint16_t d2 = (uint16_t)(0x2000 | (rnd() & 0xfff));
+
+		if (mode == 3) {
+			memset(blk, 0, tt->type_size);
+			continue;
+		}
+		switch (type) {
+		case EDGEQ_TYPE_Q8_0:
+		case EDGEQ_TYPE_Q4_0:
+			memcpy(blk, &d, 2);
+			break;
+		case EDGEQ_TYPE_Q4_K:
+			memcpy(blk, &d, 2);
+			memcpy(blk + 2, &d2, 2);
+			break;
+		case EDGEQ_TYPE_Q6_K:
+			memcpy(blk + 208, &d, 2);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static bool same_float(float a, float b)
+{
+	return (isnan(a) && isnan(b)) || f2u(a) == f2u(b);
+}
+
+static void compare_tables(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	static const int64_t sizes[] = { 256, 512, 768, 2048, 4352 };
+	enum { MAXN = 4352 };
+	float *x = malloc(MAXN * sizeof(float));
+	void *w = malloc(MAXN * 4), *a = malloc(MAXN * 4);
+	int checked = 0;
+
+	for (size_t ti = 0; ti < sizeof(weight_types) / sizeof(weight_types[0]);
+	     ti++) {
+		enum edgeq_type t = weight_types[ti];
+		const struct edgeq_type_traits *tt = edgeq_type_traits(t);
+		enum edgeq_type vdt = tt->vec_dot_type;
+
+		for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]);
+		     si++) {
+			for (int mode = 0; mode < 4; mode++) {
+				for (int rep = 0; rep < 6; rep++) {
+					int64_t n = sizes[si];
+					float r0, r1;
+					int q0;
+
+					/* float types also get odd lengths */
+					if (!tt->is_quantized)
+						n -= rep * 5;
+					random_row(t, w, n, mode);
+					for (int64_t j = 0; j < n; j++)
+						x[j] = rnd_normal() *
+						       (rep == 5 ? 1e3f : 1.0f);
+					if (rep == 4)
+						memset(x, 0, n * sizeof(float));
+					q0 = ref->quantize_act(vdt, x, a, n);
+					assert_int_equal(q0, 0);
+					r0 = ref->vec_dot[t](n, w, a);
+					r1 = ops->vec_dot[t](n, w, a);
+					if (!same_float(r0, r1))
+						fail_msg(
+							"%s %s n=%lld mode=%d rep=%d: scalar %a, %s %a",
+							ops->name, tt->name,
+							(long long)n, mode, rep,
+							r0, ops->name, r1);
+					checked++;
+				}
+			}
+		}
+		/* NaN/Inf in the activations: reported, and NaN in both */
+		for (int64_t j = 0; j < 512; j++)
+			x[j] = rnd_normal();
+		x[77] = NAN;
+		x[400] = -INFINITY;
+		random_row(t, w, 512, 0);
+		assert_int_equal(ref->quantize_act(vdt, x, a, 512), -EDOM);
+		assert_true(isnan(ref->vec_dot[t](512, w, a)));
+		assert_true(isnan(ops->vec_dot[t](512, w, a)));
+	}
+	assert_true(checked > 100);
+	free(x);
+	free(w);
+	free(a);
+}
+
+static void test_attention_helpers(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	float q[200], v[200], y0[200], y1[200];
+	uint16_t h[200];
+	struct edgeq_block_q8_0 kq[6];
+
+	for (int n = 1; n <= 192; n += (n < 70 ? 1 : 31)) {
+		for (int i = 0; i < n; i++) {
+			q[i] = rnd_normal();
+			v[i] = rnd_normal();
+			h[i] = edgeq_fp32_to_fp16(rnd_normal());
+			y0[i] = y1[i] = rnd_normal();
+		}
+		assert_true(same_float(ref->dot_f32(n, q, v),
+				       ops->dot_f32(n, q, v)));
+		assert_true(same_float(ref->dot_f16(n, h, q),
+				       ops->dot_f16(n, h, q)));
+		ref->axpy_f32(n, 0.37f, v, y0);
+		ops->axpy_f32(n, 0.37f, v, y1);
+		ref->axpy_f16(n, -1.5f, h, y0);
+		ops->axpy_f16(n, -1.5f, h, y1);
+		if (n % 32 == 0) {
+			edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, v, kq, n);
+			ref->axpy_q8_0(n, 0.01f, kq, y0);
+			ops->axpy_q8_0(n, 0.01f, kq, y1);
+		}
+		assert_memory_equal(y0, y1, n * sizeof(float));
+	}
+}
+
+static void test_simd_tables(void **state)
+{
+	static const char *const names[] = { "avx2", "neon" };
+	int tested = 0;
+
+	for (size_t i = 0; i < 2; i++) {
+		const struct edgeq_kernel_ops *ops =
+			edgeq_kernels_by_name(names[i]);
+
+		if (!ops)
+			continue;
+		compare_tables(ops);
+		test_attention_helpers(ops);
+		tested++;
+	}
+	/* the scalar table against itself still runs the whole path */
+	compare_tables(edgeq_kernels_scalar());
+	test_attention_helpers(edgeq_kernels_scalar());
+	if (!tested)
+		print_message("no SIMD table on this CPU: scalar only\n");
+}
+
+/* Dots agree with the float dot of the dequantized rows within the
+ * activation quantization error. */
+static void test_dot_accuracy(void **state)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	enum { N = 2048 };
+	float *x = malloc(N * sizeof(float)), *wf = malloc(N * sizeof(float));
+	float *wd = malloc(N * sizeof(float));
+	void *w = malloc(N * 4), *a = malloc(N * 4);
+
+	for (size_t ti = 0; ti < sizeof(weight_types) / sizeof(weight_types[0]);
+	     ti++) {
+		enum edgeq_type t = weight_types[ti];
+		const struct edgeq_type_traits *tt = edgeq_type_traits(t);
+		double exact = 0, norm = 0;
+		float got;
+
+		for (int j = 0; j < N; j++) {
+			wf[j] = rnd_normal();
+			x[j] = rnd_normal();
+		}
+		assert_int_equal(tt->from_float(wf, w, N), 0);
+		tt->to_float(w, wd, N);
+		for (int j = 0; j < N; j++) {
+			exact += (double)wd[j] * x[j];
+			norm += fabs((double)wd[j] * x[j]);
+		}
+		assert_int_equal(ops->quantize_act(tt->vec_dot_type, x, a, N),
+				 0);
+		got = ops->vec_dot[t](N, w, a);
+		if (fabs(got - exact) > (tt->is_quantized ? 0.01 : 1e-5) * norm)
+			fail_msg("%s: dot %g, exact %g (norm %g)", tt->name,
+				 got, exact, norm);
+	}
+	free(x);
+	free(wf);
+	free(wd);
+	free(w);
+	free(a);
+}
+
+static void test_matvec_matmul(void **state)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	enum { N = 512, ROWS = 37, NB = 5 };
+
+	for (size_t ti = 0; ti < sizeof(weight_types) / sizeof(weight_types[0]);
+	     ti++) {
+		enum edgeq_type t = weight_types[ti];
+		const struct edgeq_type_traits *tt = edgeq_type_traits(t);
+		size_t rs = edgeq_row_size(t, N),
+		       as = edgeq_row_size(tt->vec_dot_type, N);
+		unsigned char *w = malloc(rs * ROWS), *a = malloc(as * NB);
+		float x[N], y[ROWS], ym[NB * ROWS];
+
+		for (int r = 0; r < ROWS; r++)
+			random_row(t, w + r * rs, N, 0);
+		for (int b = 0; b < NB; b++) {
+			for (int j = 0; j < N; j++)
+				x[j] = rnd_normal();
+			ops->quantize_act(tt->vec_dot_type, x, a + b * as, N);
+		}
+		for (int r = 0; r < ROWS; r++)
+			ym[r] = -1;
+		ops->matmul(t, w, N, 3, ROWS, a, as, NB, ym, ROWS);
+		for (int b = 0; b < NB; b++) {
+			memset(y, 0, sizeof(y));
+			ops->matvec(t, w, N, 3, ROWS, a + b * as, y);
+			for (int r = 3; r < ROWS; r++) {
+				float d = ops->vec_dot[t](N, w + r * rs,
+							  a + b * as);
+
+				assert_true(same_float(y[r], d));
+				assert_true(same_float(ym[b * ROWS + r], d));
+			}
+			assert_true(y[0] == 0 &&
+				    y[2] == 0); /* rows outside untouched */
+		}
+		free(w);
+		free(a);
+	}
+}
+
+static void test_select(void **state)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+
+	assert_non_null(ops);
+	assert_ptr_equal(ops, edgeq_kernels_select());
+	assert_ptr_equal(edgeq_kernels_by_name("scalar"),
+			 edgeq_kernels_scalar());
+	assert_null(edgeq_kernels_by_name("sse9"));
+	for (size_t t = 0; t < sizeof(weight_types) / sizeof(weight_types[0]);
+	     t++)
+		assert_non_null(ops->vec_dot[weight_types[t]]);
+	print_message("selected kernels: %s\n", ops->name);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_traits),
+		cmocka_unit_test(test_q4_K_scales),
+		cmocka_unit_test(test_fp16_exhaustive_roundtrip),
+		cmocka_unit_test(test_fp16_values),
+		cmocka_unit_test(test_fp16_nearest_random),
+		cmocka_unit_test(test_bf16),
+		cmocka_unit_test(test_quantize_error_bounds),
+		cmocka_unit_test(test_quantize_rejects),
+		cmocka_unit_test(test_quantize_act_range),
+		cmocka_unit_test(test_simd_tables),
+		cmocka_unit_test(test_dot_accuracy),
+		cmocka_unit_test(test_matvec_matmul),
+		cmocka_unit_test(test_select),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,720 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Reference quantization and dequantization of the GGUF block types, and the
+ * type traits table. The quantizers follow ggml's reference algorithms
+ * (quantize_row_*_ref) so files written with them look like llama.cpp's;
+ * they are deterministic and never read past their input. Non-finite input
+ * makes a block of zeros and an -EDOM result instead of undefined
+ * float-to-int conversions.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kernels/kernels.h"
+
+#define GROUP_MAX_EPS 1e-15f
+
+/* Round to nearest, ties to even, for |f| <= 2^22 (clamped beyond). */
+static inline int nearest_int(float f)
+{
+	float v;
+	int i;
+
+	if (f > 4194303.f)
+		f = 4194303.f;
+	else if (f < -4194303.f)
+		f = -4194303.f;
+	v = f + 12582912.f;
+	memcpy(&i, &v, sizeof(i));
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+static inline int imin(int a, int b)
+{
+	return a < b ? a : b;
+}
+
+static inline int imax(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+static bool all_finite(const float *x, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			return false;
+	return true;
+}
+
+/* ---- F32, F16, BF16 ---- */
+
+static void f32_to_float(const void *x, float *y, int64_t n)
+{
+	memcpy(y, x, n * sizeof(float));
+}
+
+static int f32_from_float(const float *x, void *y, int64_t n)
+{
+	memcpy(y, x, n * sizeof(float));
+	return 0;
+}
+
+static void f16_to_float(const void *x, float *y, int64_t n)
+{
+	edgeq_fp16_to_fp32_row(x, y, n);
+}
+
+static int f16_from_float(const float *x, void *y, int64_t n)
+{
+	edgeq_fp32_to_fp16_row(x, y, n);
+	return 0;
+}
+
+static void bf16_to_float(const void *x, float *y, int64_t n)
+{
+	const uint16_t *h = x;
+
+	for (int64_t i = 0; i < n; i++)
+		y[i] = edgeq_bf16_to_fp32(h[i]);
+}
+
+static int bf16_from_float(const float *x, void *y, int64_t n)
+{
+	uint16_t *h = y;
+
+	for (int64_t i = 0; i < n; i++)
+		h[i] = edgeq_fp32_to_bf16(x[i]);
+	return 0;
+}
+
+/* ---- Q8_0 ---- */
+
+static void q8_0_to_float(const void *vx, float *y, int64_t n)
+{
+	const struct edgeq_block_q8_0 *x = vx;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		float d = edgeq_fp16_to_fp32(x[i].d);
+
+		for (int j = 0; j < EDGEQ_QK8_0; j++)
+			y[i * EDGEQ_QK8_0 + j] = x[i].qs[j] * d;
+	}
+}
+
+static int q8_0_from_float(const float *x, void *vy, int64_t n)
+{
+	struct edgeq_block_q8_0 *y = vy;
+	int ret = 0;
+
+	if (n % EDGEQ_QK8_0)
+		return -EINVAL;
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++, x += EDGEQ_QK8_0) {
+		float amax = 0.0f, d, id;
+
+		if (!all_finite(x, EDGEQ_QK8_0)) {
+			memset(&y[i], 0, sizeof(y[i]));
+			ret = -EDOM;
+			continue;
+		}
+		for (int j = 0; j < EDGEQ_QK8_0; j++)
+			amax = fmaxf(amax, fabsf(x[j]));
+		d = amax / 127;
+		id = d ? 1.0f / d : 0.0f;
+		y[i].d = edgeq_fp32_to_fp16(d);
+		for (int j = 0; j < EDGEQ_QK8_0; j++)
+			y[i].qs[j] = (int8_t)roundf(x[j] * id);
+	}
+	return ret;
+}
+
+/* ---- Q4_0 ---- */
+
+static void q4_0_to_float(const void *vx, float *y, int64_t n)
+{
+	const struct edgeq_block_q4_0 *x = vx;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++) {
+		float d = edgeq_fp16_to_fp32(x[i].d);
+
+		for (int j = 0; j < EDGEQ_QK4_0 / 2; j++) {
+			y[i * EDGEQ_QK4_0 + j] = ((x[i].qs[j] & 0xf) - 8) * d;
+			y[i * EDGEQ_QK4_0 + j + 16] =
+				((x[i].qs[j] >> 4) - 8) * d;
+		}
+	}
+}
+
+static int q4_0_from_float(const float *x, void *vy, int64_t n)
+{
+	struct edgeq_block_q4_0 *y = vy;
+	int ret = 0;
+
+	if (n % EDGEQ_QK4_0)
+		return -EINVAL;
+	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++, x += EDGEQ_QK4_0) {
+		float amax = 0.0f, max = 0.0f, d, id;
+
+		if (!all_finite(x, EDGEQ_QK4_0)) {
+			memset(&y[i], 0, sizeof(y[i]));
+			ret = -EDOM;
+			continue;
+		}
+		for (int j = 0; j < EDGEQ_QK4_0; j++) {
+			if (amax < fabsf(x[j])) {
+				amax = fabsf(x[j]);
+				max = x[j];
+			}
+		}
+		d = max / -8;
+		id = d ? 1.0f / d : 0.0f;
+		y[i].d = edgeq_fp32_to_fp16(d);
+		for (int j = 0; j < EDGEQ_QK4_0 / 2; j++) {
+			int x0 = (int8_t)(x[j] * id + 8.5f);
+			int x1 = (int8_t)(x[j + 16] * id + 8.5f);
+
+			y[i].qs[j] =
+				(uint8_t)(imin(15, x0) | (imin(15, x1) << 4));
+		}
+	}
+	return ret;
+}
+
+/* ---- Q4_K ---- */
+
+/* ggml's make_qkx2_quants: affine 4-bit fit with a min, searched scale. */
+static float make_qkx2_quants(int n, int nmax, const float *x,
+			      const float *weights, uint8_t *L, float *the_min,
+			      uint8_t *Laux, float rmin, float rdelta,
+			      int nstep)
+{
+	float min = x[0], max = x[0];
+	float sum_w = weights[0], sum_x = sum_w * x[0];
+	float iscale, scale, best_error = 0;
+
+	for (int i = 1; i < n; i++) {
+		if (x[i] < min)
+			min = x[i];
+		if (x[i] > max)
+			max = x[i];
+		sum_w += weights[i];
+		sum_x += weights[i] * x[i];
+	}
+	if (min > 0)
+		min = 0;
+	if (max == min) {
+		memset(L, 0, n);
+		*the_min = -min;
+		return 0.f;
+	}
+	iscale = nmax / (max - min);
+	scale = 1 / iscale;
+	for (int i = 0; i < n; i++) {
+		int l = nearest_int(iscale * (x[i] - min));
+		float diff;
+
+		L[i] = (uint8_t)imax(0, imin(nmax, l));
+		diff = scale * L[i] + min - x[i];
+		best_error += weights[i] * (diff * diff);
+	}
+	for (int is = 0; is <= nstep; is++) {
+		float sum_l = 0, sum_l2 = 0, sum_xl = 0, D;
+
+		iscale = (rmin + rdelta * is + nmax) / (max - min);
+		for (int i = 0; i < n; i++) {
+			int l = nearest_int(iscale * (x[i] - min));
+
+			l = imax(0, imin(nmax, l));
+			Laux[i] = (uint8_t)l;
+			sum_l += weights[i] * l;
+			sum_l2 += weights[i] * l * l;
+			sum_xl += weights[i] * l * x[i];
+		}
+		D = sum_w * sum_l2 - sum_l * sum_l;
+		if (D > 0) {
+			float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+			float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+			float cur_error = 0;
+
+			if (this_min > 0) {
+				this_min = 0;
+				this_scale = sum_xl / sum_l2;
+			}
+			for (int i = 0; i < n; i++) {
+				float diff =
+					this_scale * Laux[i] + this_min - x[i];
+
+				cur_error += weights[i] * (diff * diff);
+			}
+			if (cur_error < best_error) {
+				memcpy(L, Laux, n);
+				best_error = cur_error;
+				scale = this_scale;
+				min = this_min;
+			}
+		}
+	}
+	*the_min = -min;
+	return scale;
+}
+
+static void q4_K_to_float(const void *vx, float *y, int64_t n)
+{
+	const struct edgeq_block_q4_K *x = vx;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *q = x[i].qs;
+		float d = edgeq_fp16_to_fp32(x[i].d);
+		float min = edgeq_fp16_to_fp32(x[i].dmin);
+
+		for (int j = 0, is = 0; j < EDGEQ_QK_K; j += 64, is += 2) {
+			uint8_t sc, m;
+			float d1, m1, d2, m2;
+
+			edgeq_q4_K_scale_min(is, x[i].scales, &sc, &m);
+			d1 = d * sc;
+			m1 = min * m;
+			edgeq_q4_K_scale_min(is + 1, x[i].scales, &sc, &m);
+			d2 = d * sc;
+			m2 = min * m;
+			for (int l = 0; l < 32; l++)
+				*y++ = d1 * (q[l] & 0xF) - m1;
+			for (int l = 0; l < 32; l++)
+				*y++ = d2 * (q[l] >> 4) - m2;
+			q += 32;
+		}
+	}
+}
+
+static int q4_K_from_float(const float *x, void *vy, int64_t n)
+{
+	struct edgeq_block_q4_K *y = vy;
+	uint8_t L[EDGEQ_QK_K], Laux[32];
+	float weights[32], mins[8], scales[8];
+	int ret = 0;
+
+	if (n % EDGEQ_QK_K)
+		return -EINVAL;
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++, x += EDGEQ_QK_K) {
+		float max_scale = 0, max_min = 0, inv_scale, inv_min;
+		uint8_t *q;
+
+		memset(&y[i], 0, sizeof(y[i]));
+		if (!all_finite(x, EDGEQ_QK_K)) {
+			ret = -EDOM;
+			continue;
+		}
+		for (int j = 0; j < 8; j++) {
+			float sum_x2 = 0, av_x;
+
+			for (int l = 0; l < 32; l++)
+				sum_x2 += x[32 * j + l] * x[32 * j + l];
+			av_x = sqrtf(sum_x2 / 32);
+			for (int l = 0; l < 32; l++)
+				weights[l] = av_x + fabsf(x[32 * j + l]);
+			scales[j] = make_qkx2_quants(32, 15, x + 32 * j,
+						     weights, L + 32 * j,
+						     &mins[j], Laux, -1.f, 0.1f,
+						     20);
+			if (scales[j] > max_scale)
+				max_scale = scales[j];
+			if (mins[j] > max_min)
+				max_min = mins[j];
+		}
+		inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+		inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+		for (int j = 0; j < 8; j++) {
+			uint8_t ls = (uint8_t)imin(
+				63, nearest_int(inv_scale * scales[j]));
+			uint8_t lm = (uint8_t)imin(
+				63, nearest_int(inv_min * mins[j]));
+
+			if (j < 4) {
+				y[i].scales[j] = ls;
+				y[i].scales[j + 4] = lm;
+			} else {
+				y[i].scales[j + 4] = (ls & 0xF) |
+						     ((lm & 0xF) << 4);
+				y[i].scales[j - 4] |= ((ls >> 4) << 6);
+				y[i].scales[j - 0] |= ((lm >> 4) << 6);
+			}
+		}
+		y[i].d = edgeq_fp32_to_fp16(max_scale / 63.f);
+		y[i].dmin = edgeq_fp32_to_fp16(max_min / 63.f);
+		for (int j = 0; j < 8; j++) {
+			uint8_t sc, m;
+			float d, dm;
+
+			edgeq_q4_K_scale_min(j, y[i].scales, &sc, &m);
+			d = edgeq_fp16_to_fp32(y[i].d) * sc;
+			if (!d)
+				continue;
+			dm = edgeq_fp16_to_fp32(y[i].dmin) * m;
+			for (int ii = 0; ii < 32; ii++) {
+				int l = nearest_int((x[32 * j + ii] + dm) / d);
+
+				L[32 * j + ii] = (uint8_t)imax(0, imin(15, l));
+			}
+		}
+		q = y[i].qs;
+		for (int j = 0; j < EDGEQ_QK_K; j += 64) {
+			for (int l = 0; l < 32; l++)
+				q[l] = L[j + l] | (L[j + l + 32] << 4);
+			q += 32;
+		}
+	}
+	return ret;
+}
+
+/* ---- Q6_K ---- */
+
+/* ggml's make_qx_quants with rmse_type 1 and no importance weights. */
+static float make_qx_quants(int n, int nmax, const float *x, int8_t *L)
+{
+	float max = 0, amax = 0, iscale, sumlx = 0, suml2 = 0, scale, best;
+
+	for (int i = 0; i < n; i++) {
+		float ax = fabsf(x[i]);
+
+		if (ax > amax) {
+			amax = ax;
+			max = x[i];
+		}
+	}
+	if (amax < GROUP_MAX_EPS) {
+		memset(L, 0, n);
+		return 0.f;
+	}
+	iscale = -nmax / max;
+	for (int i = 0; i < n; i++) {
+		int l = nearest_int(iscale * x[i]);
+		float w = x[i] * x[i];
+
+		l = imax(-nmax, imin(nmax - 1, l));
+		L[i] = (int8_t)(l + nmax);
+		sumlx += w * x[i] * l;
+		suml2 += w * l * l;
+	}
+	scale = suml2 ? sumlx / suml2 : 0.0f;
+	best = scale * sumlx;
+	for (int is = -9; is <= 9; is++) {
+		if (is == 0)
+			continue;
+		iscale = -(nmax + 0.1f * is) / max;
+		sumlx = suml2 = 0;
+		for (int i = 0; i < n; i++) {
+			int l = nearest_int(iscale * x[i]);
+			float w = x[i] * x[i];
+
+			l = imax(-nmax, imin(nmax - 1, l));
+			sumlx += w * x[i] * l;
+			suml2 += w * l * l;
+		}
+		if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+			for (int i = 0; i < n; i++) {
+				int l = nearest_int(iscale * x[i]);
+
+				L[i] = (int8_t)(nmax +
+						imax(-nmax, imin(nmax - 1, l)));
+			}
+			scale = sumlx / suml2;
+			best = scale * sumlx;
+		}
+	}
+	return scale;
+}
+
+static void q6_K_to_float(const void *vx, float *y, int64_t n)
+{
+	const struct edgeq_block_q6_K *x = vx;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		float d = edgeq_fp16_to_fp32(x[i].d);
+		const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+		const int8_t *sc = x[i].scales;
+
+		for (int k = 0; k < EDGEQ_QK_K; k += 128) {
+			for (int l = 0; l < 32; l++) {
+				int is = l / 16;
+				int q1 = ((ql[l] & 0xF) |
+					  (((qh[l] >> 0) & 3) << 4)) -
+					 32;
+				int q2 = ((ql[l + 32] & 0xF) |
+					  (((qh[l] >> 2) & 3) << 4)) -
+					 32;
+				int q3 = ((ql[l] >> 4) |
+					  (((qh[l] >> 4) & 3) << 4)) -
+					 32;
+				int q4 = ((ql[l + 32] >> 4) |
+					  (((qh[l] >> 6) & 3) << 4)) -
+					 32;
+
+				y[l + 0] = d * sc[is + 0] * q1;
+				y[l + 32] = d * sc[is + 2] * q2;
+				y[l + 64] = d * sc[is + 4] * q3;
+				y[l + 96] = d * sc[is + 6] * q4;
+			}
+			y += 128;
+			ql += 64;
+			qh += 32;
+			sc += 8;
+		}
+	}
+}
+
+static int q6_K_from_float(const float *x, void *vy, int64_t n)
+{
+	struct edgeq_block_q6_K *y = vy;
+	int8_t L[EDGEQ_QK_K];
+	float scales[EDGEQ_QK_K / 16];
+	int ret = 0;
+
+	if (n % EDGEQ_QK_K)
+		return -EINVAL;
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++, x += EDGEQ_QK_K) {
+		float max_scale = 0, max_abs_scale = 0, iscale;
+		uint8_t *ql, *qh;
+
+		memset(&y[i], 0, sizeof(y[i]));
+		if (!all_finite(x, EDGEQ_QK_K)) {
+			ret = -EDOM;
+			continue;
+		}
+		for (int ib = 0; ib < EDGEQ_QK_K / 16; ib++) {
+			float scale = make_qx_quants(16, 32, x + 16 * ib,
+						     L + 16 * ib);
+
+			scales[ib] = scale;
+			if (fabsf(scale) > max_abs_scale) {
+				max_abs_scale = fabsf(scale);
+				max_scale = scale;
+			}
+		}
+		if (max_abs_scale < GROUP_MAX_EPS)
+			continue; /* all zero */
+		iscale = -128.f / max_scale;
+		y[i].d = edgeq_fp32_to_fp16(1 / iscale);
+		for (int ib = 0; ib < EDGEQ_QK_K / 16; ib++)
+			y[i].scales[ib] = (int8_t)imin(
+				127, nearest_int(iscale * scales[ib]));
+		for (int j = 0; j < EDGEQ_QK_K / 16; j++) {
+			float d = edgeq_fp16_to_fp32(y[i].d) * y[i].scales[j];
+
+			if (!d)
+				continue;
+			for (int ii = 0; ii < 16; ii++) {
+				int l = nearest_int(x[16 * j + ii] / d);
+
+				L[16 * j + ii] =
+					(int8_t)(imax(-32, imin(31, l)) + 32);
+			}
+		}
+		ql = y[i].ql;
+		qh = y[i].qh;
+		for (int j = 0; j < EDGEQ_QK_K; j += 128) {
+			for (int l = 0; l < 32; l++) {
+				uint8_t q1 = L[j + l + 0] & 0xF;
+				uint8_t q2 = L[j + l + 32] & 0xF;
+				uint8_t q3 = L[j + l + 64] & 0xF;
+				uint8_t q4 = L[j + l + 96] & 0xF;
+
+				ql[l + 0] = q1 | (q3 << 4);
+				ql[l + 32] = q2 | (q4 << 4);
+				qh[l] = (L[j + l] >> 4) |
+					((L[j + l + 32] >> 4) << 2) |
+					((L[j + l + 64] >> 4) << 4) |
+					((L[j + l + 96] >> 4) << 6);
+			}
+			ql += 64;
+			qh += 32;
+		}
+	}
+	return ret;
+}
+
+/* ---- Q8_K (activations only) ---- */
+
+static void q8_K_to_float(const void *vx, float *y, int64_t n)
+{
+	const struct edgeq_block_q8_K *x = vx;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++)
+		for (int j = 0; j < EDGEQ_QK_K; j++)
+			y[i * EDGEQ_QK_K + j] = x[i].d * x[i].qs[j];
+}
+
+/* ---- activation quantization, shared by every ops table ---- */
+
+static int quantize_act_q8_0(const float *x, struct edgeq_block_q8_0 *y,
+			     int64_t n)
+{
+	int ret = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++, x += EDGEQ_QK8_0) {
+		float amax = 0.0f, d, id;
+
+		if (!all_finite(x, EDGEQ_QK8_0)) {
+			y[i].d = 0x7e00; /* NaN: the dots it feeds give NaN */
+			memset(y[i].qs, 0, sizeof(y[i].qs));
+			ret = -EDOM;
+			continue;
+		}
+		for (int j = 0; j < EDGEQ_QK8_0; j++)
+			amax = fmaxf(amax, fabsf(x[j]));
+		d = amax / 127;
+		id = d ? 1.0f / d : 0.0f;
+		y[i].d = edgeq_fp32_to_fp16(d);
+		for (int j = 0; j < EDGEQ_QK8_0; j++)
+			y[i].qs[j] = (int8_t)roundf(x[j] * id);
+	}
+	return ret;
+}
+
+static int quantize_act_q8_K(const float *x, struct edgeq_block_q8_K *y,
+			     int64_t n)
+{
+	int ret = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++, x += EDGEQ_QK_K) {
+		float max = 0, amax = 0, iscale;
+
+		memset(y[i].qs, 0, sizeof(y[i].qs));
+		memset(y[i].bsums, 0, sizeof(y[i].bsums));
+		if (!all_finite(x, EDGEQ_QK_K)) {
+			y[i].d = NAN;
+			ret = -EDOM;
+			continue;
+		}
+		for (int j = 0; j < EDGEQ_QK_K; j++) {
+			if (fabsf(x[j]) > amax) {
+				amax = fabsf(x[j]);
+				max = x[j];
+			}
+		}
+		if (!amax) {
+			y[i].d = 0;
+			continue;
+		}
+		iscale = -127.f / max;
+		for (int j = 0; j < EDGEQ_QK_K; j++)
+			y[i].qs[j] =
+				(int8_t)imin(127, nearest_int(iscale * x[j]));
+		for (int j = 0; j < EDGEQ_QK_K / 16; j++) {
+			int sum = 0;
+
+			for (int ii = 0; ii < 16; ii++)
+				sum += y[i].qs[j * 16 + ii];
+			y[i].bsums[j] = (int16_t)sum;
+		}
+		y[i].d = 1 / iscale;
+	}
+	return ret;
+}
+
+int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
+			   int64_t n)
+{
+	switch (vdt) {
+	case EDGEQ_TYPE_F32:
+		memcpy(y, x, n * sizeof(float));
+		for (int64_t i = 0; i < n; i++)
+			if (!isfinite(x[i]))
+				return -EDOM;
+		return 0;
+	case EDGEQ_TYPE_Q8_0:
+		if (n % EDGEQ_QK8_0)
+			return -EINVAL;
+		return quantize_act_q8_0(x, y, n);
+	case EDGEQ_TYPE_Q8_K:
+		if (n % EDGEQ_QK_K)
+			return -EINVAL;
+		return quantize_act_q8_K(x, y, n);
+	default:
+		return -EINVAL;
+	}
+}
+
+static int q8_K_from_float(const float *x, void *y, int64_t n)
+{
+	return edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_K, x, y, n);
+}
+
+/* ---- traits ---- */
+
+#define TRAITS(t, bs, ts, vdt, q, w, tof, fromf)               \
+	[EDGEQ_TYPE_##t] = { .name = #t,                       \
+			     .type = EDGEQ_TYPE_##t,           \
+			     .blck_size = bs,                  \
+			     .type_size = ts,                  \
+			     .vec_dot_type = EDGEQ_TYPE_##vdt, \
+			     .is_quantized = q,                \
+			     .weight = w,                      \
+			     .to_float = tof,                  \
+			     .from_float = fromf }
+
+static const struct edgeq_type_traits traits[EDGEQ_TYPE_COUNT] = {
+	TRAITS(F32, 1, 4, F32, false, true, f32_to_float, f32_from_float),
+	TRAITS(F16, 1, 2, F32, false, true, f16_to_float, f16_from_float),
+	TRAITS(BF16, 1, 2, F32, false, true, bf16_to_float, bf16_from_float),
+	TRAITS(Q8_0, 32, 34, Q8_0, true, true, q8_0_to_float, q8_0_from_float),
+	TRAITS(Q4_0, 32, 18, Q8_0, true, true, q4_0_to_float, q4_0_from_float),
+	TRAITS(Q4_K, 256, 144, Q8_K, true, true, q4_K_to_float,
+	       q4_K_from_float),
+	TRAITS(Q6_K, 256, 210, Q8_K, true, true, q6_K_to_float,
+	       q6_K_from_float),
+	TRAITS(Q8_K, 256, 292, Q8_K, true, false, q8_K_to_float,
+	       q8_K_from_float),
+};
+
+/* Every GGUF type id up to the ones edgeq knows, for refusal messages. */
+static const char *const gguf_names[] = {
+	[0] = "F32",	  [1] = "F16",	   [2] = "Q4_0",     [3] = "Q4_1",
+	[6] = "Q5_0",	  [7] = "Q5_1",	   [8] = "Q8_0",     [9] = "Q8_1",
+	[10] = "Q2_K",	  [11] = "Q3_K",   [12] = "Q4_K",    [13] = "Q5_K",
+	[14] = "Q6_K",	  [15] = "Q8_K",   [16] = "IQ2_XXS", [17] = "IQ2_XS",
+	[18] = "IQ3_XXS", [19] = "IQ1_S",  [20] = "IQ4_NL",  [21] = "IQ3_S",
+	[22] = "IQ2_S",	  [23] = "IQ4_XS", [24] = "I8",	     [25] = "I16",
+	[26] = "I32",	  [27] = "I64",	   [28] = "F64",     [29] = "IQ1_M",
+	[30] = "BF16",	  [34] = "TQ1_0",  [35] = "TQ2_0",   [39] = "MXFP4",
+};
+
+const struct edgeq_type_traits *edgeq_type_traits(uint32_t type)
+{
+	if (type >= EDGEQ_TYPE_COUNT || !traits[type].name)
+		return NULL;
+	return &traits[type];
+}
+
+const char *edgeq_type_name(uint32_t type)
+{
+	if (type < sizeof(gguf_names) / sizeof(gguf_names[0]) &&
+	    gguf_names[type])
+		return gguf_names[type];
+	return "unknown";
+}
+
+int edgeq_type_from_name(const char *name, enum edgeq_type *type)
+{
+	for (uint32_t t = 0; t < sizeof(gguf_names) / sizeof(gguf_names[0]);
+	     t++) {
+		if (!gguf_names[t] || strcasecmp(gguf_names[t], name))
+			continue;
+		*type = (enum edgeq_type)t;
+		return edgeq_type_traits(t) ? 0 : -EOPNOTSUPP;
+	}
+	return -ENOENT;
+}
+
+size_t edgeq_row_size(uint32_t type, int64_t n)
+{
+	const struct edgeq_type_traits *tt = edgeq_type_traits(type);
+
+	if (!tt || n < 0 || n % tt->blck_size)
+		return 0;
+	if ((uint64_t)(n / tt->blck_size) > SIZE_MAX / tt->type_size)
+		return 0;
+	return (size_t)(n / tt->blck_size) * tt->type_size;
+}

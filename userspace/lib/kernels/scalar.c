@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The scalar reference kernels: the definition of the canonical reduction
+ * order every ISA reproduces bit for bit, and the test oracle.
+ *
+ *  - Float rows (F32, F16, BF16 weights; F32 activations): 32 float lanes,
+ *    element j goes to lane j % 32 with acc = fmaf(w, x, acc). Lanes fold as
+ *    v[k] = (l[k] + l[k+8]) + (l[k+16] + l[k+24]), then edgeq_reduce8(v).
+ *  - Q8_0 and Q4_0 (x Q8_0 activations): 8 lanes; for each block in order,
+ *    lane l takes the exact integer dot p of elements 4l..4l+3 and
+ *    acc = fmaf(d, (float)p, acc) with d = d_w * d_a (exact: two fp16),
+ *    then edgeq_reduce8.
+ *  - Q4_K and Q6_K (x Q8_K): per super-block an exact integer sum; one
+ *    float chain over super-blocks: acc = fmaf(d_w * d_a, isum, acc) (Q4_K
+ *    then acc = fmaf(-(dmin_w * d_a), summins, acc)).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static float fold32(const float acc[32])
+{
+	float v[8];
+
+	for (int k = 0; k < 8; k++)
+		v[k] = (acc[k] + acc[k + 8]) + (acc[k + 16] + acc[k + 24]);
+	return edgeq_reduce8(v);
+}
+
+static float dot_f32(int64_t n, const float *x, const float *y)
+{
+	float acc[32] = { 0 };
+
+	for (int64_t j = 0; j < n; j++)
+		acc[j % 32] = fmaf(x[j], y[j], acc[j % 32]);
+	return fold32(acc);
+}
+
+static float vec_dot_f32(int64_t n, const void *w, const void *a)
+{
+	return dot_f32(n, w, a);
+}
+
+static float dot_f16(int64_t n, const uint16_t *k, const float *q)
+{
+	float acc[32] = { 0 };
+
+	for (int64_t j = 0; j < n; j++)
+		acc[j % 32] = fmaf(edgeq_fp16_to_fp32(k[j]), q[j], acc[j % 32]);
+	return fold32(acc);
+}
+
+static float vec_dot_f16(int64_t n, const void *w, const void *a)
+{
+	return dot_f16(n, w, a);
+}
+
+static float vec_dot_bf16(int64_t n, const void *w, const void *a)
+{
+	const uint16_t *x = w;
+	const float *y = a;
+	float acc[32] = { 0 };
+
+	for (int64_t j = 0; j < n; j++)
+		acc[j % 32] = fmaf(edgeq_bf16_to_fp32(x[j]), y[j], acc[j % 32]);
+	return fold32(acc);
+}
+
+static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q8_0 *x = w, *y = a;
+	float acc[8] = { 0 };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		float d =
+			edgeq_fp16_to_fp32(x[i].d) * edgeq_fp16_to_fp32(y[i].d);
+
+		for (int l = 0; l < 8; l++) {
+			int p = 0;
+
+			for (int k = 4 * l; k < 4 * l + 4; k++)
+				p += x[i].qs[k] * y[i].qs[k];
+			acc[l] = fmaf(d, (float)p, acc[l]);
+		}
+	}
+	return edgeq_reduce8(acc);
+}
+
+static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q4_0 *x = w;
+	const struct edgeq_block_q8_0 *y = a;
+	float acc[8] = { 0 };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++) {
+		float d =
+			edgeq_fp16_to_fp32(x[i].d) * edgeq_fp16_to_fp32(y[i].d);
+
+		for (int l = 0; l < 8; l++) {
+			int p = 0;
+
+			for (int k = 4 * l; k < 4 * l + 4; k++) {
+				int q = k < 16 ? (x[i].qs[k] & 0xf) :
+						 (x[i].qs[k - 16] >> 4);
+
+				p += (q - 8) * y[i].qs[k];
+			}
+			acc[l] = fmaf(d, (float)p, acc[l]);
+		}
+	}
+	return edgeq_reduce8(acc);
+}
+
+static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q4_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *q4 = x[i].qs;
+		const int8_t *q8 = y[i].qs;
+		int32_t isum = 0, summs = 0;
+		float dall = edgeq_fp16_to_fp32(x[i].d) * y[i].d;
+		float dmin = edgeq_fp16_to_fp32(x[i].dmin) * y[i].d;
+
+		for (int j = 0; j < 8; j++) {
+			uint8_t sc, m;
+			int32_t s = 0;
+
+			edgeq_q4_K_scale_min(j, x[i].scales, &sc, &m);
+			for (int l = 0; l < 32; l++) {
+				int q = (j & 1) ? (q4[l] >> 4) : (q4[l] & 0xf);
+
+				s += q * q8[l];
+			}
+			isum += sc * s;
+			summs +=
+				m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+			q8 += 32;
+			if (j & 1)
+				q4 += 32;
+		}
+		acc = fmaf(dall, (float)isum, acc);
+		acc = fmaf(-dmin, (float)summs, acc);
+	}
+	return acc;
+}
+
+static float vec_dot_q6_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q6_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+		int8_t q6[EDGEQ_QK_K];
+		int32_t isum = 0;
+		float d = edgeq_fp16_to_fp32(x[i].d) * y[i].d;
+
+		for (int k = 0; k < EDGEQ_QK_K; k += 128) {
+			for (int l = 0; l < 32; l++) {
+				q6[k + l + 0] =
+					(int8_t)(((ql[l] & 0xF) |
+						  (((qh[l] >> 0) & 3) << 4)) -
+						 32);
+				q6[k + l + 32] =
+					(int8_t)(((ql[l + 32] & 0xF) |
+						  (((qh[l] >> 2) & 3) << 4)) -
+						 32);
+				q6[k + l + 64] =
+					(int8_t)(((ql[l] >> 4) |
+						  (((qh[l] >> 4) & 3) << 4)) -
+						 32);
+				q6[k + l + 96] =
+					(int8_t)(((ql[l + 32] >> 4) |
+						  (((qh[l] >> 6) & 3) << 4)) -
+						 32);
+			}
+			ql += 64;
+			qh += 32;
+		}
+		for (int g = 0; g < EDGEQ_QK_K / 16; g++) {
+			int32_t s = 0;
+
+			for (int l = 0; l < 16; l++)
+				s += q6[16 * g + l] * y[i].qs[16 * g + l];
+			isum += x[i].scales[g] * s;
+		}
+		acc = fmaf(d, (float)isum, acc);
+	}
+	return acc;
+}
+
+static void axpy_f32(int64_t n, float a, const float *v, float *y)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = fmaf(a, v[i], y[i]);
+}
+
+static void axpy_f16(int64_t n, float a, const uint16_t *v, float *y)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = fmaf(a, edgeq_fp16_to_fp32(v[i]), y[i]);
+}
+
+static void axpy_q8_0(int64_t n, float a, const void *v, float *y)
+{
+	const struct edgeq_block_q8_0 *x = v;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		float s = a * edgeq_fp16_to_fp32(x[i].d);
+
+		for (int j = 0; j < EDGEQ_QK8_0; j++)
+			y[i * EDGEQ_QK8_0 + j] = fmaf(s, (float)x[i].qs[j],
+						      y[i * EDGEQ_QK8_0 + j]);
+	}
+}
+
+void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
+			  enum edgeq_type type, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a, float *y)
+{
+	size_t rs = edgeq_row_size(type, n);
+	edgeq_vec_dot_fn dot = ops->vec_dot[type];
+
+	for (int64_t r = row0; r < row1; r++)
+		y[r] = dot(n, (const char *)w + r * rs, a);
+}
+
+void edgeq_matmul_generic(const struct edgeq_kernel_ops *ops,
+			  enum edgeq_type type, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a,
+			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
+{
+	size_t rs = edgeq_row_size(type, n);
+	edgeq_vec_dot_fn dot = ops->vec_dot[type];
+
+	for (int64_t r = row0; r < row1; r++)
+		for (int64_t b = 0; b < nb; b++)
+			y[b * ldy + r] = dot(n, (const char *)w + r * rs,
+					     (const char *)a + b * a_stride);
+}
+
+static void matvec_scalar(enum edgeq_type type, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a, float *y)
+{
+	edgeq_matvec_generic(&edgeq_kernel_ops_scalar, type, w, n, row0, row1,
+			     a, y);
+}
+
+static void matmul_scalar(enum edgeq_type type, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a,
+			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
+{
+	edgeq_matmul_generic(&edgeq_kernel_ops_scalar, type, w, n, row0, row1,
+			     a, a_stride, nb, y, ldy);
+}
+
+const struct edgeq_kernel_ops edgeq_kernel_ops_scalar = {
+	.name = "scalar",
+	.vec_dot = {
+		[EDGEQ_TYPE_F32] = vec_dot_f32,
+		[EDGEQ_TYPE_F16] = vec_dot_f16,
+		[EDGEQ_TYPE_BF16] = vec_dot_bf16,
+		[EDGEQ_TYPE_Q8_0] = vec_dot_q8_0,
+		[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0,
+		[EDGEQ_TYPE_Q4_K] = vec_dot_q4_K,
+		[EDGEQ_TYPE_Q6_K] = vec_dot_q6_K,
+	},
+	.quantize_act = edgeq_quantize_act_ref,
+	.matvec = matvec_scalar,
+	.matmul = matmul_scalar,
+	.dot_f32 = dot_f32,
+	.dot_f16 = dot_f16,
+	.axpy_f32 = axpy_f32,
+	.axpy_f16 = axpy_f16,
+	.axpy_q8_0 = axpy_q8_0,
+};

@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * x86-64 kernels: AVX2 + FMA + F16C. Each function reproduces the canonical
+ * reduction order of scalar.c bit for bit: integer dot products are exact,
+ * every float step is the same fused multiply-add on the same lane, and the
+ * final fold is the same tree (see the comment at the top of scalar.c).
+ * Activation Q8_0/Q8_K values are in [-127, 127] (edgeq_quantize_act_ref
+ * guarantees it), which keeps maddubs from saturating.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static inline float h2f(uint16_t h)
+{
+	return _cvtsh_ss(h);
+}
+
+/* edgeq_reduce8 on a vector: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
+static inline float reduce8(__m256 v)
+{
+	__m128 t = _mm_add_ps(_mm256_castps256_ps128(v),
+			      _mm256_extractf128_ps(v, 1));
+	__m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+
+	return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
+}
+
+static inline int32_t hsum_i32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v),
+				  _mm256_extracti128_si256(v, 1));
+
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+	return _mm_cvtsi128_si32(s);
+}
+
+/* ---- float rows: 32 lanes in 4 vectors ---- */
+
+static inline float fold32_vec(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+{
+	return reduce8(
+		_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+/* The tail (n % 32 elements) goes through memory to lanes 0.. of acc[]. */
+static float fold32_tail(__m256 a[4], const float *w, const float *x, int64_t m)
+{
+	float acc[32], v[8];
+
+	for (int k = 0; k < 4; k++)
+		_mm256_storeu_ps(acc + 8 * k, a[k]);
+	for (int64_t j = 0; j < m; j++)
+		acc[j] = fmaf(w[j], x[j], acc[j]);
+	for (int k = 0; k < 8; k++)
+		v[k] = (acc[k] + acc[k + 8]) + (acc[k + 16] + acc[k + 24]);
+	return edgeq_reduce8(v);
+}
+
+static float dot_f32(int64_t n, const float *x, const float *y)
+{
+	__m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(),
+			_mm256_setzero_ps(), _mm256_setzero_ps() };
+	int64_t j = 0, m;
+	float wt[32];
+
+	for (; j + 32 <= n; j += 32)
+		for (int k = 0; k < 4; k++)
+			a[k] = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * k),
+					       _mm256_loadu_ps(y + j + 8 * k),
+					       a[k]);
+	m = n - j;
+	if (!m)
+		return fold32_vec(a[0], a[1], a[2], a[3]);
+	memcpy(wt, x + j, m * sizeof(float));
+	return fold32_tail(a, wt, y + j, m);
+}
+
+static float vec_dot_f32(int64_t n, const void *w, const void *a)
+{
+	return dot_f32(n, w, a);
+}
+
+static float dot_f16(int64_t n, const uint16_t *k, const float *q)
+{
+	__m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(),
+			_mm256_setzero_ps(), _mm256_setzero_ps() };
+	int64_t j = 0, m;
+	float wt[32];
+
+	for (; j + 32 <= n; j += 32)
+		for (int i = 0; i < 4; i++) {
+			__m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(k + j + 8 * i)));
+
+			a[i] = _mm256_fmadd_ps(
+				kv, _mm256_loadu_ps(q + j + 8 * i), a[i]);
+		}
+	m = n - j;
+	if (!m)
+		return fold32_vec(a[0], a[1], a[2], a[3]);
+	for (int64_t i = 0; i < m; i++)
+		wt[i] = h2f(k[j + i]);
+	return fold32_tail(a, wt, q + j, m);
+}
+
+static float vec_dot_f16(int64_t n, const void *w, const void *a)
+{
+	return dot_f16(n, w, a);
+}
+
+static inline __m256 bf16x8(const uint16_t *p)
+{
+	__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+
+	return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+static float vec_dot_bf16(int64_t n, const void *w, const void *act)
+{
+	const uint16_t *x = w;
+	const float *y = act;
+	__m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(),
+			_mm256_setzero_ps(), _mm256_setzero_ps() };
+	int64_t j = 0, m;
+	float wt[32];
+
+	for (; j + 32 <= n; j += 32)
+		for (int i = 0; i < 4; i++)
+			a[i] = _mm256_fmadd_ps(bf16x8(x + j + 8 * i),
+					       _mm256_loadu_ps(y + j + 8 * i),
+					       a[i]);
+	m = n - j;
+	if (!m)
+		return fold32_vec(a[0], a[1], a[2], a[3]);
+	for (int64_t i = 0; i < m; i++)
+		wt[i] = edgeq_bf16_to_fp32(x[j + i]);
+	return fold32_tail(a, wt, y + j, m);
+}
+
+/* ---- Q8_0 and Q4_0: 8 lanes, lane l = elements 4l..4l+3 ---- */
+
+/* int32 lane l = sum of qx[k] * qy[k] for k in 4l..4l+3 (exact); ax is
+ * |qx|, computed once per weight block and reused across tokens. */
+static inline __m256i dot4_i8(__m256i qx, __m256i ax, __m256i qy)
+{
+	__m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, qx));
+
+	return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+static inline __m256i q4_0_unpack(const uint8_t *qs)
+{
+	__m128i b = _mm_loadu_si128((const __m128i *)qs);
+	__m128i m = _mm_set1_epi8(0x0f);
+	__m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m),
+				     _mm_and_si128(b, m));
+
+	return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+}
+
+/* Weight block i of a Q8_0 or Q4_0 row as 32 signed bytes, and its scale. */
+static inline __m256i wblock(enum edgeq_type t, const void *row, int64_t i,
+			     float *d)
+{
+	if (t == EDGEQ_TYPE_Q4_0) {
+		const struct edgeq_block_q4_0 *b =
+			(const struct edgeq_block_q4_0 *)row + i;
+
+		*d = h2f(b->d);
+		return q4_0_unpack(b->qs);
+	} else {
+		const struct edgeq_block_q8_0 *b =
+			(const struct edgeq_block_q8_0 *)row + i;
+
+		*d = h2f(b->d);
+		return _mm256_loadu_si256((const __m256i *)b->qs);
+	}
+}
+
+static inline __m256 step(__m256 acc, __m256i qx, __m256i ax, __m256i qy,
+			  float d)
+{
+	return _mm256_fmadd_ps(_mm256_set1_ps(d),
+			       _mm256_cvtepi32_ps(dot4_i8(qx, ax, qy)), acc);
+}
+
+static inline float dot_q80_like(enum edgeq_type t, int64_t n, const void *w,
+				 const void *a)
+{
+	const struct edgeq_block_q8_0 *y = a;
+	__m256 acc = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		float dx;
+		__m256i qx = wblock(t, w, i, &dx);
+
+		acc = step(acc, qx, _mm256_sign_epi8(qx, qx),
+			   _mm256_loadu_si256((const __m256i *)y[i].qs),
+			   dx * h2f(y[i].d));
+	}
+	return reduce8(acc);
+}
+
+static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
+{
+	return dot_q80_like(EDGEQ_TYPE_Q8_0, n, w, a);
+}
+
+static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
+{
+	return dot_q80_like(EDGEQ_TYPE_Q4_0, n, w, a);
+}
+
+/* 4 rows against one activation row: each output the same as vec_dot. */
+static inline void matvec4_q80_like(enum edgeq_type t, int64_t n, const char *w,
+				    size_t rs, const void *a, float *y)
+{
+	const struct edgeq_block_q8_0 *ya = a;
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(),
+			  _mm256_setzero_ps(), _mm256_setzero_ps() };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		__m256i qy = _mm256_loadu_si256((const __m256i *)ya[i].qs);
+		float dy = h2f(ya[i].d);
+
+		for (int r = 0; r < 4; r++) {
+			float dx;
+			__m256i qx = wblock(t, w + r * rs, i, &dx);
+
+			acc[r] = step(acc[r], qx, _mm256_sign_epi8(qx, qx), qy,
+				      dx * dy);
+		}
+	}
+	for (int r = 0; r < 4; r++)
+		y[r] = reduce8(acc[r]);
+}
+
+/* R rows x T tokens tile: weights unpacked once per block for T tokens. */
+#define TILE_R 4
+#define TILE_T 2
+static inline void tile_q80_like(enum edgeq_type t, int64_t n, const char *w,
+				 size_t rs, const char *a, size_t as, float *y,
+				 int64_t ldy)
+{
+	__m256 acc[TILE_R][TILE_T];
+
+	for (int r = 0; r < TILE_R; r++)
+		for (int k = 0; k < TILE_T; k++)
+			acc[r][k] = _mm256_setzero_ps();
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		for (int r = 0; r < TILE_R; r++) {
+			float dx;
+			__m256i qx = wblock(t, w + r * rs, i, &dx);
+			__m256i ax = _mm256_sign_epi8(qx, qx);
+
+			for (int k = 0; k < TILE_T; k++) {
+				const struct edgeq_block_q8_0 *yb =
+					(const struct edgeq_block_q8_0
+						 *)(a + k * as) +
+					i;
+
+				acc[r][k] =
+					step(acc[r][k], qx, ax,
+					     _mm256_loadu_si256(
+						     (const __m256i *)yb->qs),
+					     dx * h2f(yb->d));
+			}
+		}
+	}
+	for (int r = 0; r < TILE_R; r++)
+		for (int k = 0; k < TILE_T; k++)
+			y[k * ldy + r] = reduce8(acc[r][k]);
+}
+
+static void matvec_q80_like(enum edgeq_type t, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a, float *y)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t r = row0;
+
+	for (; r + 4 <= row1; r += 4)
+		matvec4_q80_like(t, n, (const char *)w + r * rs, rs, a, y + r);
+	for (; r < row1; r++)
+		y[r] = dot_q80_like(t, n, (const char *)w + r * rs, a);
+}
+
+/* Token blocks of TOK_BLK keep their activations in L2 while the tiles walk
+ * the rows; each tile's weight rows stay in L1 across the block's tokens. */
+#define TOK_BLK 64
+static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const char *a,
+			    size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	size_t rs = edgeq_row_size(t, n);
+
+	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
+		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
+		int64_t r = row0;
+
+		for (; r + TILE_R <= row1; r += TILE_R) {
+			int64_t b = b0;
+
+			for (; b + TILE_T <= b1; b += TILE_T)
+				tile_q80_like(t, n, (const char *)w + r * rs,
+					      rs, a + b * as, as,
+					      y + b * ldy + r, ldy);
+			for (; b < b1; b++)
+				for (int k = 0; k < TILE_R; k++)
+					y[b * ldy + r + k] = dot_q80_like(
+						t, n,
+						(const char *)w + (r + k) * rs,
+						a + b * as);
+		}
+		for (; r < row1; r++)
+			for (int64_t b = b0; b < b1; b++)
+				y[b * ldy + r] = dot_q80_like(
+					t, n, (const char *)w + r * rs,
+					a + b * as);
+	}
+}
+
+/* ---- Q4_K and Q6_K: exact integer sum per super-block, one float chain ---- */
+
+static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q4_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *q4 = x[i].qs;
+		const int8_t *q8 = y[i].qs;
+		uint8_t sc[8], mn[8];
+		__m256i sumi = _mm256_setzero_si256();
+		__m128i bs, mins16;
+		int32_t isum, summs;
+		float dall = h2f(x[i].d) * y[i].d;
+		float dmin = h2f(x[i].dmin) * y[i].d;
+
+		edgeq_q4_K_unpack_scales(x[i].scales, sc, mn);
+		for (int j = 0; j < 4; j++) {
+			__m256i b = _mm256_loadu_si256(
+				(const __m256i *)(q4 + 32 * j));
+			__m256i lo = _mm256_and_si256(b, m4);
+			__m256i hi =
+				_mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+			__m256i pl = _mm256_maddubs_epi16(
+				lo, _mm256_loadu_si256(
+					    (const __m256i *)(q8 + 64 * j)));
+			__m256i ph = _mm256_maddubs_epi16(
+				hi,
+				_mm256_loadu_si256(
+					(const __m256i *)(q8 + 64 * j + 32)));
+
+			pl = _mm256_madd_epi16(pl,
+					       _mm256_set1_epi16(sc[2 * j]));
+			ph = _mm256_madd_epi16(
+				ph, _mm256_set1_epi16(sc[2 * j + 1]));
+			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+		}
+		isum = hsum_i32(sumi);
+		/* sum over j of m_j * (bsums[2j] + bsums[2j+1]) */
+		bs = _mm_hadd_epi16(
+			_mm_loadu_si128((const __m128i *)y[i].bsums),
+			_mm_loadu_si128((const __m128i *)(y[i].bsums + 8)));
+		mins16 =
+			_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+		bs = _mm_madd_epi16(bs, mins16);
+		bs = _mm_add_epi32(
+			bs, _mm_shuffle_epi32(bs, _MM_SHUFFLE(1, 0, 3, 2)));
+		bs = _mm_add_epi32(
+			bs, _mm_shuffle_epi32(bs, _MM_SHUFFLE(2, 3, 0, 1)));
+		summs = _mm_cvtsi128_si32(bs);
+		acc = fmaf(dall, (float)isum, acc);
+		acc = fmaf(-dmin, (float)summs, acc);
+	}
+	return acc;
+}
+
+static inline __m256i scale_pair(const int8_t *sc)
+{
+	return _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+}
+
+static float vec_dot_q6_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q6_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+		const int8_t *q8 = y[i].qs, *sc = x[i].scales;
+		__m256i sumi = _mm256_setzero_si256(), bsum;
+		int32_t isum;
+		float d = h2f(x[i].d) * y[i].d;
+
+		for (int k = 0; k < 2; k++) {
+			__m256i la = _mm256_loadu_si256((const __m256i *)ql);
+			__m256i lb =
+				_mm256_loadu_si256((const __m256i *)(ql + 32));
+			__m256i h = _mm256_loadu_si256((const __m256i *)qh);
+			__m256i q[4];
+
+			q[0] = _mm256_or_si256(
+				_mm256_and_si256(la, m4),
+				_mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+			q[1] = _mm256_or_si256(
+				_mm256_and_si256(lb, m4),
+				_mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+			q[2] = _mm256_or_si256(
+				_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
+				_mm256_and_si256(h, m30));
+			q[3] = _mm256_or_si256(
+				_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+				_mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+			for (int t = 0; t < 4; t++) {
+				__m256i p = _mm256_maddubs_epi16(
+					q[t],
+					_mm256_loadu_si256((
+						const __m256i *)(q8 + 32 * t)));
+
+				p = _mm256_madd_epi16(p,
+						      scale_pair(sc + 2 * t));
+				sumi = _mm256_add_epi32(sumi, p);
+			}
+			ql += 64;
+			qh += 32;
+			q8 += 128;
+			sc += 8;
+		}
+		/* the stored values are q + 32: subtract 32 * sum_g sc_g * bsum_g */
+		bsum = _mm256_madd_epi16(
+			_mm256_loadu_si256((const __m256i *)y[i].bsums),
+			_mm256_cvtepi8_epi16(
+				_mm_loadu_si128((const __m128i *)x[i].scales)));
+		isum = hsum_i32(sumi) - 32 * hsum_i32(bsum);
+		acc = fmaf(d, (float)isum, acc);
+	}
+	return acc;
+}
+
+/* ---- attention helpers ---- */
+
+static void axpy_f32(int64_t n, float a, const float *v, float *y)
+{
+	__m256 va = _mm256_set1_ps(a);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i,
+				 _mm256_fmadd_ps(va, _mm256_loadu_ps(v + i),
+						 _mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] = fmaf(a, v[i], y[i]);
+}
+
+static void axpy_f16(int64_t n, float a, const uint16_t *v, float *y)
+{
+	__m256 va = _mm256_set1_ps(a);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_cvtph_ps(
+			_mm_loadu_si128((const __m128i *)(v + i)));
+
+		_mm256_storeu_ps(
+			y + i, _mm256_fmadd_ps(va, x, _mm256_loadu_ps(y + i)));
+	}
+	for (; i < n; i++)
+		y[i] = fmaf(a, h2f(v[i]), y[i]);
+}
+
+static void axpy_q8_0(int64_t n, float a, const void *v, float *y)
+{
+	const struct edgeq_block_q8_0 *x = v;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++, y += EDGEQ_QK8_0) {
+		__m256 s = _mm256_set1_ps(a * h2f(x[i].d));
+
+		for (int j = 0; j < EDGEQ_QK8_0; j += 8) {
+			__m128i b =
+				_mm_loadl_epi64((const __m128i *)(x[i].qs + j));
+			__m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+
+			_mm256_storeu_ps(
+				y + j,
+				_mm256_fmadd_ps(s, q, _mm256_loadu_ps(y + j)));
+		}
+	}
+}
+
+static void matvec_avx2(enum edgeq_type type, const void *w, int64_t n,
+			int64_t row0, int64_t row1, const void *a, float *y)
+{
+	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
+		matvec_q80_like(type, w, n, row0, row1, a, y);
+		return;
+	}
+	edgeq_matvec_generic(&edgeq_kernel_ops_avx2, type, w, n, row0, row1, a,
+			     y);
+}
+
+static void matmul_avx2(enum edgeq_type type, const void *w, int64_t n,
+			int64_t row0, int64_t row1, const void *a,
+			size_t a_stride, int64_t nb, float *y, int64_t ldy)
+{
+	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
+		matmul_q80_like(type, w, n, row0, row1, a, a_stride, nb, y,
+				ldy);
+		return;
+	}
+	edgeq_matmul_generic(&edgeq_kernel_ops_avx2, type, w, n, row0, row1, a,
+			     a_stride, nb, y, ldy);
+}
+
+const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
+	.name = "avx2",
+	.vec_dot = {
+		[EDGEQ_TYPE_F32] = vec_dot_f32,
+		[EDGEQ_TYPE_F16] = vec_dot_f16,
+		[EDGEQ_TYPE_BF16] = vec_dot_bf16,
+		[EDGEQ_TYPE_Q8_0] = vec_dot_q8_0,
+		[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0,
+		[EDGEQ_TYPE_Q4_K] = vec_dot_q4_K,
+		[EDGEQ_TYPE_Q6_K] = vec_dot_q6_K,
+	},
+	.quantize_act = edgeq_quantize_act_ref,
+	.matvec = matvec_avx2,
+	.matmul = matmul_avx2,
+	.dot_f32 = dot_f32,
+	.dot_f16 = dot_f16,
+	.axpy_f32 = axpy_f32,
+	.axpy_f16 = axpy_f16,
+	.axpy_q8_0 = axpy_q8_0,
+};
