@@ -84,7 +84,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 TEST_HELPER_OBJS := $(TEST_HELPER_SRCS:%.c=$(O)/%.o)
-TOOL_BINS := $(foreach s,$(TOOL_SRCS),$(O)/$(patsubst %/,%,$(dir $(s))))
+TOOL_BINS := $(sort $(foreach s,$(TOOL_SRCS),$(O)/$(patsubst %/,%,$(dir $(s)))))
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(O)/bpf/%.bpf.o)
 BPF_SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(O)/bpf/%.skel.h)
 
@@ -134,8 +134,13 @@ $(EDGEQ): $(CLI_OBJS) $(STATIC_LIB)
 
 # tools/<name>/*.c -> build/tools/<name>
 tools: $(TOOL_BINS)
+# (objects under $(O)/tools-obj/: $(O)/tools/<name> is the program itself)
+$(O)/tools-obj/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 define tool_rule
-$(O)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+$(1): $(patsubst tools/%.c,$(O)/tools-obj/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+	@mkdir -p $$(dir $$@)
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
 endef
 $(foreach t,$(TOOL_BINS),$(eval $(call tool_rule,$(t))))

@@ -185,6 +185,51 @@ const struct edgeq_kernel_ops *edgeq_kernels_scalar(void);
 /* A table by name if this build and CPU can run it, else NULL. */
 const struct edgeq_kernel_ops *edgeq_kernels_by_name(const char *name);
 
+/* ---- thread pool and parallel matvec/matmul (threadpool.c) ---- */
+
+struct edgeq_error;
+struct edgeq_threadpool;
+
+/* A job: called once on each thread, ith in [0, nth), the caller is 0. */
+typedef void (*edgeq_task_fn)(void *arg, int ith, int nth);
+
+#define EDGEQ_THREADPOOL_MAX 256
+#define EDGEQ_THREADPOOL_NO_PIN (1u << 0)     /* leave threads unpinned */
+#define EDGEQ_THREADPOOL_PIN_CALLER (1u << 1) /* pin the caller as thread 0 */
+
+/*
+ * A pool of @nthreads threads counting the caller (nthreads - 1 workers).
+ * Workers are pinned with hwloc, performance cores first, one per core
+ * before SMT siblings; pinning is skipped silently when hwloc fails.
+ * Returns 0 or -EINVAL (count out of 1..EDGEQ_THREADPOOL_MAX), -ENOMEM,
+ * -EAGAIN (thread creation).
+ */
+int edgeq_threadpool_new(int nthreads, unsigned flags,
+			 struct edgeq_threadpool **out,
+			 struct edgeq_error *err);
+void edgeq_threadpool_free(struct edgeq_threadpool *tp);
+/* Run @fn on every thread and return when all are done (tp NULL: inline). */
+void edgeq_threadpool_run(struct edgeq_threadpool *tp, edgeq_task_fn fn,
+			  void *arg);
+int edgeq_threadpool_size(const struct edgeq_threadpool *tp);
+/* Threads bound to a CPU (0 when hwloc was unavailable or NO_PIN). */
+int edgeq_threadpool_pinned(const struct edgeq_threadpool *tp);
+
+/*
+ * y[0..rows) = W a, rows split across the pool; each row is computed whole
+ * by one thread, so y is bit-identical for any thread count.
+ */
+void edgeq_par_matvec(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      float *y);
+/* y[b * ldy + r] = W[r] . a_b for a batch of nb activation rows (prefill);
+ * each output equals the matvec one exactly. */
+void edgeq_par_matmul(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      size_t a_stride, int64_t nb, float *y, int64_t ldy);
+
 /* ---- internal: shared by the ISA files ---- */
 
 /* Scalar implementations every table may reuse (exact same results). */

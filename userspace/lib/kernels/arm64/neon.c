@@ -129,41 +129,32 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *act)
 	return fold32_tail(a, wt, y + j, n - j);
 }
 
-/* ---- Q8_0 and Q4_0: 2 sets x 8 lanes, lane l = elements 4l..4l+3 ---- */
+/* ---- Q8_0 and Q4_0: 8 lanes, lane l = elements 4l..4l+3 ---- */
 
-struct acc2x8 {
-	float32x4_t lo[2], hi[2];
+struct acc8 {
+	float32x4_t lo, hi;
 };
 
-static inline void block_step(struct acc2x8 *acc, int s, int8x16_t x0,
-			      int8x16_t x1, const int8_t *y, float d)
+static inline void block_step(struct acc8 *acc, int8x16_t x0, int8x16_t x1,
+			      const int8_t *y, float d)
 {
 	int32x4_t p0 = vdotq_s32(vdupq_n_s32(0), x0, vld1q_s8(y));
 	int32x4_t p1 = vdotq_s32(vdupq_n_s32(0), x1, vld1q_s8(y + 16));
 	float32x4_t vd = vdupq_n_f32(d);
 
-	acc->lo[s] = vfmaq_f32(acc->lo[s], vd, vcvtq_f32_s32(p0));
-	acc->hi[s] = vfmaq_f32(acc->hi[s], vd, vcvtq_f32_s32(p1));
-}
-
-static inline float acc_fold(const struct acc2x8 *acc)
-{
-	return reduce8(vaddq_f32(acc->lo[0], acc->lo[1]),
-		       vaddq_f32(acc->hi[0], acc->hi[1]));
+	acc->lo = vfmaq_f32(acc->lo, vd, vcvtq_f32_s32(p0));
+	acc->hi = vfmaq_f32(acc->hi, vd, vcvtq_f32_s32(p1));
 }
 
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_0 *x = w, *y = a;
-	struct acc2x8 acc;
+	struct acc8 acc = { vdupq_n_f32(0), vdupq_n_f32(0) };
 
-	for (int s = 0; s < 2; s++)
-		acc.lo[s] = acc.hi[s] = vdupq_n_f32(0);
 	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++)
-		block_step(&acc, i & 1, vld1q_s8(x[i].qs),
-			   vld1q_s8(x[i].qs + 16), y[i].qs,
-			   h2f(x[i].d) * h2f(y[i].d));
-	return acc_fold(&acc);
+		block_step(&acc, vld1q_s8(x[i].qs), vld1q_s8(x[i].qs + 16),
+			   y[i].qs, h2f(x[i].d) * h2f(y[i].d));
+	return reduce8(acc.lo, acc.hi);
 }
 
 static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
@@ -172,10 +163,8 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 	const struct edgeq_block_q8_0 *y = a;
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
 	const int8x16_t s8 = vdupq_n_s8(8);
-	struct acc2x8 acc;
+	struct acc8 acc = { vdupq_n_f32(0), vdupq_n_f32(0) };
 
-	for (int s = 0; s < 2; s++)
-		acc.lo[s] = acc.hi[s] = vdupq_n_f32(0);
 	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++) {
 		uint8x16_t b = vld1q_u8(x[i].qs);
 		int8x16_t lo =
@@ -183,10 +172,9 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 		int8x16_t hi =
 			vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), s8);
 
-		block_step(&acc, i & 1, lo, hi, y[i].qs,
-			   h2f(x[i].d) * h2f(y[i].d));
+		block_step(&acc, lo, hi, y[i].qs, h2f(x[i].d) * h2f(y[i].d));
 	}
-	return acc_fold(&acc);
+	return reduce8(acc.lo, acc.hi);
 }
 
 /* ---- Q4_K and Q6_K: exact integer sum per super-block, one float chain ---- */
