@@ -131,8 +131,13 @@ $(EDGEQ): $(CLI_OBJS) $(STATIC_LIB)
 
 # tools/<name>/*.c -> build/tools/<name>
 tools: $(TOOL_BINS)
+# (objects under $(O)/tools-obj/: $(O)/tools/<name> is the program itself)
+$(O)/tools-obj/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 define tool_rule
-$(O)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+$(1): $(patsubst tools/%.c,$(O)/tools-obj/%.o,$(wildcard tools/$(notdir $(1))/*.c)) $(STATIC_LIB)
+	@mkdir -p $$(dir $$@)
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
 endef
 $(foreach t,$(TOOL_BINS),$(eval $(call tool_rule,$(t))))
