@@ -38,17 +38,17 @@
 
 static int passed, failed;
 
-#define CHECK(cond, ...)                                \
-	do {                                            \
-		if (cond) {                             \
-			passed++;                       \
-			printf("ok - ");                \
-		} else {                                \
-			failed++;                       \
-			printf("FAIL - ");              \
-		}                                       \
-		printf(__VA_ARGS__);                    \
-		putchar('\n');                          \
+#define CHECK(cond, ...)                   \
+	do {                               \
+		if (cond) {                \
+			passed++;          \
+			printf("ok - ");   \
+		} else {                   \
+			failed++;          \
+			printf("FAIL - "); \
+		}                          \
+		printf(__VA_ARGS__);       \
+		putchar('\n');             \
 	} while (0)
 
 static void put(const char *dir, const char *name, const char *val)
@@ -116,8 +116,9 @@ static int settle(struct edgeq_pressure *p, int ms)
 {
 	struct io_uring ring;
 	struct io_uring_cqe *cqe;
-	struct __kernel_timespec ts = { .tv_sec = ms / 1000,
-					.tv_nsec = (long long)(ms % 1000) * 1000000 };
+	struct __kernel_timespec ts = {
+		.tv_sec = ms / 1000, .tv_nsec = (long long)(ms % 1000) * 1000000
+	};
 	int ret;
 
 	if (io_uring_queue_init(4, &ring, 0))
@@ -133,14 +134,16 @@ static int settle(struct edgeq_pressure *p, int ms)
 	return ret < 0 ? ret : edgeq_pressure_refresh(p);
 }
 
-static int temp(struct edgeq_pressure *p, uint32_t zone, int32_t mc, uint64_t ts)
+static int temp(struct edgeq_pressure *p, uint32_t zone, int32_t mc,
+		uint64_t ts)
 {
 	uint64_t a[3] = { zone, (uint64_t)(int64_t)mc, ts };
 
 	return edgeq_pressure_test_run(p, "thermal_temperature", a, 3);
 }
 
-static const struct edgeq_pressure_zone *zone(const struct edgeq_pressure_state *s, int id)
+static const struct edgeq_pressure_zone *
+zone(const struct edgeq_pressure_state *s, int id)
 {
 	uint32_t i;
 
@@ -150,8 +153,8 @@ static const struct edgeq_pressure_zone *zone(const struct edgeq_pressure_state 
 	return NULL;
 }
 
-static const struct edgeq_pressure_device *device(const struct edgeq_pressure_state *s,
-						  const char *name)
+static const struct edgeq_pressure_device *
+device(const struct edgeq_pressure_state *s, const char *name)
 {
 	uint32_t i;
 
@@ -161,7 +164,8 @@ static const struct edgeq_pressure_device *device(const struct edgeq_pressure_st
 	return NULL;
 }
 
-static int open_monitor(struct edgeq_pressure_opts *o, struct edgeq_pressure **p)
+static int open_monitor(struct edgeq_pressure_opts *o,
+			struct edgeq_pressure **p)
 {
 	struct edgeq_error err = { 0 };
 	int ret = edgeq_pressure_new(o, p, &err);
@@ -171,7 +175,8 @@ static int open_monitor(struct edgeq_pressure_opts *o, struct edgeq_pressure **p
 		return ret;
 	}
 	if (edgeq_pressure_source(*p) != EDGEQ_PRESSURE_SRC_BPF) {
-		printf("BPF not available: %s\n", edgeq_pressure_fallback_reason(*p));
+		printf("BPF not available: %s\n",
+		       edgeq_pressure_fallback_reason(*p));
 		edgeq_pressure_free(*p);
 		return -EOPNOTSUPP;
 	}
@@ -217,36 +222,45 @@ static int selftest(void)
 
 	edgeq_pressure_get(p, s);
 	CHECK(s->n_zones == 3, "fake tree: 3 zones (got %u)", s->n_zones);
-	CHECK((d = device(s, "cpu")) && d->temp_mc == 45000 && d->headroom_mc == 35000,
+	CHECK((d = device(s, "cpu")) && d->temp_mc == 45000 &&
+		      d->headroom_mc == 35000,
 	      "cpu-thermal -> cpu, 45 C, headroom 35 C before any event");
-	CHECK(device(s, "gpu") && device(s, "npu"), "gpu-thermal -> gpu, cv0-thermal -> npu");
+	CHECK(device(s, "gpu") && device(s, "npu"),
+	      "gpu-thermal -> gpu, cv0-thermal -> npu");
 
 	ret = temp(p, 0, 50000, T);
-	CHECK(ret == 0, "BPF_PROG_TEST_RUN test_thermal_temperature runs (%d)", ret);
+	CHECK(ret == 0, "BPF_PROG_TEST_RUN test_thermal_temperature runs (%d)",
+	      ret);
 	settle(p, 100);
 	edgeq_pressure_get(p, s);
 	z = zone(s, 0);
 	CHECK(z && z->temp_mc == 50000 && z->level == 0 && c.n == 0,
-	      "50 C: published, level ok, no event (temp %d, events %u)", z ? z->temp_mc : 0, c.n);
+	      "50 C: published, level ok, no event (temp %d, events %u)",
+	      z ? z->temp_mc : 0, c.n);
 
 	temp(p, 0, 82000, T + SEC);
 	settle(p, 200);
 	edgeq_pressure_get(p, s);
 	z = zone(s, 0);
-	CHECK(c.n == 1 && c.ev[0].kind == EV_TEMP && c.ev[0].level == 1 && (c.ev[0].flags & 4) &&
-		      c.ev[0].value == 82000 && c.ev[0].prev == 50000,
+	CHECK(c.n == 1 && c.ev[0].kind == EV_TEMP && c.ev[0].level == 1 &&
+		      (c.ev[0].flags & 4) && c.ev[0].value == 82000 &&
+		      c.ev[0].prev == 50000,
 	      "82 C crosses the passive trip (80 C): one rising warn event");
-	CHECK(z && z->trend_mcps == 8000, "trend: +32 C/s smoothed 1/4 = 8000 mC/s (got %d)",
+	CHECK(z && z->trend_mcps == 8000,
+	      "trend: +32 C/s smoothed 1/4 = 8000 mC/s (got %d)",
 	      z ? z->trend_mcps : 0);
 	CHECK(z && z->headroom_mc == 18000 && z->next_trip_mc == 100000,
-	      "headroom to the critical trip: 18 C (got %d)", z ? z->headroom_mc : 0);
+	      "headroom to the critical trip: 18 C (got %d)",
+	      z ? z->headroom_mc : 0);
 
 	temp(p, 0, 79000, T + 2 * SEC);
 	settle(p, 100);
 	edgeq_pressure_get(p, s);
 	z = zone(s, 0);
-	CHECK(c.n == 1 && z && z->level == 1, "79 C stays warn inside the 2 C hysteresis");
-	CHECK(z && z->trend_mcps == 5250, "trend: (3*8000 - 3000)/4 = 5250 (got %d)",
+	CHECK(c.n == 1 && z && z->level == 1,
+	      "79 C stays warn inside the 2 C hysteresis");
+	CHECK(z && z->trend_mcps == 5250,
+	      "trend: (3*8000 - 3000)/4 = 5250 (got %d)",
 	      z ? z->trend_mcps : 0);
 
 	temp(p, 0, 77000, T + 3 * SEC);
@@ -259,26 +273,32 @@ static int selftest(void)
 	edgeq_pressure_get(p, s);
 	d = device(s, "cpu");
 	CHECK(c.n == 3 && c.ev[2].level == 2, "101 C: critical event");
-	CHECK(d && d->level == 2 && d->temp_mc == 101000 && d->headroom_mc == EDGEQ_PRESSURE_NONE,
+	CHECK(d && d->level == 2 && d->temp_mc == 101000 &&
+		      d->headroom_mc == EDGEQ_PRESSURE_NONE,
 	      "cpu device: 101 C, level 2, no trip left above");
 
 	/* rate limit: 20 level changes inside one window, burst 4 */
 	dropped0 = s->dropped;
 	c.n = 0;
 	for (i = 0; i < 20; i++)
-		temp(p, 0, i % 2 ? 101000 : 50000, T + 10 * SEC + (uint64_t)i * 1000000);
+		temp(p, 0, i % 2 ? 101000 : 50000,
+		     T + 10 * SEC + (uint64_t)i * 1000000);
 	settle(p, 200);
 	settle(p, 50);
 	edgeq_pressure_get(p, s);
-	CHECK(c.n == 4, "rate limit: 20 crossings in 1 s, burst 4 -> 4 events (got %u)", c.n);
-	CHECK(s->dropped - dropped0 == 16, "rate limit: 16 counted as dropped (got %llu)",
+	CHECK(c.n == 4,
+	      "rate limit: 20 crossings in 1 s, burst 4 -> 4 events (got %u)",
+	      c.n);
+	CHECK(s->dropped - dropped0 == 16,
+	      "rate limit: 16 counted as dropped (got %llu)",
 	      (unsigned long long)(s->dropped - dropped0));
 	CHECK((z = zone(s, 0)) && z->temp_mc == 101000,
 	      "the map keeps the latest temperature even when events are dropped");
 	c.n = 0;
 	temp(p, 0, 50000, T + 12 * SEC);
 	settle(p, 200);
-	CHECK(c.n == 1, "rate limit: the next window delivers again (got %u)", c.n);
+	CHECK(c.n == 1, "rate limit: the next window delivers again (got %u)",
+	      c.n);
 
 	{
 		uint64_t a[4] = { 0, 1, 3, T + 13 * SEC };
@@ -288,7 +308,8 @@ static int selftest(void)
 		settle(p, 200);
 		edgeq_pressure_get(p, s);
 		CHECK(c.n == 1 && c.ev[0].kind == EV_TRIP && c.ev[0].aux == 1 &&
-			      c.ev[0].level == 3 && (z = zone(s, 0)) && z->trips == 1,
+			      c.ev[0].level == 3 && (z = zone(s, 0)) &&
+			      z->trips == 1,
 		      "thermal_zone_trip: event with trip 1, type critical; zone counts it");
 	}
 	{
@@ -312,9 +333,11 @@ static int selftest(void)
 	{
 		uint64_t a[3] = { 999, 50000, T };
 
-		CHECK(edgeq_pressure_test_run(p, "thermal_temperature", a, 3) == 0,
+		CHECK(edgeq_pressure_test_run(p, "thermal_temperature", a, 3) ==
+			      0,
 		      "zone id out of range is ignored");
-		CHECK(edgeq_pressure_test_run(p, "no_such_prog", a, 3) == -ENOENT,
+		CHECK(edgeq_pressure_test_run(p, "no_such_prog", a, 3) ==
+			      -ENOENT,
 		      "unknown test program: -ENOENT");
 	}
 	edgeq_pressure_free(p);
@@ -361,7 +384,8 @@ static void *consume_loop(void *arg)
 		k->c->n_pending = 0;
 		edgeq_pressure_consume(k->p);
 		now = edgeq_now_ns();
-		for (i = 0; i < k->c->n_pending && k->c->n_lat < k->c->max_lat; i++)
+		for (i = 0; i < k->c->n_pending && k->c->n_lat < k->c->max_lat;
+		     i++)
 			k->c->lat[k->c->n_lat++] = now - k->c->pending_ts[i];
 	}
 	getrusage(RUSAGE_THREAD, &k->ru);
@@ -383,13 +407,15 @@ static void report(const char *what, uint64_t *lat, size_t n)
 		return;
 	}
 	qsort(lat, n, sizeof(*lat), cmp_u64);
-	printf("%s: samples=%zu median_us=%.1f p99_us=%.1f max_us=%.1f\n", what, n,
-	       lat[n / 2] / 1e3, lat[(n * 99) / 100] / 1e3, lat[n - 1] / 1e3);
+	printf("%s: samples=%zu median_us=%.1f p99_us=%.1f max_us=%.1f\n", what,
+	       n, lat[n / 2] / 1e3, lat[(n * 99) / 100] / 1e3,
+	       lat[n - 1] / 1e3);
 }
 
 static int latency(int n)
 {
-	struct collect c = { .lock = PTHREAD_MUTEX_INITIALIZER, .want_kind = EV_TEMP };
+	struct collect c = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			     .want_kind = EV_TEMP };
 	struct consumer k = { .c = &c };
 	struct edgeq_pressure_opts o;
 	pthread_t th;
@@ -411,7 +437,8 @@ static int latency(int n)
 	usleep(200000);
 	k.stop = 1;
 	pthread_join(th, NULL);
-	report("latency tracepoint->published (BPF_PROG_TEST_RUN, thermal)", c.lat, c.n_lat);
+	report("latency tracepoint->published (BPF_PROG_TEST_RUN, thermal)",
+	       c.lat, c.n_lat);
 	printf("comparison: tegrastats/jtop sample every 500-1000 ms (mean delay 250-500 ms)\n");
 	edgeq_pressure_free(k.p);
 	free(c.lat);
@@ -447,7 +474,8 @@ static long long read_ll(const char *path)
  * step by step; each write reclaims in this thread's context. */
 static int reclaim(int n)
 {
-	struct collect c = { .lock = PTHREAD_MUTEX_INITIALIZER, .want_kind = EV_RECLAIM };
+	struct collect c = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			     .want_kind = EV_RECLAIM };
 	struct consumer k = { .c = &c };
 	char cg[256], path[400], cmd[600], v[32];
 	struct edgeq_pressure_opts o;
@@ -456,7 +484,8 @@ static int reclaim(int n)
 	int i, ret = 0;
 	pid_t pid;
 
-	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory/edgeq-test-bench-%d", getpid());
+	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory/edgeq-test-bench-%d",
+		 getpid());
 	if (mkdir(cg, 0755)) {
 		printf("no cgroup v1 memory hierarchy: %s\n", strerror(errno));
 		return 77;
@@ -481,8 +510,9 @@ static int reclaim(int n)
 			snprintf(cmd, sizeof(cmd), "%s/tasks", cg);
 			snprintf(v, sizeof(v), "%d", getpid());
 			write_str(cmd, v);
-			execlp("dd", "dd", "if=/dev/zero", "of=/tmp/edgeq-bench-fill", "bs=1M",
-			       "count=64", "status=none", NULL);
+			execlp("dd", "dd", "if=/dev/zero",
+			       "of=/tmp/edgeq-bench-fill", "bs=1M", "count=64",
+			       "status=none", NULL);
 			_exit(127);
 		}
 		waitpid(pid, NULL, 0);
@@ -502,7 +532,8 @@ static int reclaim(int n)
 	usleep(200000);
 	k.stop = 1;
 	pthread_join(th, NULL);
-	report("latency tracepoint->published (real memcg reclaim end)", c.lat, c.n_lat);
+	report("latency tracepoint->published (real memcg reclaim end)", c.lat,
+	       c.n_lat);
 	edgeq_pressure_free(k.p);
 	unlink("/tmp/edgeq-bench-fill");
 	if (rmdir(cg))
@@ -519,7 +550,8 @@ static double cpu_ms(const struct rusage *r)
 
 static int cpu(int secs)
 {
-	struct collect c = { .lock = PTHREAD_MUTEX_INITIALIZER, .want_kind = -1 };
+	struct collect c = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			     .want_kind = -1 };
 	struct consumer k = { .c = &c };
 	struct edgeq_pressure_state s;
 	struct edgeq_pressure_opts o;
@@ -556,8 +588,10 @@ static int cpu(int secs)
 	printf("storm: crossings=%llu (%.0f/s) delivered=%u dropped=%llu consumer_cpu_ms=%.2f "
 	       "(%.3f%% of a core) rate_limit=%u/s %s\n",
 	       (unsigned long long)fired, fired / (double)secs, delivered,
-	       (unsigned long long)s.dropped, cpu_ms(&k.ru), cpu_ms(&k.ru) / (secs * 10.0),
-	       o.rate_burst, delivered <= o.rate_burst * (unsigned int)(secs + 1) ? "holds" : "BROKEN");
+	       (unsigned long long)s.dropped, cpu_ms(&k.ru),
+	       cpu_ms(&k.ru) / (secs * 10.0), o.rate_burst,
+	       delivered <= o.rate_burst * (unsigned int)(secs + 1) ? "holds" :
+								      "BROKEN");
 	edgeq_pressure_free(k.p);
 	return delivered <= o.rate_burst * (unsigned int)(secs + 1) ? 0 : 1;
 }
@@ -568,7 +602,8 @@ int main(int argc, char **argv)
 	const char *mode;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench-pressure selftest|latency|reclaim|cpu [-n N] [-s SECONDS]\n");
+		fprintf(stderr,
+			"usage: bench-pressure selftest|latency|reclaim|cpu [-n N] [-s SECONDS]\n");
 		return 2;
 	}
 	mode = argv[1];

@@ -51,7 +51,8 @@ struct screen {
 	bool ansi;
 };
 
-static void line(struct screen *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(struct screen *sc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void line(struct screen *sc, const char *fmt, ...)
 {
@@ -99,7 +100,8 @@ static void draw(struct screen *sc, const struct edgeq_pressure *p,
 	sc->row = 0;
 	if (sc->ansi)
 		fputs("\033[H", sc->out);
-	line(sc, "edgeq top  source %s%s%s  seq %llu  events %llu dropped %llu  (q quits)",
+	line(sc,
+	     "edgeq top  source %s%s%s  seq %llu  events %llu dropped %llu  (q quits)",
 	     edgeq_pressure_source_name(s->source),
 	     edgeq_pressure_fallback_reason(p)[0] ? ": " : "",
 	     edgeq_pressure_fallback_reason(p), (unsigned long long)s->seq,
@@ -109,48 +111,62 @@ static void draw(struct screen *sc, const struct edgeq_pressure *p,
 	for (i = 0; i < s->n_devices; i++) {
 		fmt_c(t, sizeof(t), s->devices[i].temp_mc);
 		fmt_c(h, sizeof(h), s->devices[i].headroom_mc);
-		line(sc, "%-8s %6s  %10s  %7.0f%%  %s", s->devices[i].name, t, h,
-		     s->devices[i].throttle * 100,
-		     s->devices[i].level == 2 ? "CRIT" : s->devices[i].level ? "warn" : "ok");
+		line(sc, "%-8s %6s  %10s  %7.0f%%  %s", s->devices[i].name, t,
+		     h, s->devices[i].throttle * 100,
+		     s->devices[i].level == 2 ? "CRIT" :
+		     s->devices[i].level      ? "warn" :
+						"ok");
 	}
 	if (!s->n_devices)
-		line(sc, "(no thermal zone or frequency domain maps to a device)");
+		line(sc,
+		     "(no thermal zone or frequency domain maps to a device)");
 	line(sc, "%s", "");
-	line(sc, "ZONE                    DEV   TEMP C  TREND C/s  NEXT TRIP  TRIPS");
+	line(sc,
+	     "ZONE                    DEV   TEMP C  TREND C/s  NEXT TRIP  TRIPS");
 	for (i = 0; i < s->n_zones; i++) {
 		const struct edgeq_pressure_zone *z = &s->zones[i];
 
 		fmt_c(t, sizeof(t), z->temp_mc);
 		fmt_c(h, sizeof(h), z->next_trip_mc);
-		line(sc, "%2d %-20s %-4s %7s  %s %+6.2f  %9s  %5llu", z->id, z->type,
-		     z->device[0] ? z->device : "-", t, trend_arrow(z->trend_mcps),
-		     z->trend_mcps / 1000.0, h, (unsigned long long)z->trips);
+		line(sc, "%2d %-20s %-4s %7s  %s %+6.2f  %9s  %5llu", z->id,
+		     z->type, z->device[0] ? z->device : "-", t,
+		     trend_arrow(z->trend_mcps), z->trend_mcps / 1000.0, h,
+		     (unsigned long long)z->trips);
 	}
 	for (i = 0; i < s->n_cdevs; i++)
-		line(sc, "cooling %2d %-20s %-4s state %llu/%llu", s->cdevs[i].id, s->cdevs[i].type,
+		line(sc, "cooling %2d %-20s %-4s state %llu/%llu",
+		     s->cdevs[i].id, s->cdevs[i].type,
 		     s->cdevs[i].device[0] ? s->cdevs[i].device : "-",
 		     (unsigned long long)s->cdevs[i].cur_state,
 		     (unsigned long long)s->cdevs[i].max_state);
 	for (i = 0; i < s->n_freqs; i++)
 		line(sc, "freq    %-20s %-4s %llu/%llu %s", s->freqs[i].name,
 		     s->freqs[i].device[0] ? s->freqs[i].device : "-",
-		     (unsigned long long)s->freqs[i].cur, (unsigned long long)s->freqs[i].max,
+		     (unsigned long long)s->freqs[i].cur,
+		     (unsigned long long)s->freqs[i].max,
 		     strcmp(s->freqs[i].name, "cpu") ? "Hz" : "kHz");
 	line(sc, "%s", "");
-	line(sc, "MEMORY  %s  available %llu/%llu MiB  stall %.1f ms/s  psi some %.2f full %.2f",
-	     edgeq_mem_level_name(m->level), (unsigned long long)(m->available >> 20),
+	line(sc,
+	     "MEMORY  %s  available %llu/%llu MiB  stall %.1f ms/s  psi some %.2f full %.2f",
+	     edgeq_mem_level_name(m->level),
+	     (unsigned long long)(m->available >> 20),
 	     (unsigned long long)(m->total >> 20), m->stall_ms_per_s,
 	     m->psi_some_avg10 < 0 ? 0 : m->psi_some_avg10,
 	     m->psi_full_avg10 < 0 ? 0 : m->psi_full_avg10);
-	line(sc, "reclaim system %llu stalls %.1f ms   own cgroup %llu stalls %.1f ms   "
-		 "throttled %llu  kswapd %llu  oom %llu",
+	line(sc,
+	     "reclaim system %llu stalls %.1f ms   own cgroup %llu stalls %.1f ms   "
+	     "throttled %llu  kswapd %llu  oom %llu",
 	     (unsigned long long)(m->direct.count + m->memcg.count),
-	     (m->direct.total_ns + m->memcg.total_ns) / 1e6, (unsigned long long)m->own.count,
-	     m->own.total_ns / 1e6, (unsigned long long)m->throttled,
-	     (unsigned long long)m->kswapd_wakeups, (unsigned long long)m->oom_victims);
+	     (m->direct.total_ns + m->memcg.total_ns) / 1e6,
+	     (unsigned long long)m->own.count, m->own.total_ns / 1e6,
+	     (unsigned long long)m->throttled,
+	     (unsigned long long)m->kswapd_wakeups,
+	     (unsigned long long)m->oom_victims);
 	for (i = 0; i < s->n_queues; i++)
-		line(sc, "queue %u  cooling %u  max inflight %u  submits %llu completes %llu",
-		     s->queues[i].id, s->queues[i].state, s->queues[i].max_inflight,
+		line(sc,
+		     "queue %u  cooling %u  max inflight %u  submits %llu completes %llu",
+		     s->queues[i].id, s->queues[i].state,
+		     s->queues[i].max_inflight,
 		     (unsigned long long)s->queues[i].submits,
 		     (unsigned long long)s->queues[i].completes);
 	line(sc, "%s", "");
@@ -165,8 +181,9 @@ static void draw(struct screen *sc, const struct edgeq_pressure *p,
 static void on_event(void *ctx, const struct edgeq_pressure_event *ev)
 {
 	snprintf(ctx, 160, "%s id %u value %lld prev %lld level %u %.24s",
-		 edgeq_pressure_event_name(ev->kind), ev->id, (long long)ev->value,
-		 (long long)ev->prev, ev->level, ev->name);
+		 edgeq_pressure_event_name(ev->kind), ev->id,
+		 (long long)ev->value, (long long)ev->prev, ev->level,
+		 ev->name);
 }
 
 static int top_iterations;
@@ -192,7 +209,8 @@ static int cmd_top(int argc, char **argv)
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;
 	if (first < argc)
-		return cli_error(EXIT_USAGE, "top", "unexpected argument '%s'", argv[first]);
+		return cli_error(EXIT_USAGE, "top", "unexpected argument '%s'",
+				 argv[first]);
 	ret = pressure_cli_start("top", &top_po, &p);
 	if (ret)
 		return ret;
@@ -228,7 +246,8 @@ static int cmd_top(int argc, char **argv)
 			struct winsize ws;
 
 			resized = 0;
-			if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col) {
+			if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) &&
+			    ws.ws_col) {
 				sc.cols = ws.ws_col;
 				sc.rows = ws.ws_row;
 			}
@@ -247,7 +266,8 @@ static int cmd_top(int argc, char **argv)
 		if (ret > 0 && (pfd[1].revents & POLLIN)) {
 			char c;
 
-			if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+			if (read(STDIN_FILENO, &c, 1) == 1 &&
+			    (c == 'q' || c == 'Q'))
 				break;
 		}
 		if (ret > 0 && (pfd[0].revents & POLLIN))
@@ -261,11 +281,12 @@ static int cmd_top(int argc, char **argv)
 	return EXIT_OK;
 }
 
-EDGEQ_COMMAND(top, "live view of thermal and memory pressure (q quits)",
-	      "usage: edgeq top [-n N] [--no-bpf]\n\n"
-	      "A live terminal view of the pressure monitor: devices with temperature,\n"
-	      "headroom and throttle; zones with trend; cooling states and frequencies;\n"
-	      "memory pressure and reclaim stalls. Redraws on every event and once a\n"
-	      "second; plain ANSI, so it works over ssh. q or Ctrl-C quits. Without a\n"
-	      "terminal it prints frames one after another (-n limits them).",
-	      top_opts, cmd_top);
+EDGEQ_COMMAND(
+	top, "live view of thermal and memory pressure (q quits)",
+	"usage: edgeq top [-n N] [--no-bpf]\n\n"
+	"A live terminal view of the pressure monitor: devices with temperature,\n"
+	"headroom and throttle; zones with trend; cooling states and frequencies;\n"
+	"memory pressure and reclaim stalls. Redraws on every event and once a\n"
+	"second; plain ANSI, so it works over ssh. q or Ctrl-C quits. Without a\n"
+	"terminal it prints frames one after another (-n limits them).",
+	top_opts, cmd_top);

@@ -297,8 +297,8 @@ int pm_psi_trigger(const char *path, uint32_t stall_us, uint32_t window_us)
 	if (fd < 0)
 		return -errno;
 	/* only procfs and cgroupfs have triggers; never write into a fake tree */
-	if (fstatfs(fd, &sfs) ||
-	    (sfs.f_type != PROC_SUPER_MAGIC && sfs.f_type != CGROUP2_SUPER_MAGIC)) {
+	if (fstatfs(fd, &sfs) || (sfs.f_type != PROC_SUPER_MAGIC &&
+				  sfs.f_type != CGROUP2_SUPER_MAGIC)) {
 		close(fd);
 		return -EOPNOTSUPP;
 	}
