@@ -42,7 +42,7 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 WERROR ?= $(if $(CI),-Werror,)
 OPT ?= -O2 -g
-CPPFLAGS += -Iinclude -Iuserspace/lib -I$(O) -I. -D_GNU_SOURCE \
+CPPFLAGS += -Iinclude -Iinclude/uapi -Iuserspace/lib -I$(O) -I. -D_GNU_SOURCE \
 	-DEDGEQ_VERSION='"$(VERSION)"' -DEDGEQ_COMMIT='"$(GIT_COMMIT)"'
 CFLAGS ?= $(OPT)
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow \
@@ -64,12 +64,15 @@ ISA_FLAGS_arm64 := -march=armv8.2-a+dotprod+fp16
 CFLAGS += -ffp-contract=off
 
 LIB_SRCS_ALL := $(sort $(wildcard userspace/lib/*.c userspace/lib/*/*.c userspace/lib/*/*/*.c))
+# (make patterns take a single %, so the ISA directories are listed explicitly)
+LIB_SRCS_X86 := $(wildcard userspace/lib/*/x86/*.c userspace/lib/*/*/x86/*.c)
+LIB_SRCS_ARM64 := $(wildcard userspace/lib/*/arm64/*.c userspace/lib/*/*/arm64/*.c)
 ifeq ($(ARCH),x86_64)
-LIB_SRCS := $(filter-out %/arm64/%,$(LIB_SRCS_ALL))
+LIB_SRCS := $(filter-out $(LIB_SRCS_ARM64),$(LIB_SRCS_ALL))
 else ifeq ($(ARCH),aarch64)
-LIB_SRCS := $(filter-out %/x86/%,$(LIB_SRCS_ALL))
+LIB_SRCS := $(filter-out $(LIB_SRCS_X86),$(LIB_SRCS_ALL))
 else
-LIB_SRCS := $(filter-out %/x86/% %/arm64/%,$(LIB_SRCS_ALL))
+LIB_SRCS := $(filter-out $(LIB_SRCS_X86) $(LIB_SRCS_ARM64),$(LIB_SRCS_ALL))
 endif
 CLI_SRCS := $(sort $(wildcard userspace/cli/*.c))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))

@@ -45,6 +45,7 @@ struct edgeq_model_params {
 	enum edgeq_weights_mode weights;
 	uint64_t weights_budget;     /* bytes resident; 0: derive from memory */
 	bool use_io_uring;           /* false forces the pread fallback */
+	bool vocab_only;             /* load the tokenizer only (no weights) */
 };
 
 /* What a loaded model is; filled by the loader from GGUF metadata. */
@@ -60,6 +61,9 @@ struct edgeq_model_info {
 	uint32_t type_counts[40];    /* tensors per ggml type id */
 	char tokenizer[16];          /* "llama" (SentencePiece) or "gpt2" (BPE) */
 	int32_t bos, eos;            /* -1 when absent */
+	bool add_bos;                /* the tokenizer wants BOS prepended */
+	uint32_t n_rot;              /* rotary dimensions per head */
+	float rope_base, rms_eps;
 };
 
 void edgeq_model_params_init(struct edgeq_model_params *p);
@@ -90,6 +94,8 @@ void edgeq_ctx_free(struct edgeq_ctx *c);
 /* Forget the KV cache from position @pos on (0 clears it). */
 void edgeq_ctx_truncate(struct edgeq_ctx *c, uint32_t pos);
 uint32_t edgeq_ctx_pos(const struct edgeq_ctx *c);
+/* The context size (positions) the ctx was created with. */
+uint32_t edgeq_ctx_n_ctx(const struct edgeq_ctx *c);
 
 /*
  * Run @n tokens at the next positions (prefill in batches when n > 1) and
@@ -124,6 +130,7 @@ struct edgeq_gen_stats {
 	uint64_t load_ns, prompt_ns, decode_ns, ttft_ns;
 	uint64_t peak_rss;
 	uint64_t bytes_per_token;
+	uint32_t n_eval;             /* single-token decode steps in decode_ns */
 };
 
 /* Called with each new token and its text; return non-zero to stop. */

@@ -115,6 +115,22 @@ static void test_traits(void **state)
 	assert_int_equal(edgeq_type_from_name("Q9_X", &t), -ENOENT);
 }
 
+static void test_q4_K_scales(void **state)
+{
+	for (int rep = 0; rep < 1000; rep++) {
+		uint8_t s[12], sc[8], m[8], a, b;
+
+		for (int i = 0; i < 12; i++)
+			s[i] = (uint8_t)rnd();
+		edgeq_q4_K_unpack_scales(s, sc, m);
+		for (int j = 0; j < 8; j++) {
+			edgeq_q4_K_scale_min(j, s, &a, &b);
+			assert_int_equal(sc[j], a);
+			assert_int_equal(m[j], b);
+		}
+	}
+}
+
 /* ---- conversions ---- */
 
 static void test_fp16_exhaustive_roundtrip(void **state)
@@ -643,6 +659,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_traits),
+		cmocka_unit_test(test_q4_K_scales),
 		cmocka_unit_test(test_fp16_exhaustive_roundtrip),
 		cmocka_unit_test(test_fp16_values),
 		cmocka_unit_test(test_fp16_nearest_random),

@@ -434,6 +434,11 @@ static int cmd_plan(int argc, char **argv)
 	int first, ret, nreq = 0;
 	uint64_t nparams;
 
+	/* placement has options of its own (see 'edgeq plan --placement
+	 * --help'): hand over before parsing the ledgers' */
+	for (int i = 1; i < argc && cli_plan_placement; i++)
+		if (!strcmp(argv[i], "--placement"))
+			return cli_plan_placement(argc, argv);
 	ret = cli_parse(self, argc, argv, &first);
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;

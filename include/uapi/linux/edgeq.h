@@ -4,7 +4,7 @@
  * userspace agent (Documentation/userspace-api/edgeq.rst).
  *
  * /dev/edgeq-control     creates and destroys queues (CAP_SYS_ADMIN)
- * /dev/edgeq/<name>      one queue: clients write struct edgeq_op and read
+ * /dev/edgeq/<name>      one queue: clients write struct edgeq_op_desc and read
  *                        struct edgeq_completion; the agent (one at a time,
  *                        after EDGEQ_IOC_AGENT_ATTACH) reads struct
  *                        edgeq_agent_op and writes struct edgeq_agent_done.
@@ -33,7 +33,7 @@
 #define EDGEQ_MAX_TENSOR_LEN (1ULL << 40) /* bound on offset + length */
 
 /* Feature bits reported by EDGEQ_IOC_GET_FEATURES. */
-#define EDGEQ_F_WRITE_SUBMIT	(1ULL << 0) /* write() of struct edgeq_op */
+#define EDGEQ_F_WRITE_SUBMIT	(1ULL << 0) /* write() of struct edgeq_op_desc */
 #define EDGEQ_F_IOCTL_SUBMIT	(1ULL << 1) /* EDGEQ_IOC_SUBMIT batches */
 #define EDGEQ_F_POLL		(1ULL << 2) /* poll/epoll/io_uring POLL_ADD */
 #define EDGEQ_F_PRIORITY	(1ULL << 3) /* strict priorities, RR per level */
@@ -99,7 +99,7 @@ enum edgeq_dtype {
 #define EDGEQ_PRIO_RT 3		/* needs CAP_SYS_NICE */
 #define EDGEQ_PRIO_COUNT 4
 
-/* struct edgeq_op.flags */
+/* struct edgeq_op_desc.flags */
 #define EDGEQ_OPF_ROPE_NEOX	(1U << 0)
 #define EDGEQ_OPF_ALL		(EDGEQ_OPF_ROPE_NEOX)
 
@@ -112,8 +112,8 @@ struct edgeq_tensor_ref {
 };
 
 /* One op, as a client submits it (write() or EDGEQ_IOC_SUBMIT). */
-struct edgeq_op {
-	__u32 size;		/* sizeof(struct edgeq_op) */
+struct edgeq_op_desc {
+	__u32 size;		/* sizeof(struct edgeq_op_desc) */
 	__u16 opcode;		/* enum edgeq_opcode */
 	__u8 priority;		/* EDGEQ_PRIO_* */
 	__u8 ndims;		/* used entries of shape[], <= EDGEQ_MAX_DIMS */
@@ -130,7 +130,7 @@ struct edgeq_op {
 
 /* The result of one op, read() by the client that submitted it. */
 struct edgeq_completion {
-	__u64 cookie;		/* edgeq_op.cookie */
+	__u64 cookie;		/* edgeq_op_desc.cookie */
 	__s32 status;		/* 0 or -errno: -ENODEV agent lost, -ETIMEDOUT,
 				 * -EOPNOTSUPP, -EINVAL (agent refused) ...
 				 */
@@ -147,7 +147,7 @@ struct edgeq_agent_op {
 	__u32 client_pid;	/* tgid of the submitter (in the agent's pidns) */
 	__u32 client_id;	/* per-queue id of the submitting file */
 	__u64 reserved[2];
-	struct edgeq_op op;	/* as submitted; handles are valid for
+	struct edgeq_op_desc op;	/* as submitted; handles are valid for
 				 * EDGEQ_IOC_AGENT_TENSOR_FD
 				 */
 };
@@ -168,7 +168,7 @@ struct edgeq_features {
 	__u32 size;		/* in: sizeof(struct edgeq_features) */
 	__u32 version;		/* out: EDGEQ_API_VERSION */
 	__u64 features;		/* out: EDGEQ_F_* */
-	__u32 op_size;		/* out: sizeof(struct edgeq_op) */
+	__u32 op_size;		/* out: sizeof(struct edgeq_op_desc) */
 	__u32 completion_size;	/* out: sizeof(struct edgeq_completion) */
 	__u32 agent_op_size;	/* out: sizeof(struct edgeq_agent_op) */
 	__u32 agent_done_size;	/* out: sizeof(struct edgeq_agent_done) */
@@ -212,7 +212,7 @@ struct edgeq_tensor_unreg {
 struct edgeq_submit {
 	__u32 size;		/* sizeof(struct edgeq_submit) */
 	__u32 count;		/* ops at @ops, 1..max_batch */
-	__u64 ops;		/* user pointer to struct edgeq_op[count] */
+	__u64 ops;		/* user pointer to struct edgeq_op_desc[count] */
 	__u32 submitted;	/* out: ops accepted (all of them on success) */
 	__u32 reserved0;
 	__u64 reserved[2];
@@ -252,7 +252,7 @@ struct edgeq_agent_tensor_fd {
 #define EDGEQ_UAPI_ASSERT(t, n) _Static_assert(sizeof(t) == (n), #t " ABI size")
 #ifndef __cplusplus
 EDGEQ_UAPI_ASSERT(struct edgeq_tensor_ref, 24);
-EDGEQ_UAPI_ASSERT(struct edgeq_op, 208);
+EDGEQ_UAPI_ASSERT(struct edgeq_op_desc, 208);
 EDGEQ_UAPI_ASSERT(struct edgeq_completion, 48);
 EDGEQ_UAPI_ASSERT(struct edgeq_agent_op, 240);
 EDGEQ_UAPI_ASSERT(struct edgeq_agent_done, 40);

@@ -61,16 +61,16 @@ struct edgeq_block_q8_0 {
 	int8_t qs[EDGEQ_QK8_0];
 };
 struct edgeq_block_q4_K {
-	uint16_t d; /* super-block scale for the scales (fp16) */
+	uint16_t d;    /* super-block scale for the scales (fp16) */
 	uint16_t dmin; /* super-block scale for the mins (fp16) */
 	uint8_t scales[EDGEQ_K_SCALE_SIZE]; /* 8 scales + 8 mins, 6 bits each */
-	uint8_t qs[EDGEQ_QK_K / 2]; /* 4-bit quants */
+	uint8_t qs[EDGEQ_QK_K / 2];	    /* 4-bit quants */
 };
 struct edgeq_block_q6_K {
-	uint8_t ql[EDGEQ_QK_K / 2]; /* low 4 bits */
-	uint8_t qh[EDGEQ_QK_K / 4]; /* high 2 bits */
+	uint8_t ql[EDGEQ_QK_K / 2];	/* low 4 bits */
+	uint8_t qh[EDGEQ_QK_K / 4];	/* high 2 bits */
 	int8_t scales[EDGEQ_QK_K / 16]; /* 8-bit scales */
-	uint16_t d; /* super-block scale (fp16) */
+	uint16_t d;			/* super-block scale (fp16) */
 };
 struct edgeq_block_q8_K {
 	float d; /* activation block for K-quant dots */
@@ -107,8 +107,8 @@ typedef int (*edgeq_from_float_fn)(const float *x, void *y, int64_t n);
 struct edgeq_type_traits {
 	const char *name; /* "Q4_K", as llama.cpp names it */
 	enum edgeq_type type;
-	uint32_t blck_size; /* elements per block */
-	uint32_t type_size; /* bytes per block */
+	uint32_t blck_size;	      /* elements per block */
+	uint32_t type_size;	      /* bytes per block */
 	enum edgeq_type vec_dot_type; /* activation type its dots take */
 	bool is_quantized;
 	bool weight; /* a weight type the decoder supports */
@@ -185,6 +185,51 @@ const struct edgeq_kernel_ops *edgeq_kernels_scalar(void);
 /* A table by name if this build and CPU can run it, else NULL. */
 const struct edgeq_kernel_ops *edgeq_kernels_by_name(const char *name);
 
+/* ---- thread pool and parallel matvec/matmul (threadpool.c) ---- */
+
+struct edgeq_error;
+struct edgeq_threadpool;
+
+/* A job: called once on each thread, ith in [0, nth), the caller is 0. */
+typedef void (*edgeq_task_fn)(void *arg, int ith, int nth);
+
+#define EDGEQ_THREADPOOL_MAX 256
+#define EDGEQ_THREADPOOL_NO_PIN (1u << 0)     /* leave threads unpinned */
+#define EDGEQ_THREADPOOL_PIN_CALLER (1u << 1) /* pin the caller as thread 0 */
+
+/*
+ * A pool of @nthreads threads counting the caller (nthreads - 1 workers).
+ * Workers are pinned with hwloc, performance cores first, one per core
+ * before SMT siblings; pinning is skipped silently when hwloc fails.
+ * Returns 0 or -EINVAL (count out of 1..EDGEQ_THREADPOOL_MAX), -ENOMEM,
+ * -EAGAIN (thread creation).
+ */
+int edgeq_threadpool_new(int nthreads, unsigned flags,
+			 struct edgeq_threadpool **out,
+			 struct edgeq_error *err);
+void edgeq_threadpool_free(struct edgeq_threadpool *tp);
+/* Run @fn on every thread and return when all are done (tp NULL: inline). */
+void edgeq_threadpool_run(struct edgeq_threadpool *tp, edgeq_task_fn fn,
+			  void *arg);
+int edgeq_threadpool_size(const struct edgeq_threadpool *tp);
+/* Threads bound to a CPU (0 when hwloc was unavailable or NO_PIN). */
+int edgeq_threadpool_pinned(const struct edgeq_threadpool *tp);
+
+/*
+ * y[0..rows) = W a, rows split across the pool; each row is computed whole
+ * by one thread, so y is bit-identical for any thread count.
+ */
+void edgeq_par_matvec(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      float *y);
+/* y[b * ldy + r] = W[r] . a_b for a batch of nb activation rows (prefill);
+ * each output equals the matvec one exactly. */
+void edgeq_par_matmul(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      size_t a_stride, int64_t nb, float *y, int64_t ldy);
+
 /* ---- internal: shared by the ISA files ---- */
 
 /* Scalar implementations every table may reuse (exact same results). */
@@ -218,6 +263,25 @@ static inline void edgeq_q4_K_scale_min(int j, const uint8_t *q, uint8_t *d,
 		*d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
 		*m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
 	}
+}
+
+/* The 8 six-bit scales (sc) and mins (m) of a Q4_K super-block at once. */
+static inline void edgeq_q4_K_unpack_scales(const uint8_t *s, uint8_t sc[8],
+					    uint8_t m[8])
+{
+	uint32_t u[3], a, b, c, e;
+
+	__builtin_memcpy(u, s, 12);
+	/* bytes 0-3: sc0-3 (low 6 bits); 4-7: m0-3; 8-11: sc4-7 | m4-7 nibbles,
+	 * whose high 2 bits sit in the top bits of bytes 0-3 and 4-7 */
+	a = u[0] & 0x3f3f3f3f;
+	b = u[1] & 0x3f3f3f3f;
+	c = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+	e = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+	__builtin_memcpy(sc, &a, 4);
+	__builtin_memcpy(sc + 4, &c, 4);
+	__builtin_memcpy(m, &b, 4);
+	__builtin_memcpy(m + 4, &e, 4);
 }
 
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_scalar;

@@ -134,7 +134,7 @@ struct load_ctx {
 	size_t max, n;
 	struct edgeq_device_profile *cur;
 	char cur_section[64];
-	int bad; /* -errno of the first problem */
+	int bad;	/* -errno of the first problem */
 	char what[160]; /* and what it was */
 };
 
@@ -309,7 +309,11 @@ int edgeq_devprofs_load(const char *path, struct edgeq_device_profile *out,
 const char *edgeq_devprofs_default_path(void)
 {
 	static const char *const candidates[] = {
-		"/etc/edgeq/devices.ini", "/usr/local/share/edgeq/devices.ini",
+		"/etc/edgeq/devices.ini",
+#ifdef EDGEQ_DATADIR
+		EDGEQ_DATADIR "/devices.ini",
+#endif
+		"/usr/local/share/edgeq/devices.ini",
 		"/usr/share/edgeq/devices.ini",
 		"share/edgeq/devices.ini", /* running from the source tree */
 	};

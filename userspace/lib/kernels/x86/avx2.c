@@ -141,13 +141,13 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *act)
 	return fold32_tail(a, wt, y + j, m);
 }
 
-/* ---- Q8_0 and Q4_0: 2 sets x 8 lanes, lane l = elements 4l..4l+3 ---- */
+/* ---- Q8_0 and Q4_0: 8 lanes, lane l = elements 4l..4l+3 ---- */
 
-/* int32 lane l = sum of qx[k] * qy[k] for k in 4l..4l+3 (exact) */
-static inline __m256i dot4_i8(__m256i qx, __m256i qy)
+/* int32 lane l = sum of qx[k] * qy[k] for k in 4l..4l+3 (exact); ax is
+ * |qx|, computed once per weight block and reused across tokens. */
+static inline __m256i dot4_i8(__m256i qx, __m256i ax, __m256i qy)
 {
-	__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(qx, qx),
-					 _mm256_sign_epi8(qy, qx));
+	__m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy, qx));
 
 	return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
@@ -162,86 +162,168 @@ static inline __m256i q4_0_unpack(const uint8_t *qs)
 	return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
 }
 
+/* Weight block i of a Q8_0 or Q4_0 row as 32 signed bytes, and its scale. */
+static inline __m256i wblock(enum edgeq_type t, const void *row, int64_t i,
+			     float *d)
+{
+	if (t == EDGEQ_TYPE_Q4_0) {
+		const struct edgeq_block_q4_0 *b =
+			(const struct edgeq_block_q4_0 *)row + i;
+
+		*d = h2f(b->d);
+		return q4_0_unpack(b->qs);
+	} else {
+		const struct edgeq_block_q8_0 *b =
+			(const struct edgeq_block_q8_0 *)row + i;
+
+		*d = h2f(b->d);
+		return _mm256_loadu_si256((const __m256i *)b->qs);
+	}
+}
+
+static inline __m256 step(__m256 acc, __m256i qx, __m256i ax, __m256i qy,
+			  float d)
+{
+	return _mm256_fmadd_ps(_mm256_set1_ps(d),
+			       _mm256_cvtepi32_ps(dot4_i8(qx, ax, qy)), acc);
+}
+
+static inline float dot_q80_like(enum edgeq_type t, int64_t n, const void *w,
+				 const void *a)
+{
+	const struct edgeq_block_q8_0 *y = a;
+	__m256 acc = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		float dx;
+		__m256i qx = wblock(t, w, i, &dx);
+
+		acc = step(acc, qx, _mm256_sign_epi8(qx, qx),
+			   _mm256_loadu_si256((const __m256i *)y[i].qs),
+			   dx * h2f(y[i].d));
+	}
+	return reduce8(acc);
+}
+
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
 {
-	const struct edgeq_block_q8_0 *x = w, *y = a;
-	int64_t nb = n / EDGEQ_QK8_0, i = 0;
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-
-	for (; i + 2 <= nb; i += 2) {
-		__m256i p0 =
-			dot4_i8(_mm256_loadu_si256((const __m256i *)x[i].qs),
-				_mm256_loadu_si256((const __m256i *)y[i].qs));
-		__m256i p1 = dot4_i8(
-			_mm256_loadu_si256((const __m256i *)x[i + 1].qs),
-			_mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-		__m256 d0 = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
-		__m256 d1 = _mm256_set1_ps(h2f(x[i + 1].d) * h2f(y[i + 1].d));
-
-		acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-		acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
-	}
-	if (i < nb) {
-		__m256i p0 =
-			dot4_i8(_mm256_loadu_si256((const __m256i *)x[i].qs),
-				_mm256_loadu_si256((const __m256i *)y[i].qs));
-		__m256 d0 = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
-
-		acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-	}
-	return reduce8(_mm256_add_ps(acc0, acc1));
+	return dot_q80_like(EDGEQ_TYPE_Q8_0, n, w, a);
 }
 
 static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 {
-	const struct edgeq_block_q4_0 *x = w;
-	const struct edgeq_block_q8_0 *y = a;
-	int64_t nb = n / EDGEQ_QK4_0, i = 0;
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	return dot_q80_like(EDGEQ_TYPE_Q4_0, n, w, a);
+}
 
-	for (; i + 2 <= nb; i += 2) {
-		__m256i p0 =
-			dot4_i8(q4_0_unpack(x[i].qs),
-				_mm256_loadu_si256((const __m256i *)y[i].qs));
-		__m256i p1 = dot4_i8(
-			q4_0_unpack(x[i + 1].qs),
-			_mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-		__m256 d0 = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
-		__m256 d1 = _mm256_set1_ps(h2f(x[i + 1].d) * h2f(y[i + 1].d));
+/* 4 rows against one activation row: each output the same as vec_dot. */
+static inline void matvec4_q80_like(enum edgeq_type t, int64_t n, const char *w,
+				    size_t rs, const void *a, float *y)
+{
+	const struct edgeq_block_q8_0 *ya = a;
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(),
+			  _mm256_setzero_ps(), _mm256_setzero_ps() };
 
-		acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
-		acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(p1), acc1);
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		__m256i qy = _mm256_loadu_si256((const __m256i *)ya[i].qs);
+		float dy = h2f(ya[i].d);
+
+		for (int r = 0; r < 4; r++) {
+			float dx;
+			__m256i qx = wblock(t, w + r * rs, i, &dx);
+
+			acc[r] = step(acc[r], qx, _mm256_sign_epi8(qx, qx), qy,
+				      dx * dy);
+		}
 	}
-	if (i < nb) {
-		__m256i p0 =
-			dot4_i8(q4_0_unpack(x[i].qs),
-				_mm256_loadu_si256((const __m256i *)y[i].qs));
-		__m256 d0 = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
+	for (int r = 0; r < 4; r++)
+		y[r] = reduce8(acc[r]);
+}
 
-		acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(p0), acc0);
+/* R rows x T tokens tile: weights unpacked once per block for T tokens. */
+#define TILE_R 4
+#define TILE_T 2
+static inline void tile_q80_like(enum edgeq_type t, int64_t n, const char *w,
+				 size_t rs, const char *a, size_t as, float *y,
+				 int64_t ldy)
+{
+	__m256 acc[TILE_R][TILE_T];
+
+	for (int r = 0; r < TILE_R; r++)
+		for (int k = 0; k < TILE_T; k++)
+			acc[r][k] = _mm256_setzero_ps();
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		for (int r = 0; r < TILE_R; r++) {
+			float dx;
+			__m256i qx = wblock(t, w + r * rs, i, &dx);
+			__m256i ax = _mm256_sign_epi8(qx, qx);
+
+			for (int k = 0; k < TILE_T; k++) {
+				const struct edgeq_block_q8_0 *yb =
+					(const struct edgeq_block_q8_0
+						 *)(a + k * as) +
+					i;
+
+				acc[r][k] =
+					step(acc[r][k], qx, ax,
+					     _mm256_loadu_si256(
+						     (const __m256i *)yb->qs),
+					     dx * h2f(yb->d));
+			}
+		}
 	}
-	return reduce8(_mm256_add_ps(acc0, acc1));
+	for (int r = 0; r < TILE_R; r++)
+		for (int k = 0; k < TILE_T; k++)
+			y[k * ldy + r] = reduce8(acc[r][k]);
+}
+
+static void matvec_q80_like(enum edgeq_type t, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a, float *y)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t r = row0;
+
+	for (; r + 4 <= row1; r += 4)
+		matvec4_q80_like(t, n, (const char *)w + r * rs, rs, a, y + r);
+	for (; r < row1; r++)
+		y[r] = dot_q80_like(t, n, (const char *)w + r * rs, a);
+}
+
+/* Token blocks of TOK_BLK keep their activations in L2 while the tiles walk
+ * the rows; each tile's weight rows stay in L1 across the block's tokens. */
+#define TOK_BLK 64
+static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const char *a,
+			    size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	size_t rs = edgeq_row_size(t, n);
+
+	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
+		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
+		int64_t r = row0;
+
+		for (; r + TILE_R <= row1; r += TILE_R) {
+			int64_t b = b0;
+
+			for (; b + TILE_T <= b1; b += TILE_T)
+				tile_q80_like(t, n, (const char *)w + r * rs,
+					      rs, a + b * as, as,
+					      y + b * ldy + r, ldy);
+			for (; b < b1; b++)
+				for (int k = 0; k < TILE_R; k++)
+					y[b * ldy + r + k] = dot_q80_like(
+						t, n,
+						(const char *)w + (r + k) * rs,
+						a + b * as);
+		}
+		for (; r < row1; r++)
+			for (int64_t b = b0; b < b1; b++)
+				y[b * ldy + r] = dot_q80_like(
+					t, n, (const char *)w + r * rs,
+					a + b * as);
+	}
 }
 
 /* ---- Q4_K and Q6_K: exact integer sum per super-block, one float chain ---- */
-
-/* The 8 six-bit scales (sc) and mins (m) of a Q4_K super-block. */
-static inline void q4_K_unpack_scales(const uint8_t *s, uint8_t sc[8],
-				      uint8_t m[8])
-{
-	uint32_t u[3], a, b, c, e;
-
-	memcpy(u, s, 12);
-	/* bytes 0-3: sc0-3 (low 6 bits); 4-7: m0-3; 8-11: sc4-7 | m4-7 nibbles */
-	a = u[0] & 0x3f3f3f3f;
-	b = u[1] & 0x3f3f3f3f;
-	c = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
-	e = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
-	memcpy(sc, &a, 4);
-	memcpy(sc + 4, &c, 4);
-	memcpy(m, &b, 4);
-	memcpy(m + 4, &e, 4);
-}
 
 static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
 {
@@ -260,7 +342,7 @@ static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
 		float dall = h2f(x[i].d) * y[i].d;
 		float dmin = h2f(x[i].dmin) * y[i].d;
 
-		q4_K_unpack_scales(x[i].scales, sc, mn);
+		edgeq_q4_K_unpack_scales(x[i].scales, sc, mn);
 		for (int j = 0; j < 4; j++) {
 			__m256i b = _mm256_loadu_si256(
 				(const __m256i *)(q4 + 32 * j));
@@ -417,6 +499,10 @@ static void axpy_q8_0(int64_t n, float a, const void *v, float *y)
 static void matvec_avx2(enum edgeq_type type, const void *w, int64_t n,
 			int64_t row0, int64_t row1, const void *a, float *y)
 {
+	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
+		matvec_q80_like(type, w, n, row0, row1, a, y);
+		return;
+	}
 	edgeq_matvec_generic(&edgeq_kernel_ops_avx2, type, w, n, row0, row1, a,
 			     y);
 }
@@ -425,6 +511,11 @@ static void matmul_avx2(enum edgeq_type type, const void *w, int64_t n,
 			int64_t row0, int64_t row1, const void *a,
 			size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
+	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
+		matmul_q80_like(type, w, n, row0, row1, a, a_stride, nb, y,
+				ldy);
+		return;
+	}
 	edgeq_matmul_generic(&edgeq_kernel_ops_avx2, type, w, n, row0, row1, a,
 			     a_stride, nb, y, ldy);
 }

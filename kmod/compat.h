@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel version differences edgeq.ko meets between 5.15 and 6.12, in one
+ * place. Tested: 6.1 (Debian 12). The other branches follow the upstream
+ * changes named next to them and are kept building by review.
+ */
+#ifndef EDGEQ_COMPAT_H
+#define EDGEQ_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/device.h>
+#include <linux/thermal.h>
+
+/* 6.2: class devnode() takes a const device. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define EDGEQ_DEVNODE_CONST const
+#else
+#define EDGEQ_DEVNODE_CONST
+#endif
+
+/* 6.4: class_create() lost its owner argument. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#define edgeq_class_create(name) class_create(name)
+#else
+#define edgeq_class_create(name) class_create(THIS_MODULE, name)
+#endif
+
+/*
+ * Thermal zones.
+ *  < 6.0: trips only through ops->get_trip_{type,temp,hyst};
+ *  6.0:   thermal_zone_device_register_with_trips() takes struct thermal_trip;
+ *  < 6.3: the core still calls the get_trip_* ops, so we keep them;
+ *  6.9:   the writable-trips mask argument is gone;
+ *  6.12:  ops->bind/unbind replaced by ops->should_bind.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+#define EDGEQ_TZ_TRIP_OPS 1
+#endif
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#define EDGEQ_TZ_SHOULD_BIND 1
+#endif
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 0, 0)
+struct edgeq_thermal_trip {
+	int temperature;
+	int hysteresis;
+	enum thermal_trip_type type;
+};
+#else
+#define edgeq_thermal_trip thermal_trip
+#endif
+
+static inline struct thermal_zone_device *
+edgeq_tz_register(const char *type, struct edgeq_thermal_trip *trips,
+		  int ntrips, void *devdata, struct thermal_zone_device_ops *ops,
+		  struct thermal_zone_params *tzp, int passive_ms, int polling_ms)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 0, 0)
+	return thermal_zone_device_register(type, ntrips, 0, devdata, ops, tzp,
+					    passive_ms, polling_ms);
+#elif LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
+	return thermal_zone_device_register_with_trips(type, trips, ntrips, 0,
+						       devdata, ops, tzp,
+						       passive_ms, polling_ms);
+#else
+	return thermal_zone_device_register_with_trips(type, trips, ntrips,
+						       devdata, ops, tzp,
+						       passive_ms, polling_ms);
+#endif
+}
+
+/* 6.4: thermal_zone_device_priv() replaces tz->devdata. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#define edgeq_tz_priv(tz) thermal_zone_device_priv(tz)
+#else
+#define edgeq_tz_priv(tz) ((tz)->devdata)
+#endif
+
+/* 6.8: thermal_zone_params.governor_name became a const char *. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#define edgeq_tzp_set_governor(tzp, name) ((tzp)->governor_name = (name))
+#else
+#define edgeq_tzp_set_governor(tzp, name)                                   \
+	strscpy((tzp)->governor_name, (name), sizeof((tzp)->governor_name))
+#endif
+
+#endif /* EDGEQ_COMPAT_H */

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The simulated sensor (module parameter sim_sensor=1): a thermal zone per
+ * queue whose temperature follows a first-order model of the queue's
+ * utilisation u (busy ns per wall ns since the last reading, at most 1):
+ *
+ *	T_target = ambient + rise * u
+ *	T += (T_target - T) * dt / (tau + dt)
+ *
+ * Two passive trips (trip, trip + 10 C, hysteresis 2 C) are bound to the
+ * queue's cooling device under the step_wise governor, so the kernel's own
+ * governor throttles a busy queue. Parameters: sysfs sim_* attributes.
+ */
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/slab.h>
+#include <linux/thermal.h>
+
+#include "compat.h"
+#include "edgeq_drv.h"
+
+#define EDGEQ_SIM_TRIPS 2
+#define EDGEQ_SIM_HYST_MC 2000
+#define EDGEQ_SIM_PASSIVE_MS 100
+#define EDGEQ_SIM_POLL_MS 250
+
+struct edgeq_sensor {
+	struct thermal_zone_device *tz;
+	struct edgeq_thermal_trip trips[EDGEQ_SIM_TRIPS];
+	struct thermal_zone_params tzp;
+	s64 temp_mc;			/* model state, under q->lock */
+	u64 last_ns, last_busy;
+};
+
+/* Advances the model to now; q->lock held. */
+static int edgeq_sensor_step(struct edgeq_queue *q)
+{
+	struct edgeq_sensor *s = q->sensor;
+	u64 now = ktime_get_ns(), dt = now - s->last_ns;
+	u64 busy = q->busy_ns - s->last_busy;
+	s64 target, dt_ms = div_u64(dt, NSEC_PER_MSEC);
+	u64 util;			/* per mille */
+
+	if (!dt_ms)
+		return s->temp_mc;
+	util = min_t(u64, 1000, div64_u64(busy * 1000, dt));
+	target = q->sim_ambient_mc + div_s64((s64)q->sim_rise_mc * util, 1000);
+	s->temp_mc += div64_s64((target - s->temp_mc) * dt_ms,
+				q->sim_tau_ms + dt_ms);
+	s->last_ns = now;
+	s->last_busy = q->busy_ns;
+	return s->temp_mc;
+}
+
+int edgeq_sensor_temp(struct edgeq_queue *q)
+{
+	int t = 0;
+
+	spin_lock(&q->lock);
+	if (q->sensor)
+		t = edgeq_sensor_step(q);
+	spin_unlock(&q->lock);
+	return t;
+}
+
+static int edgeq_tz_get_temp(struct thermal_zone_device *tz, int *temp)
+{
+	*temp = edgeq_sensor_temp(edgeq_tz_priv(tz));
+	return 0;
+}
+
+#ifdef EDGEQ_TZ_TRIP_OPS
+static int edgeq_tz_trip_type(struct thermal_zone_device *tz, int trip,
+			      enum thermal_trip_type *type)
+{
+	*type = THERMAL_TRIP_PASSIVE;
+	return 0;
+}
+
+static int edgeq_tz_trip_temp(struct thermal_zone_device *tz, int trip,
+			      int *temp)
+{
+	struct edgeq_queue *q = edgeq_tz_priv(tz);
+
+	if (trip < 0 || trip >= EDGEQ_SIM_TRIPS)
+		return -EINVAL;
+	*temp = q->sensor->trips[trip].temperature;
+	return 0;
+}
+
+static int edgeq_tz_trip_hyst(struct thermal_zone_device *tz, int trip,
+			      int *hyst)
+{
+	*hyst = EDGEQ_SIM_HYST_MC;
+	return 0;
+}
+#endif
+
+#ifdef EDGEQ_TZ_SHOULD_BIND
+static bool edgeq_tz_should_bind(struct thermal_zone_device *tz,
+				 const struct thermal_trip *trip,
+				 struct thermal_cooling_device *cdev,
+				 struct cooling_spec *c)
+{
+	struct edgeq_queue *q = thermal_zone_device_priv(tz);
+
+	return cdev == q->cooling;
+}
+#else
+static int edgeq_tz_bind(struct thermal_zone_device *tz,
+			 struct thermal_cooling_device *cdev)
+{
+	struct edgeq_queue *q = edgeq_tz_priv(tz);
+	int i, ret;
+
+	if (cdev != q->cooling)
+		return 0;
+	for (i = 0; i < EDGEQ_SIM_TRIPS; i++) {
+		ret = thermal_zone_bind_cooling_device(tz, i, cdev,
+						       THERMAL_NO_LIMIT,
+						       THERMAL_NO_LIMIT,
+						       THERMAL_WEIGHT_DEFAULT);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int edgeq_tz_unbind(struct thermal_zone_device *tz,
+			   struct thermal_cooling_device *cdev)
+{
+	struct edgeq_queue *q = edgeq_tz_priv(tz);
+	int i;
+
+	if (cdev != q->cooling)
+		return 0;
+	for (i = 0; i < EDGEQ_SIM_TRIPS; i++)
+		thermal_zone_unbind_cooling_device(tz, i, cdev);
+	return 0;
+}
+#endif
+
+static struct thermal_zone_device_ops edgeq_tz_ops = {
+	.get_temp = edgeq_tz_get_temp,
+#ifdef EDGEQ_TZ_TRIP_OPS
+	.get_trip_type = edgeq_tz_trip_type,
+	.get_trip_temp = edgeq_tz_trip_temp,
+	.get_trip_hyst = edgeq_tz_trip_hyst,
+#endif
+#ifdef EDGEQ_TZ_SHOULD_BIND
+	.should_bind = edgeq_tz_should_bind,
+#else
+	.bind = edgeq_tz_bind,
+	.unbind = edgeq_tz_unbind,
+#endif
+};
+
+int edgeq_sensor_register(struct edgeq_queue *q)
+{
+	char type[THERMAL_NAME_LENGTH];
+	struct thermal_zone_device *tz;
+	struct edgeq_sensor *s;
+	int i, ret;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < EDGEQ_SIM_TRIPS; i++) {
+		s->trips[i].temperature = q->sim_trip_mc + i * 10000;
+		s->trips[i].hysteresis = EDGEQ_SIM_HYST_MC;
+		s->trips[i].type = THERMAL_TRIP_PASSIVE;
+	}
+	edgeq_tzp_set_governor(&s->tzp, "step_wise");
+	s->tzp.no_hwmon = true;
+	s->temp_mc = q->sim_ambient_mc;
+	s->last_ns = ktime_get_ns();
+	s->last_busy = q->busy_ns;
+	spin_lock(&q->lock);
+	q->sensor = s;
+	spin_unlock(&q->lock);
+
+	snprintf(type, sizeof(type), "edgeq-%s", q->name);
+	tz = edgeq_tz_register(type, s->trips, EDGEQ_SIM_TRIPS, q, &edgeq_tz_ops,
+			       &s->tzp, EDGEQ_SIM_PASSIVE_MS,
+			       EDGEQ_SIM_POLL_MS);
+	if (IS_ERR(tz)) {
+		ret = PTR_ERR(tz);
+		goto out_free;
+	}
+	ret = thermal_zone_device_enable(tz);
+	if (ret) {
+		thermal_zone_device_unregister(tz);
+		goto out_free;
+	}
+	s->tz = tz;
+	return 0;
+
+out_free:
+	spin_lock(&q->lock);
+	q->sensor = NULL;
+	spin_unlock(&q->lock);
+	kfree(s);
+	return ret;
+}
+
+void edgeq_sensor_unregister(struct edgeq_queue *q)
+{
+	struct edgeq_sensor *s = q->sensor;
+
+	if (!s)
+		return;
+	thermal_zone_device_unregister(s->tz);
+	spin_lock(&q->lock);
+	q->sensor = NULL;
+	spin_unlock(&q->lock);
+	kfree(s);
+}

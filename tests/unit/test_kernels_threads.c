@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Kernels' thread pool: every job runs once per thread, back to back and
+ * after the workers went to sleep; parallel matvec is bit-identical to the
+ * single-threaded one for any thread count; matmul equals repeated matvec.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include <edgeq/edgeq.h>
+
+#include "kernels/kernels.h"
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint64_t rnd(void)
+{
+	uint64_t x = rng_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return rng_state = x;
+}
+
+static float rnd_normal(void)
+{
+	float s = 0;
+
+	for (int i = 0; i < 4; i++)
+		s += (float)((rnd() >> 40) * (1.0 / (1 << 24))) - 0.5f;
+	return s * 1.7f;
+}
+
+struct count_job {
+	_Atomic int calls[16];
+	_Atomic int total;
+	int nth_seen;
+};
+
+static void count_task(void *arg, int ith, int nth)
+{
+	struct count_job *j = arg;
+
+	atomic_fetch_add(&j->calls[ith], 1);
+	atomic_fetch_add(&j->total, 1);
+	j->nth_seen = nth;
+}
+
+static void test_pool_runs_each_thread_once(void **state)
+{
+	for (int n = 1; n <= 4; n++) {
+		struct edgeq_threadpool *tp;
+		struct count_job j;
+		int rounds = 2000;
+
+		assert_int_equal(edgeq_threadpool_new(n, 0, &tp, NULL), 0);
+		assert_int_equal(edgeq_threadpool_size(tp), n);
+		memset(&j, 0, sizeof(j));
+		for (int r = 0; r < rounds; r++) {
+			edgeq_threadpool_run(tp, count_task, &j);
+			/* each round completes before run returns */
+			assert_int_equal(atomic_load(&j.total), (r + 1) * n);
+		}
+		for (int i = 0; i < n; i++)
+			assert_int_equal(atomic_load(&j.calls[i]), rounds);
+		assert_int_equal(j.nth_seen, n);
+		edgeq_threadpool_free(tp);
+	}
+}
+
+/* Idle gaps longer than the spin budget: workers sleep on the futex and
+ * must still wake for the next job. */
+static void test_pool_wakes_sleepers(void **state)
+{
+	struct edgeq_threadpool *tp;
+	struct count_job j;
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+
+	assert_int_equal(
+		edgeq_threadpool_new(3, EDGEQ_THREADPOOL_NO_PIN, &tp, NULL), 0);
+	assert_int_equal(edgeq_threadpool_pinned(tp), 0);
+	memset(&j, 0, sizeof(j));
+	for (int r = 0; r < 20; r++) {
+		nanosleep(&ts, NULL);
+		edgeq_threadpool_run(tp, count_task, &j);
+		assert_int_equal(atomic_load(&j.total), (r + 1) * 3);
+	}
+	edgeq_threadpool_free(tp);
+	/* a NULL pool runs inline; free accepts NULL */
+	memset(&j, 0, sizeof(j));
+	edgeq_threadpool_run(NULL, count_task, &j);
+	assert_int_equal(atomic_load(&j.total), 1);
+	edgeq_threadpool_free(NULL);
+}
+
+static void test_pool_rejects(void **state)
+{
+	struct edgeq_threadpool *tp = NULL;
+	struct edgeq_error err;
+
+	assert_int_equal(edgeq_threadpool_new(0, 0, &tp, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "thread count"));
+	assert_int_equal(edgeq_threadpool_new(EDGEQ_THREADPOOL_MAX + 1, 0, &tp,
+					      &err),
+			 -EINVAL);
+	assert_null(tp);
+}
+
+static const enum edgeq_type types[] = {
+	EDGEQ_TYPE_F32,	 EDGEQ_TYPE_F16,  EDGEQ_TYPE_BF16, EDGEQ_TYPE_Q8_0,
+	EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K,
+};
+
+/* A weight matrix quantized from random floats, and nb activation rows. */
+static void make_problem(enum edgeq_type t, int64_t n, int64_t rows, int64_t nb,
+			 void **w, void **a, size_t *as)
+{
+	const struct edgeq_type_traits *tt = edgeq_type_traits(t);
+	size_t rs = edgeq_row_size(t, n);
+	float *x = malloc(n * sizeof(float));
+
+	*as = edgeq_row_size(tt->vec_dot_type, n);
+	*w = malloc(rs * rows);
+	*a = malloc(*as * nb);
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < n; j++)
+			x[j] = rnd_normal();
+		tt->from_float(x, (char *)*w + r * rs, n);
+	}
+	for (int64_t b = 0; b < nb; b++) {
+		for (int64_t j = 0; j < n; j++)
+			x[j] = rnd_normal();
+		edgeq_quantize_act_ref(tt->vec_dot_type, x,
+				       (char *)*a + b * *as, n);
+	}
+	free(x);
+}
+
+static void test_par_matvec_any_thread_count(void **state)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	static const int64_t row_counts[] = { 1, 15, 37, 300 };
+	struct edgeq_threadpool *tp[4] = { NULL };
+
+	for (int n = 2; n <= 4; n++)
+		assert_int_equal(edgeq_threadpool_new(n, 0, &tp[n - 1], NULL),
+				 0);
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+		for (size_t ri = 0;
+		     ri < sizeof(row_counts) / sizeof(row_counts[0]); ri++) {
+			int64_t n = 512, rows = row_counts[ri];
+			void *w, *a;
+			size_t as;
+			float *y1 = malloc(rows * sizeof(float)),
+			      *yn = malloc(rows * sizeof(float));
+
+			make_problem(types[ti], n, rows, 1, &w, &a, &as);
+			edgeq_par_matvec(NULL, ops, types[ti], w, n, rows, a,
+					 y1);
+			for (int64_t r = 0; r < rows; r++)
+				assert_true(
+					y1[r] ==
+					ops->vec_dot[types[ti]](
+						n,
+						(char *)w +
+							r * edgeq_row_size(
+								    types[ti],
+								    n),
+						a));
+			for (int t = 2; t <= 4; t++) {
+				memset(yn, 0xff, rows * sizeof(float));
+				edgeq_par_matvec(tp[t - 1], ops, types[ti], w,
+						 n, rows, a, yn);
+				assert_memory_equal(y1, yn,
+						    rows * sizeof(float));
+			}
+			free(w);
+			free(a);
+			free(y1);
+			free(yn);
+		}
+	}
+	for (int n = 2; n <= 4; n++)
+		edgeq_threadpool_free(tp[n - 1]);
+}
+
+static void test_par_matmul_equals_matvec(void **state)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	struct edgeq_threadpool *tp;
+
+	assert_int_equal(edgeq_threadpool_new(2, 0, &tp, NULL), 0);
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+		/* 70 tokens spans two token blocks; 45 rows leaves partial tiles */
+		int64_t n = 256 * 3, rows = 45, nb = 70, ldy = rows + 3;
+		void *w, *a;
+		size_t as;
+		float *ym = malloc(nb * ldy * sizeof(float)),
+		      *yv = malloc(rows * sizeof(float));
+
+		make_problem(types[ti], n, rows, nb, &w, &a, &as);
+		edgeq_par_matmul(tp, ops, types[ti], w, n, rows, a, as, nb, ym,
+				 ldy);
+		for (int64_t b = 0; b < nb; b++) {
+			edgeq_par_matvec(NULL, ops, types[ti], w, n, rows,
+					 (char *)a + b * as, yv);
+			assert_memory_equal(ym + b * ldy, yv,
+					    rows * sizeof(float));
+		}
+		/* and the scalar oracle agrees bit for bit */
+		edgeq_par_matmul(NULL, edgeq_kernels_scalar(), types[ti], w, n,
+				 rows, a, as, nb, ym, ldy);
+		for (int64_t b = 0; b < nb; b++) {
+			edgeq_par_matvec(tp, ops, types[ti], w, n, rows,
+					 (char *)a + b * as, yv);
+			assert_memory_equal(ym + b * ldy, yv,
+					    rows * sizeof(float));
+		}
+		free(w);
+		free(a);
+		free(ym);
+		free(yv);
+	}
+	edgeq_threadpool_free(tp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pool_runs_each_thread_once),
+		cmocka_unit_test(test_pool_wakes_sleepers),
+		cmocka_unit_test(test_pool_rejects),
+		cmocka_unit_test(test_par_matvec_any_thread_count),
+		cmocka_unit_test(test_par_matmul_equals_matvec),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * gguf-gen: write a deterministic synthetic llama-family GGUF model.
+ *
+ *   gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]
+ *            [--seed N] [--arch llama|qwen2] [--tied] [--vocab N]
+ *
+ * Weights are uniform random from the seed, scaled by 1/sqrt(fan-in) so
+ * activations stay near unit variance; norms are 1 +- small noise. The
+ * vocabulary is <unk> <s> </s>, the 256 byte-fallback tokens <0xXX>, the
+ * printable ASCII characters, then generated pieces ("\xe2\x96\x81" + letters),
+ * so any text tokenizes. q4_k writes the Q4_K_M mix (Q6_K for output,
+ * and attn_v/ffn_down in some layers). Quantization uses the kernels'
+ * reference quantizers, so the file is the same on every machine.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+struct shape {
+	const char *name;
+	uint32_t n_embd, n_ff, n_layer, n_head, n_head_kv, n_vocab, n_ctx;
+};
+
+static const struct shape shapes[] = {
+	{ "tiny", 256, 512, 2, 4, 2, 512, 256 },
+	{ "1b", 2048, 8192, 16, 32, 8, 32000, 4096 },
+};
+
+struct tensor {
+	char name[64];
+	uint32_t n_dims;
+	uint64_t ne[2];
+	uint32_t type;
+	uint64_t offset, size;
+	float scale; /* uniform in [-scale, scale]; < 0: norm (1 + noise) */
+	int bias;
+};
+
+static uint64_t rng_state;
+
+static inline uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* ---- a tiny GGUF writer ---- */
+
+static FILE *out;
+static uint64_t written;
+
+static void w_raw(const void *p, size_t n)
+{
+	if (fwrite(p, 1, n, out) != n) {
+		perror("gguf-gen: write");
+		exit(1);
+	}
+	written += n;
+}
+
+static void w_u32(uint32_t v)
+{
+	w_raw(&v, 4);
+}
+static void w_u64(uint64_t v)
+{
+	w_raw(&v, 8);
+}
+static void w_f32(float v)
+{
+	w_raw(&v, 4);
+}
+
+static void w_str(const char *s, size_t n)
+{
+	w_u64(n);
+	w_raw(s, n);
+}
+
+static void kv_str(const char *k, const char *v)
+{
+	w_str(k, strlen(k));
+	w_u32(8);
+	w_str(v, strlen(v));
+}
+
+static void kv_u32(const char *k, uint32_t v)
+{
+	w_str(k, strlen(k));
+	w_u32(4);
+	w_u32(v);
+}
+
+static void kv_f32(const char *k, float v)
+{
+	w_str(k, strlen(k));
+	w_u32(6);
+	w_f32(v);
+}
+
+static void kv_bool(const char *k, int v)
+{
+	uint8_t b = (uint8_t)v;
+
+	w_str(k, strlen(k));
+	w_u32(7);
+	w_raw(&b, 1);
+}
+
+/* ---- the vocabulary ---- */
+
+static char **vocab;
+static uint32_t *vocab_len;
+static float *vocab_score;
+static int32_t *vocab_type;
+
+static void vocab_build(uint32_t n)
+{
+	static const char letters[] = "etaoinshrdlcumwfgypbvkjxqz";
+	uint32_t i = 0, a, b, c, k;
+	char buf[16];
+
+	vocab = calloc(n, sizeof(*vocab));
+	vocab_len = calloc(n, sizeof(*vocab_len));
+	vocab_score = calloc(n, sizeof(*vocab_score));
+	vocab_type = calloc(n, sizeof(*vocab_type));
+	if (!vocab || !vocab_len || !vocab_score || !vocab_type)
+		exit(1);
+#define ADD(s, len, t)                                                       \
+	do {                                                                 \
+		if (i < n) {                                                 \
+			vocab[i] = malloc((len) + 1);                        \
+			memcpy(vocab[i], s, len);                            \
+			vocab_len[i] = (uint32_t)(len);                      \
+			vocab_type[i] = t;                                   \
+			vocab_score[i] = i < 259 ? 0.0f : -(float)(i - 259); \
+			i++;                                                 \
+		}                                                            \
+	} while (0)
+	ADD("<unk>", 5, 2);
+	ADD("<s>", 3, 3);
+	ADD("</s>", 4, 3);
+	for (k = 0; k < 256; k++) {
+		snprintf(buf, sizeof(buf), "<0x%02X>", k);
+		ADD(buf, 6, 6);
+	}
+	ADD("\xe2\x96\x81", 3, 1);
+	for (k = 0; k < 26; k++) {
+		memcpy(buf, "\xe2\x96\x81", 3);
+		buf[3] = letters[k];
+		ADD(buf, 4, 1);
+	}
+	for (k = 33; k < 127; k++) {
+		buf[0] = (char)k;
+		ADD(buf, 1, 1);
+	}
+	/* letter pairs, then "_xy", then triples, then "_xyz" */
+	for (a = 0; a < 26; a++)
+		for (b = 0; b < 26; b++) {
+			buf[0] = letters[a];
+			buf[1] = letters[b];
+			ADD(buf, 2, 1);
+		}
+	for (a = 0; a < 26; a++)
+		for (b = 0; b < 26; b++) {
+			memcpy(buf, "\xe2\x96\x81", 3);
+			buf[3] = letters[a];
+			buf[4] = letters[b];
+			ADD(buf, 5, 1);
+		}
+	for (a = 0; a < 26 && i < n; a++)
+		for (b = 0; b < 26; b++)
+			for (c = 0; c < 26; c++) {
+				buf[0] = letters[a];
+				buf[1] = letters[b];
+				buf[2] = letters[c];
+				ADD(buf, 3, 1);
+			}
+	for (a = 0; a < 26 && i < n; a++)
+		for (b = 0; b < 26; b++)
+			for (c = 0; c < 26; c++) {
+				memcpy(buf, "\xe2\x96\x81", 3);
+				buf[3] = letters[a];
+				buf[4] = letters[b];
+				buf[5] = letters[c];
+				ADD(buf, 6, 1);
+			}
+	for (k = 0; i < n; k++) { /* filler, never produced by merges */
+		snprintf(buf, sizeof(buf), "<extra_%u>", k);
+		ADD(buf, strlen(buf), 4);
+	}
+#undef ADD
+}
+
+static int usage(int st)
+{
+	fprintf(st ? stderr : stdout,
+		"usage: gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
+		"                [--seed N] [--arch llama|qwen2] [--tied] [--layers N]\n");
+	return st;
+}
+
+static uint32_t parse_type(const char *s)
+{
+	static const struct {
+		const char *n;
+		uint32_t t;
+	} m[] = {
+		{ "f32", EDGEQ_TYPE_F32 },   { "f16", EDGEQ_TYPE_F16 },
+		{ "bf16", EDGEQ_TYPE_BF16 }, { "q8_0", EDGEQ_TYPE_Q8_0 },
+		{ "q4_0", EDGEQ_TYPE_Q4_0 }, { "q4_k", EDGEQ_TYPE_Q4_K },
+		{ "q6_k", EDGEQ_TYPE_Q6_K },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (!strcasecmp(s, m[i].n))
+			return m[i].t;
+	fprintf(stderr, "gguf-gen: unknown type '%s'\n", s);
+	exit(2);
+}
+
+static bool more_bits(uint32_t l, uint32_t n)
+{
+	return l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "shape", required_argument, NULL, 's' },
+		{ "type", required_argument, NULL, 't' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "arch", required_argument, NULL, 'a' },
+		{ "tied", no_argument, NULL, 'T' },
+		{ "layers", required_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *path = NULL, *arch = "llama";
+	struct shape sh = shapes[0];
+	uint32_t type = EDGEQ_TYPE_Q4_0, ftype, l, i, nt = 0;
+	uint64_t seed = 1, off = 0;
+	struct tensor *ts;
+	int tied = 0, c, qwen;
+	float *row;
+	uint8_t *qrow;
+	char key[128], tmp[200];
+
+	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TL:h", lo, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'o':
+			path = optarg;
+			break;
+		case 's':
+			if (!strcmp(optarg, "tiny"))
+				sh = shapes[0];
+			else if (!strcmp(optarg, "1b"))
+				sh = shapes[1];
+			else
+				return usage(2);
+			break;
+		case 't':
+			type = parse_type(optarg);
+			break;
+		case 'S':
+			seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'a':
+			arch = optarg;
+			break;
+		case 'T':
+			tied = 1;
+			break;
+		case 'L':
+			sh.n_layer = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'h':
+			return usage(0);
+		default:
+			return usage(2);
+		}
+	}
+	if (!path || optind != argc || sh.n_layer == 0)
+		return usage(2);
+	if (strcmp(arch, "llama") && strcmp(arch, "qwen2"))
+		return usage(2);
+	qwen = !strcmp(arch, "qwen2");
+
+	ts = calloc(16 * sh.n_layer + 8, sizeof(*ts));
+	if (!ts)
+		return 1;
+#define T(nm, a, b, ty, sc, bi)                                    \
+	do {                                                       \
+		struct tensor *t_ = &ts[nt++];                     \
+		snprintf(t_->name, sizeof(t_->name), "%.63s", nm); \
+		t_->n_dims = (b) ? 2 : 1;                          \
+		t_->ne[0] = a;                                     \
+		t_->ne[1] = (b) ? (b) : 1;                         \
+		t_->type = ty;                                     \
+		t_->scale = sc;                                    \
+		t_->bias = bi;                                     \
+	} while (0)
+	{
+		uint32_t E = sh.n_embd, F = sh.n_ff, hd = E / sh.n_head;
+		uint32_t kvd = hd * sh.n_head_kv;
+		uint32_t mt = type == EDGEQ_TYPE_Q4_K ? EDGEQ_TYPE_Q4_K : type;
+		uint32_t ot = type == EDGEQ_TYPE_Q4_K ? EDGEQ_TYPE_Q6_K : type;
+		float se = 1.0f, sE = sqrtf(3.0f / (float)E),
+		      sF = sqrtf(3.0f / (float)F);
+
+		T("token_embd.weight", E, sh.n_vocab, mt, se, 0);
+		T("output_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
+		if (!tied)
+			T("output.weight", E, sh.n_vocab, ot, 2.0f * sE, 0);
+		for (l = 0; l < sh.n_layer; l++) {
+			uint32_t vt = type == EDGEQ_TYPE_Q4_K &&
+						      more_bits(l, sh.n_layer) ?
+					      EDGEQ_TYPE_Q6_K :
+					      mt;
+#define LT(sfx, a, b, ty, sc, bi)                                \
+	do {                                                     \
+		snprintf(tmp, sizeof(tmp), "blk.%u.%s", l, sfx); \
+		T(tmp, a, b, ty, sc, bi);                        \
+	} while (0)
+			LT("attn_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
+			LT("attn_q.weight", E, E, mt, sE, 0);
+			LT("attn_k.weight", E, kvd, mt, sE, 0);
+			LT("attn_v.weight", E, kvd, vt, sE, 0);
+			if (qwen) {
+				LT("attn_q.bias", E, 0, EDGEQ_TYPE_F32, 0.1f,
+				   1);
+				LT("attn_k.bias", kvd, 0, EDGEQ_TYPE_F32, 0.1f,
+				   1);
+				LT("attn_v.bias", kvd, 0, EDGEQ_TYPE_F32, 0.1f,
+				   1);
+			}
+			LT("attn_output.weight", E, E, mt, sE, 0);
+			LT("ffn_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
+			LT("ffn_gate.weight", E, F, mt, sE, 0);
+			LT("ffn_up.weight", E, F, mt, sE, 0);
+			LT("ffn_down.weight", F, E, vt, sF, 0);
+#undef LT
+		}
+	}
+#undef T
+	for (i = 0; i < nt; i++) {
+		size_t rs = edgeq_row_size(ts[i].type, (int64_t)ts[i].ne[0]);
+
+		if (!rs) {
+			fprintf(stderr,
+				"gguf-gen: %s: row of %llu not a multiple of the %s block\n",
+				ts[i].name, (unsigned long long)ts[i].ne[0],
+				edgeq_type_name(ts[i].type));
+			return 1;
+		}
+		ts[i].size = rs * ts[i].ne[1];
+		ts[i].offset = off;
+		off = (off + ts[i].size + 31) & ~31ull;
+	}
+
+	vocab_build(sh.n_vocab);
+	out = fopen(path, "wbe");
+	if (!out) {
+		perror(path);
+		return 1;
+	}
+	setvbuf(out, NULL, _IOFBF, 1 << 20);
+	w_raw("GGUF", 4);
+	w_u32(3);
+	w_u64(nt);
+	w_u64(24);
+	kv_str("general.architecture", arch);
+	snprintf(tmp, sizeof(tmp), "edgeq synthetic %s %s seed %llu", sh.name,
+		 edgeq_type_name(type), (unsigned long long)seed);
+	kv_str("general.name", tmp);
+	kv_u32("general.alignment", 32);
+	ftype = type == EDGEQ_TYPE_F32	? 0 :
+		type == EDGEQ_TYPE_F16	? 1 :
+		type == EDGEQ_TYPE_Q4_0 ? 2 :
+		type == EDGEQ_TYPE_Q8_0 ? 7 :
+		type == EDGEQ_TYPE_Q4_K ? 15 :
+		type == EDGEQ_TYPE_BF16 ? 32 :
+					  18;
+	kv_u32("general.file_type", ftype);
+#define AK(sfx) (snprintf(key, sizeof(key), "%s.%s", arch, sfx), key)
+	kv_u32(AK("context_length"), sh.n_ctx);
+	kv_u32(AK("embedding_length"), sh.n_embd);
+	kv_u32(AK("feed_forward_length"), sh.n_ff);
+	kv_u32(AK("block_count"), sh.n_layer);
+	kv_u32(AK("attention.head_count"), sh.n_head);
+	kv_u32(AK("attention.head_count_kv"), sh.n_head_kv);
+	kv_u32(AK("rope.dimension_count"), sh.n_embd / sh.n_head);
+	kv_f32(AK("rope.freq_base"), qwen ? 1000000.0f : 10000.0f);
+	kv_f32(AK("attention.layer_norm_rms_epsilon"), 1e-5f);
+	kv_u32(AK("vocab_size"), sh.n_vocab);
+#undef AK
+	kv_str("tokenizer.ggml.model", "llama");
+	kv_str("tokenizer.ggml.pre", "default");
+	w_str("tokenizer.ggml.tokens", 21);
+	w_u32(9);
+	w_u32(8);
+	w_u64(sh.n_vocab);
+	for (i = 0; i < sh.n_vocab; i++)
+		w_str(vocab[i], vocab_len[i]);
+	w_str("tokenizer.ggml.scores", 21);
+	w_u32(9);
+	w_u32(6);
+	w_u64(sh.n_vocab);
+	w_raw(vocab_score, 4ull * sh.n_vocab);
+	w_str("tokenizer.ggml.token_type", 25);
+	w_u32(9);
+	w_u32(5);
+	w_u64(sh.n_vocab);
+	w_raw(vocab_type, 4ull * sh.n_vocab);
+	kv_u32("tokenizer.ggml.bos_token_id", 1);
+	kv_u32("tokenizer.ggml.eos_token_id", 2);
+	kv_u32("tokenizer.ggml.unknown_token_id", 0);
+	kv_bool("tokenizer.ggml.add_bos_token", 1);
+	kv_bool("tokenizer.ggml.add_eos_token", 0);
+	for (i = 0; i < nt; i++) {
+		w_str(ts[i].name, strlen(ts[i].name));
+		w_u32(ts[i].n_dims);
+		w_u64(ts[i].ne[0]);
+		if (ts[i].n_dims > 1)
+			w_u64(ts[i].ne[1]);
+		w_u32(ts[i].type);
+		w_u64(ts[i].offset);
+	}
+	{
+		static const uint8_t zero[32];
+
+		w_raw(zero, (32 - written % 32) % 32);
+	}
+	row = malloc(sizeof(float) * 16384);
+	qrow = malloc(4 * 16384 + 64);
+	if (!row || !qrow)
+		return 1;
+	rng_state = seed;
+	for (i = 0; i < nt; i++) {
+		const struct tensor *t = &ts[i];
+		const struct edgeq_type_traits *tr = edgeq_type_traits(t->type);
+		size_t rs = edgeq_row_size(t->type, (int64_t)t->ne[0]);
+		uint64_t st = seed * 0x100000001b3ull + i, r, k, base = written;
+
+		for (r = 0; r < t->ne[1]; r++) {
+			for (k = 0; k < t->ne[0]; k++) {
+				double u = (double)(rng_next(&st) >> 11) *
+						   (1.0 / 9007199254740992.0) *
+						   2.0 -
+					   1.0;
+
+				row[k] = t->scale < 0 ? 1.0f + 0.1f * (float)u :
+							(float)u * t->scale;
+			}
+			if (t->type == EDGEQ_TYPE_F32) {
+				w_raw(row, rs);
+			} else {
+				tr->from_float(row, qrow, (int64_t)t->ne[0]);
+				w_raw(qrow, rs);
+			}
+		}
+		{
+			static const uint8_t zero[32];
+
+			if (written - base != t->size)
+				return 1;
+			w_raw(zero, (32 - written % 32) % 32);
+		}
+	}
+	if (fclose(out)) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}

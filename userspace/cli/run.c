@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * edgeq run: load a model, generate from a prompt, print the text as it is
+ * produced and one line of figures on stderr (or one JSON object).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <edgeq/engine.h>
+#include <edgeq/ledger.h>
+
+#include "cli.h"
+
+static const char *o_model, *o_prompt = "", *o_kv = "f16", *o_weights = "mmap";
+static const char *o_budget, *o_dump;
+static int o_n = 64, o_threads, o_top_k = 40, o_ctx, o_batch = 64,
+	   o_last_n = 64;
+static double o_temp = 0.8, o_top_p = 0.95, o_min_p = 0.05, o_rep = 1.0;
+static uint64_t o_seed = 0x5eed;
+static bool o_json, o_no_roof, o_no_bos;
+
+static const struct cli_option run_opts[] = {
+	{ "model", 'm', CLI_STR, &o_model, "FILE", "GGUF model file" },
+	{ "prompt", 'p', CLI_STR, &o_prompt, "TEXT", "prompt text" },
+	{ "n-predict", 'n', CLI_INT, &o_n, "N",
+	  "tokens to generate (-1: until EOS or the context is full; default 64)" },
+	{ "threads", 't', CLI_INT, &o_threads, "N",
+	  "threads (default: all cores)" },
+	{ "temp", 0, CLI_DOUBLE, &o_temp, "T",
+	  "temperature, 0 = greedy (0.8)" },
+	{ "top-k", 0, CLI_INT, &o_top_k, "K", "top-k, 0 = off (40)" },
+	{ "top-p", 0, CLI_DOUBLE, &o_top_p, "P", "top-p, 1 = off (0.95)" },
+	{ "min-p", 0, CLI_DOUBLE, &o_min_p, "P", "min-p, 0 = off (0.05)" },
+	{ "repeat-penalty", 0, CLI_DOUBLE, &o_rep, "F",
+	  "repetition penalty, 1 = off (1.0)" },
+	{ "repeat-last-n", 0, CLI_INT, &o_last_n, "N",
+	  "tokens the penalty looks back on (64)" },
+	{ "seed", 's', CLI_U64, &o_seed, "N", "RNG seed" },
+	{ "ctx-size", 'c', CLI_INT, &o_ctx, "N",
+	  "context size (default: the model's, at most 4096 and what memory allows)" },
+	{ "batch-size", 'b', CLI_INT, &o_batch, "N", "prefill batch (64)" },
+	{ "kv-type", 0, CLI_STR, &o_kv, "f16|q8_0|f32", "KV cache type (f16)" },
+	{ "weights", 0, CLI_STR, &o_weights, "mmap|preload|stream",
+	  "how weights reach memory (mmap)" },
+	{ "weights-budget", 0, CLI_RAW, &o_budget, "SIZE|PCT",
+	  "resident weight budget for --weights stream" },
+	{ "json", 0, CLI_FLAG, &o_json, NULL,
+	  "print one JSON object (prompt_tokens, tokens, text, timings)" },
+	{ "no-roofline", 0, CLI_FLAG, &o_no_roof, NULL,
+	  "skip the memory-bandwidth measurement" },
+	{ "no-bos", 0, CLI_FLAG, &o_no_bos, NULL, "do not prepend BOS" },
+	{ "dump-logits", 0, CLI_STR, &o_dump, "FILE",
+	  "(testing) greedy run writing every step's logits as float32 rows" },
+	CLI_OPTIONS_END
+};
+
+struct run_state {
+	int32_t *toks;
+	size_t n, cap;
+	char *text;
+	size_t tlen, tcap;
+	bool stream;
+};
+
+static int on_token(void *user, int32_t tok, const char *piece, size_t len)
+{
+	struct run_state *rs = user;
+
+	if (rs->n == rs->cap) {
+		size_t nc = rs->cap ? rs->cap * 2 : 256;
+		int32_t *t = realloc(rs->toks, nc * sizeof(*t));
+
+		if (!t)
+			return 1;
+		rs->toks = t;
+		rs->cap = nc;
+	}
+	rs->toks[rs->n++] = tok;
+	if (rs->tlen + len + 1 > rs->tcap) {
+		size_t nc = (rs->tlen + len + 1) * 2;
+		char *t = realloc(rs->text, nc);
+
+		if (!t)
+			return 1;
+		rs->text = t;
+		rs->tcap = nc;
+	}
+	memcpy(rs->text + rs->tlen, piece, len);
+	rs->tlen += len;
+	rs->text[rs->tlen] = 0;
+	if (rs->stream) {
+		fwrite(piece, 1, len, stdout);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+/* Replace invalid UTF-8 with U+FFFD so the JSON stays valid. */
+static char *utf8_clean(const char *s, size_t n)
+{
+	char *o = malloc(n * 3 + 1), *p = o;
+	size_t i = 0;
+
+	if (!o)
+		return NULL;
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		size_t l = c < 0x80	      ? 1 :
+			   (c & 0xe0) == 0xc0 ? 2 :
+			   (c & 0xf0) == 0xe0 ? 3 :
+			   (c & 0xf8) == 0xf0 ? 4 :
+						0;
+		size_t k;
+
+		for (k = 1; l && k < l; k++)
+			if (i + k >= n ||
+			    ((unsigned char)s[i + k] & 0xc0) != 0x80)
+				l = 0;
+		if (l == 0 || (l == 2 && c < 0xc2)) {
+			memcpy(p, "\xef\xbf\xbd", 3);
+			p += 3;
+			i++;
+			continue;
+		}
+		memcpy(p, s + i, l);
+		p += l;
+		i += l;
+	}
+	*p = 0;
+	return o;
+}
+
+static int dump_logits(struct edgeq_model *m, struct edgeq_ctx *c,
+		       const struct edgeq_model_info *in, bool add_bos)
+{
+	struct edgeq_error err = { 0 };
+	int32_t *toks;
+	size_t n = 0, max = strlen(o_prompt) + 8, i;
+	const float *lg;
+	json_t *jo, *jp, *jt;
+	FILE *f;
+	int ret, k;
+
+	toks = calloc(max, sizeof(*toks));
+	if (!toks)
+		return EXIT_NORES;
+	ret = edgeq_tokenize(m, o_prompt, add_bos, false, toks, max, &n);
+	if (ret || !n) {
+		free(toks);
+		return cli_error(EXIT_FAIL, "run",
+				 "cannot tokenize the prompt");
+	}
+	f = fopen(o_dump, "we");
+	if (!f) {
+		free(toks);
+		return cli_error(EXIT_FAIL, "run", "%s: %s", o_dump,
+				 strerror(errno));
+	}
+	jo = json_object();
+	jp = json_array();
+	jt = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(jp, json_integer(toks[i]));
+	ret = edgeq_decode(c, toks, n, &lg, &err);
+	for (k = 0; !ret; k++) {
+		int32_t best = 0;
+		uint32_t v;
+
+		fwrite(lg, sizeof(float), in->n_vocab, f);
+		for (v = 1; v < in->n_vocab; v++)
+			if (lg[v] > lg[best])
+				best = (int32_t)v;
+		if (k >= o_n)
+			break;
+		json_array_append_new(jt, json_integer(best));
+		if (edgeq_ctx_pos(c) >= edgeq_ctx_n_ctx(c))
+			break;
+		ret = edgeq_decode(c, &best, 1, &lg, &err);
+	}
+	fclose(f);
+	free(toks);
+	json_object_set_new(jo, "prompt_tokens", jp);
+	json_object_set_new(jo, "tokens", jt);
+	json_dumpf(jo, stdout, JSON_COMPACT);
+	putchar('\n');
+	json_decref(jo);
+	if (ret)
+		return cli_error(cli_exit_for(ret), "run", "%s", err.msg);
+	return EXIT_OK;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	const struct cli_command *self = cli_find("run");
+	struct edgeq_model_params mp;
+	struct edgeq_ctx_params cp;
+	struct edgeq_gen_params gp;
+	struct edgeq_gen_stats st;
+	struct edgeq_error err = { 0 };
+	struct run_state rs = { 0 };
+	const struct edgeq_model_info *in;
+	struct edgeq_model *m = NULL;
+	struct edgeq_ctx *c = NULL;
+	double bw = 0, pps, dps;
+	int first, ret, status = EXIT_OK;
+	uint64_t t0;
+
+	ret = cli_parse(self, argc, argv, &first);
+	if (ret)
+		return ret < 0 ? EXIT_OK : ret;
+	if (first < argc)
+		return cli_error(EXIT_USAGE, "run", "unexpected argument '%s'",
+				 argv[first]);
+	if (!o_model)
+		return cli_error(EXIT_USAGE, "run", "no model: use -m FILE");
+	if (o_threads < 0 || o_n < -1 || o_ctx < 0 || o_batch < 1)
+		return cli_error(
+			EXIT_USAGE, "run",
+			"-t, -n, --ctx-size and --batch-size must not be negative");
+	edgeq_model_params_init(&mp);
+	mp.path = o_model;
+	mp.n_threads = o_threads;
+	if (!strcmp(o_weights, "mmap"))
+		mp.weights = EDGEQ_WEIGHTS_MMAP;
+	else if (!strcmp(o_weights, "preload"))
+		mp.weights = EDGEQ_WEIGHTS_PRELOAD;
+	else if (!strcmp(o_weights, "stream"))
+		mp.weights = EDGEQ_WEIGHTS_STREAM;
+	else if (!strcmp(o_weights, "auto"))
+		mp.weights = EDGEQ_WEIGHTS_AUTO;
+	else
+		return cli_error(
+			EXIT_USAGE, "run",
+			"--weights must be mmap, preload, stream or auto");
+	if (o_budget) {
+		uint64_t total = 0;
+		FILE *f = fopen("/proc/meminfo", "re");
+
+		if (f) {
+			unsigned long long kb;
+
+			if (fscanf(f, "MemTotal: %llu kB", &kb) == 1)
+				total = kb * 1024;
+			fclose(f);
+		}
+		if (edgeq_parse_size(o_budget, total, &mp.weights_budget))
+			return cli_error(EXIT_USAGE, "run",
+					 "bad --weights-budget '%s'", o_budget);
+	}
+	edgeq_ctx_params_init(&cp);
+	cp.n_ctx = (uint32_t)o_ctx;
+	cp.n_batch = (uint32_t)o_batch;
+	if (!strcmp(o_kv, "f16"))
+		cp.kv_type = EDGEQ_KV_F16;
+	else if (!strcmp(o_kv, "q8_0"))
+		cp.kv_type = EDGEQ_KV_Q8_0;
+	else if (!strcmp(o_kv, "f32"))
+		cp.kv_type = EDGEQ_KV_F32;
+	else
+		return cli_error(EXIT_USAGE, "run",
+				 "--kv-type must be f16, q8_0 or f32");
+	memset(&gp, 0, sizeof(gp));
+	gp.prompt = o_prompt;
+	gp.n_predict = o_n;
+	edgeq_sampler_params_init(&gp.sampling);
+	gp.sampling.temp = (float)o_temp;
+	gp.sampling.top_k = o_top_k;
+	gp.sampling.top_p = (float)o_top_p;
+	gp.sampling.min_p = (float)o_min_p;
+	gp.sampling.repeat_penalty = (float)o_rep;
+	gp.sampling.repeat_last_n = o_last_n;
+	gp.sampling.seed = o_seed;
+	{
+		struct edgeq_sampler *s;
+
+		if (edgeq_sampler_new(&gp.sampling, &s))
+			return cli_error(
+				EXIT_USAGE, "run",
+				"bad sampling parameters (temp >= 0, top-k >= 0, 0 < top-p <= 1, 0 <= min-p <= 1, repeat-penalty > 0)");
+		edgeq_sampler_free(s);
+	}
+
+	t0 = edgeq_now_ns();
+	ret = edgeq_model_load(&mp, &m, &err);
+	if (ret) {
+		int st2 = cli_exit_for(ret);
+
+		if (ret == -EOPNOTSUPP || ret == -EBADMSG || ret == -EPROTO)
+			st2 = EXIT_BADINPUT;
+		return cli_error(st2, "run", "%s: %s", o_model, err.msg);
+	}
+	in = edgeq_model_info(m);
+	gp.add_bos = in->add_bos && !o_no_bos;
+	ret = edgeq_ctx_new(m, &cp, &c, &err);
+	if (ret) {
+		status = cli_error(cli_exit_for(ret), "run", "%s", err.msg);
+		goto out;
+	}
+	if (o_dump) {
+		status = dump_logits(m, c, in, gp.add_bos);
+		goto out;
+	}
+	rs.stream = !o_json;
+	if (!o_json) {
+		fputs(o_prompt, stdout);
+		fflush(stdout);
+	}
+	ret = edgeq_generate(c, &gp, on_token, &rs, &st, &err);
+	if (ret) {
+		status = cli_error(cli_exit_for(ret), "run", "%s", err.msg);
+		goto out;
+	}
+	st.load_ns = 0;
+	(void)t0;
+	if (!o_no_roof)
+		bw = edgeq_ledger_membw();
+	pps = st.prompt_ns ? st.n_prompt * 1e9 / (double)st.prompt_ns : 0;
+	dps = st.decode_ns && st.n_eval ?
+		      st.n_eval * 1e9 / (double)st.decode_ns :
+		      0;
+	if (o_json) {
+		json_t *jo = json_object(), *jp = json_array(),
+		       *jt = json_array();
+		json_t *tm = json_object();
+		int32_t *pt = calloc(st.n_prompt + 1, sizeof(*pt));
+		size_t np = 0, i;
+		char *clean = utf8_clean(rs.text ? rs.text : "", rs.tlen);
+
+		if (pt && !edgeq_tokenize(m, o_prompt, gp.add_bos, false, pt,
+					  st.n_prompt + 1, &np))
+			for (i = 0; i < np; i++)
+				json_array_append_new(jp, json_integer(pt[i]));
+		for (i = 0; i < rs.n; i++)
+			json_array_append_new(jt, json_integer(rs.toks[i]));
+		json_object_set_new(jo, "prompt_tokens", jp);
+		json_object_set_new(jo, "tokens", jt);
+		json_object_set_new(jo, "text",
+				    json_string(clean ? clean : ""));
+		json_object_set_new(tm, "prompt_ms",
+				    json_real(st.prompt_ns / 1e6));
+		json_object_set_new(tm, "decode_ms",
+				    json_real(st.decode_ns / 1e6));
+		json_object_set_new(tm, "ttft_ms", json_real(st.ttft_ns / 1e6));
+		json_object_set_new(tm, "prompt_tok_s", json_real(pps));
+		json_object_set_new(tm, "decode_tok_s", json_real(dps));
+		json_object_set_new(tm, "peak_rss",
+				    json_integer((json_int_t)st.peak_rss));
+		json_object_set_new(
+			tm, "bytes_per_token",
+			json_integer((json_int_t)st.bytes_per_token));
+		if (bw > 0) {
+			json_object_set_new(tm, "membw", json_real(bw));
+			json_object_set_new(
+				tm, "roofline",
+				json_real(dps * st.bytes_per_token / bw));
+		}
+		json_object_set_new(jo, "timings", tm);
+		json_dumpf(jo, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(jo);
+		free(pt);
+		free(clean);
+	} else {
+		putchar('\n');
+		fflush(stdout);
+	}
+	fprintf(stderr,
+		"prompt %u tok %.1f tok/s | decode %u tok %.1f tok/s | TTFT %.1f ms | peak RSS %.1f MiB | %.1f MiB/token",
+		st.n_prompt, pps, st.n_gen, dps, st.ttft_ns / 1e6,
+		st.peak_rss / 1048576.0, st.bytes_per_token / 1048576.0);
+	if (bw > 0)
+		fprintf(stderr, " | roofline %.0f%% of %.1f GB/s\n",
+			100.0 * dps * (double)st.bytes_per_token / bw,
+			bw / 1e9);
+	else
+		fputc('\n', stderr);
+out:
+	edgeq_ctx_free(c);
+	edgeq_model_free(m);
+	free(rs.toks);
+	free(rs.text);
+	return status;
+}
+
+EDGEQ_COMMAND(
+	run, "generate text from a prompt with a local model",
+	"usage: edgeq run -m MODEL -p PROMPT [-n N] [-t THREADS] [OPTIONS]\n\n"
+	"Prints the prompt and the generated text as it is produced, then one\n"
+	"line on stderr: prompt and decode tok/s, time to first token, peak RSS,\n"
+	"weight bytes read per token and the share of the memory-bandwidth\n"
+	"roofline reached. --temp 0 is greedy. A malformed model exits with 3.",
+	run_opts, cmd_run);

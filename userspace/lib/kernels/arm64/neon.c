@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * aarch64 kernels: NEON with the dot-product extension (sdot), as on the
+ * Cortex-A78AE of Jetson Orin. Each function reproduces the canonical
+ * reduction order of scalar.c bit for bit: sdot lane l of a 16-byte pair is
+ * the exact integer sum of elements 4l..4l+3, float steps are the same fused
+ * multiply-adds (vfmaq) on the same lanes, and the final fold is the same
+ * tree. Lanes 0-3 live in one float32x4, lanes 4-7 in the next.
+ */
+#include <arm_neon.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static inline float h2f(uint16_t h)
+{
+	__fp16 f;
+
+	memcpy(&f, &h, sizeof(f));
+	return (float)f;
+}
+
+/* edgeq_reduce8 with lanes 0-3 in lo, 4-7 in hi */
+static inline float reduce8(float32x4_t lo, float32x4_t hi)
+{
+	float32x4_t t = vaddq_f32(lo, hi);
+	float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));
+
+	return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
+}
+
+/* ---- float rows: 32 lanes in 8 vectors ---- */
+
+static float fold32(const float32x4_t a[8])
+{
+	float32x4_t lo =
+		vaddq_f32(vaddq_f32(a[0], a[2]), vaddq_f32(a[4], a[6]));
+	float32x4_t hi =
+		vaddq_f32(vaddq_f32(a[1], a[3]), vaddq_f32(a[5], a[7]));
+
+	return reduce8(lo, hi);
+}
+
+/* The tail (n % 32 elements) goes through memory to lanes 0.. of acc[]. */
+static float fold32_tail(const float32x4_t a[8], const float *w, const float *x,
+			 int64_t m)
+{
+	float acc[32], v[8];
+
+	for (int k = 0; k < 8; k++)
+		vst1q_f32(acc + 4 * k, a[k]);
+	for (int64_t j = 0; j < m; j++)
+		acc[j] = fmaf(w[j], x[j], acc[j]);
+	for (int k = 0; k < 8; k++)
+		v[k] = (acc[k] + acc[k + 8]) + (acc[k + 16] + acc[k + 24]);
+	return edgeq_reduce8(v);
+}
+
+static float dot_f32(int64_t n, const float *x, const float *y)
+{
+	float32x4_t a[8];
+	int64_t j = 0;
+
+	for (int k = 0; k < 8; k++)
+		a[k] = vdupq_n_f32(0);
+	for (; j + 32 <= n; j += 32)
+		for (int k = 0; k < 8; k++)
+			a[k] = vfmaq_f32(a[k], vld1q_f32(x + j + 4 * k),
+					 vld1q_f32(y + j + 4 * k));
+	if (j == n)
+		return fold32(a);
+	return fold32_tail(a, x + j, y + j, n - j);
+}
+
+static float vec_dot_f32(int64_t n, const void *w, const void *a)
+{
+	return dot_f32(n, w, a);
+}
+
+static float dot_f16(int64_t n, const uint16_t *k, const float *q)
+{
+	float32x4_t a[8];
+	float wt[32];
+	int64_t j = 0;
+
+	for (int i = 0; i < 8; i++)
+		a[i] = vdupq_n_f32(0);
+	for (; j + 32 <= n; j += 32)
+		for (int i = 0; i < 8; i++) {
+			float32x4_t kv = vcvt_f32_f16(
+				vreinterpret_f16_u16(vld1_u16(k + j + 4 * i)));
+
+			a[i] = vfmaq_f32(a[i], kv, vld1q_f32(q + j + 4 * i));
+		}
+	if (j == n)
+		return fold32(a);
+	for (int64_t i = 0; i < n - j; i++)
+		wt[i] = h2f(k[j + i]);
+	return fold32_tail(a, wt, q + j, n - j);
+}
+
+static float vec_dot_f16(int64_t n, const void *w, const void *a)
+{
+	return dot_f16(n, w, a);
+}
+
+static float vec_dot_bf16(int64_t n, const void *w, const void *act)
+{
+	const uint16_t *x = w;
+	const float *y = act;
+	float32x4_t a[8];
+	float wt[32];
+	int64_t j = 0;
+
+	for (int i = 0; i < 8; i++)
+		a[i] = vdupq_n_f32(0);
+	for (; j + 32 <= n; j += 32)
+		for (int i = 0; i < 8; i++) {
+			float32x4_t xv = vreinterpretq_f32_u32(
+				vshll_n_u16(vld1_u16(x + j + 4 * i), 16));
+
+			a[i] = vfmaq_f32(a[i], xv, vld1q_f32(y + j + 4 * i));
+		}
+	if (j == n)
+		return fold32(a);
+	for (int64_t i = 0; i < n - j; i++)
+		wt[i] = edgeq_bf16_to_fp32(x[j + i]);
+	return fold32_tail(a, wt, y + j, n - j);
+}
+
+/* ---- Q8_0 and Q4_0: 8 lanes, lane l = elements 4l..4l+3 ---- */
+
+struct acc8 {
+	float32x4_t lo, hi;
+};
+
+static inline void block_step(struct acc8 *acc, int8x16_t x0, int8x16_t x1,
+			      const int8_t *y, float d)
+{
+	int32x4_t p0 = vdotq_s32(vdupq_n_s32(0), x0, vld1q_s8(y));
+	int32x4_t p1 = vdotq_s32(vdupq_n_s32(0), x1, vld1q_s8(y + 16));
+	float32x4_t vd = vdupq_n_f32(d);
+
+	acc->lo = vfmaq_f32(acc->lo, vd, vcvtq_f32_s32(p0));
+	acc->hi = vfmaq_f32(acc->hi, vd, vcvtq_f32_s32(p1));
+}
+
+static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q8_0 *x = w, *y = a;
+	struct acc8 acc = { vdupq_n_f32(0), vdupq_n_f32(0) };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++)
+		block_step(&acc, vld1q_s8(x[i].qs), vld1q_s8(x[i].qs + 16),
+			   y[i].qs, h2f(x[i].d) * h2f(y[i].d));
+	return reduce8(acc.lo, acc.hi);
+}
+
+static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q4_0 *x = w;
+	const struct edgeq_block_q8_0 *y = a;
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	const int8x16_t s8 = vdupq_n_s8(8);
+	struct acc8 acc = { vdupq_n_f32(0), vdupq_n_f32(0) };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++) {
+		uint8x16_t b = vld1q_u8(x[i].qs);
+		int8x16_t lo =
+			vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, m4)), s8);
+		int8x16_t hi =
+			vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), s8);
+
+		block_step(&acc, lo, hi, y[i].qs, h2f(x[i].d) * h2f(y[i].d));
+	}
+	return reduce8(acc.lo, acc.hi);
+}
+
+/* ---- Q4_K and Q6_K: exact integer sum per super-block, one float chain ---- */
+
+static inline int32x4_t dot32(uint8x16_t q0, uint8x16_t q1, const int8_t *y)
+{
+	int32x4_t p =
+		vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(q0), vld1q_s8(y));
+
+	return vdotq_s32(p, vreinterpretq_s8_u8(q1), vld1q_s8(y + 16));
+}
+
+static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q4_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *q4 = x[i].qs;
+		const int8_t *q8 = y[i].qs;
+		uint8_t sc[8], mn[8];
+		int32x4_t sumi = vdupq_n_s32(0), ms;
+		int16x8_t bs, mins;
+		float dall = h2f(x[i].d) * y[i].d;
+		float dmin = h2f(x[i].dmin) * y[i].d;
+
+		edgeq_q4_K_unpack_scales(x[i].scales, sc, mn);
+		for (int j = 0; j < 4; j++) {
+			uint8x16_t b0 = vld1q_u8(q4 + 32 * j),
+				   b1 = vld1q_u8(q4 + 32 * j + 16);
+			int32x4_t pl = dot32(vandq_u8(b0, m4), vandq_u8(b1, m4),
+					     q8 + 64 * j);
+			int32x4_t ph = dot32(vshrq_n_u8(b0, 4),
+					     vshrq_n_u8(b1, 4),
+					     q8 + 64 * j + 32);
+
+			sumi = vmlaq_n_s32(sumi, pl, sc[2 * j]);
+			sumi = vmlaq_n_s32(sumi, ph, sc[2 * j + 1]);
+		}
+		bs = vpaddq_s16(vld1q_s16(y[i].bsums),
+				vld1q_s16(y[i].bsums + 8));
+		mins = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+		ms = vmull_s16(vget_low_s16(bs), vget_low_s16(mins));
+		ms = vmlal_s16(ms, vget_high_s16(bs), vget_high_s16(mins));
+		acc = fmaf(dall, (float)vaddvq_s32(sumi), acc);
+		acc = fmaf(-dmin, (float)vaddvq_s32(ms), acc);
+	}
+	return acc;
+}
+
+static inline int32x4_t dot16(int8x16_t q, const int8_t *y)
+{
+	return vdotq_s32(vdupq_n_s32(0), q, vld1q_s8(y));
+}
+
+static float vec_dot_q6_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q6_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), m30 = vdupq_n_u8(0x30);
+	const int8x16_t s32 = vdupq_n_s8(32);
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+		const int8_t *q8 = y[i].qs, *sc = x[i].scales;
+		int32x4_t sumi = vdupq_n_s32(0);
+		float d = h2f(x[i].d) * y[i].d;
+
+		for (int k = 0; k < 2; k++) {
+			for (int h = 0; h < 2; h++) {
+				uint8x16_t la = vld1q_u8(ql + 16 * h);
+				uint8x16_t lb = vld1q_u8(ql + 32 + 16 * h);
+				uint8x16_t hb = vld1q_u8(qh + 16 * h);
+				uint8x16_t u[4];
+
+				u[0] = vorrq_u8(vandq_u8(la, m4),
+						vandq_u8(vshlq_n_u8(hb, 4),
+							 m30));
+				u[1] = vorrq_u8(vandq_u8(lb, m4),
+						vandq_u8(vshlq_n_u8(hb, 2),
+							 m30));
+				u[2] = vorrq_u8(vshrq_n_u8(la, 4),
+						vandq_u8(hb, m30));
+				u[3] = vorrq_u8(vshrq_n_u8(lb, 4),
+						vandq_u8(vshrq_n_u8(hb, 2),
+							 m30));
+				for (int t = 0; t < 4; t++) {
+					int8x16_t q = vsubq_s8(
+						vreinterpretq_s8_u8(u[t]), s32);
+
+					sumi = vmlaq_n_s32(
+						sumi,
+						dot16(q, q8 + 32 * t + 16 * h),
+						sc[2 * t + h]);
+				}
+			}
+			ql += 64;
+			qh += 32;
+			q8 += 128;
+			sc += 8;
+		}
+		acc = fmaf(d, (float)vaddvq_s32(sumi), acc);
+	}
+	return acc;
+}
+
+/* ---- attention helpers ---- */
+
+static void axpy_f32(int64_t n, float a, const float *v, float *y)
+{
+	int64_t i = 0;
+
+	for (; i + 4 <= n; i += 4)
+		vst1q_f32(y + i,
+			  vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(v + i), a));
+	for (; i < n; i++)
+		y[i] = fmaf(a, v[i], y[i]);
+}
+
+static void axpy_f16(int64_t n, float a, const uint16_t *v, float *y)
+{
+	int64_t i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		float32x4_t x =
+			vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(v + i)));
+
+		vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), x, a));
+	}
+	for (; i < n; i++)
+		y[i] = fmaf(a, h2f(v[i]), y[i]);
+}
+
+static void axpy_q8_0(int64_t n, float a, const void *v, float *y)
+{
+	const struct edgeq_block_q8_0 *x = v;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++, y += EDGEQ_QK8_0) {
+		float s = a * h2f(x[i].d);
+
+		for (int j = 0; j < EDGEQ_QK8_0; j += 8) {
+			int16x8_t q = vmovl_s8(vld1_s8(x[i].qs + j));
+			float32x4_t q0 =
+				vcvtq_f32_s32(vmovl_s16(vget_low_s16(q)));
+			float32x4_t q1 =
+				vcvtq_f32_s32(vmovl_s16(vget_high_s16(q)));
+
+			vst1q_f32(y + j, vfmaq_n_f32(vld1q_f32(y + j), q0, s));
+			vst1q_f32(y + j + 4,
+				  vfmaq_n_f32(vld1q_f32(y + j + 4), q1, s));
+		}
+	}
+}
+
+static void matvec_neon(enum edgeq_type type, const void *w, int64_t n,
+			int64_t row0, int64_t row1, const void *a, float *y)
+{
+	edgeq_matvec_generic(&edgeq_kernel_ops_neon, type, w, n, row0, row1, a,
+			     y);
+}
+
+static void matmul_neon(enum edgeq_type type, const void *w, int64_t n,
+			int64_t row0, int64_t row1, const void *a,
+			size_t a_stride, int64_t nb, float *y, int64_t ldy)
+{
+	edgeq_matmul_generic(&edgeq_kernel_ops_neon, type, w, n, row0, row1, a,
+			     a_stride, nb, y, ldy);
+}
+
+const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
+	.name = "neon",
+	.vec_dot = {
+		[EDGEQ_TYPE_F32] = vec_dot_f32,
+		[EDGEQ_TYPE_F16] = vec_dot_f16,
+		[EDGEQ_TYPE_BF16] = vec_dot_bf16,
+		[EDGEQ_TYPE_Q8_0] = vec_dot_q8_0,
+		[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0,
+		[EDGEQ_TYPE_Q4_K] = vec_dot_q4_K,
+		[EDGEQ_TYPE_Q6_K] = vec_dot_q6_K,
+	},
+	.quantize_act = edgeq_quantize_act_ref,
+	.matvec = matvec_neon,
+	.matmul = matmul_neon,
+	.dot_f32 = dot_f32,
+	.dot_f16 = dot_f16,
+	.axpy_f32 = axpy_f32,
+	.axpy_f16 = axpy_f16,
+	.axpy_q8_0 = axpy_q8_0,
+};

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The kernels' thread pool: persistent workers, pinned with hwloc
+ * (performance cores first, one thread per core before SMT siblings), and a
+ * dispatch cheap enough for the ~100+ parallel matvecs of one decoded token.
+ *
+ * A job is published by bumping a generation counter; workers spin on it
+ * for a short while (back-to-back matvecs arrive within microseconds) and
+ * then sleep on it with futex(2). Completion is a counter the caller spins
+ * on, then sleeps on, the same way. Sleepers are counted so the common case
+ * (everyone spinning) makes no system call.
+ *
+ * Parallel matvec/matmul hand out row chunks from an atomic counter; every
+ * output row is computed whole by one thread with the same kernel, so
+ * results never depend on the thread count or on which thread took which
+ * chunk.
+ */
+#include <errno.h>
+#include <hwloc.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <edgeq/edgeq.h>
+
+#include "kernels/kernels.h"
+
+/* How long an idle thread spins before it sleeps. */
+#define SPIN_NS 100000
+
+struct edgeq_threadpool {
+	int n;			    /* threads, the caller included */
+	pthread_t *th;		    /* th[1..n-1] are the workers */
+	_Atomic uint32_t gen;	    /* futex word: job generation */
+	_Atomic uint32_t pending;   /* futex word: workers still running */
+	_Atomic int sleepers;	    /* workers asleep on gen */
+	_Atomic int caller_waiting; /* caller asleep on pending */
+	_Atomic bool stop;
+	edgeq_task_fn fn; /* the current job */
+	void *arg;
+	int pinned;	       /* threads pinned to a CPU */
+	hwloc_topology_t topo; /* NULL when hwloc failed */
+	hwloc_bitmap_t *sets;  /* per thread, NULL entries: unpinned */
+};
+
+struct worker_start {
+	struct edgeq_threadpool *tp;
+	int ith;
+};
+
+#if defined(__x86_64__)
+static inline void cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+#elif defined(__aarch64__)
+static inline void cpu_relax(void)
+{
+	__asm__ volatile("yield" ::: "memory");
+}
+#else
+static inline void cpu_relax(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+#endif
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
+{
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *addr, int n)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/*
+ * Spin while *addr == val (or, with until_zero, while *addr != 0) until the
+ * spin budget is spent; true if the wait ended.
+ */
+static bool spin(_Atomic uint32_t *addr, uint32_t val, bool until_zero)
+{
+	uint64_t end = 0;
+
+	for (unsigned i = 1;; i++) {
+		uint32_t v = atomic_load_explicit(addr, memory_order_acquire);
+
+		if (until_zero ? v == 0 : v != val)
+			return true;
+		cpu_relax();
+		if (i % 256 == 0) {
+			uint64_t now = edgeq_now_ns();
+
+			if (!end)
+				end = now + SPIN_NS;
+			else if (now >= end)
+				return false;
+		}
+	}
+}
+
+static void *worker_main(void *p)
+{
+	struct worker_start *ws = p;
+	struct edgeq_threadpool *tp = ws->tp;
+	int ith = ws->ith;
+	uint32_t seen = 0;
+
+	free(ws);
+	if (tp->topo && tp->sets[ith])
+		hwloc_set_cpubind(tp->topo, tp->sets[ith],
+				  HWLOC_CPUBIND_THREAD);
+	for (;;) {
+		uint32_t g;
+
+		if (!spin(&tp->gen, seen, false)) {
+			atomic_fetch_add(&tp->sleepers, 1);
+			while (atomic_load(&tp->gen) == seen)
+				futex_wait(&tp->gen, seen);
+			atomic_fetch_sub(&tp->sleepers, 1);
+		}
+		g = atomic_load_explicit(&tp->gen, memory_order_acquire);
+		if (atomic_load(&tp->stop))
+			return NULL;
+		seen = g;
+		tp->fn(tp->arg, ith, tp->n);
+		if (atomic_fetch_sub(&tp->pending, 1) == 1 &&
+		    atomic_load(&tp->caller_waiting))
+			futex_wake(&tp->pending, 1);
+	}
+}
+
+void edgeq_threadpool_run(struct edgeq_threadpool *tp, edgeq_task_fn fn,
+			  void *arg)
+{
+	uint32_t p;
+
+	if (!tp || tp->n == 1) {
+		fn(arg, 0, 1);
+		return;
+	}
+	tp->fn = fn;
+	tp->arg = arg;
+	atomic_store(&tp->pending, (uint32_t)(tp->n - 1));
+	atomic_fetch_add(&tp->gen, 1);
+	if (atomic_load(&tp->sleepers))
+		futex_wake(&tp->gen, INT_MAX);
+	fn(arg, 0, tp->n);
+	if (spin(&tp->pending, 0, true))
+		return;
+	atomic_store(&tp->caller_waiting, 1);
+	while ((p = atomic_load(&tp->pending)) != 0)
+		futex_wait(&tp->pending, p);
+	atomic_store(&tp->caller_waiting, 0);
+}
+
+/*
+ * CPU order for pinning: the cores of the highest-efficiency CPU kind
+ * first (hwloc: higher efficiency = more performance), one PU per core,
+ * then the other kinds, then SMT siblings. Returns the number of PUs.
+ */
+static int pin_order(hwloc_topology_t topo, hwloc_bitmap_t *out, int max)
+{
+	int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+	int nkinds = hwloc_cpukinds_get_nr(topo, 0);
+	hwloc_bitmap_t best = hwloc_bitmap_alloc();
+	int best_eff = INT_MIN, n = 0;
+
+	if (!best)
+		return 0;
+	for (int k = 0; k < nkinds; k++) {
+		hwloc_bitmap_t set = hwloc_bitmap_alloc();
+		int eff = 0;
+
+		if (set &&
+		    !hwloc_cpukinds_get_info(topo, (unsigned)k, set, &eff, NULL,
+					     NULL, 0) &&
+		    eff > best_eff) {
+			best_eff = eff;
+			hwloc_bitmap_copy(best, set);
+		}
+		hwloc_bitmap_free(set);
+	}
+	/* pass 0: first PU of performance cores; 1: first PU of the others;
+	 * 2: remaining PUs (SMT siblings) */
+	for (int pass = 0; pass < 3 && n < max; pass++) {
+		for (int c = 0; c < ncores && n < max; c++) {
+			hwloc_obj_t core =
+				hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, c);
+			bool perf = nkinds < 2 ||
+				    hwloc_bitmap_intersects(core->cpuset, best);
+			int npu = hwloc_bitmap_weight(core->cpuset);
+
+			if (pass < 2 && perf != (pass == 0))
+				continue;
+			for (int i = pass < 2 ? 0 : 1;
+			     i < (pass < 2 ? 1 : npu) && n < max; i++) {
+				hwloc_obj_t pu =
+					hwloc_get_obj_inside_cpuset_by_type(
+						topo, core->cpuset,
+						HWLOC_OBJ_PU, (unsigned)i);
+
+				if (!pu)
+					continue;
+				out[n] = hwloc_bitmap_dup(pu->cpuset);
+				if (out[n])
+					n++;
+			}
+		}
+	}
+	hwloc_bitmap_free(best);
+	return n;
+}
+
+static void setup_pinning(struct edgeq_threadpool *tp, unsigned flags)
+{
+	hwloc_bitmap_t *order;
+	int n;
+
+	if (flags & EDGEQ_THREADPOOL_NO_PIN)
+		return;
+	if (hwloc_topology_init(&tp->topo))
+		goto fail;
+	if (hwloc_topology_load(tp->topo))
+		goto fail_topo;
+	order = calloc((size_t)tp->n, sizeof(*order));
+	if (!order)
+		goto fail_topo;
+	n = pin_order(tp->topo, order, tp->n);
+	if (n <= 0) {
+		free(order);
+		goto fail_topo;
+	}
+	/* more threads than CPUs: wrap around */
+	for (int i = 0; i < tp->n; i++)
+		tp->sets[i] = hwloc_bitmap_dup(order[i % n]);
+	for (int i = 0; i < n; i++)
+		hwloc_bitmap_free(order[i]);
+	free(order);
+	if ((flags & EDGEQ_THREADPOOL_PIN_CALLER) && tp->sets[0] &&
+	    !hwloc_set_cpubind(tp->topo, tp->sets[0], HWLOC_CPUBIND_THREAD))
+		tp->pinned++;
+	for (int i = 1; i < tp->n; i++)
+		tp->pinned += tp->sets[i] != NULL;
+	return;
+fail_topo:
+	hwloc_topology_destroy(tp->topo);
+fail:
+	tp->topo = NULL; /* no pinning, silently */
+}
+
+int edgeq_threadpool_new(int nthreads, unsigned flags,
+			 struct edgeq_threadpool **out, struct edgeq_error *err)
+{
+	struct edgeq_threadpool *tp;
+
+	if (nthreads < 1 || nthreads > EDGEQ_THREADPOOL_MAX)
+		return edgeq_error_set(err, EINVAL,
+				       "thread count %d out of range 1..%d",
+				       nthreads, EDGEQ_THREADPOOL_MAX);
+	tp = calloc(1, sizeof(*tp));
+	if (!tp)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	tp->n = nthreads;
+	tp->th = calloc((size_t)nthreads, sizeof(*tp->th));
+	tp->sets = calloc((size_t)nthreads, sizeof(*tp->sets));
+	if (!tp->th || !tp->sets) {
+		free(tp->th);
+		free(tp->sets);
+		free(tp);
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	}
+	setup_pinning(tp, flags);
+	for (int i = 1; i < nthreads; i++) {
+		struct worker_start *ws = malloc(sizeof(*ws));
+		int e = ws ? 0 : ENOMEM;
+
+		if (ws) {
+			ws->tp = tp;
+			ws->ith = i;
+			e = pthread_create(&tp->th[i], NULL, worker_main, ws);
+		}
+		if (e) {
+			free(ws);
+			tp->n = i; /* join the ones started */
+			edgeq_threadpool_free(tp);
+			return edgeq_error_set(err, e,
+					       "cannot start thread %d: %s", i,
+					       strerror(e));
+		}
+	}
+	*out = tp;
+	return 0;
+}
+
+void edgeq_threadpool_free(struct edgeq_threadpool *tp)
+{
+	if (!tp)
+		return;
+	atomic_store(&tp->stop, true);
+	atomic_fetch_add(&tp->gen, 1);
+	futex_wake(&tp->gen, INT_MAX);
+	for (int i = 1; i < tp->n; i++)
+		pthread_join(tp->th[i], NULL);
+	for (int i = 0; tp->sets && i < tp->n; i++)
+		hwloc_bitmap_free(tp->sets[i]);
+	if (tp->topo)
+		hwloc_topology_destroy(tp->topo);
+	free(tp->sets);
+	free(tp->th);
+	free(tp);
+}
+
+int edgeq_threadpool_size(const struct edgeq_threadpool *tp)
+{
+	return tp ? tp->n : 1;
+}
+
+int edgeq_threadpool_pinned(const struct edgeq_threadpool *tp)
+{
+	return tp ? tp->pinned : 0;
+}
+
+/* ---- parallel matvec / matmul ---- */
+
+struct par_job {
+	const struct edgeq_kernel_ops *ops;
+	enum edgeq_type type;
+	const void *w;
+	int64_t n, rows;
+	const void *a;
+	size_t a_stride;
+	int64_t nb;
+	float *y;
+	int64_t ldy;
+	int64_t chunk;
+	_Atomic int64_t next;
+};
+
+static void par_task(void *arg, int ith, int nth)
+{
+	struct par_job *j = arg;
+	int64_t r0;
+
+	while ((r0 = atomic_fetch_add_explicit(
+			&j->next, j->chunk, memory_order_relaxed)) < j->rows) {
+		int64_t r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+
+		if (j->nb == 1)
+			j->ops->matvec(j->type, j->w, j->n, r0, r1, j->a, j->y);
+		else
+			j->ops->matmul(j->type, j->w, j->n, r0, r1, j->a,
+				       j->a_stride, j->nb, j->y, j->ldy);
+	}
+}
+
+/* Rows per chunk: about 4 chunks per thread, a multiple of 16 rows. */
+static int64_t chunk_rows(int64_t rows, int nth)
+{
+	int64_t c = rows / ((int64_t)nth * 4);
+
+	c = (c + 15) & ~(int64_t)15;
+	return c < 16 ? 16 : c;
+}
+
+void edgeq_par_matvec(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      float *y)
+{
+	struct par_job j = { .ops = ops,
+			     .type = type,
+			     .w = w,
+			     .n = n,
+			     .rows = rows,
+			     .a = a,
+			     .nb = 1,
+			     .y = y,
+			     .chunk = chunk_rows(rows,
+						 edgeq_threadpool_size(tp)) };
+
+	if (edgeq_threadpool_size(tp) == 1) {
+		ops->matvec(type, w, n, 0, rows, a, y);
+		return;
+	}
+	edgeq_threadpool_run(tp, par_task, &j);
+}
+
+void edgeq_par_matmul(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      size_t a_stride, int64_t nb, float *y, int64_t ldy)
+{
+	struct par_job j = { .ops = ops,
+			     .type = type,
+			     .w = w,
+			     .n = n,
+			     .rows = rows,
+			     .a = a,
+			     .a_stride = a_stride,
+			     .nb = nb,
+			     .y = y,
+			     .ldy = ldy,
+			     .chunk = chunk_rows(rows,
+						 edgeq_threadpool_size(tp)) };
+
+	if (nb == 1) {
+		edgeq_par_matvec(tp, ops, type, w, n, rows, a, y);
+		return;
+	}
+	if (edgeq_threadpool_size(tp) == 1) {
+		ops->matmul(type, w, n, 0, rows, a, a_stride, nb, y, ldy);
+		return;
+	}
+	edgeq_threadpool_run(tp, par_task, &j);
+}

@@ -1,0 +1,667 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The forward pass of llama-family models (llama, qwen2):
+ *
+ *   x = embed(tok)                                   [B, n_embd]
+ *   per layer:
+ *     xb = rmsnorm(x) * attn_norm
+ *     q, k, v = Wq xb (+bq), Wk xb (+bk), Wv xb (+bv)  [B, n_head*hd], [B, kv_dim]
+ *     rope(q, k) at each token's position (llama: adjacent pairs, the
+ *       "normal" ggml mode, since GGUF llama weights are permuted; qwen2: neox)
+ *     K/V cache[pos] = k, v (F16, Q8_0 or F32)
+ *     xb2 = softmax(q K^T / sqrt(hd)) V per head (grouped: head h reads
+ *       kv head h / (n_head / n_head_kv)), causal
+ *     x += Wo xb2
+ *     xb = rmsnorm(x) * ffn_norm
+ *     x += W_down (silu(W_gate xb) * (W_up xb))
+ *   logits = W_out (rmsnorm(x_last) * output_norm)
+ *
+ * A batch of B tokens (prefill) goes through the kernels' matmul; one token
+ * through matvec. Activations are quantized once per distinct input and
+ * vec_dot type (q, k and v share one quantization). Nothing is allocated
+ * per token: every buffer belongs to the ctx. Work is split over the thread
+ * pool by output rows (matrices) and by (token, head) (attention); each
+ * output is computed by one thread in a fixed order, so results do not
+ * depend on the thread count.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <edgeq/engine.h>
+
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "model/par.h"
+
+struct edgeq_ctx {
+	struct edgeq_model *m;
+	uint32_t n_ctx, n_batch, pos;
+	enum edgeq_kv_type kv_type;
+	size_t kv_row; /* bytes of one position's K (or V) per layer */
+	uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][kv_row] */
+	float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* [n_batch][dim] */
+	float *logits;				    /* [n_vocab] */
+	float *att;				    /* [n_threads][n_ctx] */
+	uint8_t *qh; /* [n_threads][q8_0 of one head] */
+	uint8_t *qa; /* quantized activations [n_batch][qa_stride] */
+	size_t qa_stride;
+	const float *qa_src; /* what qa holds: source, type, rows */
+	int qa_type, qa_nb;
+	uint8_t *emb;	  /* raw embedding rows [n_batch][row_size] */
+	float *rope;	  /* [n_batch][n_rot / 2][2] cos, sin */
+	int32_t *history; /* [n_ctx] for edgeq_generate */
+};
+
+void edgeq_ctx_params_init(struct edgeq_ctx_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->n_batch = 64;
+	p->kv_type = EDGEQ_KV_F16;
+}
+
+uint32_t edgeq_ctx_pos(const struct edgeq_ctx *c)
+{
+	return c->pos;
+}
+
+void edgeq_ctx_truncate(struct edgeq_ctx *c, uint32_t pos)
+{
+	if (pos < c->pos)
+		c->pos = pos;
+}
+
+int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err)
+{
+	const struct edgeq_hparams *hp = &m->hp;
+	const float *ff = NULL;
+	uint32_t i, nf = hp->n_rot / 2;
+	int ret;
+
+	m->rope_inv_freq = calloc(nf, sizeof(float));
+	if (!m->rope_inv_freq)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	if (m->rope_freqs) {
+		ret = edgeq_weights_layer_begin(m->weights,
+						EDGEQ_WEIGHTS_GLOBAL, err);
+		if (ret)
+			return ret;
+		ff = edgeq_weights_get(m->weights, m->rope_freqs);
+	}
+	for (i = 0; i < nf; i++) {
+		double f = pow((double)hp->rope_base,
+			       -2.0 * (double)i / (double)hp->n_rot);
+		float fac = 1.0f;
+
+		if (ff) {
+			memcpy(&fac, (const uint8_t *)ff + 4 * i, 4);
+			if (!(fac > 0 && fac < 1e6f))
+				fac = 1.0f;
+		}
+		m->rope_inv_freq[i] = (float)(f / fac);
+	}
+	if (m->rope_freqs)
+		edgeq_weights_layer_end(m->weights, EDGEQ_WEIGHTS_GLOBAL);
+	return par_init(m, err);
+}
+
+void edgeq_decode_exit_model(struct edgeq_model *m)
+{
+	par_exit(m);
+	free(m->rope_inv_freq);
+}
+
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	char line[256];
+	unsigned long long kb = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+void edgeq_ctx_free(struct edgeq_ctx *c)
+{
+	if (!c)
+		return;
+	free(c->k_cache);
+	free(c->v_cache);
+	free(c->x);
+	free(c->xb);
+	free(c->xb2);
+	free(c->q);
+	free(c->k);
+	free(c->v);
+	free(c->hb);
+	free(c->hb2);
+	free(c->logits);
+	free(c->att);
+	free(c->qh);
+	free(c->qa);
+	free(c->emb);
+	free(c->rope);
+	free(c->history);
+	free(c);
+}
+
+static size_t kv_row_bytes(enum edgeq_kv_type t, uint32_t kv_dim)
+{
+	switch (t) {
+	case EDGEQ_KV_F16:
+		return (size_t)kv_dim * 2;
+	case EDGEQ_KV_Q8_0:
+		return edgeq_row_size(EDGEQ_TYPE_Q8_0, kv_dim);
+	default:
+		return (size_t)kv_dim * 4;
+	}
+}
+
+int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
+		  struct edgeq_ctx **out, struct edgeq_error *err)
+{
+	const struct edgeq_hparams *hp = &m->hp;
+	uint32_t q_dim = hp->n_head * hp->head_dim;
+	uint32_t kv_dim = hp->n_head_kv * hp->head_dim;
+	uint32_t maxd, B;
+	uint64_t per_pos, kv_bytes, avail;
+	struct edgeq_ctx *c;
+	size_t nt = (size_t)m->n_threads;
+
+	if (m->vocab_only)
+		return edgeq_error_set(
+			err, EINVAL,
+			"model was loaded for its vocabulary only");
+	if (p->kv_type == EDGEQ_KV_Q8_0 && hp->head_dim % EDGEQ_QK8_0)
+		return edgeq_error_set(
+			err, EINVAL,
+			"a Q8_0 KV cache needs a head dimension that is a multiple of 32 (this model's is %u); use f16",
+			hp->head_dim);
+	if (p->kv_type > EDGEQ_KV_F32)
+		return edgeq_error_set(err, EINVAL, "unknown KV cache type %d",
+				       p->kv_type);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	c->m = m;
+	c->kv_type = p->kv_type;
+	c->kv_row = kv_row_bytes(p->kv_type, kv_dim);
+	per_pos = 2ull * hp->n_layer * c->kv_row;
+	c->n_ctx = p->n_ctx ? p->n_ctx : hp->n_ctx_train;
+	if (!p->n_ctx && c->n_ctx > 4096)
+		c->n_ctx = 4096;
+	avail = mem_available();
+	if (!p->n_ctx && avail && per_pos * c->n_ctx > avail / 2) {
+		c->n_ctx = (uint32_t)(avail / 2 / per_pos);
+		if (c->n_ctx < 16) {
+			edgeq_ctx_free(c);
+			return edgeq_error_set(
+				err, ENOMEM,
+				"not enough memory for a KV cache (%llu bytes per position, %llu available)",
+				(unsigned long long)per_pos,
+				(unsigned long long)avail);
+		}
+	}
+	if (c->n_ctx > (1u << 20)) {
+		edgeq_ctx_free(c);
+		return edgeq_error_set(err, EINVAL,
+				       "context size %u is too large (max %u)",
+				       p->n_ctx, 1u << 20);
+	}
+	kv_bytes = per_pos * c->n_ctx;
+	if (avail && kv_bytes > avail) {
+		edgeq_ctx_free(c);
+		return edgeq_error_set(
+			err, ENOMEM,
+			"a %u-position KV cache needs %llu MiB, only %llu MiB available; lower --ctx-size or use --kv-type q8_0",
+			c->n_ctx, (unsigned long long)(kv_bytes >> 20),
+			(unsigned long long)(avail >> 20));
+	}
+	B = p->n_batch ? p->n_batch : 64;
+	if (B > 512)
+		B = 512;
+	if (B > c->n_ctx)
+		B = c->n_ctx;
+	c->n_batch = B;
+	maxd = hp->n_embd;
+	if (hp->n_ff > maxd)
+		maxd = hp->n_ff;
+	if (q_dim > maxd)
+		maxd = q_dim;
+	c->qa_stride = ((size_t)maxd * 4 + 512 + 63) & ~(size_t)63;
+	c->k_cache = malloc(kv_bytes / 2);
+	c->v_cache = malloc(kv_bytes / 2);
+	c->x = calloc((size_t)B * hp->n_embd, sizeof(float));
+	c->xb = calloc((size_t)B * hp->n_embd, sizeof(float));
+	c->xb2 = calloc((size_t)B * q_dim, sizeof(float));
+	c->q = calloc((size_t)B * q_dim, sizeof(float));
+	c->k = calloc((size_t)B * kv_dim, sizeof(float));
+	c->v = calloc((size_t)B * kv_dim, sizeof(float));
+	c->hb = calloc((size_t)B * hp->n_ff, sizeof(float));
+	c->hb2 = calloc((size_t)B * hp->n_ff, sizeof(float));
+	c->logits = calloc(hp->n_vocab, sizeof(float));
+	c->att = calloc(nt * c->n_ctx, sizeof(float));
+	c->qh = calloc(nt, edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) *
+				   (hp->head_dim / 32 + 1));
+	c->qa = malloc((size_t)B * c->qa_stride);
+	c->emb = malloc((size_t)B * m->tok_embd->row_size);
+	c->rope = calloc((size_t)B * hp->n_rot, sizeof(float));
+	c->history = calloc(c->n_ctx, sizeof(int32_t));
+	if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q ||
+	    !c->k || !c->v || !c->hb || !c->hb2 || !c->logits || !c->att ||
+	    !c->qh || !c->qa || !c->emb || !c->rope || !c->history) {
+		edgeq_ctx_free(c);
+		return edgeq_error_set(
+			err, ENOMEM, "out of memory for a %u-position context",
+			c->n_ctx);
+	}
+	*out = c;
+	return 0;
+}
+
+/* ---- building blocks ---- */
+
+static void rmsnorm(float *o, const float *x, const float *w, uint32_t n,
+		    float eps)
+{
+	double ss = 0; /* double: the sum of squares of a long row */
+	float s;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		ss += (double)x[i] * x[i];
+	s = (float)(1.0 / sqrt(ss / n + eps));
+	for (i = 0; i < n; i++)
+		o[i] = x[i] * s * w[i];
+}
+
+struct lin_arg {
+	const struct edgeq_kernel_ops *ops;
+	enum edgeq_type type;
+	const void *w;
+	int64_t n, rows;
+	const void *a;
+	size_t a_stride;
+	int nb;
+	float *y;
+	int64_t ldy;
+};
+
+static void lin_task(void *arg, int ith, int nth)
+{
+	const struct lin_arg *la = arg;
+	/* contiguous row ranges, multiples of 16 rows */
+	int64_t chunk = ((la->rows + nth - 1) / nth + 15) & ~(int64_t)15;
+	int64_t r0 = chunk * ith, r1 = r0 + chunk;
+
+	if (r1 > la->rows)
+		r1 = la->rows;
+	if (r0 >= r1)
+		return;
+	if (la->nb == 1)
+		la->ops->matvec(la->type, la->w, la->n, r0, r1, la->a, la->y);
+	else
+		la->ops->matmul(la->type, la->w, la->n, r0, r1, la->a,
+				la->a_stride, la->nb, la->y, la->ldy);
+}
+
+/*
+ * y[b][0..rows) = W x[b] for b < nb; x rows are ldx floats apart, y rows ldy.
+ * The activations are quantized once into W's vec_dot type and reused by
+ * the next call with the same input and type.
+ */
+static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
+		   const float *x, int nb, int ldx, float *y, int ldy)
+{
+	struct edgeq_model *m = c->m;
+	const struct edgeq_type_traits *tr = edgeq_type_traits(t->type);
+	enum edgeq_type vdt = tr->vec_dot_type;
+	int64_t n = (int64_t)t->ne[0];
+	size_t astride = edgeq_row_size(vdt, n);
+	struct lin_arg la;
+	int b;
+
+	if (c->qa_src != x || c->qa_type != (int)vdt || c->qa_nb != nb) {
+		for (b = 0; b < nb; b++)
+			m->ops->quantize_act(vdt, x + (size_t)b * ldx,
+					     c->qa + (size_t)b * astride, n);
+		c->qa_src = x;
+		c->qa_type = (int)vdt;
+		c->qa_nb = nb;
+	}
+	la = (struct lin_arg){ m->ops,
+			       t->type,
+			       edgeq_weights_get(m->weights, t),
+			       n,
+			       (int64_t)t->ne[1],
+			       c->qa,
+			       astride,
+			       nb,
+			       y,
+			       ldy };
+	par_run(m, lin_task, &la);
+}
+
+static void add_bias(float *y, const float *bias, int nb, uint32_t n)
+{
+	int b;
+	uint32_t i;
+
+	for (b = 0; b < nb; b++)
+		for (i = 0; i < n; i++)
+			y[(size_t)b * n + i] += bias[i];
+}
+
+static void rope_tables(struct edgeq_ctx *c, uint32_t pos0, int nb)
+{
+	const struct edgeq_hparams *hp = &c->m->hp;
+	uint32_t nf = hp->n_rot / 2, i;
+	int b;
+
+	for (b = 0; b < nb; b++) {
+		float p = (float)(pos0 + (uint32_t)b) * hp->rope_linear_scale;
+		float *cs = c->rope + (size_t)b * hp->n_rot;
+
+		for (i = 0; i < nf; i++) {
+			float th = p * c->m->rope_inv_freq[i];
+
+			cs[2 * i] = cosf(th);
+			cs[2 * i + 1] = sinf(th);
+		}
+	}
+}
+
+static void rope_apply(const struct edgeq_hparams *hp, float *v,
+		       uint32_t n_heads, const float *cs)
+{
+	uint32_t h, i, half = hp->n_rot / 2;
+
+	for (h = 0; h < n_heads; h++) {
+		float *x = v + (size_t)h * hp->head_dim;
+
+		for (i = 0; i < half; i++) {
+			float co = cs[2 * i], si = cs[2 * i + 1];
+			uint32_t a = hp->rope_neox ? i : 2 * i;
+			uint32_t bi = hp->rope_neox ? i + half : 2 * i + 1;
+			float x0 = x[a], x1 = x[bi];
+
+			x[a] = x0 * co - x1 * si;
+			x[bi] = x0 * si + x1 * co;
+		}
+	}
+}
+
+struct att_arg {
+	struct edgeq_ctx *c;
+	int layer, nb;
+	uint32_t pos0;
+};
+
+static void att_task(void *arg, int ith, int nth)
+{
+	const struct att_arg *aa = arg;
+	struct edgeq_ctx *c = aa->c;
+	const struct edgeq_model *m = c->m;
+	const struct edgeq_kernel_ops *ops = m->ops;
+	const struct edgeq_hparams *hp = &m->hp;
+	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+	uint32_t q_dim = hp->n_head * hd;
+	int64_t total = (int64_t)aa->nb * hp->n_head, job;
+	float *att = c->att + (size_t)ith * c->n_ctx;
+	uint8_t *qh = c->qh + (size_t)ith *
+				      edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) *
+				      (hd / 32 + 1);
+	const uint8_t *kc =
+		c->k_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
+	const uint8_t *vc =
+		c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
+	float scale = 1.0f / sqrtf((float)hd);
+	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
+	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
+
+	for (job = ith; job < total; job += nth) {
+		int b = (int)(job / hp->n_head);
+		uint32_t h = (uint32_t)(job % hp->n_head), kvh = h / group;
+		uint32_t p = aa->pos0 + (uint32_t)b, t;
+		const float *q = c->q + (size_t)b * q_dim + (size_t)h * hd;
+		float *out = c->xb2 + (size_t)b * q_dim + (size_t)h * hd;
+		float mx = -INFINITY, sum = 0, inv;
+
+		if (c->kv_type == EDGEQ_KV_Q8_0)
+			ops->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, hd);
+		for (t = 0; t <= p; t++) {
+			const uint8_t *kr = kc + (size_t)t * c->kv_row;
+			float s;
+
+			switch (c->kv_type) {
+			case EDGEQ_KV_F16:
+				s = ops->dot_f16(
+					hd,
+					(const uint16_t *)(kr + kvh * hoff_f16),
+					q);
+				break;
+			case EDGEQ_KV_Q8_0:
+				s = ops->vec_dot[EDGEQ_TYPE_Q8_0](
+					hd, kr + kvh * hoff_q8, qh);
+				break;
+			default:
+				s = ops->dot_f32(
+					hd,
+					(const float *)(kr + kvh * hoff_f32),
+					q);
+				break;
+			}
+			s *= scale;
+			att[t] = s;
+			if (s > mx)
+				mx = s;
+		}
+		for (t = 0; t <= p; t++) {
+			att[t] = expf(att[t] - mx);
+			sum += att[t];
+		}
+		inv = 1.0f / sum;
+		memset(out, 0, hd * sizeof(float));
+		for (t = 0; t <= p; t++) {
+			const uint8_t *vr = vc + (size_t)t * c->kv_row;
+			float a = att[t] * inv;
+
+			switch (c->kv_type) {
+			case EDGEQ_KV_F16:
+				ops->axpy_f16(
+					hd, a,
+					(const uint16_t *)(vr + kvh * hoff_f16),
+					out);
+				break;
+			case EDGEQ_KV_Q8_0:
+				ops->axpy_q8_0(hd, a, vr + kvh * hoff_q8, out);
+				break;
+			default:
+				ops->axpy_f32(
+					hd, a,
+					(const float *)(vr + kvh * hoff_f32),
+					out);
+				break;
+			}
+		}
+	}
+}
+
+static void kv_store(struct edgeq_ctx *c, int layer, uint32_t pos,
+		     const float *k, const float *v)
+{
+	uint32_t kv_dim = c->m->hp.n_head_kv * c->m->hp.head_dim;
+	size_t off = ((size_t)layer * c->n_ctx + pos) * c->kv_row;
+
+	switch (c->kv_type) {
+	case EDGEQ_KV_F16:
+		edgeq_fp32_to_fp16_row(k, (uint16_t *)(c->k_cache + off),
+				       kv_dim);
+		edgeq_fp32_to_fp16_row(v, (uint16_t *)(c->v_cache + off),
+				       kv_dim);
+		break;
+	case EDGEQ_KV_Q8_0:
+		c->m->ops->quantize_act(EDGEQ_TYPE_Q8_0, k, c->k_cache + off,
+					kv_dim);
+		c->m->ops->quantize_act(EDGEQ_TYPE_Q8_0, v, c->v_cache + off,
+					kv_dim);
+		break;
+	default:
+		memcpy(c->k_cache + off, k, kv_dim * sizeof(float));
+		memcpy(c->v_cache + off, v, kv_dim * sizeof(float));
+		break;
+	}
+}
+
+static float silu(float x)
+{
+	return x / (1.0f + expf(-x));
+}
+
+/* One batch of nb tokens at positions pos0.. ; logits of the last one. */
+static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
+		   bool want_logits, struct edgeq_error *err)
+{
+	struct edgeq_model *m = c->m;
+	const struct edgeq_hparams *hp = &m->hp;
+	struct edgeq_weights *w = m->weights;
+	const struct edgeq_type_traits *et =
+		edgeq_type_traits(m->tok_embd->type);
+	uint32_t E = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
+	uint32_t kv_dim = hp->n_head_kv * hp->head_dim, F = hp->n_ff, i;
+	size_t rs = m->tok_embd->row_size;
+	struct att_arg aa;
+	int ret, b, l;
+
+	ret = edgeq_weights_embed_rows(w, toks, (size_t)nb, c->emb, rs, err);
+	if (ret)
+		return ret;
+	for (b = 0; b < nb; b++)
+		et->to_float(c->emb + (size_t)b * rs, c->x + (size_t)b * E, E);
+	rope_tables(c, c->pos, nb);
+
+	for (l = 0; l < (int)hp->n_layer; l++) {
+		const struct edgeq_layer *L = &m->layers[l];
+		const float *an, *fn;
+
+		ret = edgeq_weights_layer_begin(w, l, err);
+		if (ret)
+			return ret;
+		an = edgeq_weights_get(w, L->attn_norm);
+		fn = edgeq_weights_get(w, L->ffn_norm);
+
+		for (b = 0; b < nb; b++)
+			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, an,
+				E, hp->rms_eps);
+		c->qa_src = NULL;
+		linear(c, L->wq, c->xb, nb, (int)E, c->q, (int)q_dim);
+		linear(c, L->wk, c->xb, nb, (int)E, c->k, (int)kv_dim);
+		linear(c, L->wv, c->xb, nb, (int)E, c->v, (int)kv_dim);
+		if (L->bq) {
+			add_bias(c->q, edgeq_weights_get(w, L->bq), nb, q_dim);
+			add_bias(c->k, edgeq_weights_get(w, L->bk), nb, kv_dim);
+			add_bias(c->v, edgeq_weights_get(w, L->bv), nb, kv_dim);
+		}
+		for (b = 0; b < nb; b++) {
+			const float *cs = c->rope + (size_t)b * hp->n_rot;
+
+			rope_apply(hp, c->q + (size_t)b * q_dim, hp->n_head,
+				   cs);
+			rope_apply(hp, c->k + (size_t)b * kv_dim, hp->n_head_kv,
+				   cs);
+			kv_store(c, l, c->pos + (uint32_t)b,
+				 c->k + (size_t)b * kv_dim,
+				 c->v + (size_t)b * kv_dim);
+		}
+		aa = (struct att_arg){ c, l, nb, c->pos };
+		par_run(m, att_task, &aa);
+		c->qa_src = NULL;
+		linear(c, L->wo, c->xb2, nb, (int)q_dim, c->xb, (int)E);
+		for (i = 0; i < (uint32_t)nb * E; i++)
+			c->x[i] += c->xb[i];
+
+		for (b = 0; b < nb; b++)
+			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, fn,
+				E, hp->rms_eps);
+		c->qa_src = NULL;
+		linear(c, L->w_gate, c->xb, nb, (int)E, c->hb, (int)F);
+		linear(c, L->w_up, c->xb, nb, (int)E, c->hb2, (int)F);
+		for (i = 0; i < (uint32_t)nb * F; i++)
+			c->hb[i] = silu(c->hb[i]) * c->hb2[i];
+		c->qa_src = NULL;
+		linear(c, L->w_down, c->hb, nb, (int)F, c->xb, (int)E);
+		for (i = 0; i < (uint32_t)nb * E; i++)
+			c->x[i] += c->xb[i];
+		edgeq_weights_layer_end(w, l);
+	}
+
+	c->pos += (uint32_t)nb;
+	if (!want_logits)
+		return 0;
+	ret = edgeq_weights_layer_begin(w, EDGEQ_WEIGHTS_GLOBAL, err);
+	if (ret)
+		return ret;
+	rmsnorm(c->xb, c->x + (size_t)(nb - 1) * E,
+		edgeq_weights_get(w, m->output_norm), E, hp->rms_eps);
+	c->qa_src = NULL;
+	linear(c, m->output, c->xb, 1, (int)E, c->logits, (int)hp->n_vocab);
+	c->qa_src = NULL;
+	edgeq_weights_layer_end(w, EDGEQ_WEIGHTS_GLOBAL);
+	return 0;
+}
+
+int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
+		 const float **logits, struct edgeq_error *err)
+{
+	size_t i, done = 0;
+	int ret;
+
+	if (n == 0)
+		return edgeq_error_set(err, EINVAL, "decode: no tokens");
+	if (n > c->n_ctx - c->pos)
+		return edgeq_error_set(
+			err, ENOSPC,
+			"decode: %zu tokens at position %u exceed the context of %u",
+			n, c->pos, c->n_ctx);
+	for (i = 0; i < n; i++)
+		if (toks[i] < 0 || (uint32_t)toks[i] >= c->m->hp.n_vocab)
+			return edgeq_error_set(
+				err, EINVAL,
+				"decode: token id %d is out of range (vocabulary of %u)",
+				toks[i], c->m->hp.n_vocab);
+	while (done < n) {
+		size_t nb = n - done;
+
+		if (nb > c->n_batch)
+			nb = c->n_batch;
+		ret = forward(c, toks + done, (int)nb, done + nb == n, err);
+		if (ret)
+			return ret;
+		done += nb;
+	}
+	if (logits)
+		*logits = c->logits;
+	return 0;
+}
+
+int32_t *ctx_history(struct edgeq_ctx *c)
+{
+	return c->history;
+}
+
+uint32_t edgeq_ctx_n_ctx(const struct edgeq_ctx *c)
+{
+	return c->n_ctx;
+}
+
+struct edgeq_model *ctx_model(struct edgeq_ctx *c)
+{
+	return c->m;
+}

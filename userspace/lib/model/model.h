@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Internal model representation shared by the loader, the forward pass and
+ * the weight backends (mmap here; preload/stream in the streamer).
+ *
+ * The tensor table lists every tensor of the file with its absolute file
+ * offset and byte size and the layer that uses it (EDGEQ_WEIGHTS_GLOBAL for
+ * token_embd, output_norm, output), in file order. A weight backend serves
+ * bytes for these entries; the forward pass reaches them only through
+ * weights.h.
+ */
+#ifndef EDGEQ_MODEL_MODEL_H
+#define EDGEQ_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <edgeq/engine.h>
+#include <edgeq/gguf.h>
+
+#include "kernels/kernels.h"
+#include "model/vocab.h"
+#include "model/weights.h"
+
+struct edgeq_pool; /* the kernels' thread pool */
+
+struct edgeq_tensor {
+	char name[EDGEQ_GGUF_MAX_NAME];
+	uint32_t type; /* enum edgeq_type */
+	uint32_t n_dims;
+	uint64_t ne[4];	 /* ne[0] = row length (cols), ne[1] = rows */
+	uint64_t offset; /* absolute file offset of the data */
+	uint64_t size;	 /* bytes */
+	size_t row_size; /* bytes of one row of ne[0] elements */
+	int layer;	 /* block index, or EDGEQ_WEIGHTS_GLOBAL */
+	bool per_token;	 /* read by every decode step (not token_embd) */
+};
+
+struct edgeq_layer {
+	const struct edgeq_tensor *attn_norm, *wq, *wk, *wv, *wo;
+	const struct edgeq_tensor *bq, *bk, *bv; /* qwen2; NULL for llama */
+	const struct edgeq_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+};
+
+struct edgeq_hparams {
+	uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv;
+	uint32_t n_ff, head_dim, n_rot;
+	float rms_eps;
+	float rope_base;
+	bool rope_neox; /* qwen2: rotate halves; llama: adjacent pairs */
+	/* Llama 3 frequency scaling (rope.scaling.type "llama3") */
+	bool rope_llama3;
+	float rope_factor, rope_low_freq, rope_high_freq;
+	uint32_t rope_orig_ctx;
+	float rope_linear_scale; /* rope.scaling.type "linear": pos / factor */
+};
+
+/* Weight backend: the mmap one lives in weights_mmap.c. */
+struct edgeq_weights_ops {
+	int (*layer_begin)(struct edgeq_weights *w, int layer,
+			   struct edgeq_error *err);
+	const void *(*get)(struct edgeq_weights *w,
+			   const struct edgeq_tensor *t);
+	void (*layer_end)(struct edgeq_weights *w, int layer);
+	int (*embed_rows)(struct edgeq_weights *w, const int32_t *toks,
+			  size_t n, void *dst, size_t row_size,
+			  struct edgeq_error *err);
+	void (*free)(struct edgeq_weights *w);
+};
+
+/* Every backend's struct begins with this. */
+struct edgeq_weights {
+	const struct edgeq_weights_ops *ops;
+	const struct edgeq_model *model;
+};
+
+struct edgeq_model {
+	struct edgeq_model_info info;
+	struct edgeq_model_params params;
+	struct edgeq_hparams hp;
+	struct edgeq_gguf *gguf;      /* the validated file (mmapped) */
+	struct edgeq_tensor *tensors; /* table, file order */
+	size_t n_tensors;
+	const struct edgeq_tensor *tok_embd, *output_norm, *output;
+	const struct edgeq_tensor *rope_freqs; /* Llama 3 factors, optional */
+	float *rope_inv_freq; /* n_rot / 2: base^(-2i/n_rot) / factor_i */
+	struct edgeq_layer *layers;
+	struct edgeq_vocab vocab;
+	struct edgeq_weights *weights;
+	const struct edgeq_kernel_ops *ops;
+	struct edgeq_pool *pool;
+	int n_threads;
+	bool vocab_only;
+};
+
+/*
+ * Backend constructors. mmap is built in; preload/stream are provided by the
+ * weight streamer (weights_stream.c); until it lands a stub answers
+ * -EOPNOTSUPP.
+ */
+int edgeq_weights_mmap_new(const struct edgeq_model *m,
+			   struct edgeq_weights **out, struct edgeq_error *err);
+int edgeq_weights_stream_new(const struct edgeq_model *m,
+			     const struct edgeq_model_params *p,
+			     struct edgeq_weights **out,
+			     struct edgeq_error *err);
+void edgeq_weights_free(struct edgeq_weights *w);
+
+/* Forward-pass state that belongs to the model (decode.c). */
+int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err);
+void edgeq_decode_exit_model(struct edgeq_model *m);
+int32_t *ctx_history(struct edgeq_ctx *c);
+struct edgeq_model *ctx_model(struct edgeq_ctx *c);
+
+#endif /* EDGEQ_MODEL_MODEL_H */
