@@ -282,36 +282,6 @@ static void rmsnorm(float *o, const float *x, const float *w, uint32_t n,
 		o[i] = x[i] * s * w[i];
 }
 
-struct lin_arg {
-	const struct edgeq_kernel_ops *ops;
-	enum edgeq_type type;
-	const void *w;
-	int64_t n, rows;
-	const void *a;
-	size_t a_stride;
-	int nb;
-	float *y;
-	int64_t ldy;
-};
-
-static void lin_task(void *arg, int ith, int nth)
-{
-	const struct lin_arg *la = arg;
-	/* contiguous row ranges, multiples of 16 rows */
-	int64_t chunk = ((la->rows + nth - 1) / nth + 15) & ~(int64_t)15;
-	int64_t r0 = chunk * ith, r1 = r0 + chunk;
-
-	if (r1 > la->rows)
-		r1 = la->rows;
-	if (r0 >= r1)
-		return;
-	if (la->nb == 1)
-		la->ops->matvec(la->type, la->w, la->n, r0, r1, la->a, la->y);
-	else
-		la->ops->matmul(la->type, la->w, la->n, r0, r1, la->a,
-				la->a_stride, la->nb, la->y, la->ldy);
-}
-
 /*
  * y[b][0..rows) = W x[b] for b < nb; x rows are ldx floats apart, y rows ldy.
  * The activations are quantized once into W's vec_dot type and reused by
@@ -325,7 +295,6 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 	enum edgeq_type vdt = tr->vec_dot_type;
 	int64_t n = (int64_t)t->ne[0];
 	size_t astride = edgeq_row_size(vdt, n);
-	struct lin_arg la;
 	int b;
 
 	if (c->qa_src != x || c->qa_type != (int)vdt || c->qa_nb != nb) {
@@ -336,17 +305,14 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 		c->qa_type = (int)vdt;
 		c->qa_nb = nb;
 	}
-	la = (struct lin_arg){ m->ops,
-			       t->type,
-			       edgeq_weights_get(m->weights, t),
-			       n,
-			       (int64_t)t->ne[1],
-			       c->qa,
-			       astride,
-			       nb,
-			       y,
-			       ldy };
-	par_run(m, lin_task, &la);
+	if (nb == 1)
+		edgeq_par_matvec(m->pool, m->ops, t->type,
+				 edgeq_weights_get(m->weights, t), n,
+				 (int64_t)t->ne[1], c->qa, y);
+	else
+		edgeq_par_matmul(m->pool, m->ops, t->type,
+				 edgeq_weights_get(m->weights, t), n,
+				 (int64_t)t->ne[1], c->qa, astride, nb, y, ldy);
 }
 
 static void add_bias(float *y, const float *bias, int nb, uint32_t n)

@@ -23,8 +23,6 @@
 #include "model/vocab.h"
 #include "model/weights.h"
 
-struct edgeq_pool; /* the kernels' thread pool */
-
 struct edgeq_tensor {
 	char name[EDGEQ_GGUF_MAX_NAME];
 	uint32_t type; /* enum edgeq_type */
@@ -89,7 +87,7 @@ struct edgeq_model {
 	struct edgeq_vocab vocab;
 	struct edgeq_weights *weights;
 	const struct edgeq_kernel_ops *ops;
-	struct edgeq_pool *pool;
+	struct edgeq_threadpool *pool; /* NULL: one thread */
 	int n_threads;
 	bool vocab_only;
 };
