@@ -84,7 +84,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 TEST_HELPER_OBJS := $(TEST_HELPER_SRCS:%.c=$(O)/%.o)
-TOOL_BINS := $(foreach s,$(TOOL_SRCS),$(O)/$(patsubst %/,%,$(dir $(s))))
+TOOL_BINS := $(sort $(foreach s,$(TOOL_SRCS),$(O)/$(patsubst %/,%,$(dir $(s)))))
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(O)/bpf/%.bpf.o)
 BPF_SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(O)/bpf/%.skel.h)
 

@@ -53,6 +53,8 @@ struct edgeq_ctx {
 	uint8_t *emb;	  /* raw embedding rows [n_batch][row_size] */
 	float *rope;	  /* [n_batch][n_rot / 2][2] cos, sin */
 	int32_t *history; /* [n_ctx] for edgeq_generate */
+	const struct edgeq_ctx_hooks *hooks; /* placement, or NULL */
+	void *hooks_arg;
 };
 
 void edgeq_ctx_params_init(struct edgeq_ctx_params *p)
@@ -297,6 +299,9 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 	size_t astride = edgeq_row_size(vdt, n);
 	int b;
 
+	if (c->hooks && c->hooks->linear &&
+	    !c->hooks->linear(c->hooks_arg, t, x, nb, ldx, y, ldy))
+		return; /* placement ran it on another device */
 	if (c->qa_src != x || c->qa_type != (int)vdt || c->qa_nb != nb) {
 		for (b = 0; b < nb; b++)
 			m->ops->quantize_act(vdt, x + (size_t)b * ldx,
@@ -506,6 +511,8 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	struct att_arg aa;
 	int ret, b, l;
 
+	if (c->hooks && c->hooks->step_begin)
+		c->hooks->step_begin(c->hooks_arg, nb);
 	ret = edgeq_weights_embed_rows(w, toks, (size_t)nb, c->emb, rs, err);
 	if (ret)
 		return ret;
@@ -569,6 +576,8 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	}
 
 	c->pos += (uint32_t)nb;
+	if (c->hooks && c->hooks->step_end && !want_logits)
+		c->hooks->step_end(c->hooks_arg, nb);
 	if (!want_logits)
 		return 0;
 	ret = edgeq_weights_layer_begin(w, EDGEQ_WEIGHTS_GLOBAL, err);
@@ -580,6 +589,8 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	linear(c, m->output, c->xb, 1, (int)E, c->logits, (int)hp->n_vocab);
 	c->qa_src = NULL;
 	edgeq_weights_layer_end(w, EDGEQ_WEIGHTS_GLOBAL);
+	if (c->hooks && c->hooks->step_end)
+		c->hooks->step_end(c->hooks_arg, nb);
 	return 0;
 }
 
@@ -630,4 +641,11 @@ uint32_t edgeq_ctx_n_ctx(const struct edgeq_ctx *c)
 struct edgeq_model *ctx_model(struct edgeq_ctx *c)
 {
 	return c->m;
+}
+
+void ctx_set_hooks(struct edgeq_ctx *c, const struct edgeq_ctx_hooks *h,
+		   void *arg)
+{
+	c->hooks = h;
+	c->hooks_arg = arg;
 }

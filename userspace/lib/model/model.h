@@ -111,4 +111,21 @@ void edgeq_decode_exit_model(struct edgeq_model *m);
 int32_t *ctx_history(struct edgeq_ctx *c);
 struct edgeq_model *ctx_model(struct edgeq_ctx *c);
 
+/*
+ * Hooks placement installs on a ctx (userspace/lib/placement/exec.c) to run
+ * ops on other devices. step_begin/step_end bracket one forward pass of @nb
+ * tokens (a decode step is a token boundary); linear() may compute
+ * y = W x elsewhere and return 0, or return non-zero to leave it to the CPU.
+ */
+struct edgeq_ctx_hooks {
+	void (*step_begin)(void *arg, int nb);
+	int (*linear)(void *arg, const struct edgeq_tensor *t, const float *x,
+		      int nb, int ldx, float *y, int ldy);
+	void (*step_end)(void *arg, int nb);
+};
+
+/* Install (or with NULL remove) @h on @c. */
+void ctx_set_hooks(struct edgeq_ctx *c, const struct edgeq_ctx_hooks *h,
+		   void *arg);
+
 #endif /* EDGEQ_MODEL_MODEL_H */
