@@ -11,6 +11,7 @@
  *             [--kill-agent-at K --agent-pid PID] kq: SIGKILL the agent after token K
  *             [--watch] [--sysfs DIR]             consume the pressure monitor
  *             [--no-calib]                        keep the profile's speeds
+ *             [--margin F]                        hysteresis margin (0.05)
  *
  * Prints one JSON object: "tokens" (generated ids), "per_token" (for each
  * token: ops of the plan off the CPU, replans so far, pressure events,
@@ -121,7 +122,7 @@ static void usage(void)
 		"  [--devices FILE] [--backend inline|kq|none] [--throttle-at K]\n"
 		"  [--cooling S/MAX] [--fail-after N] [--kill-agent-at K]\n"
 		"  [--agent-pid PID] [--watch] [--sysfs DIR] [--threads N]\n"
-		"  [--no-calib]\n");
+		"  [--no-calib] [--margin F]\n");
 	exit(2);
 }
 
@@ -196,6 +197,8 @@ int main(int argc, char **argv)
 			r.sysfs = v;
 		else if (!strcmp(a, "--threads"))
 			threads = atoi(v);
+		else if (!strcmp(a, "--margin"))
+			pp.margin = atof(v);
 		else
 			usage();
 	}

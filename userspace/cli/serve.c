@@ -24,6 +24,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <edgeq/edgeq.h>
+#include <edgeq/pressure.h>
 #include <edgeq/router.h>
 
 #include "cli.h"
@@ -37,6 +38,7 @@ static const char *opt_config, *opt_default_class = "confidential";
 static const char *opt_socket_mode = "0660", *opt_api_key_file;
 static uint64_t opt_max_body = 1 << 20;
 static bool opt_no_prefix_cache;
+static const char *opt_pressure = "auto";
 
 static const struct cli_option serve_opts[] = {
 	{ "config", 'c', CLI_STR, &opt_config, "FILE",
@@ -101,6 +103,8 @@ static const struct cli_option serve_opts[] = {
 	  "whole-request timeout for endpoints (60)" },
 	{ "local-tok-s", 0, CLI_DOUBLE, &cfg.local_tok_s, "TOK_S",
 	  "fixed local decode speed for the router (0: measure)" },
+	{ "pressure", 0, CLI_STR, &opt_pressure, "SOURCE",
+	  "pressure monitor: auto (BPF, else PSI), psi or off" },
 	{ "log-prompts", 0, CLI_FLAG, &cfg.log_prompts, NULL,
 	  "write prompts and completions to the log (off)" },
 	{ "log-target", 0, CLI_STR, &cfg.log_target, "WHERE",
@@ -259,13 +263,71 @@ static int write_port_file(const char *path, int port)
 	return rename(tmp, path) ? -errno : 0;
 }
 
+/* The pressure monitor's view, reduced to what the server uses. */
+static void push_pressure(struct srv *srv, struct edgeq_pressure *pm)
+{
+	struct edgeq_pressure_state st;
+	struct srv_pressure p = { 0 };
+	uint32_t i;
+
+	edgeq_pressure_get(pm, &st);
+	p.valid = true;
+	p.source = edgeq_pressure_source_name(st.source);
+	p.mem_some10 =
+		st.mem.psi_some_avg10 >= 0 ? st.mem.psi_some_avg10 / 100 : -1;
+	p.stall_ms_per_s = st.mem.stall_ms_per_s;
+	p.mem_level = (int)st.mem.level;
+	p.throttle = 1;
+	for (i = 0; i < st.n_devices && p.n_dev < SRV_MAX_DEVICES; i++) {
+		snprintf(p.dev[p.n_dev].name, sizeof(p.dev[0].name), "%s",
+			 st.devices[i].name);
+		p.dev[p.n_dev].throttle = st.devices[i].throttle;
+		p.dev[p.n_dev].temp_mc = st.devices[i].temp_mc;
+		/* the engine runs on the CPU */
+		if (!strcmp(st.devices[i].name, "cpu")) {
+			p.throttle = st.devices[i].throttle;
+			p.have_throttle = true;
+		}
+		p.n_dev++;
+	}
+	srv_set_pressure(srv, &p);
+}
+
+static struct edgeq_pressure *start_pressure(void)
+{
+	struct edgeq_pressure_opts o;
+	struct edgeq_error err = { 0 };
+	struct edgeq_pressure *pm = NULL;
+
+	if (!strcmp(opt_pressure, "off"))
+		return NULL;
+	edgeq_pressure_opts_init(&o);
+	o.no_bpf = !strcmp(opt_pressure, "psi");
+	if (edgeq_pressure_new(&o, &pm, &err)) {
+		srv_log(SRV_WARN,
+			(const char *const[]){
+				"EDGEQ_EVENT=pressure-unavailable", NULL },
+			"no pressure monitor (%s): the router plans with unthrottled speed",
+			err.msg);
+		return NULL;
+	}
+	srv_log(SRV_NOTICE,
+		(const char *const[]){ "EDGEQ_EVENT=pressure", NULL },
+		"pressure monitor: %s%s%s",
+		edgeq_pressure_source_name(edgeq_pressure_source(pm)),
+		*edgeq_pressure_fallback_reason(pm) ? "; BPF not used: " : "",
+		edgeq_pressure_fallback_reason(pm));
+	return pm;
+}
+
 static int serve_main(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("serve");
 	struct loader l = { 0 };
 	struct signalfd_siginfo si;
 	uint64_t wd_usec = 0, stall_ns;
-	struct pollfd pfd[2];
+	struct edgeq_pressure *pm = NULL;
+	struct pollfd pfd[3];
 	struct edgeq_error err = { 0 };
 	struct srv *srv = NULL;
 	bool loaded = false, stop = false;
@@ -309,6 +371,10 @@ static int serve_main(int argc, char **argv)
 	if (cfg.port < 0 || cfg.port > 65535)
 		return cli_error(EXIT_USAGE, "serve",
 				 "--port must be 0..65535");
+	if (strcmp(opt_pressure, "auto") && strcmp(opt_pressure, "psi") &&
+	    strcmp(opt_pressure, "off"))
+		return cli_error(EXIT_USAGE, "serve",
+				 "--pressure must be auto, psi or off");
 	if (strcmp(cfg.log_target, "auto") &&
 	    strcmp(cfg.log_target, "journal") &&
 	    strcmp(cfg.log_target, "stderr"))
@@ -357,12 +423,21 @@ static int serve_main(int argc, char **argv)
 	/* a generation with no token for a whole watchdog period is stuck */
 	stall_ns = wd_usec ? wd_usec * 1000 : 60ull * 1000000000;
 
+	pm = start_pressure();
+	if (pm)
+		push_pressure(srv, pm);
 	pfd[0].fd = sfd;
 	pfd[0].events = POLLIN;
 	pfd[1].fd = l.efd;
 	pfd[1].events = POLLIN;
+	pfd[2].fd = pm ? edgeq_pressure_fd(pm) : -1;
+	pfd[2].events = POLLIN;
+	pfd[2].revents = 0;
 	while (!stop) {
-		ret = poll(pfd, 2, wd_usec ? (int)(wd_usec / 2000) : 1000);
+		ret = poll(pfd, 3, wd_usec ? (int)(wd_usec / 2000) : 1000);
+		if (pm && pfd[2].revents & POLLIN &&
+		    edgeq_pressure_consume(pm) > 0)
+			push_pressure(srv, pm);
 		if (ret < 0 && errno != EINTR)
 			break;
 		if (pfd[1].revents & POLLIN) {
@@ -418,6 +493,7 @@ static int serve_main(int argc, char **argv)
 		(const char *const[]){ "EDGEQ_EVENT=stopped", NULL },
 		"stopped; %d request(s) had to be cancelled", left);
 	srv_free(srv);
+	edgeq_pressure_free(pm);
 	close(sfd);
 	close(l.efd);
 	return status;

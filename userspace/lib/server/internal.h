@@ -48,6 +48,7 @@ struct srv {
 	double peak_tok_s, prompt_tok_s; /* measured, EWMA */
 	_Atomic uint64_t seq;
 
+	struct srv_pressure pressure; /* under lock */
 	struct srv_metrics *metrics;
 	struct edgeq_router_config rcfg;
 	char load_error[600];
@@ -115,6 +116,7 @@ struct srv_req {
 };
 
 /* server.c */
+double srv_throttle(struct srv *s);
 bool srv_client_gone(struct srv_req *r);
 int srv_send_error(struct srv_req *r, int status, const char *type,
 		   const char *param, const char *fmt, ...)

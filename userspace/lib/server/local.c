@@ -330,8 +330,10 @@ void srv_local_end(struct srv_req *r)
 		active = s->running;
 		pthread_mutex_unlock(&s->lock);
 		dt = r->t_last - r->t_decode0;
-		/* per-sequence speed x sequences sharing the box ~ peak */
-		tps = (r->n_gen - 1) * 1e9 / (double)dt * (active ? active : 1);
+		/* per-sequence speed x sequences sharing the box, over the
+		 * throttle at the time ~ the unthrottled peak */
+		tps = (r->n_gen - 1) * 1e9 / (double)dt *
+		      (active ? active : 1) / srv_throttle(s);
 		pthread_mutex_lock(&s->lock);
 		ewma(&s->peak_tok_s, tps);
 		pthread_mutex_unlock(&s->lock);

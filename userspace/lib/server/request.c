@@ -296,7 +296,7 @@ static int parse_prompt(struct srv_req *r)
 		p = json_array_get(p, 0);
 	}
 	r->prompt = strdup(json_string_value(p));
-	r->add_bos = true;
+	r->add_bos = r->s->info && r->s->info->bos >= 0 && r->s->info->add_bos;
 	r->parse_special = false;
 	return r->prompt ? 0 : -ENOMEM;
 }

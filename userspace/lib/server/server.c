@@ -21,6 +21,8 @@
 
 #include <sodium.h>
 
+#include <edgeq/gguf.h>
+
 #include "server/internal.h"
 
 void srv_config_init(struct srv_config *c)
@@ -204,14 +206,78 @@ static void capacity_locked(struct srv *s, struct edgeq_router_capacity *c)
 	c->peak_tok_s = s->cfg.local_tok_s > 0 ? s->cfg.local_tok_s :
 						 s->peak_tok_s;
 	c->prompt_tok_s = s->prompt_tok_s;
-	c->throttle = 1; /* TODO(pressure): from include/edgeq/pressure.h */
-	psi_memory(&mp, &ok);
-	c->mem_pressure = ok ? mp / 100 : 0;
+	/* sustained, not peak: the monitor's throttle of the engine's device */
+	c->throttle = s->pressure.valid && s->pressure.have_throttle ?
+			      s->pressure.throttle :
+			      1;
+	if (s->pressure.valid && s->pressure.mem_some10 >= 0) {
+		c->mem_pressure = s->pressure.mem_some10;
+	} else {
+		psi_memory(&mp, &ok);
+		c->mem_pressure = ok ? mp / 100 : 0;
+	}
 	c->slots = (uint32_t)s->n_slots;
 	c->running = (uint32_t)s->running;
 	c->waiting = (uint32_t)s->waiting;
 	c->queue_max = (uint32_t)s->cfg.queue;
 	c->local_down = atomic_load(&s->state) != SRV_READY;
+}
+
+void srv_set_pressure(struct srv *s, const struct srv_pressure *p)
+{
+	pthread_mutex_lock(&s->lock);
+	s->pressure = *p;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The share of peak speed left now (1 when nothing throttles). */
+double srv_throttle(struct srv *s)
+{
+	double t = 1;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->pressure.valid && s->pressure.have_throttle &&
+	    s->pressure.throttle > 0)
+		t = s->pressure.throttle;
+	pthread_mutex_unlock(&s->lock);
+	return t;
+}
+
+static void render_pressure(const struct srv_pressure *p, struct srv_buf *b)
+{
+	int i;
+
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_pressure_source The pressure monitor's source (bpf or psi), always 1.\n"
+		"# TYPE edgeq_pressure_source gauge\n"
+		"edgeq_pressure_source{source=\"%s\"} 1\n"
+		"# HELP edgeq_memory_pressure_level Memory pressure level from the monitor: 0 none, 1 low, 2 medium, 3 critical.\n"
+		"# TYPE edgeq_memory_pressure_level gauge\n"
+		"edgeq_memory_pressure_level %d\n"
+		"# HELP edgeq_memory_stall_ms_per_second Reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
+		"# TYPE edgeq_memory_stall_ms_per_second gauge\n"
+		"edgeq_memory_stall_ms_per_second %.3f\n",
+		p->source, p->mem_level, p->stall_ms_per_s);
+	if (!p->n_dev)
+		return;
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_throttle_ratio Share of full speed left per device (pressure monitor: cooling state, clock over max); 1 unthrottled.\n"
+		"# TYPE edgeq_throttle_ratio gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		srv_buf_printf(b, "edgeq_throttle_ratio{device=\"%s\"} %.4f\n",
+			       p->dev[i].name, p->dev[i].throttle);
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_device_temperature_celsius Hottest thermal zone mapped to the device (pressure monitor).\n"
+		"# TYPE edgeq_device_temperature_celsius gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		if (p->dev[i].temp_mc != INT32_MIN)
+			srv_buf_printf(
+				b,
+				"edgeq_device_temperature_celsius{device=\"%s\"} %.3f\n",
+				p->dev[i].name, p->dev[i].temp_mc / 1000.0);
 }
 
 static int do_metrics(struct srv_req *r)
@@ -221,10 +287,12 @@ static int do_metrics(struct srv_req *r)
 	struct MHD_Response *resp;
 	uint64_t kv_used = 0, kv_cap = 0;
 	int running, waiting, i, st, ret;
+	struct srv_pressure pr;
 	double peak, prompt, mp;
 	bool psi_ok;
 
 	pthread_mutex_lock(&s->lock);
+	pr = s->pressure;
 	running = s->running;
 	waiting = s->waiting;
 	peak = s->cfg.local_tok_s > 0 ? s->cfg.local_tok_s : s->peak_tok_s;
@@ -280,14 +348,21 @@ static int do_metrics(struct srv_req *r)
 			"# TYPE edgeq_local_prompt_tokens_per_second gauge\n"
 			"edgeq_local_prompt_tokens_per_second %.3f\n",
 			prompt);
-	psi_memory(&mp, &psi_ok);
+	if (pr.valid && pr.mem_some10 >= 0) {
+		mp = pr.mem_some10 * 100;
+		psi_ok = true;
+	} else {
+		psi_memory(&mp, &psi_ok);
+	}
 	if (psi_ok)
 		srv_buf_printf(
 			&b,
-			"# HELP edgeq_memory_pressure_ratio Share of time some task stalled on memory, 10 s average (PSI /proc/pressure/memory).\n"
+			"# HELP edgeq_memory_pressure_ratio Share of time some task stalled on memory, 10 s average (PSI memory some avg10).\n"
 			"# TYPE edgeq_memory_pressure_ratio gauge\n"
 			"edgeq_memory_pressure_ratio %.4f\n",
 			mp / 100);
+	if (pr.valid)
+		render_pressure(&pr, &b);
 	srv_metrics_render(s->metrics, &b);
 	if (b.oom) {
 		srv_buf_free(&b);
@@ -782,10 +857,33 @@ static bool has_special(struct edgeq_model *m, const char *text)
 	return !edgeq_tokenize(m, text, false, true, t, 4, &n) && n == 1;
 }
 
+/* tokenizer.chat_template of the file, or NULL (only its markers are used) */
+static char *read_chat_template(const char *path)
+{
+	struct edgeq_gguf_str str;
+	struct edgeq_gguf *g;
+	char *t = NULL;
+	size_t n;
+
+	if (edgeq_gguf_open(path, &g, NULL))
+		return NULL;
+	if (!edgeq_gguf_get_str(g, "tokenizer.chat_template", &str, NULL)) {
+		n = str.len < 65536 ? (size_t)str.len : 65536;
+		t = malloc(n + 1);
+		if (t) {
+			memcpy(t, str.ptr, n);
+			t[n] = '\0';
+		}
+	}
+	edgeq_gguf_close(g);
+	return t;
+}
+
 int srv_load(struct srv *s, struct edgeq_error *err)
 {
 	struct edgeq_model_params mp;
 	struct edgeq_ctx_params cp;
+	char *jinja = NULL;
 	const char *base;
 	int i, ret;
 
@@ -829,10 +927,10 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 		snprintf(s->model_id, sizeof(s->model_id), "%s",
 			 base ? base + 1 : s->cfg.model_path);
 	}
+	jinja = read_chat_template(s->cfg.model_path);
 	if (!s->cfg.chat_template || !strcmp(s->cfg.chat_template, "auto"))
 		s->tmpl = srv_template_detect(
-			NULL /* TODO(gguf): tokenizer.chat_template */,
-			s->info->arch, s->info->name,
+			jinja ? jinja : NULL, s->info->arch, s->info->name,
 			has_special(s->model, "<|start_header_id|>"),
 			has_special(s->model, "<|im_start|>"));
 	else if (srv_template_parse(s->cfg.chat_template, &s->tmpl)) {
@@ -842,8 +940,10 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 			s->cfg.chat_template);
 		goto fail;
 	}
-	/* ChatML models (Qwen) are trained without a BOS in chats. */
-	s->add_bos_chat = s->info->bos >= 0 && s->tmpl != SRV_TMPL_CHATML;
+	/* the tokenizer's own add_bos_token (Qwen's ChatML has none) */
+	s->add_bos_chat = s->info->bos >= 0 && s->info->add_bos;
+	free(jinja);
+	jinja = NULL;
 
 	if (s->cfg.load_delay_ms > 0)
 		usleep((useconds_t)s->cfg.load_delay_ms * 1000);
@@ -856,6 +956,7 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 		s->n_ctx, srv_template_name(s->tmpl));
 	return 0;
 fail:
+	free(jinja);
 	snprintf(s->load_error, sizeof(s->load_error), "%s",
 		 err ? err->msg : "load failed");
 	atomic_store(&s->state, SRV_FAILED);

@@ -142,6 +142,25 @@ bool srv_alive(struct srv *s, uint64_t stall_ns);
  * then cancel the rest; returns the number cancelled. */
 int srv_shutdown(struct srv *s, uint64_t timeout_ns);
 void srv_free(struct srv *s);
+/* What the pressure monitor says, pushed by the event loop. */
+#define SRV_MAX_DEVICES 8
+struct srv_pressure {
+	bool valid;
+	const char *source; /* "bpf", "psi" */
+	double throttle;    /* of the device the engine runs on ("cpu") */
+	bool have_throttle; /* a device with a throttle source exists */
+	double mem_some10;  /* PSI some avg10 / 100; < 0 absent */
+	double stall_ms_per_s;
+	int mem_level; /* enum edgeq_mem_level */
+	int n_dev;
+	struct {
+		char name[16];
+		double throttle;
+		int32_t temp_mc; /* INT32_MIN: unknown */
+	} dev[SRV_MAX_DEVICES];
+};
+void srv_set_pressure(struct srv *s, const struct srv_pressure *p);
+
 /* The bound TCP port, or 0. */
 int srv_port(struct srv *s);
 
