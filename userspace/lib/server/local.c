@@ -43,6 +43,23 @@ int srv_tokenize_prompt(struct srv_req *r)
 	return 0;
 }
 
+/* Take the engine for one decode call; apply a pending weights budget at
+ * this token boundary, where no other decode runs. */
+static void srv_engine_lock(struct srv *s)
+{
+	uint64_t b;
+
+	pthread_mutex_lock(&s->engine_lock);
+	b = atomic_exchange(&s->pending_budget, 0);
+	if (b)
+		edgeq_model_set_weights_budget(s->model, b);
+}
+
+static void srv_engine_unlock(struct srv *s)
+{
+	pthread_mutex_unlock(&s->engine_lock);
+}
+
 static uint32_t common_prefix(const struct srv_slot *sl, const int32_t *t,
 			      size_t n)
 {
@@ -151,15 +168,17 @@ static int prefill(struct srv_req *r, struct edgeq_error *err)
 		keep = (uint32_t)r->n_prompt - 1; /* need the last logits */
 	edgeq_ctx_truncate(sl->ctx, keep);
 	sl->n_hist = keep;
+	srv_engine_lock(s);
 	t = edgeq_now_ns();
 	ret = edgeq_decode(sl->ctx, r->toks + keep, r->n_prompt - keep,
 			   &r->logits, err);
+	t = edgeq_now_ns() - t;
+	srv_engine_unlock(s);
 	if (ret)
 		return ret;
 	memcpy(sl->hist + keep, r->toks + keep,
 	       (r->n_prompt - keep) * sizeof(int32_t));
 	sl->n_hist = (uint32_t)r->n_prompt;
-	t = edgeq_now_ns() - t;
 	if (r->n_prompt - keep >= 8 && t) {
 		pthread_mutex_lock(&s->lock);
 		ewma(&s->prompt_tok_s, (r->n_prompt - keep) * 1e9 / (double)t);
@@ -308,7 +327,9 @@ static int local_step(struct srv_req *r)
 		release_text(r, true);
 		return 0;
 	}
+	srv_engine_lock(s);
 	ret = edgeq_decode(sl->ctx, &tok, 1, &r->logits, &err);
+	srv_engine_unlock(s);
 	if (ret == -ENOSPC) {
 		r->finish = "length";
 		release_text(r, true);
