@@ -30,6 +30,7 @@
 #include <edgeq/stream.h>
 
 #include "cli.h"
+#include "serve_bundle.h"
 #include "server/server.h"
 
 #define DEFAULT_CONFIG "/etc/edgeq/edgeq.conf"
@@ -394,6 +395,10 @@ static int serve_main(int argc, char **argv)
 	if (arg < argc)
 		return cli_error(EXIT_USAGE, "serve",
 				 "unexpected argument '%s'", argv[arg]);
+	/* with EDGEQ_TRUST_KEY, only a verified bundle is served */
+	ret = serve_bundle_resolve(&cfg.model_path);
+	if (ret)
+		return ret;
 	if (!cfg.model_path)
 		return cli_error(
 			EXIT_USAGE, "serve",
@@ -523,8 +528,10 @@ static int serve_main(int argc, char **argv)
 				sd_notifyf(0, "STATUS=load failed: %s",
 					   l.err.msg);
 				status = cli_exit_for(l.ret);
+				serve_bundle_load_failed(l.err.msg);
 				break;
 			}
+			serve_bundle_loaded();
 			sd_notifyf(0, "READY=1\nSTATUS=serving on port %d",
 				   srv_port(srv));
 			if (pm)
