@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -68,7 +69,7 @@ static const struct cli_option serve_opts[] = {
 	{ "weights", 0, CLI_STR, &opt_weights, "MODE",
 	  "auto, mmap, preload or stream (auto: from the memory budget)" },
 	{ "weights-budget", 0, CLI_RAW, &opt_weights_budget, "SIZE",
-	  "most weight bytes kept resident, e.g. 2G or 50% (default: what memory allows)" },
+	  "most weight bytes kept resident, e.g. 2G or 50% of the model (default: what memory allows)" },
 	{ "ctx-size", 0, CLI_INT, &cfg.ctx_size, "N",
 	  "context tokens per slot (2048)" },
 	{ "slots", 0, CLI_INT, &cfg.slots, "N",
@@ -428,15 +429,16 @@ static int serve_main(int argc, char **argv)
 		cfg.weights_mode = (int)wm;
 	}
 	if (opt_weights_budget) {
-		struct edgeq_mem_info mi = { 0 };
+		struct stat st;
 
-		edgeq_mem_probe(NULL, &mi);
-		if (edgeq_parse_size(opt_weights_budget,
-				     mi.mem_available + mi.cg_usage,
+		/* a percentage is of the model, as for edgeq run */
+		if (stat(cfg.model_path, &st))
+			st.st_size = 0;
+		if (edgeq_parse_size(opt_weights_budget, (uint64_t)st.st_size,
 				     &cfg.weights_budget))
 			return cli_error(
 				EXIT_USAGE, "serve",
-				"--weights-budget: '%s' is not a size (512M, 2G, 50%%)",
+				"--weights-budget: '%s' is not a size (512M, 2G, 50%% of the model)",
 				opt_weights_budget);
 	}
 	if (strcmp(opt_pressure, "auto") && strcmp(opt_pressure, "psi") &&
