@@ -361,6 +361,71 @@ int edgeq_placer_update_pressure(struct edgeq_placer *p,
 				 const struct edgeq_pressure_state *ps,
 				 const char *sysfs_dir);
 
+/* ---- execution: the forward pass on the placed devices ---- */
+
+struct edgeq_ctx;
+struct edgeq_pressure;
+struct edgeq_place_exec;
+
+/* How a device other than the CPU runs a matrix op. */
+struct edgeq_place_backend {
+	const char *name;
+	/*
+	 * y[rows] = W x on device @dev: W is @rows x @cols of GGUF type
+	 * @type (@w_bytes at @w), x is f32[cols]. The same kernels as the
+	 * CPU path (activations quantized to the type's vec_dot type, then
+	 * matvec), so the result is bit-identical. Returns 0, or -errno
+	 * (-ENODEV: the agent is gone), after which the CPU runs the op.
+	 */
+	int (*matvec)(void *arg, int dev, uint32_t type, const void *w,
+		      uint64_t w_bytes, uint64_t rows, uint64_t cols,
+		      const float *x, float *y);
+	void *arg;
+};
+
+/* The in-process backend: runs the op on the calling thread as a CPU agent
+ * would. fail_after > 0 makes it answer -ENODEV from that op on (an agent
+ * killed mid-generation, for tests). */
+struct edgeq_place_inline {
+	uint64_t fail_after;
+	uint64_t ops; /* ops run */
+};
+
+void edgeq_place_backend_inline(struct edgeq_place_backend *be,
+				struct edgeq_place_inline *st);
+
+struct edgeq_place_stats {
+	uint64_t tokens;	    /* decode steps (token boundaries) */
+	uint64_t replans;	    /* plan switches */
+	uint64_t last_replan_token; /* token count at the last switch */
+	enum edgeq_replan_reason last_reason;
+	uint64_t offloaded;	  /* matrix ops run off the CPU */
+	uint64_t fallbacks;	  /* ops a device failed; the CPU ran them */
+	int last_error;		  /* the backend's last error (-errno) */
+	uint64_t pressure_events; /* monitor updates applied */
+	uint32_t ops_off_cpu;	  /* ops of the plan in force off the CPU */
+};
+
+/*
+ * Run @c's decode steps on the devices @d (dev[0] the CPU) through @be,
+ * placed by a placer with @pp (NULL: defaults). Queues take the matrix ops
+ * their profile allows; everything else, and prefill, runs on the CPU.
+ * Detach before freeing the ctx.
+ */
+int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
+		       const struct edgeq_placer_params *pp,
+		       const struct edgeq_place_backend *be,
+		       struct edgeq_place_exec **out, struct edgeq_error *err);
+void edgeq_place_detach(struct edgeq_place_exec *x);
+/* The placer (set_state from any thread takes effect at the next token). */
+struct edgeq_placer *edgeq_place_placer(struct edgeq_place_exec *x);
+void edgeq_place_stats(const struct edgeq_place_exec *x,
+		       struct edgeq_place_stats *st);
+/* Consume @pm's events at every token boundary (no blocking) and re-read
+ * queue state under @sysfs_dir when they arrive. @pm NULL stops. */
+int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,
+		      const char *sysfs_dir);
+
 #ifdef __cplusplus
 }
 #endif

@@ -163,6 +163,10 @@ static void test_spm_roundtrip(void **state)
 		"tabs\tand\nnewlines\r\n",
 		"\xf0\x9f\xa6\x99 emoji and \xe4\xb8\xad\xe6\x96\x87",
 		"bytes \x01\x02\x7f",
+		/* invalid UTF-8 (found by the fuzzer): a truncated character
+		 * must not swallow the space after it */
+		"broken \xf0\x9f\xa6 utf8 \xfc"
+		"1234",
 	};
 	char buf[8];
 	size_t i;
