@@ -84,7 +84,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 TEST_HELPER_OBJS := $(TEST_HELPER_SRCS:%.c=$(O)/%.o)
-TOOL_BINS := $(foreach s,$(TOOL_SRCS),$(O)/$(patsubst %/,%,$(dir $(s))))
+TOOL_BINS := $(sort $(foreach s,$(TOOL_SRCS),$(O)/$(patsubst %/,%,$(dir $(s)))))
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(O)/bpf/%.bpf.o)
 BPF_SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(O)/bpf/%.skel.h)
 
@@ -180,6 +180,13 @@ $(O)/tests/unit/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(STATIC_LIB)
 		-lcmocka $(LIBS) $(LDFLAGS)
 
 tests: all $(UNIT_BINS)
+
+# Kernel tests: programs run inside the test VM by tests/kmod/t_kmod.
+KMOD_TEST_BINS := $(patsubst tests/kmod/%.c,$(O)/tests/kmod/%,$(wildcard tests/kmod/*.c))
+$(O)/tests/kmod/%: tests/kmod/%.c $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC_LIB) $(LIBS) $(LDFLAGS)
+tests: $(KMOD_TEST_BINS)
 
 # Installs what is missing (root), builds everything, runs every suite.
 check:

@@ -65,6 +65,10 @@ int edgeq_profile_local(struct edgeq_profile *p, const char *disk_file,
 /* Memory read bandwidth of this machine in bytes/s, measured now. Uses the
  * threads reading a 128 MiB buffer, best of three passes. */
 double edgeq_ledger_membw(void);
+/* The same over a buffer of @bytes (64 KiB to 1 GiB): the bandwidth of the
+ * memory level a working set of that size lives in (a model smaller than
+ * the last-level cache is read from the cache, not from DRAM). */
+double edgeq_ledger_membw_at(uint64_t bytes);
 
 /* The shape of a model as far as the ledgers need it. */
 struct edgeq_model_shape {
@@ -180,6 +184,26 @@ int edgeq_plan_compute(const struct edgeq_profile *prof,
 		       const struct edgeq_model_shape *shape,
 		       const struct edgeq_plan_params *pp,
 		       struct edgeq_plan *out, struct edgeq_error *err);
+
+/* ---- statistics for edgeq bench ---- */
+
+/* The @p-th percentile (0..100) of @n samples, linear between ranks; sorts
+ * @v in place. 0 when n is 0. */
+double edgeq_stats_percentile(double *v, size_t n, double p);
+double edgeq_stats_mean(const double *v, size_t n);
+/* Sample standard deviation (n - 1); 0 below two samples. */
+double edgeq_stats_stddev(const double *v, size_t n);
+
+/* A soak run split into the burst (the first @burst_s seconds) and the
+ * steady state (the rest), token-weighted: tokens / seconds in each part. */
+struct edgeq_soak_split {
+	double burst_tps, steady_tps;
+	double ratio; /* steady / burst (1 when no steady part) */
+};
+/* @t: end time of each sample interval (s, increasing from 0), @tokens:
+ * tokens generated in that interval. */
+void edgeq_soak_split(const double *t, const double *tokens, size_t n,
+		      double burst_s, struct edgeq_soak_split *out);
 
 #ifdef __cplusplus
 }

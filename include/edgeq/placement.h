@@ -50,7 +50,7 @@ enum edgeq_op_kind {
 	EDGEQ_OPK_ATTN, /* q.K^T or p.V over the KV cache */
 	EDGEQ_OPK_SOFTMAX,
 	EDGEQ_OPK_SWIGLU, /* silu(gate) * up */
-	EDGEQ_OPK_ADD, /* residual add */
+	EDGEQ_OPK_ADD,	  /* residual add */
 	EDGEQ_OPK_COUNT
 };
 
@@ -68,13 +68,13 @@ struct edgeq_device_profile {
 	char name[EDGEQ_DEV_NAME_MAX]; /* "cpu", "npu", "gpu" */
 	uint64_t ops_mask; /* bit (1 << enum edgeq_op_kind) per accepted kind */
 	uint64_t dtype_mask; /* bit (1 << GGUF type id) per accepted dtype */
-	double gflops; /* sustained arithmetic, 1e9 flop/s */
-	double mem_gbs; /* memory bandwidth it reaches, 1e9 B/s */
-	double launch_us; /* submitting one segment (a run of ops) */
-	double op_us; /* fixed cost of each op inside a segment */
-	double sync_us; /* handing a tensor in or out: cache maintenance,
+	double gflops;	     /* sustained arithmetic, 1e9 flop/s */
+	double mem_gbs;	     /* memory bandwidth it reaches, 1e9 B/s */
+	double launch_us;    /* submitting one segment (a run of ops) */
+	double op_us;	     /* fixed cost of each op inside a segment */
+	double sync_us;	     /* handing a tensor in or out: cache maintenance,
 			      * fence and completion, even with shared memory */
-	double copy_gbs; /* copy bandwidth to/from host memory; 0: shared */
+	double copy_gbs;     /* copy bandwidth to/from host memory; 0: shared */
 };
 
 /*
@@ -99,10 +99,10 @@ bool edgeq_devprof_supports(const struct edgeq_device_profile *p,
 struct edgeq_device_state {
 	bool agent_alive; /* the queue has an agent (always true for cpu) */
 	uint32_t inflight_limit; /* the module's current limit; 0: paused */
-	uint32_t cooling_state; /* thermal cooling device state ... */
-	uint32_t cooling_max; /* ... and its maximum (0: none) */
-	double freq_ratio; /* current / maximum frequency; 0: unknown */
-	double temp_c; /* for the explanation only; 0: unknown */
+	uint32_t cooling_state;	 /* thermal cooling device state ... */
+	uint32_t cooling_max;	 /* ... and its maximum (0: none) */
+	double freq_ratio;	 /* current / maximum frequency; 0: unknown */
+	double temp_c;		 /* for the explanation only; 0: unknown */
 };
 
 /* A state with everything at full capacity. */
@@ -155,11 +155,13 @@ int edgeq_device_read_state(const char *sysfs_dir, const char *name,
 struct edgeq_op {
 	char name[EDGEQ_OP_NAME_MAX]; /* base name: "attn_qkv", "ffn_down" */
 	enum edgeq_op_kind kind;
-	uint32_t dtype; /* GGUF type of its main operand */
-	int layer; /* block index; -1 outside the blocks */
-	uint16_t base; /* index of name in the chain's base table */
-	double flops; /* arithmetic of one decode step */
-	double bytes; /* bytes it reads and writes on its device */
+	uint32_t also;	  /* other kinds it needs (bit per kind), e.g. softmax
+			 * inside attention */
+	uint32_t dtype;	  /* GGUF type of its main operand */
+	int layer;	  /* block index; -1 outside the blocks */
+	uint16_t base;	  /* index of name in the chain's base table */
+	double flops;	  /* arithmetic of one decode step */
+	double bytes;	  /* bytes it reads and writes on its device */
 	double out_bytes; /* the activation handed to the next op */
 };
 
@@ -168,7 +170,7 @@ struct edgeq_op_chain {
 	size_t n;
 	struct edgeq_op *ops;
 	double in_bytes; /* what the first op receives from the host */
-	size_t n_base; /* distinct op names */
+	size_t n_base;	 /* distinct op names */
 	char base[EDGEQ_MAX_BASE_OPS][EDGEQ_OP_NAME_MAX];
 };
 
@@ -176,19 +178,19 @@ struct edgeq_op_chain {
  * weight types). */
 struct edgeq_place_shape {
 	uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab;
-	uint32_t wtype; /* GGUF type of the block matrices */
-	uint32_t otype; /* type of the output matrix */
-	uint32_t etype; /* type of the token embedding */
+	uint32_t wtype;	 /* GGUF type of the block matrices */
+	uint32_t otype;	 /* type of the output matrix */
+	uint32_t etype;	 /* type of the token embedding */
 	uint32_t kvtype; /* KV cache type (F16 default) */
-	uint32_t n_kv; /* positions attended to (context so far) */
+	uint32_t n_kv;	 /* positions attended to (context so far) */
 };
 
 /*
  * Build the decode-step chain of a llama-family model: embedding, then per
- * block attn_norm, attn_qkv, rope, attn_qk, softmax, attn_v, attn_out,
- * attn_add, ffn_norm, ffn_gate_up, ffn_swiglu, ffn_down, ffn_add, then
- * output_norm and output. Ops grouped this way are the units the executor
- * submits. Free with edgeq_op_chain_free().
+ * block attn_norm, attn_qkv, rope, attention (q.K^T, softmax, p.V: one op
+ * of kind attn that also needs softmax), attn_out, attn_add, ffn_norm,
+ * ffn_gate_up, ffn_swiglu, ffn_down, ffn_add, then output_norm and output.
+ * Ops grouped this way are the units the executor runs. Free with edgeq_op_chain_free().
  */
 int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 			 struct edgeq_op_chain *c);
@@ -240,9 +242,9 @@ double edgeq_transfer_ns(const struct edgeq_devices *d, int from, int to,
 /* An assignment of the chain's ops to devices, with its predicted costs. */
 struct edgeq_placement {
 	size_t n_ops;
-	uint8_t *dev; /* device index per op */
-	double step_ns; /* predicted time of one decode step */
-	double op_ns; /* of which running ops (launches included) */
+	uint8_t *dev;	    /* device index per op */
+	double step_ns;	    /* predicted time of one decode step */
+	double op_ns;	    /* of which running ops (launches included) */
 	double transfer_ns; /* of which device boundaries */
 	double dev_ns[EDGEQ_MAX_DEVICES]; /* busy time per device, launches incl. */
 	uint32_t n_segments; /* runs of consecutive ops on one device */
@@ -283,10 +285,10 @@ int edgeq_placement_cpu(const struct edgeq_devices *d,
 			struct edgeq_placement *p);
 
 struct edgeq_placer_params {
-	double margin; /* switch only if >= this share faster (0.05) */
+	double margin;	    /* switch only if >= this share faster (0.05) */
 	uint32_t min_dwell; /* tokens a plan is kept after a switch (1) */
-	double alpha; /* calibration EWMA weight (0.25) */
-	bool calibrate; /* feed observations into the model (true) */
+	double alpha;	    /* calibration EWMA weight (0.25) */
+	bool calibrate;	    /* feed observations into the model (true) */
 };
 
 void edgeq_placer_params_init(struct edgeq_placer_params *p);
@@ -296,7 +298,7 @@ enum edgeq_replan_reason {
 	EDGEQ_REPLAN_NONE = 0,
 	EDGEQ_REPLAN_INITIAL,
 	EDGEQ_REPLAN_FASTER, /* capacity or calibration made another plan win */
-	EDGEQ_REPLAN_LOST, /* a device in the plan lost its agent or paused */
+	EDGEQ_REPLAN_LOST,   /* a device in the plan lost its agent or paused */
 };
 
 struct edgeq_placer;
@@ -339,6 +341,90 @@ struct edgeq_calib *edgeq_placer_calib(struct edgeq_placer *p);
 /* Number of plan switches so far, and the boundary count. */
 uint64_t edgeq_placer_switches(const struct edgeq_placer *p);
 uint64_t edgeq_placer_tokens(const struct edgeq_placer *p);
+
+struct edgeq_pressure_state;
+
+/*
+ * Each device's state from the pressure monitor's @ps (may be NULL) and, for
+ * queues, the module's sysfs under @sysfs_dir (NULL: not read): agent,
+ * in-flight limit, the cooling state of cooling device "edgeq-<queue>", and
+ * the throttle factor of the monitor's device of the same name or profile
+ * ("cpu" for the host). @out has d->n entries.
+ */
+void edgeq_placement_states(const struct edgeq_devices *d,
+			    const struct edgeq_pressure_state *ps,
+			    const char *sysfs_dir,
+			    struct edgeq_device_state *out);
+/* Hand the placer every state that differs from the one in force (it takes
+ * effect at the next boundary). Returns the number of devices changed. */
+int edgeq_placer_update_pressure(struct edgeq_placer *p,
+				 const struct edgeq_pressure_state *ps,
+				 const char *sysfs_dir);
+
+/* ---- execution: the forward pass on the placed devices ---- */
+
+struct edgeq_ctx;
+struct edgeq_pressure;
+struct edgeq_place_exec;
+
+/* How a device other than the CPU runs a matrix op. */
+struct edgeq_place_backend {
+	const char *name;
+	/*
+	 * y[rows] = W x on device @dev: W is @rows x @cols of GGUF type
+	 * @type (@w_bytes at @w), x is f32[cols]. The same kernels as the
+	 * CPU path (activations quantized to the type's vec_dot type, then
+	 * matvec), so the result is bit-identical. Returns 0, or -errno
+	 * (-ENODEV: the agent is gone), after which the CPU runs the op.
+	 */
+	int (*matvec)(void *arg, int dev, uint32_t type, const void *w,
+		      uint64_t w_bytes, uint64_t rows, uint64_t cols,
+		      const float *x, float *y);
+	void *arg;
+};
+
+/* The in-process backend: runs the op on the calling thread as a CPU agent
+ * would. fail_after > 0 makes it answer -ENODEV from that op on (an agent
+ * killed mid-generation, for tests). */
+struct edgeq_place_inline {
+	uint64_t fail_after;
+	uint64_t ops; /* ops run */
+};
+
+void edgeq_place_backend_inline(struct edgeq_place_backend *be,
+				struct edgeq_place_inline *st);
+
+struct edgeq_place_stats {
+	uint64_t tokens;	    /* decode steps (token boundaries) */
+	uint64_t replans;	    /* plan switches */
+	uint64_t last_replan_token; /* token count at the last switch */
+	enum edgeq_replan_reason last_reason;
+	uint64_t offloaded;	  /* matrix ops run off the CPU */
+	uint64_t fallbacks;	  /* ops a device failed; the CPU ran them */
+	int last_error;		  /* the backend's last error (-errno) */
+	uint64_t pressure_events; /* monitor updates applied */
+	uint32_t ops_off_cpu;	  /* ops of the plan in force off the CPU */
+};
+
+/*
+ * Run @c's decode steps on the devices @d (dev[0] the CPU) through @be,
+ * placed by a placer with @pp (NULL: defaults). Queues take the matrix ops
+ * their profile allows; everything else, and prefill, runs on the CPU.
+ * Detach before freeing the ctx.
+ */
+int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
+		       const struct edgeq_placer_params *pp,
+		       const struct edgeq_place_backend *be,
+		       struct edgeq_place_exec **out, struct edgeq_error *err);
+void edgeq_place_detach(struct edgeq_place_exec *x);
+/* The placer (set_state from any thread takes effect at the next token). */
+struct edgeq_placer *edgeq_place_placer(struct edgeq_place_exec *x);
+void edgeq_place_stats(const struct edgeq_place_exec *x,
+		       struct edgeq_place_stats *st);
+/* Consume @pm's events at every token boundary (no blocking) and re-read
+ * queue state under @sysfs_dir when they arrive. @pm NULL stops. */
+int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,
+		      const char *sysfs_dir);
 
 #ifdef __cplusplus
 }

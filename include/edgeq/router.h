@@ -26,39 +26,39 @@ extern "C" {
 
 enum edgeq_privacy {
 	EDGEQ_PRIVACY_CONFIDENTIAL = 0, /* never leaves the box */
-	EDGEQ_PRIVACY_INTERNAL, /* may go to the private endpoint */
-	EDGEQ_PRIVACY_PUBLIC, /* may go to any endpoint */
+	EDGEQ_PRIVACY_INTERNAL,		/* may go to the private endpoint */
+	EDGEQ_PRIVACY_PUBLIC,		/* may go to any endpoint */
 	EDGEQ_PRIVACY_COUNT,
 };
 
 enum edgeq_route {
 	EDGEQ_ROUTE_LOCAL = 0, /* this box's engine */
-	EDGEQ_ROUTE_PRIVATE, /* the configured private (internal) endpoint */
-	EDGEQ_ROUTE_PUBLIC, /* the configured public endpoint */
-	EDGEQ_ROUTE_REJECT, /* nowhere allowed can take it (429/503) */
+	EDGEQ_ROUTE_PRIVATE,   /* the configured private (internal) endpoint */
+	EDGEQ_ROUTE_PUBLIC,    /* the configured public endpoint */
+	EDGEQ_ROUTE_REJECT,    /* nowhere allowed can take it (429/503) */
 	EDGEQ_ROUTE_COUNT,
 };
 
 /* Why a decision was made; stable names for logs and metrics labels. */
 enum edgeq_route_reason {
 	EDGEQ_REASON_CONFIDENTIAL = 0, /* confidential: local only */
-	EDGEQ_REASON_NO_SLO, /* no SLO given: local */
-	EDGEQ_REASON_SLO_MET, /* local sustained speed meets the SLO */
-	EDGEQ_REASON_NO_ESTIMATE, /* no local speed known yet: local */
+	EDGEQ_REASON_NO_SLO,	       /* no SLO given: local */
+	EDGEQ_REASON_SLO_MET,	       /* local sustained speed meets the SLO */
+	EDGEQ_REASON_NO_ESTIMATE,      /* no local speed known yet: local */
 	EDGEQ_REASON_SLO_UNMET, /* offloaded: local cannot meet the SLO */
 	EDGEQ_REASON_SLO_UNMET_NO_PEER, /* local anyway: no allowed endpoint */
-	EDGEQ_REASON_OVERLOADED, /* offloaded: local queue is full */
-	EDGEQ_REASON_LOCAL_DOWN, /* offloaded: local engine unavailable */
-	EDGEQ_REASON_FALLBACK, /* local: the chosen endpoint failed */
+	EDGEQ_REASON_OVERLOADED,	/* offloaded: local queue is full */
+	EDGEQ_REASON_LOCAL_DOWN,      /* offloaded: local engine unavailable */
+	EDGEQ_REASON_FALLBACK,	      /* local: the chosen endpoint failed */
 	EDGEQ_REASON_REJECT_OVERLOAD, /* rejected: queue full, nowhere else */
-	EDGEQ_REASON_REJECT_DOWN, /* rejected: local down, nowhere else */
+	EDGEQ_REASON_REJECT_DOWN,     /* rejected: local down, nowhere else */
 	EDGEQ_REASON_COUNT,
 };
 
 /* Static facts about where requests can go. */
 struct edgeq_router_config {
 	bool have_private; /* a private endpoint is configured */
-	bool have_public; /* a public endpoint is configured */
+	bool have_public;  /* a public endpoint is configured */
 };
 
 /*
@@ -68,14 +68,14 @@ struct edgeq_router_config {
  */
 struct edgeq_router_capacity {
 	double peak_tok_s; /* decode tok/s of one sequence, unthrottled; 0: unknown */
-	double throttle; /* 0..1, share of peak available now (1: none) */
+	double throttle;     /* 0..1, share of peak available now (1: none) */
 	double prompt_tok_s; /* prefill tok/s; 0: unknown (prefill not counted) */
 	double mem_pressure; /* 0..1, share of time stalled on memory (PSI) */
-	uint32_t slots; /* generations that run at once (>= 1) */
-	uint32_t running; /* generations running now */
-	uint32_t waiting; /* requests waiting for a slot */
-	uint32_t queue_max; /* waiting requests allowed before 429 */
-	bool local_down; /* engine not loaded, or its device failed */
+	uint32_t slots;	     /* generations that run at once (>= 1) */
+	uint32_t running;    /* generations running now */
+	uint32_t waiting;    /* requests waiting for a slot */
+	uint32_t queue_max;  /* waiting requests allowed before 429 */
+	bool local_down;     /* engine not loaded, or its device failed */
 };
 
 /* What the router needs to know about one request (no prompt text). */
@@ -83,20 +83,20 @@ struct edgeq_route_request {
 	enum edgeq_privacy privacy;
 	uint32_t prompt_tokens;
 	uint32_t max_tokens;
-	double slo_tok_s; /* decode speed the client needs; 0: none */
+	double slo_tok_s;  /* decode speed the client needs; 0: none */
 	double deadline_s; /* whole answer within this many seconds; 0: none */
-	uint32_t failed; /* routes that already failed: 1u << EDGEQ_ROUTE_* */
+	uint32_t failed;   /* routes that already failed: 1u << EDGEQ_ROUTE_* */
 };
 
 struct edgeq_route_decision {
 	enum edgeq_route route;
 	enum edgeq_route_reason reason;
 	double sustained_tok_s; /* peak x throttle */
-	double local_tok_s; /* what this request would get locally */
-	double local_s; /* estimated local time incl. queue; 0: unknown */
+	double local_tok_s;	/* what this request would get locally */
+	double local_s;	   /* estimated local time incl. queue; 0: unknown */
 	bool slo_feasible; /* the SLO holds locally (true when no SLO) */
-	bool overloaded; /* a local request would find the queue full */
-	uint32_t allowed; /* 1u << route for every route privacy allows */
+	bool overloaded;   /* a local request would find the queue full */
+	uint32_t allowed;  /* 1u << route for every route privacy allows */
 };
 
 /*

@@ -232,6 +232,30 @@ static void test_bad_profile_value(void **state)
 	unlink(path);
 }
 
+static void test_stats(void **state)
+{
+	double v[] = { 5, 1, 4, 2, 3 }, one[] = { 7 };
+	double t[] = { 10, 20, 30, 40 }, tok[] = { 100, 100, 70, 70 };
+	struct edgeq_soak_split sp;
+
+	assert_near(edgeq_stats_percentile(v, 5, 50), 3, 1e-12);
+	assert_near(edgeq_stats_percentile(v, 5, 95), 4.8, 1e-12);
+	assert_near(edgeq_stats_percentile(v, 5, 100), 5, 1e-12);
+	assert_near(edgeq_stats_percentile(one, 1, 99), 7, 1e-12);
+	assert_near(edgeq_stats_percentile(v, 0, 50), 0, 1e-12);
+	assert_near(edgeq_stats_mean(v, 5), 3, 1e-12);
+	assert_near(edgeq_stats_stddev(v, 5), sqrt(2.5), 1e-12);
+	assert_near(edgeq_stats_stddev(one, 1), 0, 1e-12);
+	/* 10 tok/s for the first 20 s, then 7: steady is 70 % of burst */
+	edgeq_soak_split(t, tok, 4, 20, &sp);
+	assert_near(sp.burst_tps, 10, 1e-12);
+	assert_near(sp.steady_tps, 7, 1e-12);
+	assert_near(sp.ratio, 0.7, 1e-12);
+	/* all within the burst window: steady = burst */
+	edgeq_soak_split(t, tok, 2, 30, &sp);
+	assert_near(sp.ratio, 1, 1e-12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_plan_rejects),
 		cmocka_unit_test(test_profiles),
 		cmocka_unit_test(test_bad_profile_value),
+		cmocka_unit_test(test_stats),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -250,3 +250,14 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	*first_arg = optind;
 	return 0;
 }
+
+int cli_set_option(const struct cli_command *cmd, const char *name,
+		   const char *value)
+{
+	const struct cli_option *o;
+
+	for (o = cmd->options; o && o->name; o++)
+		if (!strcmp(o->name, name))
+			return set_value(o, value) ? -EINVAL : 0;
+	return -ENOENT;
+}

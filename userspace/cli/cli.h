@@ -73,6 +73,15 @@ struct cli_option {
 int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	      int *first_arg);
 
+/*
+ * Set option @name of @cmd from the text @value, as a flag would (for
+ * configuration files read before cli_parse()). Returns 0, -ENOENT for an
+ * unknown name, -EINVAL for a bad value. CLI_STR values are kept as given:
+ * pass a string that lives as long as the program.
+ */
+int cli_set_option(const struct cli_command *cmd, const char *name,
+		   const char *value);
+
 /* Print "edgeq NAME: message" on stderr; returns @status. */
 int cli_error(int status, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

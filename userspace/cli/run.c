@@ -8,21 +8,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include <edgeq/engine.h>
 #include <edgeq/ledger.h>
+#include <edgeq/stream.h>
 
 #include "cli.h"
 
-static const char *o_model, *o_prompt = "", *o_kv = "f16", *o_weights = "mmap";
+static const char *o_model, *o_prompt = "", *o_kv = "f16", *o_weights = "auto";
 static const char *o_budget, *o_dump;
 static int o_n = 64, o_threads, o_top_k = 40, o_ctx, o_batch = 64,
 	   o_last_n = 64;
 static double o_temp = 0.8, o_top_p = 0.95, o_min_p = 0.05, o_rep = 1.0;
 static uint64_t o_seed = 0x5eed;
-static bool o_json, o_no_roof, o_no_bos;
+static bool o_json, o_no_roof, o_no_bos, o_no_uring;
 
 static const struct cli_option run_opts[] = {
 	{ "model", 'm', CLI_STR, &o_model, "FILE", "GGUF model file" },
@@ -45,10 +47,12 @@ static const struct cli_option run_opts[] = {
 	  "context size (default: the model's, at most 4096 and what memory allows)" },
 	{ "batch-size", 'b', CLI_INT, &o_batch, "N", "prefill batch (64)" },
 	{ "kv-type", 0, CLI_STR, &o_kv, "f16|q8_0|f32", "KV cache type (f16)" },
-	{ "weights", 0, CLI_STR, &o_weights, "mmap|preload|stream",
-	  "how weights reach memory (mmap)" },
+	{ "weights", 0, CLI_STR, &o_weights, "auto|mmap|preload|stream",
+	  "how weights reach memory (auto: preload when the budget holds the model, else stream)" },
 	{ "weights-budget", 0, CLI_RAW, &o_budget, "SIZE|PCT",
-	  "resident weight budget for --weights stream" },
+	  "resident weight budget, bytes or percent of the model (default: from the memory cgroup and MemAvailable)" },
+	{ "no-io-uring", 0, CLI_FLAG, &o_no_uring, NULL,
+	  "read weights with a pread thread pool instead of io_uring" },
 	{ "json", 0, CLI_FLAG, &o_json, NULL,
 	  "print one JSON object (prompt_tokens, tokens, text, timings)" },
 	{ "no-roofline", 0, CLI_FLAG, &o_no_roof, NULL,
@@ -208,7 +212,8 @@ static int cmd_run(int argc, char **argv)
 	struct edgeq_ctx *c = NULL;
 	double bw = 0, pps, dps;
 	int first, ret, status = EXIT_OK;
-	uint64_t t0;
+	struct edgeq_stream_status ws;
+	uint64_t t0, load_ns = 0;
 
 	ret = cli_parse(self, argc, argv, &first);
 	if (ret)
@@ -237,17 +242,14 @@ static int cmd_run(int argc, char **argv)
 		return cli_error(
 			EXIT_USAGE, "run",
 			"--weights must be mmap, preload, stream or auto");
+	mp.use_io_uring = !o_no_uring;
 	if (o_budget) {
+		/* a percentage is of the model (its file: the tensor data) */
 		uint64_t total = 0;
-		FILE *f = fopen("/proc/meminfo", "re");
+		struct stat sb;
 
-		if (f) {
-			unsigned long long kb;
-
-			if (fscanf(f, "MemTotal: %llu kB", &kb) == 1)
-				total = kb * 1024;
-			fclose(f);
-		}
+		if (!stat(o_model, &sb))
+			total = (uint64_t)sb.st_size;
 		if (edgeq_parse_size(o_budget, total, &mp.weights_budget))
 			return cli_error(EXIT_USAGE, "run",
 					 "bad --weights-budget '%s'", o_budget);
@@ -295,6 +297,10 @@ static int cmd_run(int argc, char **argv)
 		return cli_error(st2, "run", "%s: %s", o_model, err.msg);
 	}
 	in = edgeq_model_info(m);
+	load_ns = edgeq_now_ns() - t0;
+	if (!edgeq_model_weights_status(m, &ws) && ws.fallback[0])
+		fprintf(stderr, "edgeq run: weights (%s): %s\n",
+			edgeq_weights_mode_name(ws.mode), ws.fallback);
 	gp.add_bos = in->add_bos && !o_no_bos;
 	ret = edgeq_ctx_new(m, &cp, &c, &err);
 	if (ret) {
@@ -346,6 +352,15 @@ static int cmd_run(int argc, char **argv)
 		json_object_set_new(tm, "decode_ms",
 				    json_real(st.decode_ns / 1e6));
 		json_object_set_new(tm, "ttft_ms", json_real(st.ttft_ns / 1e6));
+		json_object_set_new(tm, "load_ms", json_real(load_ns / 1e6));
+		if (!edgeq_model_weights_status(m, &ws)) {
+			json_object_set_new(
+				tm, "weights",
+				json_string(edgeq_weights_mode_name(ws.mode)));
+			json_object_set_new(
+				tm, "weights_bytes_read",
+				json_integer((json_int_t)ws.bytes_read));
+		}
 		json_object_set_new(tm, "prompt_tok_s", json_real(pps));
 		json_object_set_new(tm, "decode_tok_s", json_real(dps));
 		json_object_set_new(tm, "peak_rss",

@@ -53,6 +53,8 @@ struct edgeq_ctx {
 	uint8_t *emb;	  /* raw embedding rows [n_batch][row_size] */
 	float *rope;	  /* [n_batch][n_rot / 2][2] cos, sin */
 	int32_t *history; /* [n_ctx] for edgeq_generate */
+	const struct edgeq_ctx_hooks *hooks; /* placement, or NULL */
+	void *hooks_arg;
 };
 
 void edgeq_ctx_params_init(struct edgeq_ctx_params *p)
@@ -282,36 +284,6 @@ static void rmsnorm(float *o, const float *x, const float *w, uint32_t n,
 		o[i] = x[i] * s * w[i];
 }
 
-struct lin_arg {
-	const struct edgeq_kernel_ops *ops;
-	enum edgeq_type type;
-	const void *w;
-	int64_t n, rows;
-	const void *a;
-	size_t a_stride;
-	int nb;
-	float *y;
-	int64_t ldy;
-};
-
-static void lin_task(void *arg, int ith, int nth)
-{
-	const struct lin_arg *la = arg;
-	/* contiguous row ranges, multiples of 16 rows */
-	int64_t chunk = ((la->rows + nth - 1) / nth + 15) & ~(int64_t)15;
-	int64_t r0 = chunk * ith, r1 = r0 + chunk;
-
-	if (r1 > la->rows)
-		r1 = la->rows;
-	if (r0 >= r1)
-		return;
-	if (la->nb == 1)
-		la->ops->matvec(la->type, la->w, la->n, r0, r1, la->a, la->y);
-	else
-		la->ops->matmul(la->type, la->w, la->n, r0, r1, la->a,
-				la->a_stride, la->nb, la->y, la->ldy);
-}
-
 /*
  * y[b][0..rows) = W x[b] for b < nb; x rows are ldx floats apart, y rows ldy.
  * The activations are quantized once into W's vec_dot type and reused by
@@ -325,9 +297,11 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 	enum edgeq_type vdt = tr->vec_dot_type;
 	int64_t n = (int64_t)t->ne[0];
 	size_t astride = edgeq_row_size(vdt, n);
-	struct lin_arg la;
 	int b;
 
+	if (c->hooks && c->hooks->linear &&
+	    !c->hooks->linear(c->hooks_arg, t, x, nb, ldx, y, ldy))
+		return; /* placement ran it on another device */
 	if (c->qa_src != x || c->qa_type != (int)vdt || c->qa_nb != nb) {
 		for (b = 0; b < nb; b++)
 			m->ops->quantize_act(vdt, x + (size_t)b * ldx,
@@ -336,17 +310,14 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 		c->qa_type = (int)vdt;
 		c->qa_nb = nb;
 	}
-	la = (struct lin_arg){ m->ops,
-			       t->type,
-			       edgeq_weights_get(m->weights, t),
-			       n,
-			       (int64_t)t->ne[1],
-			       c->qa,
-			       astride,
-			       nb,
-			       y,
-			       ldy };
-	par_run(m, lin_task, &la);
+	if (nb == 1)
+		edgeq_par_matvec(m->pool, m->ops, t->type,
+				 edgeq_weights_get(m->weights, t), n,
+				 (int64_t)t->ne[1], c->qa, y);
+	else
+		edgeq_par_matmul(m->pool, m->ops, t->type,
+				 edgeq_weights_get(m->weights, t), n,
+				 (int64_t)t->ne[1], c->qa, astride, nb, y, ldy);
 }
 
 static void add_bias(float *y, const float *bias, int nb, uint32_t n)
@@ -540,6 +511,8 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	struct att_arg aa;
 	int ret, b, l;
 
+	if (c->hooks && c->hooks->step_begin)
+		c->hooks->step_begin(c->hooks_arg, nb);
 	ret = edgeq_weights_embed_rows(w, toks, (size_t)nb, c->emb, rs, err);
 	if (ret)
 		return ret;
@@ -603,6 +576,8 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	}
 
 	c->pos += (uint32_t)nb;
+	if (c->hooks && c->hooks->step_end && !want_logits)
+		c->hooks->step_end(c->hooks_arg, nb);
 	if (!want_logits)
 		return 0;
 	ret = edgeq_weights_layer_begin(w, EDGEQ_WEIGHTS_GLOBAL, err);
@@ -614,6 +589,8 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	linear(c, m->output, c->xb, 1, (int)E, c->logits, (int)hp->n_vocab);
 	c->qa_src = NULL;
 	edgeq_weights_layer_end(w, EDGEQ_WEIGHTS_GLOBAL);
+	if (c->hooks && c->hooks->step_end)
+		c->hooks->step_end(c->hooks_arg, nb);
 	return 0;
 }
 
@@ -664,4 +641,11 @@ uint32_t edgeq_ctx_n_ctx(const struct edgeq_ctx *c)
 struct edgeq_model *ctx_model(struct edgeq_ctx *c)
 {
 	return c->m;
+}
+
+void ctx_set_hooks(struct edgeq_ctx *c, const struct edgeq_ctx_hooks *h,
+		   void *arg)
+{
+	c->hooks = h;
+	c->hooks_arg = arg;
 }

@@ -54,7 +54,7 @@ int edgeq_generate(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
 		goto out;
 	t1 = edgeq_now_ns();
 	s.prompt_ns = t1 - t0;
-	for (;;) {
+	while (p->n_predict != 0) {
 		uint32_t pos = edgeq_ctx_pos(c);
 		int32_t tok = edgeq_sampler_sample(smp, logits, in->n_vocab,
 						   hist, pos);

@@ -413,8 +413,7 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 					  (int)(ncpu > 0 ? ncpu : 1);
 	if (m->n_threads > 256)
 		m->n_threads = 256;
-	if (p->weights == EDGEQ_WEIGHTS_PRELOAD ||
-	    p->weights == EDGEQ_WEIGHTS_STREAM)
+	if (p->weights != EDGEQ_WEIGHTS_MMAP) /* the streamer decides AUTO */
 		ret = edgeq_weights_stream_new(m, p, &m->weights, err);
 	else
 		ret = edgeq_weights_mmap_new(m, &m->weights, err);

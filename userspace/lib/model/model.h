@@ -23,8 +23,6 @@
 #include "model/vocab.h"
 #include "model/weights.h"
 
-struct edgeq_pool; /* the kernels' thread pool */
-
 struct edgeq_tensor {
 	char name[EDGEQ_GGUF_MAX_NAME];
 	uint32_t type; /* enum edgeq_type */
@@ -89,7 +87,7 @@ struct edgeq_model {
 	struct edgeq_vocab vocab;
 	struct edgeq_weights *weights;
 	const struct edgeq_kernel_ops *ops;
-	struct edgeq_pool *pool;
+	struct edgeq_threadpool *pool; /* NULL: one thread */
 	int n_threads;
 	bool vocab_only;
 };
@@ -112,5 +110,22 @@ int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err);
 void edgeq_decode_exit_model(struct edgeq_model *m);
 int32_t *ctx_history(struct edgeq_ctx *c);
 struct edgeq_model *ctx_model(struct edgeq_ctx *c);
+
+/*
+ * Hooks placement installs on a ctx (userspace/lib/placement/exec.c) to run
+ * ops on other devices. step_begin/step_end bracket one forward pass of @nb
+ * tokens (a decode step is a token boundary); linear() may compute
+ * y = W x elsewhere and return 0, or return non-zero to leave it to the CPU.
+ */
+struct edgeq_ctx_hooks {
+	void (*step_begin)(void *arg, int nb);
+	int (*linear)(void *arg, const struct edgeq_tensor *t, const float *x,
+		      int nb, int ldx, float *y, int ldy);
+	void (*step_end)(void *arg, int nb);
+};
+
+/* Install (or with NULL remove) @h on @c. */
+void ctx_set_hooks(struct edgeq_ctx *c, const struct edgeq_ctx_hooks *h,
+		   void *arg);
 
 #endif /* EDGEQ_MODEL_MODEL_H */

@@ -81,12 +81,13 @@ static void matmul(struct edgeq_op_chain *c, size_t *i, const char *name,
 	    edgeq_dtype_bytes(t, rows * cols) + 4 * cols + 4 * rows, 4 * rows);
 }
 
-#define OPS_PER_LAYER 13
+#define OPS_PER_LAYER 11
 
 int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 			 struct edgeq_op_chain *c)
 {
 	double E, F, H, Ekv, Dh, V, nkv, kvb;
+	struct edgeq_op *op;
 	size_t i = 0;
 	int ret;
 
@@ -104,7 +105,7 @@ int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 	V = s->n_vocab;
 	nkv = s->n_kv ? s->n_kv : 1;
 	kvb = edgeq_dtype_bytes(s->kvtype, nkv * Ekv); /* one of K or V */
-	c->in_bytes = 4; /* the token id */
+	c->in_bytes = 4;			       /* the token id */
 
 	add(c, &i, "embed", EDGEQ_OPK_EMBED, s->etype, -1, E,
 	    edgeq_dtype_bytes(s->etype, E) + 4 * E, 4 * E);
@@ -118,12 +119,11 @@ int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 		add(c, &i, "rope", EDGEQ_OPK_ROPE, F32, L, 6 * (E + Ekv),
 		    8 * (E + 2 * Ekv) + edgeq_dtype_bytes(s->kvtype, 2 * Ekv),
 		    4 * E);
-		add(c, &i, "attn_qk", EDGEQ_OPK_ATTN, s->kvtype, L,
-		    2 * H * Dh * nkv, kvb + 4 * E + 4 * H * nkv, 4 * H * nkv);
-		add(c, &i, "softmax", EDGEQ_OPK_SOFTMAX, F32, L, 5 * H * nkv,
-		    8 * H * nkv, 4 * H * nkv);
-		add(c, &i, "attn_v", EDGEQ_OPK_ATTN, s->kvtype, L,
-		    2 * H * Dh * nkv, kvb + 4 * H * nkv + 4 * E, 4 * E);
+		/* q.K^T, softmax, p.V per head, fused as the decoder runs it */
+		op = add(c, &i, "attention", EDGEQ_OPK_ATTN, s->kvtype, L,
+			 4 * H * Dh * nkv + 5 * H * nkv,
+			 2 * kvb + 8 * E + 8 * H * nkv, 4 * E);
+		op->also = 1u << EDGEQ_OPK_SOFTMAX;
 		matmul(c, &i, "attn_out", s->wtype, L, E, E);
 		add(c, &i, "attn_add", EDGEQ_OPK_ADD, F32, L, E, 12 * E, 4 * E);
 		add(c, &i, "ffn_norm", EDGEQ_OPK_RMSNORM, F32, L, 4 * E, 12 * E,

@@ -29,7 +29,8 @@ double edgeq_op_time_ns(const struct edgeq_devices *d, int dev,
 	const struct edgeq_device *dv = &d->dev[dev];
 	double cap, compute, memory, t;
 
-	if (!edgeq_devprof_supports(&dv->prof, op->kind, op->dtype))
+	if (!edgeq_devprof_supports(&dv->prof, op->kind, op->dtype) ||
+	    (op->also & ~dv->prof.ops_mask))
 		return INFINITY;
 	cap = edgeq_device_capacity(&dv->state);
 	if (cap <= 0)

@@ -100,7 +100,7 @@ static int read_u64(const char *dir, const char *name, const char *attr,
 
 /*
  * A queue's state from /sys/class/edgeq/<name>/: agent_pid (0: no agent),
- * inflight_limit (the limit the cooling state leaves; else max_inflight),
+ * effective_inflight (the limit the cooling state leaves; else max_inflight),
  * cooling_state and cooling_max_state. Attributes the module lacks keep the
  * full-capacity defaults.
  */
@@ -116,7 +116,7 @@ int edgeq_device_read_state(const char *sysfs_dir, const char *name,
 	edgeq_device_state_init(s);
 	if (!read_u64(sysfs_dir, name, "agent_pid", &v))
 		s->agent_alive = v != 0;
-	if (!read_u64(sysfs_dir, name, "inflight_limit", &v) ||
+	if (!read_u64(sysfs_dir, name, "effective_inflight", &v) ||
 	    !read_u64(sysfs_dir, name, "max_inflight", &v))
 		s->inflight_limit = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 	if (!read_u64(sysfs_dir, name, "cooling_state", &v))

@@ -19,11 +19,11 @@
 #include <edgeq/placement.h>
 
 struct edgeq_placer {
-	struct edgeq_devices devs; /* states as of the last boundary */
+	struct edgeq_devices devs;   /* states as of the last boundary */
 	struct edgeq_op_chain chain; /* own copy of the ops */
 	struct edgeq_placer_params params;
 	struct edgeq_calib cal;
-	struct edgeq_placement cur; /* the plan in force */
+	struct edgeq_placement cur;  /* the plan in force */
 	struct edgeq_placement cand; /* scratch: the best plan now */
 
 	pthread_mutex_t lock; /* protects pending[] */

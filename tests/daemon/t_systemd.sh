@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The unit file: systemd-analyze verify is clean, and the hardening the
+# admin guide promises is there.
+# timeout: 60
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+command -v systemd-analyze >/dev/null || skip_all "systemd-analyze is not installed"
+unit=$EDGEQ_TOP/tools/systemd/edgeq.service
+bindir=$(cd "$(dirname "$EDGEQ")" && pwd)
+[ -x "$bindir/edgeq" ] || skip_all "no edgeq binary in $bindir"
+sed "s|@BINDIR@|$bindir|" "$unit" >"$T/edgeq.service"
+# --man=no: the man page is not installed in a build tree
+systemd-analyze verify --man=no "$T/edgeq.service" >"$T/out" 2>&1
+check "systemd-analyze verify is clean" test $? -eq 0 -a ! -s "$T/out"
+cat "$T/out"
+for kv in Type=notify WatchdogSec= Restart=on-failure DynamicUser=yes \
+	ProtectSystem=strict PrivateTmp=yes NoNewPrivileges=yes \
+	"CapabilityBoundingSet=CAP_BPF CAP_PERFMON" MemoryHigh= MemoryMax= \
+	"ExecStart=@BINDIR@/edgeq serve"; do
+	check "unit has $kv" grep -q "^$kv" "$unit"
+done
+if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
+	score=$(systemd-analyze security --offline=yes "$T/edgeq.service" 2>/dev/null |
+		sed -n 's/.*Overall exposure level for edgeq.service: \([0-9.]*\).*/\1/p')
+	check "exposure level below 4 (got ${score:-?})" awk -v s="${score:-99}" 'BEGIN{exit !(s < 4)}'
+fi
+summary

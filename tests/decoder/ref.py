@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+Independent reference for edgeq's forward pass: its own GGUF parser and
+dequantizers written from the format description (ggml-common.h block
+layouts), and a float64 numpy implementation of the llama/qwen2 forward pass.
+It shares no code with edgeq.
+
+  ref.py logits MODEL TOKENS        print the logits of every position (JSON)
+  ref.py compare MODEL DUMP JSON TOL
+        DUMP: float32 rows written by `edgeq run --dump-logits` (row 0: the
+        logits after the prompt, row k: after generated token k); JSON: the
+        line `edgeq run --dump-logits` printed (prompt_tokens, tokens).
+        Passes when every row's max |edgeq - ref| <= TOL * max(1, max|ref|)
+        and edgeq's greedy choice is the reference's wherever the reference's
+        top-2 margin exceeds 2 * TOL * max(1, max|ref|).
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+
+GGUF_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
+               7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+
+# type id: (block elements, block bytes)
+TYPES = {0: (1, 4), 1: (1, 2), 30: (1, 2), 8: (32, 34), 2: (32, 18),
+         12: (256, 144), 14: (256, 210)}
+
+
+class Reader:
+    def __init__(self, path):
+        self.b = open(path, "rb").read()
+        self.p = 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.b, self.p)
+        self.p += struct.calcsize(fmt)
+        return v[0]
+
+    def string(self):
+        n = self.take("<Q")
+        s = self.b[self.p:self.p + n]
+        self.p += n
+        return s.decode("utf-8", "replace")
+
+    def value(self, t):
+        if t == 8:
+            return self.string()
+        if t == 9:
+            at = self.take("<I")
+            n = self.take("<Q")
+            return [self.value(at) for _ in range(n)]
+        return self.take(GGUF_SCALAR[t])
+
+
+def load_gguf(path):
+    r = Reader(path)
+    assert r.b[:4] == b"GGUF", "not a GGUF file"
+    r.p = 4
+    version = r.take("<I")
+    assert version in (2, 3)
+    n_t = r.take("<Q")
+    n_kv = r.take("<Q")
+    meta = {}
+    for _ in range(n_kv):
+        k = r.string()
+        t = r.take("<I")
+        meta[k] = r.value(t)
+    infos = []
+    for _ in range(n_t):
+        name = r.string()
+        nd = r.take("<I")
+        ne = [r.take("<Q") for _ in range(nd)]
+        t = r.take("<I")
+        off = r.take("<Q")
+        infos.append((name, ne, t, off))
+    align = meta.get("general.alignment", 32)
+    data = (r.p + align - 1) // align * align
+    tensors = {}
+    for name, ne, t, off in infos:
+        tensors[name] = (ne, t, data + off)
+    return r.b, meta, tensors
+
+
+def f16(u16):
+    return u16.view(np.float16).astype(np.float64).reshape(-1)
+
+
+def dequant(buf, ne, t, off):
+    n = int(np.prod(ne))
+    blk, bsz = TYPES[t]
+    nbytes = n // blk * bsz
+    raw = np.frombuffer(buf, dtype=np.uint8, count=nbytes, offset=off)
+    if t == 0:
+        x = raw.view("<f4").astype(np.float64)
+    elif t == 1:
+        x = f16(raw.view("<u2"))
+    elif t == 30:
+        x = (raw.view("<u2").astype(np.uint32) << 16).view("<f4").astype(np.float64)
+    elif t == 8:  # Q8_0: d (f16), 32 x int8
+        b = raw.reshape(-1, 34)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        q = b[:, 2:].view(np.int8).astype(np.float64)
+        x = (q * d[:, None]).reshape(-1)
+    elif t == 2:  # Q4_0: d, 16 bytes; low nibbles 0..15, high 16..31
+        b = raw.reshape(-1, 18)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        qs = b[:, 2:]
+        q = np.concatenate([qs & 15, qs >> 4], axis=1).astype(np.float64) - 8
+        x = (q * d[:, None]).reshape(-1)
+    elif t == 12:  # Q4_K
+        b = raw.reshape(-1, 144)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        dmin = f16(b[:, 2:4].copy().view("<u2"))
+        s = b[:, 4:16].astype(np.int64)
+        qs = b[:, 16:]
+        sc = np.zeros((b.shape[0], 8))
+        mn = np.zeros((b.shape[0], 8))
+        for j in range(8):
+            if j < 4:
+                sc[:, j] = s[:, j] & 63
+                mn[:, j] = s[:, j + 4] & 63
+            else:
+                sc[:, j] = (s[:, j + 4] & 15) | ((s[:, j - 4] >> 6) << 4)
+                mn[:, j] = (s[:, j + 4] >> 4) | ((s[:, j] >> 6) << 4)
+        out = np.zeros((b.shape[0], 256))
+        for j in range(4):
+            q = qs[:, 32 * j:32 * j + 32]
+            out[:, 64 * j:64 * j + 32] = (d * sc[:, 2 * j])[:, None] * (q & 15) - (dmin * mn[:, 2 * j])[:, None]
+            out[:, 64 * j + 32:64 * j + 64] = (d * sc[:, 2 * j + 1])[:, None] * (q >> 4) - (dmin * mn[:, 2 * j + 1])[:, None]
+        x = out.reshape(-1)
+    elif t == 14:  # Q6_K
+        b = raw.reshape(-1, 210)
+        ql = b[:, 0:128].astype(np.int64)
+        qh = b[:, 128:192].astype(np.int64)
+        sc = b[:, 192:208].view(np.int8).astype(np.float64)
+        d = f16(b[:, 208:210].copy().view("<u2"))
+        out = np.zeros((b.shape[0], 256))
+        for h in range(2):
+            L = ql[:, 64 * h:64 * h + 64]
+            H = qh[:, 32 * h:32 * h + 32]
+            S = sc[:, 8 * h:8 * h + 8]
+            for l in range(32):
+                i = l // 16
+                q1 = ((L[:, l] & 15) | (((H[:, l] >> 0) & 3) << 4)) - 32
+                q2 = ((L[:, l + 32] & 15) | (((H[:, l] >> 2) & 3) << 4)) - 32
+                q3 = ((L[:, l] >> 4) | (((H[:, l] >> 4) & 3) << 4)) - 32
+                q4 = ((L[:, l + 32] >> 4) | (((H[:, l] >> 6) & 3) << 4)) - 32
+                base = 128 * h
+                out[:, base + l] = d * S[:, i] * q1
+                out[:, base + l + 32] = d * S[:, i + 2] * q2
+                out[:, base + l + 64] = d * S[:, i + 4] * q3
+                out[:, base + l + 96] = d * S[:, i + 6] * q4
+        x = out.reshape(-1)
+    else:
+        raise SystemExit("ref.py: tensor type %d not supported" % t)
+    # ne[0] is the row length: a [rows, cols] matrix
+    return x.reshape(list(reversed(ne))) if len(ne) > 1 else x
+
+
+class Model:
+    def __init__(self, path):
+        buf, meta, tensors = load_gguf(path)
+        self.arch = arch = meta["general.architecture"]
+        g = lambda k, d=None: meta.get("%s.%s" % (arch, k), d)
+        self.n_layer = g("block_count")
+        self.n_embd = g("embedding_length")
+        self.n_head = g("attention.head_count")
+        self.n_head_kv = g("attention.head_count_kv", self.n_head)
+        self.hd = self.n_embd // self.n_head
+        self.n_rot = g("rope.dimension_count", self.hd)
+        self.eps = g("attention.layer_norm_rms_epsilon", 1e-5 if arch == "llama" else 1e-6)
+        self.base = g("rope.freq_base", 10000.0 if arch == "llama" else 1e6)
+        self.neox = arch == "qwen2"
+        W = lambda n: dequant(buf, *tensors[n])
+        self.W = W
+        self.has = lambda n: n in tensors
+        self.tok = W("token_embd.weight")
+        self.out_norm = W("output_norm.weight")
+        self.out = W("output.weight") if self.has("output.weight") else self.tok
+        self.ff = W("rope_freqs.weight") if self.has("rope_freqs.weight") else None
+        self.layers = []
+        for l in range(self.n_layer):
+            p = "blk.%d." % l
+            L = {k: W(p + k + ".weight") for k in
+                 ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                  "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")}
+            for k in ("attn_q", "attn_k", "attn_v"):
+                L[k + ".bias"] = W(p + k + ".bias") if self.has(p + k + ".bias") else None
+            self.layers.append(L)
+
+    def rmsnorm(self, x, w):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
+
+    def rope(self, x, pos):
+        # x: [T, heads, hd]
+        half = self.n_rot // 2
+        inv = self.base ** (-2.0 * np.arange(half) / self.n_rot)
+        if self.ff is not None:
+            inv = inv / self.ff
+        th = pos[:, None] * inv[None, :]  # [T, half]
+        c, s = np.cos(th)[:, None, :], np.sin(th)[:, None, :]
+        y = x.copy()
+        if self.neox:
+            a, b = x[..., :half], x[..., half:self.n_rot]
+            y[..., :half] = a * c - b * s
+            y[..., half:self.n_rot] = a * s + b * c
+        else:
+            a, b = x[..., 0:self.n_rot:2], x[..., 1:self.n_rot:2]
+            y[..., 0:self.n_rot:2] = a * c - b * s
+            y[..., 1:self.n_rot:2] = a * s + b * c
+        return y
+
+    def logits(self, toks):
+        T = len(toks)
+        x = self.tok[np.array(toks)]
+        pos = np.arange(T, dtype=np.float64)
+        H, KV, hd = self.n_head, self.n_head_kv, self.hd
+        mask = np.triu(np.full((T, T), -np.inf), 1)
+        for L in self.layers:
+            h = self.rmsnorm(x, L["attn_norm"])
+            q = h @ L["attn_q"].T
+            k = h @ L["attn_k"].T
+            v = h @ L["attn_v"].T
+            if L["attn_q.bias"] is not None:
+                q = q + L["attn_q.bias"]
+                k = k + L["attn_k.bias"]
+                v = v + L["attn_v.bias"]
+            q = self.rope(q.reshape(T, H, hd), pos)
+            k = self.rope(k.reshape(T, KV, hd), pos)
+            v = v.reshape(T, KV, hd)
+            o = np.zeros((T, H, hd))
+            for hh in range(H):
+                kv = hh // (H // KV)
+                s = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
+                s = np.exp(s - s.max(axis=1, keepdims=True))
+                s /= s.sum(axis=1, keepdims=True)
+                o[:, hh, :] = s @ v[:, kv, :]
+            x = x + o.reshape(T, H * hd) @ L["attn_output"].T
+            h = self.rmsnorm(x, L["ffn_norm"])
+            gt = h @ L["ffn_gate"].T
+            up = h @ L["ffn_up"].T
+            x = x + (gt / (1 + np.exp(-gt)) * up) @ L["ffn_down"].T
+        return self.rmsnorm(x, self.out_norm) @ self.out.T
+
+
+def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "logits":
+        m = Model(sys.argv[2])
+        toks = [int(t) for t in sys.argv[3].split(",")]
+        print(json.dumps(m.logits(toks).tolist()))
+        return 0
+    if len(sys.argv) == 6 and sys.argv[1] == "compare":
+        m = Model(sys.argv[2])
+        j = json.loads(open(sys.argv[4]).read())
+        tol = float(sys.argv[5])
+        pt, gen = j["prompt_tokens"], j["tokens"]
+        ref = m.logits(pt + gen)
+        nv = ref.shape[1]
+        got = np.fromfile(sys.argv[3], dtype="<f4").astype(np.float64).reshape(-1, nv)
+        worst, bad = 0.0, 0
+        for r in range(got.shape[0]):
+            want = ref[len(pt) - 1 + r]
+            scale = max(1.0, np.abs(want).max())
+            err = np.abs(got[r] - want).max() / scale
+            worst = max(worst, err)
+            top = np.argsort(-want)[:2]
+            margin = (want[top[0]] - want[top[1]]) / scale
+            if err > tol:
+                print("row %d: max error %.3g > %.3g" % (r, err, tol))
+                bad += 1
+            elif margin > 2 * tol and int(np.argmax(got[r])) != int(top[0]):
+                print("row %d: greedy %d, reference %d (margin %.3g)" %
+                      (r, int(np.argmax(got[r])), int(top[0]), margin))
+                bad += 1
+        print("rows %d, worst relative error %.3g (tolerance %.3g), %d bad" %
+              (got.shape[0], worst, tol, bad))
+        return 1 if bad else 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# timeout: 300
+# edgeq run on tiny synthetic models: output format, --json, identical
+# greedy output and logits for 1 and 2 threads and for every prefill batch
+# size, seeded sampling, context limits, and malformed model files refused
+# with a specific message and exit status 3.
+. "$(dirname "$0")/../lib/testlib.sh"
+GEN=${O:-build}/tools/gguf-gen
+[ -x "$GEN" ] || skip_all "gguf-gen is not built"
+M=$T/q4_0.gguf
+"$GEN" -o "$M" --type q4_0 --seed 11
+"$GEN" -o "$T/q4_k.gguf" --type q4_k --seed 12
+P="The quick brown fox jumps over the lazy dog"
+
+out=$("$EDGEQ" run -m "$M" -p "$P" -n 8 --temp 0 --no-roofline 2>"$T/err")
+check "stdout starts with the prompt" test "${out#"$P"}" != "$out"
+check "one stderr line with the figures" grep -q "prompt .* tok/s | decode .* tok/s | TTFT .* ms | peak RSS .* MiB/token" "$T/err"
+check "roofline figure when measured" sh -c "'$EDGEQ' run -m '$M' -p hi -n 2 2>&1 >/dev/null | grep -q 'roofline [0-9]*% of'"
+
+"$EDGEQ" run -m "$M" -p "$P" -n 8 --temp 0 --json --no-roofline >"$T/j" 2>/dev/null
+check "--json has prompt_tokens (BOS first), tokens, text, timings" \
+	/usr/bin/python3 -c "
+import json,sys; j=json.load(open('$T/j'))
+assert j['prompt_tokens'][0]==1 and len(j['tokens'])==8 and isinstance(j['text'],str)
+assert 'decode_tok_s' in j['timings'] and 'ttft_ms' in j['timings']"
+
+for m in "$M" "$T/q4_k.gguf"; do
+	b=$(basename "$m")
+	"$EDGEQ" run -m "$m" -p "$P" -n 12 -t 1 --dump-logits "$T/t1" >"$T/t1.j"
+	"$EDGEQ" run -m "$m" -p "$P" -n 12 -t 2 --dump-logits "$T/t2" >"$T/t2.j"
+	check "$b: greedy tokens identical for -t 1 and -t 2" cmp -s "$T/t1.j" "$T/t2.j"
+	check "$b: logits bit-identical for -t 1 and -t 2" cmp -s "$T/t1" "$T/t2"
+	"$EDGEQ" run -m "$m" -p "$P" -n 4 -t 2 -b 1 --dump-logits "$T/b1" >/dev/null
+	"$EDGEQ" run -m "$m" -p "$P" -n 4 -t 2 -b 5 --dump-logits "$T/b5" >/dev/null
+	"$EDGEQ" run -m "$m" -p "$P" -n 4 -t 2 -b 64 --dump-logits "$T/b64" >/dev/null
+	check "$b: logits identical for prefill batches 1, 5, 64" \
+		sh -c "cmp -s '$T/b1' '$T/b5' && cmp -s '$T/b1' '$T/b64'"
+done
+
+a=$("$EDGEQ" run -m "$M" -p "$P" -n 16 --temp 0.9 --seed 42 --json --no-roofline 2>/dev/null | sed 's/"timings".*//')
+b=$("$EDGEQ" run -m "$M" -p "$P" -n 16 --temp 0.9 --seed 42 --json --no-roofline 2>/dev/null | sed 's/"timings".*//')
+check "seeded sampling repeats" test "$a" = "$b"
+"$EDGEQ" run -m "$M" -p "$P" -n 16 --temp 1 --top-k 0 --top-p 1 --min-p 0 --repeat-penalty 1.3 --seed 1 --no-roofline >/dev/null 2>&1
+check "all samplers together run" test $? -eq 0
+"$EDGEQ" run -m "$M" -p "$P" -n 0 --json --no-roofline >"$T/n0" 2>/dev/null
+check "-n 0 generates nothing" grep -q '"tokens":\[\]' "$T/n0"
+"$EDGEQ" run -m "$M" -p "$P" -n 4 --ctx-size 8 --no-roofline >/dev/null 2>"$T/e"
+check "a prompt longer than --ctx-size is refused (exit 4)" sh -c "test $? -eq 4 && grep -q 'does not fit in the context' '$T/e'"
+"$EDGEQ" run -m "$M" -p "hi there" -n 100 --ctx-size 16 -b 4 --temp 0 --no-roofline --json >"$T/full" 2>/dev/null
+check "generation stops when the context is full" /usr/bin/python3 -c "
+import json; j=json.load(open('$T/full')); assert len(j['prompt_tokens'])+len(j['tokens'])<=16, j"
+"$EDGEQ" run -m "$M" -p hi --kv-type q4 >/dev/null 2>&1
+check "--kv-type q4 is a usage error" test $? -eq 2
+"$EDGEQ" run -m "$M" -p hi -n 2 --kv-type q8_0 --no-roofline >/dev/null 2>&1
+check "--kv-type q8_0 runs" test $? -eq 0
+"$EDGEQ" run -m "$M" -p hi -n 2 --weights stream --weights-budget 50% --no-roofline >/dev/null 2>"$T/e"
+rc=$?
+check "--weights stream runs or says it is not available" sh -c "test $rc -eq 0 || grep -q 'stream' '$T/e'"
+
+refused() { # what file message
+	local what=$1 f=$2 msg=$3
+	"$EDGEQ" run -m "$f" -p hi -n 1 --no-roofline >/dev/null 2>"$T/e"
+	local rc=$?
+	if [ $rc -eq 3 ] && grep -q -- "$msg" "$T/e"; then
+		check "$what: refused (exit 3, '$msg')" true
+	else
+		echo "  exit $rc: $(cat "$T/e")"
+		check "$what: refused (exit 3, '$msg')" false
+	fi
+}
+head -c 400000 "$M" >"$T/trunc.gguf"
+head -c 5000 "$M" >"$T/trunc2.gguf"
+refused "truncated inside the metadata" "$T/trunc2.gguf" "string length 1 exceeds the 0 bytes left"
+refused "truncated file" "$T/trunc.gguf" "extends past the end of the file"
+printf 'not a model at all' >"$T/text.gguf"
+refused "not a GGUF file" "$T/text.gguf" "not a GGUF file"
+patch() { # in out python-bytes-expression
+	/usr/bin/python3 -c "
+b=open('$1','rb').read(); $3
+open('$2','wb').write(b)"
+}
+patch "$M" "$T/arch.gguf" "b=b.replace(b'\x05\0\0\0\0\0\0\0llama',b'\x05\0\0\0\0\0\0\0bloom',1)"
+refused "unsupported architecture" "$T/arch.gguf" "architecture 'bloom' is not supported"
+patch "$M" "$T/miss.gguf" "b=b.replace(b'blk.1.ffn_up.weight',b'blk.1.ffn_uq.weight',1)"
+refused "missing tensor" "$T/miss.gguf" "tensor 'blk.1.ffn_up.weight' is missing"
+patch "$M" "$T/blk.gguf" "b=b.replace(b'blk.1.ffn_up.weight',b'blk.7.ffn_up.weight',1)"
+refused "tensor of a block past block_count" "$T/blk.gguf" "names a block outside block_count"
+patch "$M" "$T/heads.gguf" "i=b.index(b'llama.attention.head_count_kv')+29+4; b=b[:i]+bytes([3])+b[i+1:]"
+refused "head_count_kv not dividing head_count" "$T/heads.gguf" "does not divide head_count"
+patch "$M" "$T/tok.gguf" "b=b.replace(b'tokenizer.ggml.model\x08\0\0\0\x05\0\0\0\0\0\0\0llama',b'tokenizer.ggml.model\x08\0\0\0\x05\0\0\0\0\0\0\0bert5',1)"
+refused "unsupported tokenizer" "$T/tok.gguf" "tokenizer.ggml.model 'bert5'"
+patch "$M" "$T/bos.gguf" "i=b.index(b'tokenizer.ggml.bos_token_id')+27+4; b=b[:i]+(99999).to_bytes(4,'little')+b[i+4:]"
+refused "BOS id out of range" "$T/bos.gguf" "bos_token_id = 99999"
+"$EDGEQ" run -m "$T/nonexistent.gguf" -p hi >/dev/null 2>&1
+check "a missing file is an error" test $? -ne 0
+summary

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * libFuzzer harness: arbitrary text through both tokenizers (SentencePiece
+ * with byte fallback, byte-level BPE with each pre-tokenizer), with and
+ * without special-token parsing. Checks: no crash; every id in range; the
+ * SentencePiece decode of the ids gives back the text (after the added
+ * leading space) whenever the text holds no U+2581 and no special token.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <edgeq/gguf.h>
+
+#include "gguf_build.h"
+#include "model/tokenize.h"
+#include "model/vocab.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct edgeq_vocab spm, bpe[4];
+static struct gb spm_buf, bpe_buf[4];
+
+static void build_spm(void)
+{
+	static const char *const pieces[] = { "\xe2\x96\x81",
+					      "\xe2\x96\x81t",
+					      "he",
+					      "\xe2\x96\x81the",
+					      "in",
+					      "er",
+					      "\xe2\x96\x81"
+					      "a",
+					      "on",
+					      "<|user|>" };
+	const char *toks[3 + 256 + 9];
+	float scores[3 + 256 + 9];
+	int32_t types[3 + 256 + 9];
+	static char bytes[256][8];
+	struct edgeq_gguf *g;
+	struct edgeq_error err;
+	int i, n = 0;
+
+	toks[n] = "<unk>", types[n] = 2, scores[n++] = 0;
+	toks[n] = "<s>", types[n] = 3, scores[n++] = 0;
+	toks[n] = "</s>", types[n] = 3, scores[n++] = 0;
+	for (i = 0; i < 256; i++) {
+		snprintf(bytes[i], sizeof(bytes[i]), "<0x%02X>", i);
+		toks[n] = bytes[i], types[n] = 6, scores[n++] = 0;
+	}
+	for (i = 0; i < 9; i++)
+		toks[n] = pieces[i], types[n] = i == 8 ? 4 : 1,
+		scores[n++] = -(float)i;
+	gb_header(&spm_buf, 3, 0, 4);
+	gb_kv_str(&spm_buf, "tokenizer.ggml.model", "llama");
+	gb_kv_arr_str(&spm_buf, "tokenizer.ggml.tokens", toks, (size_t)n);
+	gb_kv_arr_f32(&spm_buf, "tokenizer.ggml.scores", scores, (size_t)n);
+	gb_kv_arr_i32(&spm_buf, "tokenizer.ggml.token_type", types, (size_t)n);
+	if (edgeq_gguf_open_mem(spm_buf.b, spm_buf.n, &g, &err) ||
+	    vocab_load(&spm, g, &err))
+		abort();
+	edgeq_gguf_close(g);
+}
+
+static void build_bpe(int k, const char *pre)
+{
+	static char store[256][4];
+	static const char *const merges[] = { "\xc4\xa0 t", "h e",
+					      "\xc4\xa0t he", "i n", "1 2" };
+	const char *toks[256 + 6];
+	int32_t types[256 + 6];
+	struct edgeq_gguf *g;
+	struct edgeq_error err;
+	int i;
+
+	for (i = 0; i < 256; i++) {
+		size_t l = utf8_put(bpe_byte_to_cp((uint8_t)i), store[i]);
+
+		store[i][l] = 0;
+		toks[i] = store[i];
+		types[i] = 1;
+	}
+	toks[256] = "\xc4\xa0t", toks[257] = "he", toks[258] = "\xc4\xa0the";
+	toks[259] = "in", toks[260] = "12", toks[261] = "<|eot_id|>";
+	for (i = 256; i < 262; i++)
+		types[i] = i == 261 ? 3 : 1;
+	gb_header(&bpe_buf[k], 3, 0, 5);
+	gb_kv_str(&bpe_buf[k], "tokenizer.ggml.model", "gpt2");
+	gb_kv_str(&bpe_buf[k], "tokenizer.ggml.pre", pre);
+	gb_kv_arr_str(&bpe_buf[k], "tokenizer.ggml.tokens", toks, 262);
+	gb_kv_arr_i32(&bpe_buf[k], "tokenizer.ggml.token_type", types, 262);
+	gb_kv_arr_str(&bpe_buf[k], "tokenizer.ggml.merges", merges, 5);
+	if (edgeq_gguf_open_mem(bpe_buf[k].b, bpe_buf[k].n, &g, &err) ||
+	    vocab_load(&bpe[k], g, &err))
+		abort();
+	edgeq_gguf_close(g);
+}
+
+static void run(const struct edgeq_vocab *v, const char *t, size_t n,
+		bool special, bool check_rt)
+{
+	size_t cap = n * 2 + 8, got, i;
+	int32_t *toks = malloc(cap * sizeof(*toks));
+	char *out = malloc(n * 4 + 16), *p = out;
+
+	if (!toks || !out)
+		abort();
+	if (vocab_tokenize(v, t, n, false, special, toks, cap, &got))
+		abort(); /* every byte is at most one token or two */
+	for (i = 0; i < got; i++) {
+		int l;
+
+		if (toks[i] < 0 || (uint32_t)toks[i] >= v->n)
+			abort();
+		l = vocab_piece(v, toks[i], p, 64);
+		if (l < 0)
+			abort();
+		p += l;
+	}
+	if (check_rt) {
+		size_t pre = v->kind == VOCAB_SPM && n ? 1 : 0;
+
+		if ((size_t)(p - out) != n + pre || memcmp(out + pre, t, n))
+			abort();
+	}
+	free(toks);
+	free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *t = (const char *)data;
+	bool plain;
+	int k;
+
+	if (!spm.n) {
+		static const char *const pre[4] = { "llama-bpe", "qwen2",
+						    "smollm", "gpt2" };
+
+		build_spm();
+		for (k = 0; k < 4; k++)
+			build_bpe(k, pre[k]);
+	}
+	plain = !memmem(t, size, "\xe2\x96\x81", 3) &&
+		!memmem(t, size, "<|user|>", 8) && !memmem(t, size, "<s>", 3) &&
+		!memmem(t, size, "</s>", 4) && !memmem(t, size, "<unk>", 5);
+	run(&spm, t, size, false, plain);
+	run(&spm, t, size, true, false);
+	for (k = 0; k < 4; k++) {
+		run(&bpe[k], t, size, false, true);
+		run(&bpe[k], t, size, true, false);
+	}
+	return 0;
+}

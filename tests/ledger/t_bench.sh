@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# edgeq bench on the tiny synthetic models: the table, the matrix and a short
+# soak; the JSON validates against Documentation/bench.schema.json, the SVG is
+# well-formed XML, and the planner's bounds hold (measured <= bound).
+# timeout: 240
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+D=$EDGEQ_TOP/tests/ledger
+GEN=$EDGEQ_TOP/${O:-build}/tools/gguf-gen
+SCHEMA=$EDGEQ_TOP/Documentation/bench.schema.json
+[ -x "$GEN" ] || skip_all "no $GEN (the decoder's model generator is not built)"
+export EDGEQ_PROFILES=$EDGEQ_TOP/share/edgeq/profiles.ini
+
+# the validator itself rejects what it must
+echo '{"schema": "edgeq-bench/1"}' >"$T/bad.json"
+python3 "$D/jsonschema.py" "$SCHEMA" "$T/bad.json" >"$T/why"
+check "schema validator rejects an incomplete document" test $? -eq 1
+check "validator names the missing field" grep -q "missing required 'llama_bench'" "$T/why"
+
+models="q8_0 q4_0"
+for ty in $models; do
+	"$GEN" -o "$T/tiny-$ty.gguf" --shape tiny --type "$ty" >/dev/null 2>&1 ||
+		{ check "gguf-gen tiny $ty" false; continue; }
+done
+for ty in $models; do
+	m=$T/tiny-$ty.gguf
+	[ -f "$m" ] || continue
+	"$EDGEQ" bench -m "$m" -t 1,2 -p 64,256 -n 32 -r 2 --buckets 16,64 \
+		--json --svg "$T/$ty.svg" >"$T/$ty.json" 2>"$T/$ty.err"
+	check "$ty: bench exits 0" test $? -eq 0
+	check "$ty: progress on stderr" grep -q '^bench: pp64, 2 threads' "$T/$ty.err"
+	python3 "$D/jsonschema.py" "$SCHEMA" "$T/$ty.json" >"$T/why"
+	check "$ty: JSON validates against the schema" test $? -eq 0
+	check "$ty: rows for 1 and 2 threads" python3 -c "
+import json; d=json.load(open('$T/$ty.json'))
+assert {(r['test'], r['threads']) for r in d['llama_bench']} == {(t, n) for t in ('pp64','pp256','tg32') for n in (1,2)}"
+	check "$ty: decode measured <= roofline bound (bandwidth measured now)" python3 -c "
+import json; d=json.load(open('$T/$ty.json')); r=d['roofline']
+tg=[x['tok_s'] for x in d['llama_bench'] if x['test'].startswith('tg')]
+assert max(tg) <= r['bound_tok_s'], (tg, r['bound_tok_s'])
+assert abs(r['efficiency'] - r['tok_s']/r['bound_tok_s']) < 1e-6"
+	check "$ty: prefill measured <= the plan's prefill bound" python3 -c "
+import json; d=json.load(open('$T/$ty.json'))
+pp=[x['tok_s'] for x in d['llama_bench'] if x['test'].startswith('pp')]
+assert max(pp) <= d['plan']['prefill_tok_s'], (pp, d['plan']['prefill_tok_s'])"
+	check "$ty: matrix buckets and percentiles ordered" python3 -c "
+import json; m=json.load(open('$T/$ty.json'))['matrix']
+assert [b['prompt'] for b in m['buckets']] == [16, 64]
+l=m['latency_ms']; assert 0 < l['p50'] <= l['p95'] <= l['p99']
+assert m['peak_rss'] > 0 and m['init_s'] > 0 and m['warm_ttft_s'] > 0"
+	check "$ty: SVG is well-formed" python3 -c "
+import xml.dom.minidom as x; d=x.parse('$T/$ty.svg')
+assert d.documentElement.tagName == 'svg' and d.getElementsByTagName('polyline')"
+done
+
+m=$T/tiny-q8_0.gguf
+"$EDGEQ" bench -m "$m" -t 1 -p 32 -n 16 -r 1 --buckets 16 --soak 0.05 --json --svg "$T/soak.svg" >"$T/soak.json" 2>"$T/soak.err"
+check "soak: exits 0" test $? -eq 0
+python3 "$D/jsonschema.py" "$SCHEMA" "$T/soak.json" >"$T/why"
+check "soak: JSON validates" test $? -eq 0
+check "soak: burst and steady state reported over samples" python3 -c "
+import json; s=json.load(open('$T/soak.json'))['soak']
+assert len(s['samples']) >= 4 and s['burst_tok_s'] > 0 and s['steady_tok_s'] > 0
+assert s['samples'][-1]['t'] >= 3.0"
+check "soak: SVG well-formed" python3 -c "import xml.dom.minidom as x; x.parse('$T/soak.svg')"
+check "soak: progress on stderr" grep -q '^bench: soak' "$T/soak.err"
+
+"$EDGEQ" bench -m "$m" -t 1 -p 32 -n 16 -r 1 --buckets 16 >"$T/h" 2>/dev/null
+check "table: tg16 row" grep -q '^| tg16 ' "$T/h"
+check "table: the roofline line" grep -q '^decode roofline: .* efficiency [0-9]* %' "$T/h"
+check "table: plan next to the matrix figures" grep -q 'plan (local)' "$T/h"
+if [ -f "$EDGEQ_TEST_MODELS/stories260K.gguf" ]; then
+	"$EDGEQ" bench -m "$EDGEQ_TEST_MODELS/stories260K.gguf" -t 1 -p 32 -n 16 -r 1 --buckets 16 --no-matrix --json >"$T/s.json" 2>/dev/null
+	check "stories260K: bench, decode <= bound" python3 -c "
+import json; d=json.load(open('$T/s.json')); r=d['roofline']; assert r['tok_s'] <= r['bound_tok_s']"
+fi
+
+"$EDGEQ" bench 2>/dev/null; check "no model: exit 2" test $? -eq 2
+"$EDGEQ" bench -m "$m" -t 0 2>/dev/null; check "-t 0: exit 2" test $? -eq 2
+"$EDGEQ" bench -m "$T/missing.gguf" -q 2>"$T/err"; rc=$?
+check "missing model fails and says so" test $rc -ne 0 -a $rc -ne 2
+summary

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Execution on placed devices (in-process backend): tokens do not depend on
+# the placement; a throttle re-places within one token; an agent lost
+# mid-generation leaves no error; calibration moves ops off a device slower
+# than its profile claims.
+# timeout: 120
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+
+B=${EDGEQ_TOP:-.}/${O:-build}
+RUN=$B/tools/place-run
+GEN=$B/tools/gguf-gen
+[ -x "$RUN" ] && [ -x "$GEN" ] || skip_all "place-run or gguf-gen not built"
+"$GEN" -o "$T/tiny.gguf" --shape tiny --type q8_0 >/dev/null ||
+	skip_all "gguf-gen could not make the tiny model"
+# an npu twice the cpu's bandwidth, free to call: the matmuls go there
+printf '[device.npu]\nops = matmul attn swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/npu.ini"
+R=("$RUN" -m "$T/tiny.gguf" -n 24 -p "Once upon a time")
+Q=(--queue npu0 --devices "$T/npu.ini")
+js() { python3 -c "import json,sys; d=json.load(open('$1')); p=d['per_token']; s=d['stats']; sys.exit(0 if ($2) else 1)"; }
+toks() { python3 -c "import json; print([t['tok'] for t in json.load(open('$1'))['per_token']])"; }
+
+"${R[@]}" --backend none >"$T/cpu.json"
+check "all-cpu run" js "$T/cpu.json" "d['error'] is None and len(p) >= 8 and s['offloaded'] == 0"
+
+"${R[@]}" "${Q[@]}" --no-calib >"$T/npu.json"
+check "matmuls ran on npu0" js "$T/npu.json" "s['offloaded'] > 0 and all(t['off_cpu'] > 0 for t in p)"
+check "tokens equal the all-cpu run" test "$(toks "$T/npu.json")" = "$(toks "$T/cpu.json")"
+
+"${R[@]}" "${Q[@]}" --no-calib --threads 2 >"$T/npu2.json"
+check "2 threads: same tokens" test "$(toks "$T/npu2.json")" = "$(toks "$T/cpu.json")"
+
+# npu0 throttled (cooling 3 of 4) after token 3: token 4 runs all on the cpu
+"${R[@]}" "${Q[@]}" --no-calib --throttle-at 3 --cooling 3/4 >"$T/thr.json"
+check "before the throttle: on npu0" js "$T/thr.json" "p[3]['off_cpu'] > 0 and p[3]['replans'] == 0"
+check "the next token is placed anew" js "$T/thr.json" "p[4]['off_cpu'] == 0 and p[4]['replans'] == 1 and p[4]['reason'] == 2"
+check "throttled: nothing more offloaded" js "$T/thr.json" "p[-1]['offloaded'] == p[4]['offloaded']"
+check "throttled: tokens unchanged" test "$(toks "$T/thr.json")" = "$(toks "$T/cpu.json")"
+
+# the agent dies at its 30th op, in the middle of a step
+"${R[@]}" "${Q[@]}" --no-calib --fail-after 30 >"$T/kill.json"
+check "agent lost: no error reaches the caller" js "$T/kill.json" "d['error'] is None"
+check "agent lost: one op fell back, the rest moved at once" js "$T/kill.json" \
+	"s['fallbacks'] == 1 and s['last_error'] == -19 and p[-1]['off_cpu'] == 0 and p[-1]['reason'] == 3"
+check "agent lost: tokens unchanged" test "$(toks "$T/kill.json")" = "$(toks "$T/cpu.json")"
+
+# calibration: the in-process npu is no faster than the cpu it runs on,
+# whatever the profile says; measured times move the matmuls back
+printf '[device.npu]\nops = matmul\ndtypes = all\ngflops = 1e5\nmem_gbs = 1000\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/liar.ini"
+"${R[@]}" --queue npu0 --devices "$T/liar.ini" -n 24 >"$T/cal.json"
+check "calibration: starts on npu0, measured, moved" js "$T/cal.json" \
+	"p[0]['off_cpu'] > 0 and p[-1]['off_cpu'] < p[0]['off_cpu'] and s['replans'] >= 1"
+check "calibration: tokens unchanged" test "$(toks "$T/cal.json")" = "$(toks "$T/cpu.json")"
+summary

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * place-run: generate greedily with ops placed on devices, and report per
+ * token where the plan put them. The placement tests and the VM scenario
+ * drive it.
+ *
+ *   place-run -m MODEL [-p PROMPT] [-n N] [--queue npu0[=PROFILE],...]
+ *             [--devices FILE] [--backend inline|kq|none]
+ *             [--throttle-at K --cooling S/MAX]   set npu0's state after token K
+ *             [--fail-after N]                    inline: the agent dies at op N
+ *             [--kill-agent-at K --agent-pid PID] kq: SIGKILL the agent after token K
+ *             [--watch] [--sysfs DIR]             consume the pressure monitor
+ *             [--no-calib]                        keep the profile's speeds
+ *             [--margin F]                        hysteresis margin (0.05)
+ *
+ * Prints one JSON object: "tokens" (generated ids), "per_token" (for each
+ * token: ops of the plan off the CPU, replans so far, pressure events,
+ * offloaded ops so far, the queue's sysfs cooling state when --sysfs),
+ * "stats" and "error" (null when the generation succeeded).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <edgeq/engine.h>
+#include <edgeq/placement.h>
+#include <edgeq/pressure.h>
+
+#include "place_kq.h"
+
+struct run {
+	struct edgeq_place_exec *x;
+	struct edgeq_placer *pl;
+	int npu; /* device index of the first queue */
+	int n_tok;
+	int throttle_at, kill_at;
+	pid_t agent_pid;
+	struct edgeq_device_state throttle;
+	const char *sysfs, *qname;
+	FILE *per;
+};
+
+static long sysfs_long(const char *dir, const char *q, const char *attr)
+{
+	char path[512];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, q, attr);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int on_token(void *user, int32_t tok, const char *piece, size_t len)
+{
+	struct run *r = user;
+	struct edgeq_place_stats st;
+
+	edgeq_place_stats(r->x, &st);
+	fprintf(r->per,
+		"%s{\"tok\": %d, \"off_cpu\": %u, \"replans\": %llu, "
+		"\"reason\": %d, \"pressure_events\": %llu, \"offloaded\": %llu, "
+		"\"fallbacks\": %llu, \"cooling_state\": %ld}",
+		r->n_tok ? ", " : "", tok, st.ops_off_cpu,
+		(unsigned long long)st.replans, (int)st.last_reason,
+		(unsigned long long)st.pressure_events,
+		(unsigned long long)st.offloaded,
+		(unsigned long long)st.fallbacks,
+		r->sysfs && r->qname ?
+			sysfs_long(r->sysfs, r->qname, "cooling_state") :
+			-1L);
+	if (r->n_tok == r->throttle_at && r->npu > 0)
+		edgeq_placer_set_state(r->pl, r->npu, &r->throttle);
+	if (r->n_tok == r->kill_at && r->agent_pid > 0) {
+		kill(r->agent_pid, SIGKILL);
+		usleep(20000); /* let the module see the agent go */
+	}
+	r->n_tok++;
+	return 0;
+}
+
+static int add_queues(struct edgeq_devices *d, const char *list,
+		      const struct edgeq_device_profile *profs, int n_profs)
+{
+	char buf[256], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		const struct edgeq_device_profile *p;
+		char *eq = strchr(tok, '='), pn[EDGEQ_DEV_NAME_MAX], *e;
+
+		snprintf(pn, sizeof(pn), "%s", eq ? eq + 1 : tok);
+		if (eq)
+			*eq = '\0';
+		else
+			for (e = pn + strlen(pn);
+			     e > pn && e[-1] >= '0' && e[-1] <= '9'; e--)
+				e[-1] = '\0';
+		p = edgeq_devprof_find(profs, (size_t)n_profs, pn);
+		if (!p || edgeq_devices_add(d, tok, p) < 0) {
+			fprintf(stderr, "place-run: queue %s: no profile %s\n",
+				tok, pn);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: place-run -m MODEL [-p PROMPT] [-n N] [--queue Q[=P],...]\n"
+		"  [--devices FILE] [--backend inline|kq|none] [--throttle-at K]\n"
+		"  [--cooling S/MAX] [--fail-after N] [--kill-agent-at K]\n"
+		"  [--agent-pid PID] [--watch] [--sysfs DIR] [--threads N]\n"
+		"  [--no-calib] [--margin F]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *model = NULL, *prompt = "Once upon a time", *queues = NULL;
+	const char *devfile = NULL, *backend = "inline";
+	struct edgeq_device_profile profs[16];
+	struct edgeq_model_params mp;
+	struct edgeq_ctx_params cp;
+	struct edgeq_gen_params gp;
+	struct edgeq_gen_stats gs;
+	struct edgeq_error err = { 0 };
+	struct edgeq_place_backend be;
+	struct edgeq_place_inline inl;
+	struct edgeq_place_stats st;
+	struct edgeq_placer_params pp;
+	struct edgeq_pressure *pm = NULL;
+	struct place_kq *kqb = NULL;
+	struct edgeq_devices d;
+	struct edgeq_model *m;
+	struct edgeq_ctx *c;
+	struct run r;
+	char *perbuf = NULL;
+	size_t perlen = 0;
+	int n = 16, n_profs, ret, threads = 1;
+	unsigned cs = 3, cmax = 4;
+	uint64_t fail_after = 0;
+	bool watch = false;
+
+	memset(&r, 0, sizeof(r));
+	edgeq_placer_params_init(&pp);
+	r.throttle_at = r.kill_at = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--watch")) {
+			watch = true;
+			continue;
+		}
+		if (!strcmp(a, "--no-calib")) {
+			pp.calibrate = false;
+			continue;
+		}
+		if (!v)
+			usage();
+		i++;
+		if (!strcmp(a, "-m"))
+			model = v;
+		else if (!strcmp(a, "-p"))
+			prompt = v;
+		else if (!strcmp(a, "-n"))
+			n = atoi(v);
+		else if (!strcmp(a, "--queue"))
+			queues = v;
+		else if (!strcmp(a, "--devices"))
+			devfile = v;
+		else if (!strcmp(a, "--backend"))
+			backend = v;
+		else if (!strcmp(a, "--throttle-at"))
+			r.throttle_at = atoi(v);
+		else if (!strcmp(a, "--cooling")) {
+			if (sscanf(v, "%u/%u", &cs, &cmax) != 2)
+				usage();
+		} else if (!strcmp(a, "--fail-after"))
+			fail_after = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--kill-agent-at"))
+			r.kill_at = atoi(v);
+		else if (!strcmp(a, "--agent-pid"))
+			r.agent_pid = atoi(v);
+		else if (!strcmp(a, "--sysfs"))
+			r.sysfs = v;
+		else if (!strcmp(a, "--threads"))
+			threads = atoi(v);
+		else if (!strcmp(a, "--margin"))
+			pp.margin = atof(v);
+		else
+			usage();
+	}
+	if (!model || n < 1 || n > 4000)
+		usage();
+	n_profs = edgeq_devprofs_load(devfile, profs, 16, &err);
+	if (n_profs < 0) {
+		fprintf(stderr, "place-run: %s\n", err.msg);
+		return 1;
+	}
+	edgeq_devices_init(&d,
+			   edgeq_devprof_find(profs, (size_t)n_profs, "cpu"));
+	if (queues && add_queues(&d, queues, profs, n_profs))
+		return 2;
+	r.npu = d.n > 1 ? 1 : 0;
+	r.qname = d.n > 1 ? d.dev[1].name : NULL;
+	edgeq_device_state_init(&r.throttle);
+	r.throttle.cooling_state = cs;
+	r.throttle.cooling_max = cmax;
+
+	edgeq_model_params_init(&mp);
+	mp.path = model;
+	mp.n_threads = threads;
+	ret = edgeq_model_load(&mp, &m, &err);
+	if (ret) {
+		fprintf(stderr, "place-run: %s\n", err.msg);
+		return 1;
+	}
+	edgeq_ctx_params_init(&cp);
+	cp.n_ctx = 512;
+	ret = edgeq_ctx_new(m, &cp, &c, &err);
+	if (ret) {
+		fprintf(stderr, "place-run: %s\n", err.msg);
+		return 1;
+	}
+	if (!strcmp(backend, "inline")) {
+		edgeq_place_backend_inline(&be, &inl);
+		inl.fail_after = fail_after;
+	} else if (!strcmp(backend, "kq")) {
+		ret = place_kq_new(&d, &kqb, &be);
+		if (ret) {
+			fprintf(stderr, "place-run: kq backend: %s\n",
+				strerror(-ret));
+			return 1;
+		}
+	} else if (strcmp(backend, "none")) {
+		usage();
+	}
+	if (strcmp(backend, "none")) {
+		ret = edgeq_place_attach(c, &d, &pp, &be, &r.x, &err);
+		if (ret) {
+			fprintf(stderr, "place-run: %s\n", err.msg);
+			return 1;
+		}
+		r.pl = edgeq_place_placer(r.x);
+		if (watch) {
+			ret = edgeq_pressure_new(NULL, &pm, &err);
+			if (ret) {
+				fprintf(stderr, "place-run: monitor: %s\n",
+					err.msg);
+				return 1;
+			}
+			edgeq_place_watch(r.x, pm, r.sysfs);
+		}
+	} else {
+		struct edgeq_place_backend none;
+
+		/* all on the CPU: still a placer so stats have one shape */
+		edgeq_place_backend_inline(&none, &inl);
+		d.n = 1;
+		edgeq_place_attach(c, &d, NULL, &none, &r.x, &err);
+		r.pl = edgeq_place_placer(r.x);
+		r.npu = 0;
+	}
+	r.per = open_memstream(&perbuf, &perlen);
+	edgeq_sampler_params_init(&gp.sampling);
+	gp.sampling.temp = 0;
+	gp.prompt = prompt;
+	gp.add_bos = true;
+	gp.n_predict = n;
+	ret = edgeq_generate(c, &gp, on_token, &r, &gs, &err);
+	fclose(r.per);
+	edgeq_place_stats(r.x, &st);
+	printf("{\"backend\": \"%s\", \"per_token\": [%s], \"stats\": "
+	       "{\"tokens\": %llu, \"replans\": %llu, \"offloaded\": %llu, "
+	       "\"fallbacks\": %llu, \"last_error\": %d, \"pressure_events\": "
+	       "%llu, \"monitor\": \"%s\"}, \"error\": ",
+	       backend, perbuf ? perbuf : "", (unsigned long long)st.tokens,
+	       (unsigned long long)st.replans, (unsigned long long)st.offloaded,
+	       (unsigned long long)st.fallbacks, st.last_error,
+	       (unsigned long long)st.pressure_events,
+	       pm ? edgeq_pressure_source_name(edgeq_pressure_source(pm)) : "");
+	if (ret)
+		printf("\"%s\"}\n", err.msg);
+	else
+		printf("null}\n");
+	free(perbuf);
+	edgeq_place_detach(r.x);
+	place_kq_free(kqb);
+	edgeq_pressure_free(pm);
+	edgeq_ctx_free(c);
+	edgeq_model_free(m);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * edgeq serve: the OpenAI-compatible HTTP daemon with the privacy router.
+ *
+ * Configuration precedence: command-line flag > EDGEQ_* environment variable
+ * > /etc/edgeq/edgeq.conf (or --config FILE) > built-in default. Every key
+ * of the file is the long name of a flag (sections are for readability).
+ *
+ * Under systemd (Type=notify): READY=1 once the model is loaded, WATCHDOG=1
+ * from this event loop while no generation is stuck, STOPPING=1 on SIGTERM.
+ */
+#include <errno.h>
+#include <ini.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include <edgeq/edgeq.h>
+#include <edgeq/pressure.h>
+#include <edgeq/router.h>
+#include <edgeq/stream.h>
+
+#include "cli.h"
+#include "serve_bundle.h"
+#include "server/server.h"
+
+#define DEFAULT_CONFIG "/etc/edgeq/edgeq.conf"
+
+static struct srv_config cfg;
+static const char *opt_config, *opt_default_class = "confidential";
+static const char *opt_socket_mode = "0660", *opt_api_key_file;
+static uint64_t opt_max_body = 1 << 20;
+static bool opt_no_prefix_cache;
+static const char *opt_pressure = "auto";
+static const char *opt_weights = "auto", *opt_weights_budget;
+
+static const struct cli_option serve_opts[] = {
+	{ "config", 'c', CLI_STR, &opt_config, "FILE",
+	  "configuration file (default " DEFAULT_CONFIG ", if present)" },
+	{ "model", 'm', CLI_STR, &cfg.model_path, "FILE",
+	  "GGUF model to serve" },
+	{ "model-name", 0, CLI_STR, &cfg.model_name, "ID",
+	  "model id in /v1/models (default: general.name or the file name)" },
+	{ "listen", 'l', CLI_STR, &cfg.listen, "ADDR",
+	  "address to listen on (127.0.0.1; 'none': no TCP)" },
+	{ "port", 'p', CLI_INT, &cfg.port, "PORT",
+	  "TCP port (8080; 0: any free)" },
+	{ "port-file", 0, CLI_STR, &cfg.port_file, "FILE",
+	  "write the bound port to FILE" },
+	{ "unix-socket", 0, CLI_STR, &cfg.unix_socket, "PATH",
+	  "also listen on a unix socket" },
+	{ "socket-mode", 0, CLI_STR, &opt_socket_mode, "MODE",
+	  "permissions of the unix socket (0660)" },
+	{ "api-key", 0, CLI_STR, &cfg.api_key, "TOKEN",
+	  "require 'Authorization: Bearer TOKEN' (prefer --api-key-file)" },
+	{ "api-key-file", 0, CLI_STR, &opt_api_key_file, "FILE",
+	  "read the bearer token from FILE" },
+	{ "threads", 't', CLI_INT, &cfg.threads, "N",
+	  "engine threads (0: all cores)" },
+	{ "weights", 0, CLI_STR, &opt_weights, "MODE",
+	  "auto, mmap, preload or stream (auto: from the memory budget)" },
+	{ "weights-budget", 0, CLI_RAW, &opt_weights_budget, "SIZE",
+	  "most weight bytes kept resident, e.g. 2G or 50% of the model (default: what memory allows)" },
+	{ "ctx-size", 0, CLI_INT, &cfg.ctx_size, "N",
+	  "context tokens per slot (2048)" },
+	{ "slots", 0, CLI_INT, &cfg.slots, "N",
+	  "generations running at once, one KV cache each (1)" },
+	{ "queue", 0, CLI_INT, &cfg.queue, "N",
+	  "requests waiting for a slot before 429 (8)" },
+	{ "max-connections", 0, CLI_INT, &cfg.max_connections, "N",
+	  "open HTTP connections (64)" },
+	{ "max-tokens", 0, CLI_INT, &cfg.max_tokens, "N",
+	  "largest max_tokens a request may ask (4096)" },
+	{ "default-max-tokens", 0, CLI_INT, &cfg.default_max_tokens, "N",
+	  "max_tokens when a request gives none (256)" },
+	{ "max-body", 0, CLI_SIZE, &opt_max_body, "SIZE",
+	  "largest request body (1M)" },
+	{ "request-timeout", 0, CLI_INT, &cfg.request_timeout_s, "SECONDS",
+	  "idle connection timeout (60)" },
+	{ "shutdown-timeout", 0, CLI_INT, &cfg.shutdown_timeout_s, "SECONDS",
+	  "SIGTERM: let in-flight requests finish this long, then cancel (10)" },
+	{ "chat-template", 0, CLI_STR, &cfg.chat_template, "NAME",
+	  "auto, llama3, chatml, llama2 or mistral (auto)" },
+	{ "no-prefix-cache", 0, CLI_FLAG, &opt_no_prefix_cache, NULL,
+	  "do not reuse a slot's KV cache for a common prompt prefix" },
+	{ "privacy-default", 0, CLI_STR, &opt_default_class, "CLASS",
+	  "class of requests that name none (confidential)" },
+	{ "private-url", 0, CLI_STR, &cfg.private_url, "URL",
+	  "OpenAI-compatible endpoint for internal requests" },
+	{ "private-model", 0, CLI_STR, &cfg.private_model, "ID",
+	  "model name sent to the private endpoint" },
+	{ "private-key", 0, CLI_STR, &cfg.private_key, "TOKEN",
+	  "bearer token for the private endpoint" },
+	{ "public-url", 0, CLI_STR, &cfg.public_url, "URL",
+	  "OpenAI-compatible endpoint for public requests" },
+	{ "public-model", 0, CLI_STR, &cfg.public_model, "ID",
+	  "model name sent to the public endpoint" },
+	{ "public-key", 0, CLI_STR, &cfg.public_key, "TOKEN",
+	  "bearer token for the public endpoint" },
+	{ "upstream-timeout", 0, CLI_INT, &cfg.upstream_timeout_s, "SECONDS",
+	  "whole-request timeout for endpoints (60)" },
+	{ "local-tok-s", 0, CLI_DOUBLE, &cfg.local_tok_s, "TOK_S",
+	  "fixed local decode speed for the router (0: measure)" },
+	{ "pressure", 0, CLI_STR, &opt_pressure, "SOURCE",
+	  "pressure monitor: auto (BPF, else PSI), psi or off" },
+	{ "log-prompts", 0, CLI_FLAG, &cfg.log_prompts, NULL,
+	  "write prompts and completions to the log (off)" },
+	{ "log-target", 0, CLI_STR, &cfg.log_target, "WHERE",
+	  "auto, journal or stderr (auto: journal under systemd)" },
+	{ "load-delay", 0, CLI_INT, &cfg.load_delay_ms, "MS",
+	  "test hook: stay in 'loading' MS longer" },
+	{ "token-delay", 0, CLI_INT, &cfg.token_delay_ms, "MS",
+	  "test hook: sleep MS before each generated token" },
+	CLI_OPTIONS_END
+};
+
+/* ---- configuration file */
+
+struct ini_ctx {
+	const struct cli_command *cmd;
+	const char *path;
+	int err;
+};
+
+static int on_ini(void *user, const char *section, const char *name,
+		  const char *value)
+{
+	struct ini_ctx *c = user;
+	char *v;
+	int ret;
+
+	if (!strcmp(name, "config")) {
+		cli_error(EXIT_USAGE, "serve",
+			  "%s: 'config' cannot be set in a file", c->path);
+		c->err = EXIT_USAGE;
+		return 0;
+	}
+	v = strdup(value); /* option strings must outlive the parser */
+	if (!v)
+		return 0;
+	ret = cli_set_option(c->cmd, name, v);
+	if (ret == -ENOENT) {
+		cli_error(EXIT_USAGE, "serve", "%s: unknown key '%s' in [%s]",
+			  c->path, name, section);
+		c->err = EXIT_USAGE;
+		return 0;
+	}
+	if (ret) {
+		cli_error(EXIT_USAGE, "serve",
+			  "%s: invalid value '%s' for '%s'", c->path, value,
+			  name);
+		c->err = EXIT_USAGE;
+		return 0;
+	}
+	return 1;
+}
+
+/* --config FILE / -c FILE / EDGEQ_CONFIG, found before the real parse so
+ * that the file's values sit under the environment's and the flags'. */
+static const char *find_config(int argc, char **argv, bool *explicit)
+{
+	const char *e, *last = NULL;
+	int i;
+
+	*explicit = true;
+	for (i = 1; i < argc; i++) { /* the last one wins, as for any flag */
+		if (!strcmp(argv[i], "--"))
+			break;
+		if ((!strcmp(argv[i], "--config") || !strcmp(argv[i], "-c")) &&
+		    i + 1 < argc)
+			last = argv[++i];
+		else if (!strncmp(argv[i], "--config=", 9))
+			last = argv[i] + 9;
+	}
+	if (last)
+		return last;
+	e = getenv("EDGEQ_CONFIG");
+	if (e && *e)
+		return e;
+	*explicit = false;
+	return DEFAULT_CONFIG;
+}
+
+static int load_config(const struct cli_command *self, int argc, char **argv)
+{
+	struct ini_ctx c = { self, NULL, 0 };
+	bool explicit;
+	FILE *f;
+	int ret;
+
+	c.path = find_config(argc, argv, &explicit);
+	f = fopen(c.path, "re");
+	if (!f) {
+		if (!explicit && errno == ENOENT)
+			return 0;
+		return cli_error(explicit ? EXIT_USAGE : EXIT_FAIL, "serve",
+				 "cannot read %s: %s", c.path, strerror(errno));
+	}
+	ret = ini_parse_file(f, on_ini, &c);
+	fclose(f);
+	if (c.err)
+		return c.err;
+	if (ret)
+		return cli_error(EXIT_USAGE, "serve", "%s:%d: syntax error",
+				 c.path, ret);
+	return 0;
+}
+
+static int read_key_file(const char *path)
+{
+	char buf[512];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return cli_error(EXIT_USAGE, "serve", "cannot read %s: %s",
+				 path, strerror(errno));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	if (!*buf)
+		return cli_error(EXIT_USAGE, "serve", "%s is empty", path);
+	cfg.api_key = strdup(buf);
+	return cfg.api_key ? 0 : EXIT_FAIL;
+}
+
+/* ---- the loader thread and the event loop */
+
+struct loader {
+	struct srv *srv;
+	int efd;
+	int ret;
+	struct edgeq_error err;
+};
+
+static void *load_thread(void *arg)
+{
+	struct loader *l = arg;
+	uint64_t one = 1;
+
+	l->ret = srv_load(l->srv, &l->err);
+	if (write(l->efd, &one, sizeof(one)) < 0) {
+		/* the main loop also polls; nothing to do */
+	}
+	return NULL;
+}
+
+static int write_port_file(const char *path, int port)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "%d\n", port);
+	if (fclose(f))
+		return -EIO;
+	return rename(tmp, path) ? -errno : 0;
+}
+
+/*
+ * Memory pressure moves the weight streamer's budget: on every change of the
+ * monitor's memory level, the budget becomes what memory allows now (less a
+ * reserve for KV caches and activations), never above the configured one.
+ * Applied at a token boundary; mmap mode has no budget and ignores it.
+ */
+static void adapt_budget(struct srv *srv, int level)
+{
+	static int last_level = -1;
+	struct edgeq_mem_info mi;
+	uint64_t cur, model, want;
+
+	if (level == last_level)
+		return;
+	last_level = level;
+	srv_weights_budget(srv, &cur, &model);
+	if (!model || edgeq_mem_probe(NULL, &mi))
+		return;
+	want = edgeq_weights_default_budget(&mi, 256ull << 20);
+	if (cfg.weights_budget && want > cfg.weights_budget)
+		want = cfg.weights_budget;
+	if (want > model)
+		want = model;
+	if (want && (want > cur + cur / 20 || want + cur / 20 < cur)) {
+		char f[64];
+
+		snprintf(f, sizeof(f), "EDGEQ_WEIGHTS_BUDGET=%llu",
+			 (unsigned long long)want);
+		srv_log(SRV_NOTICE,
+			(const char *const[]){ "EDGEQ_EVENT=weights-budget", f,
+					       NULL },
+			"memory level %s: weights budget %llu -> %llu MiB",
+			edgeq_mem_level_name((enum edgeq_mem_level)level),
+			(unsigned long long)(cur >> 20),
+			(unsigned long long)(want >> 20));
+		srv_set_weights_budget(srv, want);
+	}
+}
+
+/* The pressure monitor's view, reduced to what the server uses. */
+static void push_pressure(struct srv *srv, struct edgeq_pressure *pm)
+{
+	struct edgeq_pressure_state st;
+	struct srv_pressure p = { 0 };
+	uint32_t i;
+
+	edgeq_pressure_get(pm, &st);
+	p.valid = true;
+	p.source = edgeq_pressure_source_name(st.source);
+	p.mem_some10 =
+		st.mem.psi_some_avg10 >= 0 ? st.mem.psi_some_avg10 / 100 : -1;
+	p.stall_ms_per_s = st.mem.stall_ms_per_s;
+	p.mem_level = (int)st.mem.level;
+	p.throttle = 1;
+	for (i = 0; i < st.n_devices && p.n_dev < SRV_MAX_DEVICES; i++) {
+		snprintf(p.dev[p.n_dev].name, sizeof(p.dev[0].name), "%s",
+			 st.devices[i].name);
+		p.dev[p.n_dev].throttle = st.devices[i].throttle;
+		p.dev[p.n_dev].temp_mc = st.devices[i].temp_mc;
+		p.dev[p.n_dev].level = st.devices[i].level;
+		/* the engine runs on the CPU */
+		if (!strcmp(st.devices[i].name, "cpu")) {
+			p.throttle = st.devices[i].throttle;
+			p.have_throttle = true;
+		}
+		p.n_dev++;
+	}
+	srv_set_pressure(srv, &p);
+	if (srv_ready(srv))
+		adapt_budget(srv, p.mem_level);
+}
+
+static struct edgeq_pressure *start_pressure(void)
+{
+	struct edgeq_pressure_opts o;
+	struct edgeq_error err = { 0 };
+	struct edgeq_pressure *pm = NULL;
+
+	if (!strcmp(opt_pressure, "off"))
+		return NULL;
+	edgeq_pressure_opts_init(&o);
+	o.no_bpf = !strcmp(opt_pressure, "psi");
+	if (edgeq_pressure_new(&o, &pm, &err)) {
+		srv_log(SRV_WARN,
+			(const char *const[]){
+				"EDGEQ_EVENT=pressure-unavailable", NULL },
+			"no pressure monitor (%s): the router plans with unthrottled speed",
+			err.msg);
+		return NULL;
+	}
+	srv_log(SRV_NOTICE,
+		(const char *const[]){ "EDGEQ_EVENT=pressure", NULL },
+		"pressure monitor: %s%s%s",
+		edgeq_pressure_source_name(edgeq_pressure_source(pm)),
+		*edgeq_pressure_fallback_reason(pm) ? "; BPF not used: " : "",
+		edgeq_pressure_fallback_reason(pm));
+	return pm;
+}
+
+static int serve_main(int argc, char **argv)
+{
+	const struct cli_command *self = cli_find("serve");
+	struct loader l = { 0 };
+	struct signalfd_siginfo si;
+	uint64_t wd_usec = 0, stall_ns;
+	struct edgeq_pressure *pm = NULL;
+	struct pollfd pfd[3];
+	struct edgeq_error err = { 0 };
+	struct srv *srv = NULL;
+	bool loaded = false, stop = false;
+	pthread_t th;
+	sigset_t mask;
+	char *end;
+	int ret, arg, sfd, left, status = EXIT_OK;
+	long mode;
+
+	srv_config_init(&cfg);
+	ret = load_config(self, argc, argv);
+	if (ret)
+		return ret;
+	ret = cli_parse(self, argc, argv, &arg);
+	if (ret)
+		return ret < 0 ? EXIT_OK : ret;
+	if (arg < argc)
+		return cli_error(EXIT_USAGE, "serve",
+				 "unexpected argument '%s'", argv[arg]);
+	/* with EDGEQ_TRUST_KEY, only a verified bundle is served */
+	ret = serve_bundle_resolve(&cfg.model_path);
+	if (ret)
+		return ret;
+	if (!cfg.model_path)
+		return cli_error(
+			EXIT_USAGE, "serve",
+			"no model: give --model FILE (or model= in the config)");
+	if (edgeq_privacy_parse(opt_default_class, &cfg.default_class))
+		return cli_error(
+			EXIT_USAGE, "serve",
+			"--privacy-default must be confidential, internal or public");
+	mode = strtol(opt_socket_mode, &end, 8);
+	if (*end || mode < 0 || mode > 0777)
+		return cli_error(EXIT_USAGE, "serve",
+				 "--socket-mode must be octal, e.g. 0660");
+	cfg.socket_mode = (unsigned int)mode;
+	cfg.max_body = opt_max_body;
+	cfg.prefix_cache = !opt_no_prefix_cache;
+	if (opt_api_key_file && read_key_file(opt_api_key_file))
+		return EXIT_USAGE;
+	if (cfg.port < 0 || cfg.port > 65535)
+		return cli_error(EXIT_USAGE, "serve",
+				 "--port must be 0..65535");
+	{
+		enum edgeq_weights_mode wm;
+
+		if (edgeq_weights_mode_parse(opt_weights, &wm))
+			return cli_error(
+				EXIT_USAGE, "serve",
+				"--weights must be auto, mmap, preload or stream");
+		cfg.weights_mode = (int)wm;
+	}
+	if (opt_weights_budget) {
+		struct stat st;
+
+		/* a percentage is of the model, as for edgeq run */
+		if (stat(cfg.model_path, &st))
+			st.st_size = 0;
+		if (edgeq_parse_size(opt_weights_budget, (uint64_t)st.st_size,
+				     &cfg.weights_budget))
+			return cli_error(
+				EXIT_USAGE, "serve",
+				"--weights-budget: '%s' is not a size (512M, 2G, 50%% of the model)",
+				opt_weights_budget);
+	}
+	if (strcmp(opt_pressure, "auto") && strcmp(opt_pressure, "psi") &&
+	    strcmp(opt_pressure, "off"))
+		return cli_error(EXIT_USAGE, "serve",
+				 "--pressure must be auto, psi or off");
+	if (strcmp(cfg.log_target, "auto") &&
+	    strcmp(cfg.log_target, "journal") &&
+	    strcmp(cfg.log_target, "stderr"))
+		return cli_error(
+			EXIT_USAGE, "serve",
+			"--log-target must be auto, journal or stderr");
+	srv_log_setup(cfg.log_target);
+
+	/* signals through a signalfd, read by the loop below */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	l.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (sfd < 0 || l.efd < 0)
+		return cli_error(EXIT_FAIL, "serve", "signalfd/eventfd: %s",
+				 strerror(errno));
+
+	ret = srv_new(&cfg, &srv, &err);
+	if (!ret)
+		ret = srv_start(srv, &err);
+	if (ret) {
+		srv_log(SRV_ERR, NULL, "cannot start: %s", err.msg);
+		srv_free(srv);
+		return cli_exit_for(ret);
+	}
+	if (cfg.port_file && write_port_file(cfg.port_file, srv_port(srv)))
+		srv_log(SRV_WARN, NULL, "cannot write %s", cfg.port_file);
+	srv_log(SRV_NOTICE,
+		(const char *const[]){ "EDGEQ_EVENT=listening", NULL },
+		"listening on %s port %d%s%s; loading %s", cfg.listen,
+		srv_port(srv), cfg.unix_socket ? " and " : "",
+		cfg.unix_socket ? cfg.unix_socket : "", cfg.model_path);
+	sd_notifyf(0, "STATUS=loading %s", cfg.model_path);
+
+	l.srv = srv;
+	if (pthread_create(&th, NULL, load_thread, &l)) {
+		srv_free(srv);
+		return cli_error(EXIT_FAIL, "serve", "cannot start the loader");
+	}
+	if (sd_watchdog_enabled(0, &wd_usec) <= 0)
+		wd_usec = 0;
+	/* a generation with no token for a whole watchdog period is stuck */
+	stall_ns = wd_usec ? wd_usec * 1000 : 60ull * 1000000000;
+
+	pm = start_pressure();
+	if (pm)
+		push_pressure(srv, pm);
+	pfd[0].fd = sfd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = l.efd;
+	pfd[1].events = POLLIN;
+	pfd[2].fd = pm ? edgeq_pressure_fd(pm) : -1;
+	pfd[2].events = POLLIN;
+	pfd[2].revents = 0;
+	while (!stop) {
+		ret = poll(pfd, 3, wd_usec ? (int)(wd_usec / 2000) : 1000);
+		if (pm && pfd[2].revents & POLLIN &&
+		    edgeq_pressure_consume(pm) > 0)
+			push_pressure(srv, pm);
+		if (ret < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(l.efd, &v, sizeof(v)) < 0) {
+				/* counted wake-up; value unused */
+			}
+			pthread_join(th, NULL);
+			loaded = true;
+			if (l.ret) {
+				srv_log(SRV_ERR,
+					(const char *const[]){
+						"EDGEQ_EVENT=load-failed",
+						NULL },
+					"cannot load %s: %s", cfg.model_path,
+					l.err.msg);
+				sd_notifyf(0, "STATUS=load failed: %s",
+					   l.err.msg);
+				status = cli_exit_for(l.ret);
+				serve_bundle_load_failed(l.err.msg);
+				break;
+			}
+			serve_bundle_loaded();
+			sd_notifyf(0, "READY=1\nSTATUS=serving on port %d",
+				   srv_port(srv));
+			if (pm)
+				push_pressure(srv, pm);
+		}
+		if (pfd[0].revents & POLLIN &&
+		    read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGHUP) {
+				srv_log(SRV_NOTICE, NULL,
+					"SIGHUP: configuration is read at start; restart to apply changes");
+				continue;
+			}
+			stop = true;
+		}
+		if (wd_usec && srv_alive(srv, stall_ns))
+			sd_notify(0, "WATCHDOG=1");
+	}
+
+	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	srv_log(SRV_NOTICE,
+		(const char *const[]){ "EDGEQ_EVENT=stopping", NULL },
+		"stopping: in-flight requests have %d s to finish",
+		cfg.shutdown_timeout_s);
+	if (!loaded) {
+		/* still loading: no request can be running; wait for the loader */
+		pthread_join(th, NULL);
+	}
+	left = srv_shutdown(srv,
+			    (uint64_t)cfg.shutdown_timeout_s * 1000000000ull);
+	srv_log(SRV_NOTICE,
+		(const char *const[]){ "EDGEQ_EVENT=stopped", NULL },
+		"stopped; %d request(s) had to be cancelled", left);
+	srv_free(srv);
+	edgeq_pressure_free(pm);
+	close(sfd);
+	close(l.efd);
+	return status;
+}
+
+EDGEQ_COMMAND(
+	serve, "serve a model over an OpenAI-compatible HTTP API",
+	"usage: edgeq serve -m MODEL [--listen ADDR] [--port PORT] [OPTIONS]\n\n"
+	"Serves POST /v1/chat/completions and /v1/completions (stream: true gives\n"
+	"server-sent events), GET /v1/models, /health and /metrics (Prometheus).\n"
+	"Each request has a privacy class (confidential, internal, public: the\n"
+	"edgeq_privacy field or the X-Edgeq-Privacy header; the stricter wins):\n"
+	"confidential never leaves the box; internal may go to --private-url;\n"
+	"public may go to --public-url when the local sustained speed cannot meet\n"
+	"its SLO (edgeq_slo_tokens_per_s, edgeq_deadline_s). See 'edgeq route'.\n\n"
+	"Settings come from flags, then EDGEQ_* variables, then the configuration\n"
+	"file (" DEFAULT_CONFIG " or --config; keys are the flag names), then\n"
+	"the defaults. Under systemd it notifies readiness and pings the watchdog.",
+	serve_opts, serve_main);

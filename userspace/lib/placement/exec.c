@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Execution: the forward pass runs each op on its placed device.
+ *
+ * Attached to a ctx, the executor sees every forward pass through the
+ * decoder's hooks. A decode step (one token) is a token boundary: pending
+ * pressure events are consumed, the placer re-plans (with hysteresis), and
+ * the plan in force decides, for each matrix op, whether the CPU path runs
+ * it or a device backend does (an edgeq queue through kq, or the in-process
+ * emulation). A backend that fails (agent gone: -ENODEV) marks its device
+ * lost; the op runs on the CPU at once and so does the rest of the step, so
+ * the caller never sees the error. Backends run the same kernels as the CPU
+ * path, so the tokens do not depend on the placement.
+ *
+ * What runs elsewhere: matrix-vector products of decode steps. Norms, RoPE,
+ * attention and element-wise ops stay on the CPU thread pool (the device
+ * set handed to the placer is restricted accordingly, so the plan is what
+ * executes), and prefill batches run on the CPU.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <edgeq/placement.h>
+#include <edgeq/pressure.h>
+
+#include "kernels/kernels.h"
+#include "model/model.h"
+
+enum { OP_QKV, OP_OUT, OP_GATE_UP, OP_DOWN, OP_N };
+
+static const char *const op_names[OP_N] = { "attn_qkv", "attn_out",
+					    "ffn_gate_up", "ffn_down" };
+
+struct edgeq_place_exec {
+	struct edgeq_ctx *c;
+	struct edgeq_model *m;
+	struct edgeq_placer *pl;
+	struct edgeq_place_backend be;
+	struct edgeq_ctx_hooks hooks;
+	struct edgeq_pressure *pm; /* optional */
+	char *sysfs_dir;
+	int (*op_index)[OP_N]; /* per layer: chain index of each matrix op */
+	int out_index;	       /* the output matrix */
+	uint64_t *acc_ns;      /* per op: device time in this step */
+	int8_t *acc_dev;       /* the device it ran on, -1 none */
+	bool decoding;	       /* the current pass is one token */
+	struct edgeq_place_stats st;
+};
+
+int edgeq_place_shape_from_model(const struct edgeq_model *m,
+				 struct edgeq_place_shape *s);
+
+int edgeq_place_shape_from_model(const struct edgeq_model *m,
+				 struct edgeq_place_shape *s)
+{
+	const struct edgeq_hparams *hp = &m->hp;
+
+	if (!m->layers || !hp->n_layer || !m->output)
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	s->n_layer = hp->n_layer;
+	s->n_embd = hp->n_embd;
+	s->n_ff = hp->n_ff;
+	s->n_head = hp->n_head;
+	s->n_head_kv = hp->n_head_kv;
+	s->head_dim = hp->head_dim;
+	s->n_vocab = hp->n_vocab;
+	s->wtype = m->layers[0].wq->type;
+	s->otype = m->output->type;
+	s->etype = m->tok_embd->type;
+	s->kvtype = EDGEQ_TYPE_F16;
+	s->n_kv = 256;
+	return 0;
+}
+
+/* Chain index of the op that @t belongs to, or -1. */
+static int op_of(const struct edgeq_place_exec *x, const struct edgeq_tensor *t)
+{
+	const struct edgeq_layer *L;
+
+	if (t == x->m->output)
+		return x->out_index;
+	if (t->layer < 0 || (uint32_t)t->layer >= x->m->hp.n_layer)
+		return -1;
+	L = &x->m->layers[t->layer];
+	if (t == L->wq || t == L->wk || t == L->wv)
+		return x->op_index[t->layer][OP_QKV];
+	if (t == L->wo)
+		return x->op_index[t->layer][OP_OUT];
+	if (t == L->w_gate || t == L->w_up)
+		return x->op_index[t->layer][OP_GATE_UP];
+	if (t == L->w_down)
+		return x->op_index[t->layer][OP_DOWN];
+	return -1;
+}
+
+/* Events from the pressure monitor, if any arrived (no blocking). */
+static void watch_pressure(struct edgeq_place_exec *x)
+{
+	struct edgeq_pressure_state *ps;
+	struct pollfd pfd;
+
+	if (!x->pm)
+		return;
+	pfd.fd = edgeq_pressure_fd(x->pm);
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 0) <= 0)
+		return;
+	if (edgeq_pressure_consume(x->pm) <= 0)
+		return;
+	ps = malloc(sizeof(*ps));
+	if (!ps)
+		return;
+	edgeq_pressure_get(x->pm, ps);
+	x->st.pressure_events++;
+	edgeq_placer_update_pressure(x->pl, ps, x->sysfs_dir);
+	free(ps);
+}
+
+static void count_on_devices(struct edgeq_place_exec *x)
+{
+	const struct edgeq_placement *p = edgeq_placer_plan(x->pl);
+
+	x->st.ops_off_cpu = 0;
+	for (size_t i = 0; i < p->n_ops; i++)
+		x->st.ops_off_cpu += p->dev[i] != 0;
+}
+
+static void hook_step_begin(void *arg, int nb)
+{
+	struct edgeq_place_exec *x = arg;
+	enum edgeq_replan_reason r;
+
+	x->decoding = nb == 1;
+	if (!x->decoding)
+		return;
+	watch_pressure(x);
+	r = edgeq_placer_boundary(x->pl);
+	x->st.tokens++;
+	if (r != EDGEQ_REPLAN_NONE) {
+		x->st.replans++;
+		x->st.last_replan_token = x->st.tokens;
+		x->st.last_reason = r;
+		count_on_devices(x);
+	}
+}
+
+static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
+		       int nb, int ldx, float *y, int ldy)
+{
+	struct edgeq_place_exec *x = arg;
+	const struct edgeq_placement *p;
+	uint64_t t0;
+	int i, dev, ret;
+
+	if (!x->decoding || nb != 1)
+		return -EAGAIN;
+	i = op_of(x, t);
+	if (i < 0)
+		return -EAGAIN;
+	p = edgeq_placer_plan(x->pl);
+	dev = p->dev[i];
+	if (dev == 0)
+		return -EAGAIN;
+	t0 = edgeq_now_ns();
+	ret = x->be.matvec(x->be.arg, dev, t->type,
+			   edgeq_weights_get(x->m->weights, t), t->size,
+			   t->ne[1], t->ne[0], in, y);
+	if (ret) {
+		/* the device failed this op: lose it now, the CPU runs it */
+		x->st.fallbacks++;
+		x->st.last_error = ret;
+		edgeq_placer_device_lost(x->pl, dev);
+		x->st.replans++;
+		x->st.last_replan_token = x->st.tokens;
+		x->st.last_reason = EDGEQ_REPLAN_LOST;
+		count_on_devices(x);
+		return -EAGAIN;
+	}
+	x->st.offloaded++;
+	x->acc_ns[i] += edgeq_now_ns() - t0;
+	x->acc_dev[i] = (int8_t)dev;
+	return 0;
+}
+
+static void hook_step_end(void *arg, int nb)
+{
+	struct edgeq_place_exec *x = arg;
+	size_t n = edgeq_placer_chain(x->pl)->n;
+
+	if (!x->decoding)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (x->acc_dev[i] < 0)
+			continue;
+		edgeq_placer_observe(x->pl, i, x->acc_dev[i], x->acc_ns[i]);
+		x->acc_ns[i] = 0;
+		x->acc_dev[i] = -1;
+	}
+}
+
+int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
+		       const struct edgeq_placer_params *pp,
+		       const struct edgeq_place_backend *be,
+		       struct edgeq_place_exec **out, struct edgeq_error *err)
+{
+	struct edgeq_model *m = ctx_model(c);
+	struct edgeq_devices dd = *d;
+	struct edgeq_place_shape s;
+	struct edgeq_op_chain chain;
+	struct edgeq_place_exec *x;
+	const struct edgeq_op_chain *ch;
+	int ret;
+
+	if (!be || !be->matvec)
+		return edgeq_error_set(err, EINVAL, "placement: no backend");
+	ret = edgeq_place_shape_from_model(m, &s);
+	if (ret)
+		return edgeq_error_set(err, EINVAL,
+				       "placement: model shape unusable");
+	/* devices other than the CPU run what the backend executes */
+	for (size_t k = 1; k < dd.n; k++)
+		dd.dev[k].prof.ops_mask &= 1u << EDGEQ_OPK_MATMUL;
+	ret = edgeq_op_chain_llama(&s, &chain);
+	if (ret)
+		return edgeq_error_set(err, -ret, "placement: op chain: %s",
+				       strerror(-ret));
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		edgeq_op_chain_free(&chain);
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	}
+	x->c = c;
+	x->m = m;
+	x->be = *be;
+	ret = edgeq_placer_new(&dd, &chain, pp, &x->pl);
+	edgeq_op_chain_free(&chain);
+	if (ret)
+		goto err_free;
+	ch = edgeq_placer_chain(x->pl);
+	x->op_index = calloc(s.n_layer, sizeof(*x->op_index));
+	x->acc_ns = calloc(ch->n, sizeof(*x->acc_ns));
+	x->acc_dev = malloc(ch->n);
+	ret = -ENOMEM;
+	if (!x->op_index || !x->acc_ns || !x->acc_dev)
+		goto err_free;
+	memset(x->acc_dev, -1, ch->n);
+	x->out_index = -1;
+	for (size_t i = 0; i < ch->n; i++) {
+		const struct edgeq_op *op = &ch->ops[i];
+
+		if (op->layer < 0) {
+			if (!strcmp(op->name, "output"))
+				x->out_index = (int)i;
+			continue;
+		}
+		for (int k = 0; k < OP_N; k++)
+			if (!strcmp(op->name, op_names[k]))
+				x->op_index[op->layer][k] = (int)i;
+	}
+	x->hooks.step_begin = hook_step_begin;
+	x->hooks.linear = hook_linear;
+	x->hooks.step_end = hook_step_end;
+	count_on_devices(x);
+	ctx_set_hooks(c, &x->hooks, x);
+	*out = x;
+	return 0;
+
+err_free:
+	edgeq_placer_free(x->pl);
+	free(x->op_index);
+	free(x->acc_ns);
+	free(x->acc_dev);
+	free(x);
+	return edgeq_error_set(err, -ret, "placement: %s", strerror(-ret));
+}
+
+void edgeq_place_detach(struct edgeq_place_exec *x)
+{
+	if (!x)
+		return;
+	ctx_set_hooks(x->c, NULL, NULL);
+	edgeq_placer_free(x->pl);
+	free(x->sysfs_dir);
+	free(x->op_index);
+	free(x->acc_ns);
+	free(x->acc_dev);
+	free(x);
+}
+
+struct edgeq_placer *edgeq_place_placer(struct edgeq_place_exec *x)
+{
+	return x->pl;
+}
+
+void edgeq_place_stats(const struct edgeq_place_exec *x,
+		       struct edgeq_place_stats *st)
+{
+	*st = x->st;
+}
+
+int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,
+		      const char *sysfs_dir)
+{
+	free(x->sysfs_dir);
+	x->sysfs_dir = NULL;
+	if (sysfs_dir) {
+		x->sysfs_dir = strdup(sysfs_dir);
+		if (!x->sysfs_dir)
+			return -ENOMEM;
+	}
+	x->pm = pm;
+	return 0;
+}
+
+/* ---- the in-process backend: the same kernels, as a CPU agent runs them */
+
+static int inline_matvec(void *arg, int dev, uint32_t type, const void *w,
+			 uint64_t w_bytes, uint64_t rows, uint64_t cols,
+			 const float *xin, float *y)
+{
+	struct edgeq_place_inline *st = arg;
+	const struct edgeq_kernel_ops *k = edgeq_kernels_select();
+	const struct edgeq_type_traits *tr = edgeq_type_traits(type);
+	size_t arow;
+	void *act;
+
+	if (st->fail_after && st->ops >= st->fail_after)
+		return -ENODEV; /* the agent is gone */
+	if (!tr || !tr->weight)
+		return -EOPNOTSUPP;
+	arow = edgeq_row_size(tr->vec_dot_type, (int64_t)cols);
+	if (!arow || edgeq_row_size(type, (int64_t)cols) * rows > w_bytes)
+		return -EINVAL;
+	act = malloc(arow);
+	if (!act)
+		return -ENOMEM;
+	/* as the decoder's linear(): whatever quantize_act says of NaN/Inf */
+	(void)k->quantize_act(tr->vec_dot_type, xin, act, (int64_t)cols);
+	k->matvec((enum edgeq_type)type, w, (int64_t)cols, 0, (int64_t)rows,
+		  act, y);
+	free(act);
+	st->ops++;
+	return 0;
+}
+
+void edgeq_place_backend_inline(struct edgeq_place_backend *be,
+				struct edgeq_place_inline *st)
+{
+	memset(st, 0, sizeof(*st));
+	be->name = "inline";
+	be->matvec = inline_matvec;
+	be->arg = st;
+}

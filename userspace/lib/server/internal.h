@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the server's files share: the server, its slots and one request. */
+#ifndef EDGEQ_SERVER_INTERNAL_H
+#define EDGEQ_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include <edgeq/engine.h>
+#include <edgeq/stream.h>
+
+#include "server/server.h"
+
+enum srv_state { SRV_LOADING = 0, SRV_READY, SRV_FAILED, SRV_STOPPING };
+
+/* One generation context: a KV cache and the tokens it holds. */
+struct srv_slot {
+	struct edgeq_ctx *ctx;
+	bool busy;
+	int32_t *hist;	      /* tokens in the KV cache, then generated */
+	uint32_t n_hist, cap; /* cap == ctx size */
+	_Atomic uint64_t progress_ns; /* last step; 0 when idle */
+};
+
+struct srv {
+	struct srv_config cfg;
+	struct MHD_Daemon *httpd[2];
+	int listen_fd[2];
+	int port;
+	_Atomic int state;
+	_Atomic bool cancel_all;
+	struct edgeq_model *model;
+	const struct edgeq_model_info *info;
+	char model_id[160];
+	enum srv_template tmpl;
+	bool add_bos_chat;
+	time_t created;
+	uint32_t n_ctx;
+
+	/* The engine's thread pool and weight streamer serve one decode at a
+	 * time: slots interleave token by token under this lock. */
+	pthread_mutex_t engine_lock;
+	_Atomic uint64_t pending_budget;  /* weights budget to apply; 0 none */
+	struct edgeq_stream_status wstat; /* last read, under engine_lock */
+	bool wstat_ok;
+
+	pthread_mutex_t lock; /* slots, running, waiting, speeds */
+	pthread_cond_t cond;
+	struct srv_slot *slots;
+	int n_slots, running, waiting;
+	double peak_tok_s, prompt_tok_s; /* measured, EWMA */
+	_Atomic uint64_t seq;
+
+	struct srv_pressure pressure; /* under lock */
+	struct srv_metrics *metrics;
+	struct edgeq_router_config rcfg;
+	char load_error[600];
+};
+
+enum srv_kind { SRV_CHAT = 0, SRV_COMPLETION };
+
+/* One HTTP request, from the first byte to the response's end. */
+struct srv_req {
+	struct srv *s;
+	struct MHD_Connection *conn;
+	char id[48];
+	uint64_t t0;
+	const char *endpoint; /* metrics label */
+	struct srv_buf body;
+	bool too_big;
+
+	/* parsed request */
+	json_t *json;
+	enum srv_kind kind;
+	bool stream, include_usage;
+	int max_tokens;
+	struct edgeq_sampler_params sp;
+	char *prompt; /* rendered prompt text */
+	bool add_bos, parse_special;
+	const char *stops[6];
+	int n_stops;
+	enum edgeq_privacy privacy;
+	double slo_tok_s, deadline_s;
+
+	/* routing */
+	struct edgeq_route_decision dec;
+	enum edgeq_route route;
+	uint32_t failed;
+	char fallback[160]; /* why an upstream was not used; "" if none */
+
+	/* local generation */
+	struct srv_slot *slot;
+	int32_t *toks;
+	size_t n_prompt;
+	struct edgeq_sampler *sampler;
+	const float *logits;
+	int n_gen;
+	uint64_t t_first, t_last, t_decode0;
+	struct srv_buf pending; /* generated text not yet released */
+	struct srv_buf text;	/* released text (non-streaming answer) */
+	struct srv_buf delta;	/* released by the last step */
+	const char *finish;	/* "stop", "length", or NULL while running */
+	bool cancelled, counted;
+
+	/* streaming output */
+	struct srv_buf out;
+	size_t out_off;
+	int phase; /* 0 first chunk, 1 tokens, 2 final sent */
+
+	/* upstream relay */
+	CURL *curl;
+	CURLM *multi;
+	struct curl_slist *hdrs;
+	char *up_body;
+	long up_status;
+	bool up_done;
+	CURLcode up_result;
+	char up_ctype[128];
+};
+
+/* server.c */
+double srv_throttle(struct srv *s);
+bool srv_client_gone(struct srv_req *r);
+int srv_send_error(struct srv_req *r, int status, const char *type,
+		   const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+int srv_send_json(struct srv_req *r, int status, json_t *j);
+void srv_add_route_headers(struct srv_req *r, struct MHD_Response *resp);
+void srv_log_request(struct srv_req *r, int status);
+
+/* request.c: parse and validate; on error sends the 4xx and returns it */
+int srv_parse_request(struct srv_req *r);
+
+/* local.c */
+int srv_tokenize_prompt(struct srv_req *r);
+int srv_local_respond(struct srv_req *r);
+void srv_local_end(struct srv_req *r);
+
+/* upstream.c: 0 when a response was queued, -EIO when the upstream
+ * failed and nothing was sent (the caller falls back) */
+int srv_upstream_respond(struct srv_req *r, enum edgeq_route route);
+void srv_upstream_end(struct srv_req *r);
+
+#endif

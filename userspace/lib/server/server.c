@@ -1,0 +1,1147 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The HTTP side of edgeq serve: listening sockets, the request life cycle,
+ * the small endpoints (/health, /v1/models, /metrics) and the dispatch of
+ * generation requests through the privacy router.
+ *
+ * libmicrohttpd runs one thread per connection, so a handler may block: it
+ * waits for a generation slot, runs the generation (or relays an upstream)
+ * and checks between tokens whether its client is still there.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include <edgeq/gguf.h>
+#include <edgeq/stream.h>
+
+#include "server/internal.h"
+
+void srv_config_init(struct srv_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->listen = "127.0.0.1";
+	c->port = 8080;
+	c->socket_mode = 0660;
+	c->ctx_size = 2048;
+	c->slots = 1;
+	c->queue = 8;
+	c->max_connections = 64;
+	c->max_tokens = 4096;
+	c->default_max_tokens = 256;
+	c->max_body = 1 << 20;
+	c->shutdown_timeout_s = 10;
+	c->upstream_timeout_s = 60;
+	c->request_timeout_s = 60;
+	c->prefix_cache = true;
+	c->chat_template = "auto";
+	c->default_class = EDGEQ_PRIVACY_CONFIDENTIAL;
+	c->log_target = "auto";
+}
+
+/* ---- responses */
+
+static void add_common_headers(struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+}
+
+void srv_add_route_headers(struct srv_req *r, struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, "X-Edgeq-Request-Id", r->id);
+	if (!r->json)
+		return;
+	MHD_add_response_header(resp, "X-Edgeq-Privacy",
+				edgeq_privacy_name(r->privacy));
+	MHD_add_response_header(resp, "X-Edgeq-Route",
+				edgeq_route_name(r->route));
+	if (r->fallback[0])
+		MHD_add_response_header(resp, "X-Edgeq-Fallback", r->fallback);
+}
+
+int srv_send_json(struct srv_req *r, int status, json_t *j)
+{
+	struct MHD_Response *resp;
+	char *txt = json_dumps(j, JSON_COMPACT);
+	int ret;
+
+	if (!txt)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer(strlen(txt), txt,
+					       MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(txt);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	add_common_headers(resp);
+	srv_add_route_headers(r, resp);
+	if (status == 429 || status == 503)
+		MHD_add_response_header(resp, "Retry-After", "1");
+	if (status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+	ret = MHD_queue_response(r->conn, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	srv_metrics_request(r->s->metrics, r->endpoint, status);
+	return ret;
+}
+
+/* OpenAI's error shape: {"error": {"message", "type", "param", "code"}} */
+int srv_send_error(struct srv_req *r, int status, const char *type,
+		   const char *param, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	json_t *j;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	j = json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg,
+		      "type", type, "param", param, "code",
+		      status == 429 ? "rate_limit_exceeded" : NULL);
+	if (!j)
+		return MHD_NO;
+	ret = srv_send_json(r, status, j);
+	json_decref(j);
+	if (status >= 400 && strcmp(r->endpoint, "health"))
+		srv_log(status >= 500 ? SRV_WARN : SRV_INFO,
+			(const char *const[]){ "EDGEQ_EVENT=request-refused",
+					       NULL },
+			"request %s refused: %d %s", r->id, status, msg);
+	return ret;
+}
+
+bool srv_client_gone(struct srv_req *r)
+{
+	const union MHD_ConnectionInfo *ci;
+	ssize_t n;
+	char c;
+
+	ci = MHD_get_connection_info(r->conn,
+				     MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return true;
+	n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0)
+		return true;
+	return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+	       errno != EINTR;
+}
+
+/* ---- small endpoints */
+
+static int do_health(struct srv_req *r)
+{
+	struct srv *s = r->s;
+	json_t *j;
+	int ret, st = atomic_load(&s->state);
+
+	if (st == SRV_READY) {
+		j = json_pack("{s:s,s:s}", "status", "ok", "model",
+			      s->model_id);
+		ret = srv_send_json(r, 200, j);
+		json_decref(j);
+		return ret;
+	}
+	if (st == SRV_LOADING)
+		return srv_send_error(r, 503, "unavailable_error", NULL,
+				      "model is loading");
+	if (st == SRV_STOPPING)
+		return srv_send_error(r, 503, "unavailable_error", NULL,
+				      "server is shutting down");
+	return srv_send_error(r, 503, "unavailable_error", NULL,
+			      "model failed to load: %s", s->load_error);
+}
+
+static int do_models(struct srv_req *r)
+{
+	struct srv *s = r->s;
+	json_t *j, *data = json_array();
+
+	if (atomic_load(&s->state) == SRV_READY)
+		json_array_append_new(data, json_pack("{s:s,s:s,s:I,s:s}", "id",
+						      s->model_id, "object",
+						      "model", "created",
+						      (json_int_t)s->created,
+						      "owned_by", "edgeq"));
+	j = json_pack("{s:s,s:o}", "object", "list", "data", data);
+	r->json = NULL;
+	srv_send_json(r, 200, j);
+	json_decref(j);
+	return MHD_YES;
+}
+
+static void psi_memory(double *avg10, bool *ok)
+{
+	char line[256];
+	FILE *f = fopen("/proc/pressure/memory", "re");
+
+	*ok = false;
+	if (!f)
+		return;
+	if (fgets(line, sizeof(line), f) &&
+	    sscanf(line, "some avg10=%lf", avg10) == 1)
+		*ok = true;
+	fclose(f);
+}
+
+/* Fill the router's view of this box. Caller holds s->lock. */
+static void capacity_locked(struct srv *s, struct edgeq_router_capacity *c)
+{
+	double mp;
+	bool ok;
+
+	memset(c, 0, sizeof(*c));
+	c->peak_tok_s = s->cfg.local_tok_s > 0 ? s->cfg.local_tok_s :
+						 s->peak_tok_s;
+	c->prompt_tok_s = s->prompt_tok_s;
+	/* sustained, not peak: the monitor's throttle of the engine's device */
+	c->throttle = s->pressure.valid && s->pressure.have_throttle ?
+			      s->pressure.throttle :
+			      1;
+	if (s->pressure.valid && s->pressure.mem_some10 >= 0) {
+		c->mem_pressure = s->pressure.mem_some10;
+	} else {
+		psi_memory(&mp, &ok);
+		c->mem_pressure = ok ? mp / 100 : 0;
+	}
+	c->slots = (uint32_t)s->n_slots;
+	c->running = (uint32_t)s->running;
+	c->waiting = (uint32_t)s->waiting;
+	c->queue_max = (uint32_t)s->cfg.queue;
+	c->local_down = atomic_load(&s->state) != SRV_READY;
+}
+
+static void refresh_wstat_locked(struct srv *s)
+{
+	s->wstat_ok = s->model &&
+		      !edgeq_model_weights_status(s->model, &s->wstat);
+}
+
+void srv_set_weights_budget(struct srv *s, uint64_t bytes)
+{
+	if (!bytes || atomic_load(&s->state) != SRV_READY)
+		return;
+	atomic_store(&s->pending_budget, bytes);
+	if (!pthread_mutex_trylock(&s->engine_lock)) {
+		bytes = atomic_exchange(&s->pending_budget, 0);
+		if (bytes)
+			edgeq_model_set_weights_budget(s->model, bytes);
+		refresh_wstat_locked(s);
+		pthread_mutex_unlock(&s->engine_lock);
+	}
+}
+
+void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model)
+{
+	*budget = *model = 0;
+	if (atomic_load(&s->state) != SRV_READY)
+		return;
+	pthread_mutex_lock(&s->engine_lock);
+	refresh_wstat_locked(s);
+	if (s->wstat_ok && s->wstat.mode != EDGEQ_WEIGHTS_MMAP) {
+		*budget = s->wstat.budget;
+		*model = s->wstat.model_bytes;
+	}
+	pthread_mutex_unlock(&s->engine_lock);
+}
+
+static void render_weights(struct srv *s, struct srv_buf *b)
+{
+	struct edgeq_stream_status w;
+	uint32_t layers;
+
+	if (atomic_load(&s->state) != SRV_READY)
+		return;
+	/* the status is read between decode steps; a busy engine leaves
+	 * the last reading */
+	if (!pthread_mutex_trylock(&s->engine_lock)) {
+		refresh_wstat_locked(s);
+		pthread_mutex_unlock(&s->engine_lock);
+	}
+	if (!s->wstat_ok)
+		return;
+	w = s->wstat;
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_weights_mode How tensor data reaches memory (weight streamer), always 1.\n"
+		"# TYPE edgeq_weights_mode gauge\nedgeq_weights_mode{mode=\"%s\"} 1\n",
+		edgeq_weights_mode_name(w.mode));
+	if (w.mode == EDGEQ_WEIGHTS_MMAP)
+		return; /* the page cache decides; there is no budget */
+	layers = w.layers_resident + w.layers_streamed;
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_weights_budget_bytes Resident weights budget in force (streamer; memory pressure moves it).\n"
+		"# TYPE edgeq_weights_budget_bytes gauge\nedgeq_weights_budget_bytes %llu\n"
+		"# HELP edgeq_weights_resident_bytes Weight buffers held now, pool included (streamer).\n"
+		"# TYPE edgeq_weights_resident_bytes gauge\nedgeq_weights_resident_bytes %llu\n"
+		"# HELP edgeq_weights_read_bytes_total Weight bytes read from storage (streamer).\n"
+		"# TYPE edgeq_weights_read_bytes_total counter\nedgeq_weights_read_bytes_total %llu\n"
+		"# HELP edgeq_weights_stalls_total Layers whose weights were not there when needed (streamer).\n"
+		"# TYPE edgeq_weights_stalls_total counter\nedgeq_weights_stalls_total %llu\n",
+		(unsigned long long)w.budget,
+		(unsigned long long)w.resident_bytes,
+		(unsigned long long)w.bytes_read, (unsigned long long)w.stalls);
+	if (layers)
+		srv_buf_printf(
+			b,
+			"# HELP edgeq_weights_cache_hit_ratio Share of layers served from resident memory each token; the rest are streamed.\n"
+			"# TYPE edgeq_weights_cache_hit_ratio gauge\nedgeq_weights_cache_hit_ratio %.4f\n",
+			(double)w.layers_resident / layers);
+}
+
+void srv_set_pressure(struct srv *s, const struct srv_pressure *p)
+{
+	pthread_mutex_lock(&s->lock);
+	s->pressure = *p;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The share of peak speed left now (1 when nothing throttles). */
+double srv_throttle(struct srv *s)
+{
+	double t = 1;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->pressure.valid && s->pressure.have_throttle &&
+	    s->pressure.throttle > 0)
+		t = s->pressure.throttle;
+	pthread_mutex_unlock(&s->lock);
+	return t;
+}
+
+static void render_pressure(const struct srv_pressure *p, struct srv_buf *b)
+{
+	int i;
+
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_pressure_source The pressure monitor's source (bpf or psi), always 1.\n"
+		"# TYPE edgeq_pressure_source gauge\n"
+		"edgeq_pressure_source{source=\"%s\"} 1\n"
+		"# HELP edgeq_memory_pressure_level Memory pressure level from the monitor: 0 none, 1 low, 2 medium, 3 critical.\n"
+		"# TYPE edgeq_memory_pressure_level gauge\n"
+		"edgeq_memory_pressure_level %d\n"
+		"# HELP edgeq_memory_stall_ms_per_second Reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
+		"# TYPE edgeq_memory_stall_ms_per_second gauge\n"
+		"edgeq_memory_stall_ms_per_second %.3f\n",
+		p->source, p->mem_level, p->stall_ms_per_s);
+	if (!p->n_dev)
+		return;
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_throttle_ratio Share of full speed left per device (pressure monitor: cooling state, clock over max); 1 unthrottled.\n"
+		"# TYPE edgeq_throttle_ratio gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		srv_buf_printf(b, "edgeq_throttle_ratio{device=\"%s\"} %.4f\n",
+			       p->dev[i].name, p->dev[i].throttle);
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_device_thermal_level Thermal state per device (pressure monitor): 0 ok, 1 warn, 2 critical.\n"
+		"# TYPE edgeq_device_thermal_level gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		srv_buf_printf(b,
+			       "edgeq_device_thermal_level{device=\"%s\"} %u\n",
+			       p->dev[i].name, p->dev[i].level);
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_device_temperature_celsius Hottest thermal zone mapped to the device (pressure monitor).\n"
+		"# TYPE edgeq_device_temperature_celsius gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		if (p->dev[i].temp_mc != INT32_MIN)
+			srv_buf_printf(
+				b,
+				"edgeq_device_temperature_celsius{device=\"%s\"} %.3f\n",
+				p->dev[i].name, p->dev[i].temp_mc / 1000.0);
+}
+
+static int do_metrics(struct srv_req *r)
+{
+	struct srv *s = r->s;
+	struct srv_buf b = { 0 };
+	struct MHD_Response *resp;
+	uint64_t kv_used = 0, kv_cap = 0;
+	int running, waiting, i, st, ret;
+	struct srv_pressure pr;
+	double peak, prompt, mp;
+	bool psi_ok;
+
+	pthread_mutex_lock(&s->lock);
+	pr = s->pressure;
+	running = s->running;
+	waiting = s->waiting;
+	peak = s->cfg.local_tok_s > 0 ? s->cfg.local_tok_s : s->peak_tok_s;
+	prompt = s->prompt_tok_s;
+	for (i = 0; i < s->n_slots && s->slots; i++) {
+		kv_used += s->slots[i].n_hist;
+		kv_cap += s->slots[i].cap;
+	}
+	pthread_mutex_unlock(&s->lock);
+	st = atomic_load(&s->state);
+
+	srv_buf_printf(
+		&b,
+		"# HELP edgeq_model_loaded 1 when the model is loaded and requests are served.\n"
+		"# TYPE edgeq_model_loaded gauge\nedgeq_model_loaded %d\n"
+		"# HELP edgeq_requests_running Generations running on this box now.\n"
+		"# TYPE edgeq_requests_running gauge\nedgeq_requests_running %d\n"
+		"# HELP edgeq_requests_waiting Requests queued for a generation slot.\n"
+		"# TYPE edgeq_requests_waiting gauge\nedgeq_requests_waiting %d\n"
+		"# HELP edgeq_slots Generations that may run at once (--slots).\n"
+		"# TYPE edgeq_slots gauge\nedgeq_slots %d\n"
+		"# HELP edgeq_queue_limit Queued requests allowed before 429 (--queue).\n"
+		"# TYPE edgeq_queue_limit gauge\nedgeq_queue_limit %d\n",
+		st == SRV_READY, running, waiting, s->n_slots, s->cfg.queue);
+	if (kv_cap)
+		srv_buf_printf(
+			&b,
+			"# HELP edgeq_kv_cache_tokens Tokens held in the slots' KV caches (kept for prefix reuse).\n"
+			"# TYPE edgeq_kv_cache_tokens gauge\nedgeq_kv_cache_tokens %llu\n"
+			"# HELP edgeq_kv_cache_usage_ratio Share of the slots' KV cache capacity in use.\n"
+			"# TYPE edgeq_kv_cache_usage_ratio gauge\nedgeq_kv_cache_usage_ratio %.6f\n",
+			(unsigned long long)kv_used,
+			(double)kv_used / (double)kv_cap);
+	if (s->info)
+		srv_buf_printf(
+			&b,
+			"# HELP edgeq_model_weight_bytes Bytes of tensor data of the loaded model.\n"
+			"# TYPE edgeq_model_weight_bytes gauge\nedgeq_model_weight_bytes %llu\n",
+			(unsigned long long)s->info->weight_bytes);
+	if (peak > 0)
+		srv_buf_printf(
+			&b,
+			"# HELP edgeq_local_peak_tokens_per_second Decode speed of one sequence the router plans with (%s).\n"
+			"# TYPE edgeq_local_peak_tokens_per_second gauge\n"
+			"edgeq_local_peak_tokens_per_second %.3f\n",
+			s->cfg.local_tok_s > 0 ? "configured" :
+						 "measured, moving average",
+			peak);
+	if (prompt > 0)
+		srv_buf_printf(
+			&b,
+			"# HELP edgeq_local_prompt_tokens_per_second Prefill speed measured, moving average.\n"
+			"# TYPE edgeq_local_prompt_tokens_per_second gauge\n"
+			"edgeq_local_prompt_tokens_per_second %.3f\n",
+			prompt);
+	if (pr.valid && pr.mem_some10 >= 0) {
+		mp = pr.mem_some10 * 100;
+		psi_ok = true;
+	} else {
+		psi_memory(&mp, &psi_ok);
+	}
+	if (psi_ok)
+		srv_buf_printf(
+			&b,
+			"# HELP edgeq_memory_pressure_ratio Share of time some task stalled on memory, 10 s average (PSI memory some avg10).\n"
+			"# TYPE edgeq_memory_pressure_ratio gauge\n"
+			"edgeq_memory_pressure_ratio %.4f\n",
+			mp / 100);
+	if (pr.valid)
+		render_pressure(&pr, &b);
+	render_weights(s, &b);
+	srv_metrics_render(s->metrics, &b);
+	if (b.oom) {
+		srv_buf_free(&b);
+		return srv_send_error(r, 500, "server_error", NULL,
+				      "out of memory");
+	}
+	resp = MHD_create_response_from_buffer(b.len, b.p,
+					       MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(resp, "Content-Type",
+				"text/plain; version=0.0.4; charset=utf-8");
+	add_common_headers(resp);
+	ret = MHD_queue_response(r->conn, 200, resp);
+	MHD_destroy_response(resp);
+	srv_metrics_request(s->metrics, r->endpoint, 200);
+	return ret;
+}
+
+/* ---- generation requests: route, then serve */
+
+void srv_log_request(struct srv_req *r, int status)
+{
+	char f[12][96];
+	const char *fields[13];
+	int n = 0;
+
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_REQUEST_ID=%s", r->id), n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_CLASS=%s",
+		 edgeq_privacy_name(r->privacy)),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_ROUTE=%s",
+		 edgeq_route_name(r->route)),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_REASON=%s",
+		 edgeq_route_reason_name(r->dec.reason)),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_STATUS=%d", status), n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_PROMPT_TOKENS=%zu", r->n_prompt),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_COMPLETION_TOKENS=%d", r->n_gen),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_DURATION_MS=%.1f",
+		 (edgeq_now_ns() - r->t0) / 1e6),
+		n++;
+	if (r->t_first)
+		snprintf(f[n], sizeof(f[n]), "EDGEQ_TTFT_MS=%.1f",
+			 (r->t_first - r->t0) / 1e6),
+			n++;
+	if (r->cancelled)
+		snprintf(f[n], sizeof(f[n]), "EDGEQ_CANCELLED=1"), n++;
+	if (r->fallback[0])
+		snprintf(f[n], sizeof(f[n]), "EDGEQ_FALLBACK_FROM=%.70s",
+			 r->fallback),
+			n++;
+	fields[n] = NULL;
+	while (n--)
+		fields[n] = f[n];
+	srv_log(SRV_INFO, fields, "request %s %s", r->id,
+		r->cancelled ? "cancelled" : "done");
+	if (r->s->cfg.log_prompts)
+		srv_log(SRV_INFO,
+			(const char *const[]){ "EDGEQ_EVENT=prompt-log", NULL },
+			"request %s prompt=%s completion=%s", r->id,
+			r->prompt ? r->prompt : "", r->text.p ? r->text.p : "");
+}
+
+static void log_decision(struct srv_req *r, const char *stage)
+{
+	char f[8][96];
+	const char *fields[9];
+	int n = 0;
+
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_REQUEST_ID=%s", r->id), n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_EVENT=route-%s", stage), n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_CLASS=%s",
+		 edgeq_privacy_name(r->privacy)),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_ROUTE=%s",
+		 edgeq_route_name(r->dec.route)),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_REASON=%s",
+		 edgeq_route_reason_name(r->dec.reason)),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_SUSTAINED_TOK_S=%.2f",
+		 r->dec.sustained_tok_s),
+		n++;
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_PROMPT_TOKENS=%zu", r->n_prompt),
+		n++;
+	fields[n] = NULL;
+	while (n--)
+		fields[n] = f[n];
+	srv_log(SRV_INFO, fields, "request %s route %s -> %s (%s)", r->id,
+		edgeq_privacy_name(r->privacy), edgeq_route_name(r->dec.route),
+		edgeq_route_reason_name(r->dec.reason));
+}
+
+static int route_once(struct srv_req *r, const char *stage)
+{
+	struct edgeq_router_capacity cap;
+	struct edgeq_route_request q = { 0 };
+	struct srv *s = r->s;
+	int ret;
+
+	q.privacy = r->privacy;
+	q.prompt_tokens = (uint32_t)r->n_prompt;
+	q.max_tokens = (uint32_t)r->max_tokens;
+	q.slo_tok_s = r->slo_tok_s;
+	q.deadline_s = r->deadline_s;
+	q.failed = r->failed;
+	pthread_mutex_lock(&s->lock);
+	capacity_locked(s, &cap);
+	pthread_mutex_unlock(&s->lock);
+	ret = edgeq_router_decide(&s->rcfg, &cap, &q, &r->dec);
+	if (ret)
+		return ret;
+	srv_metrics_route(s->metrics, r->privacy, r->dec.route, r->dec.reason);
+	log_decision(r, stage);
+	return 0;
+}
+
+static int do_generate(struct srv_req *r)
+{
+	struct srv *s = r->s;
+	int ret;
+
+	ret = srv_parse_request(r);
+	if (ret)
+		return ret; /* the 4xx is queued */
+	if (atomic_load(&s->state) == SRV_READY) {
+		ret = srv_tokenize_prompt(r);
+		if (ret)
+			return ret;
+	} else if (r->prompt) {
+		r->n_prompt = strlen(r->prompt) / 4; /* rough, for the router */
+	}
+	if (route_once(r, "decision"))
+		return srv_send_error(r, 500, "server_error", NULL,
+				      "router failed");
+	while (r->dec.route == EDGEQ_ROUTE_PRIVATE ||
+	       r->dec.route == EDGEQ_ROUTE_PUBLIC) {
+		r->route = r->dec.route;
+		ret = srv_upstream_respond(r, r->dec.route);
+		if (ret == 0)
+			return MHD_YES;
+		/* The upstream failed before anything was sent: decide again
+		 * without it; internal/public fall back to local. */
+		srv_upstream_end(r);
+		if (r->cancelled)
+			return MHD_NO; /* the client left while we waited */
+		r->failed |= 1u << r->dec.route;
+		if (!r->fallback[0])
+			snprintf(r->fallback, sizeof(r->fallback), "%s",
+				 edgeq_route_name(r->dec.route));
+		route_once(r, "fallback");
+	}
+	r->route = r->dec.route;
+	if (r->dec.route == EDGEQ_ROUTE_REJECT) {
+		if (r->dec.reason == EDGEQ_REASON_REJECT_OVERLOAD)
+			return srv_send_error(
+				r, 429, "rate_limit_error", NULL,
+				"too many requests: %d running, %d queued",
+				s->running, s->waiting);
+		return srv_send_error(r, 503, "unavailable_error", NULL,
+				      atomic_load(&s->state) == SRV_LOADING ?
+					      "model is loading" :
+					      "local engine unavailable");
+	}
+	return srv_local_respond(r);
+}
+
+static bool auth_ok(struct srv_req *r)
+{
+	const char *h, *key = r->s->cfg.api_key;
+	size_t kl;
+
+	if (!key || !*key)
+		return true;
+	h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+					MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return false;
+	h += 7;
+	kl = strlen(key);
+	return strlen(h) == kl && sodium_memcmp(h, key, kl) == 0;
+}
+
+static int dispatch(struct srv_req *r, const char *method, const char *url)
+{
+	bool post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+
+	if (!strcmp(url, "/health") || !strcmp(url, "/v1/health")) {
+		r->endpoint = "health";
+		return get ? do_health(r) :
+			     srv_send_error(r, 405, "invalid_request_error",
+					    NULL, "use GET");
+	}
+	if (!strcmp(url, "/v1/chat/completions"))
+		r->endpoint = "chat";
+	else if (!strcmp(url, "/v1/completions"))
+		r->endpoint = "completions";
+	else if (!strcmp(url, "/v1/models"))
+		r->endpoint = "models";
+	else if (!strcmp(url, "/metrics"))
+		r->endpoint = "metrics";
+	else
+		return srv_send_error(r, 404, "invalid_request_error", NULL,
+				      "no such endpoint: %s %s", method, url);
+	if (!auth_ok(r))
+		return srv_send_error(r, 401, "invalid_request_error", NULL,
+				      "missing or wrong bearer token");
+	if (!strcmp(r->endpoint, "models") || !strcmp(r->endpoint, "metrics")) {
+		if (!get)
+			return srv_send_error(r, 405, "invalid_request_error",
+					      NULL, "use GET");
+		return r->endpoint[0] == 'm' && r->endpoint[1] == 'o' ?
+			       do_models(r) :
+			       do_metrics(r);
+	}
+	if (!post)
+		return srv_send_error(r, 405, "invalid_request_error", NULL,
+				      "use POST");
+	if (r->too_big)
+		return srv_send_error(r, 413, "invalid_request_error", NULL,
+				      "request body larger than %llu bytes",
+				      (unsigned long long)r->s->cfg.max_body);
+	if (atomic_load(&r->s->state) == SRV_STOPPING)
+		return srv_send_error(r, 503, "unavailable_error", NULL,
+				      "server is shutting down");
+	r->kind = r->endpoint[0] == 'c' && r->endpoint[1] == 'h' ?
+			  SRV_CHAT :
+			  SRV_COMPLETION;
+	return do_generate(r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct srv *s = cls;
+	struct srv_req *r = *con_cls;
+	const char *cl;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		r->s = s;
+		r->conn = conn;
+		r->t0 = edgeq_now_ns();
+		r->endpoint = "other";
+		r->route = EDGEQ_ROUTE_LOCAL;
+		snprintf(r->id, sizeof(r->id), "%llx%06llx",
+			 (unsigned long long)time(NULL),
+			 (unsigned long long)atomic_fetch_add(&s->seq, 1));
+		cl = MHD_lookup_connection_value(
+			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body)
+			r->too_big = true;
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!r->too_big &&
+		    r->body.len + *upload_size <= s->cfg.max_body)
+			srv_buf_add(&r->body, upload, *upload_size);
+		else
+			r->too_big = true;
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	return dispatch(r, method, url) == MHD_NO ? MHD_NO : MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct srv_req *r = *con_cls;
+
+	if (!r)
+		return;
+	*con_cls = NULL;
+	if (r->slot) {
+		/* the connection ended before the generation did */
+		if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+			r->cancelled = true;
+		srv_local_end(r);
+		srv_log_request(r, 499);
+	}
+	srv_upstream_end(r);
+	if (r->sampler)
+		edgeq_sampler_free(r->sampler);
+	json_decref(r->json);
+	free(r->prompt);
+	free(r->toks);
+	srv_buf_free(&r->body);
+	srv_buf_free(&r->pending);
+	srv_buf_free(&r->text);
+	srv_buf_free(&r->delta);
+	srv_buf_free(&r->out);
+	free(r);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	srv_log(SRV_DEBUG, (const char *const[]){ "EDGEQ_EVENT=http", NULL },
+		"http: %s", msg);
+}
+
+/* ---- life cycle */
+
+int srv_new(const struct srv_config *cfg, struct srv **out,
+	    struct edgeq_error *err)
+{
+	struct srv *s;
+
+	if (cfg->slots < 1 || cfg->slots > 64 || cfg->queue < 0 ||
+	    cfg->ctx_size < 16 || cfg->max_tokens < 1 ||
+	    cfg->default_max_tokens < 1 || cfg->max_connections < 2 ||
+	    cfg->max_body < 64 || !cfg->model_path)
+		return edgeq_error_set(
+			err, EINVAL,
+			"invalid configuration: need --model, slots 1..64, ctx-size >= 16, max-body >= 64");
+	if (sodium_init() < 0)
+		return edgeq_error_set(err, EIO, "libsodium failed to start");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	s->cfg = *cfg;
+	s->listen_fd[0] = s->listen_fd[1] = -1;
+	s->n_slots = cfg->slots;
+	s->created = time(NULL);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->engine_lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->metrics = srv_metrics_new();
+	s->rcfg.have_private = cfg->private_url && *cfg->private_url;
+	s->rcfg.have_public = cfg->public_url && *cfg->public_url;
+	if (!s->metrics) {
+		srv_free(s);
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	*out = s;
+	return 0;
+}
+
+static int listen_tcp(struct srv *s, struct edgeq_error *err)
+{
+	struct sockaddr_in6 a6 = { 0 };
+	struct sockaddr_in a4 = { 0 };
+	struct sockaddr_storage got;
+	socklen_t gl = sizeof(got);
+	int fd, one = 1, fam;
+
+	if (inet_pton(AF_INET, s->cfg.listen, &a4.sin_addr) == 1) {
+		fam = AF_INET;
+		a4.sin_family = AF_INET;
+		a4.sin_port = htons((uint16_t)s->cfg.port);
+	} else if (inet_pton(AF_INET6, s->cfg.listen, &a6.sin6_addr) == 1) {
+		fam = AF_INET6;
+		a6.sin6_family = AF_INET6;
+		a6.sin6_port = htons((uint16_t)s->cfg.port);
+	} else {
+		return edgeq_error_set(
+			err, EINVAL,
+			"listen address '%s' is not an IPv4 or IPv6 address",
+			s->cfg.listen);
+	}
+	fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return edgeq_error_set(err, errno, "socket: %s",
+				       strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fam == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if ((fam == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof(a4)) :
+			      bind(fd, (struct sockaddr *)&a6, sizeof(a6))) ||
+	    listen(fd, 64)) {
+		int e = errno;
+
+		close(fd);
+		return edgeq_error_set(err, e,
+				       "cannot listen on %s port %d: %s",
+				       s->cfg.listen, s->cfg.port, strerror(e));
+	}
+	if (!getsockname(fd, (struct sockaddr *)&got, &gl))
+		s->port =
+			ntohs(got.ss_family == AF_INET ?
+				      ((struct sockaddr_in *)&got)->sin_port :
+				      ((struct sockaddr_in6 *)&got)->sin6_port);
+	s->listen_fd[0] = fd;
+	return 0;
+}
+
+static int listen_unix(struct srv *s, struct edgeq_error *err)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const char *path = s->cfg.unix_socket;
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path))
+		return edgeq_error_set(err, ENAMETOOLONG,
+				       "unix socket path too long: %s", path);
+	strcpy(a.sun_path, path);
+	/* a stale socket of an earlier run: replace it, nothing else */
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode))
+			return edgeq_error_set(err, EEXIST,
+					       "%s exists and is not a socket",
+					       path);
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return edgeq_error_set(err, errno, "socket: %s",
+				       strerror(errno));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    chmod(path, s->cfg.socket_mode) || listen(fd, 64)) {
+		int e = errno;
+
+		close(fd);
+		return edgeq_error_set(err, e, "cannot listen on %s: %s", path,
+				       strerror(e));
+	}
+	s->listen_fd[1] = fd;
+	return 0;
+}
+
+int srv_start(struct srv *s, struct edgeq_error *err)
+{
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
+			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
+			     MHD_USE_ITC;
+	bool tcp = s->cfg.listen && *s->cfg.listen &&
+		   strcmp(s->cfg.listen, "none");
+	int i, ret;
+
+	if (!tcp && !s->cfg.unix_socket)
+		return edgeq_error_set(
+			err, EINVAL,
+			"nothing to listen on: set --listen or --unix-socket");
+	if (tcp) {
+		ret = listen_tcp(s, err);
+		if (ret)
+			return ret;
+	}
+	if (s->cfg.unix_socket) {
+		ret = listen_unix(s, err);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < 2; i++) {
+		if (s->listen_fd[i] < 0)
+			continue;
+		s->httpd[i] = MHD_start_daemon(
+			flags, 0, NULL, NULL, on_request, s,
+			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+			MHD_OPTION_LISTEN_SOCKET, s->listen_fd[i],
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+			MHD_OPTION_CONNECTION_LIMIT,
+			(unsigned int)s->cfg.max_connections,
+			MHD_OPTION_CONNECTION_TIMEOUT,
+			(unsigned int)s->cfg.request_timeout_s,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+			MHD_OPTION_END);
+		if (!s->httpd[i])
+			return edgeq_error_set(
+				err, EIO, "the HTTP server failed to start");
+	}
+	return 0;
+}
+
+int srv_port(struct srv *s)
+{
+	return s->port;
+}
+
+bool srv_ready(struct srv *s)
+{
+	return atomic_load(&s->state) == SRV_READY;
+}
+
+static bool has_special(struct edgeq_model *m, const char *text)
+{
+	int32_t t[4];
+	size_t n = 0;
+
+	return !edgeq_tokenize(m, text, false, true, t, 4, &n) && n == 1;
+}
+
+/* tokenizer.chat_template of the file, or NULL (only its markers are used) */
+static char *read_chat_template(const char *path)
+{
+	struct edgeq_gguf_str str;
+	struct edgeq_gguf *g;
+	char *t = NULL;
+	size_t n;
+
+	if (edgeq_gguf_open(path, &g, NULL))
+		return NULL;
+	if (!edgeq_gguf_get_str(g, "tokenizer.chat_template", &str, NULL)) {
+		n = str.len < 65536 ? (size_t)str.len : 65536;
+		t = malloc(n + 1);
+		if (t) {
+			memcpy(t, str.ptr, n);
+			t[n] = '\0';
+		}
+	}
+	edgeq_gguf_close(g);
+	return t;
+}
+
+int srv_load(struct srv *s, struct edgeq_error *err)
+{
+	struct edgeq_model_params mp;
+	struct edgeq_ctx_params cp;
+	char *jinja = NULL;
+	const char *base;
+	int i, ret;
+
+	edgeq_model_params_init(&mp);
+	mp.path = s->cfg.model_path;
+	mp.n_threads = s->cfg.threads;
+	mp.weights = (enum edgeq_weights_mode)s->cfg.weights_mode;
+	mp.weights_budget = s->cfg.weights_budget;
+	ret = edgeq_model_load(&mp, &s->model, err);
+	if (ret)
+		goto fail;
+	s->info = edgeq_model_info(s->model);
+	s->n_ctx = (uint32_t)s->cfg.ctx_size;
+	if (s->info->n_ctx_train && s->n_ctx > s->info->n_ctx_train)
+		s->n_ctx = s->info->n_ctx_train;
+
+	s->slots = calloc((size_t)s->n_slots, sizeof(*s->slots));
+	if (!s->slots) {
+		ret = edgeq_error_set(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	edgeq_ctx_params_init(&cp);
+	cp.n_ctx = s->n_ctx;
+	for (i = 0; i < s->n_slots; i++) {
+		ret = edgeq_ctx_new(s->model, &cp, &s->slots[i].ctx, err);
+		if (ret)
+			goto fail;
+		s->slots[i].cap = s->n_ctx;
+		s->slots[i].hist = calloc(s->n_ctx, sizeof(int32_t));
+		if (!s->slots[i].hist) {
+			ret = edgeq_error_set(err, ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
+
+	if (s->cfg.model_name && *s->cfg.model_name) {
+		snprintf(s->model_id, sizeof(s->model_id), "%s",
+			 s->cfg.model_name);
+	} else if (s->info->name[0]) {
+		snprintf(s->model_id, sizeof(s->model_id), "%s", s->info->name);
+	} else {
+		base = strrchr(s->cfg.model_path, '/');
+		snprintf(s->model_id, sizeof(s->model_id), "%s",
+			 base ? base + 1 : s->cfg.model_path);
+	}
+	jinja = read_chat_template(s->cfg.model_path);
+	if (!s->cfg.chat_template || !strcmp(s->cfg.chat_template, "auto"))
+		s->tmpl = srv_template_detect(
+			jinja ? jinja : NULL, s->info->arch, s->info->name,
+			has_special(s->model, "<|start_header_id|>"),
+			has_special(s->model, "<|im_start|>"));
+	else if (srv_template_parse(s->cfg.chat_template, &s->tmpl)) {
+		ret = edgeq_error_set(
+			err, EINVAL,
+			"unknown chat template '%s': auto, llama3, chatml, llama2 or mistral",
+			s->cfg.chat_template);
+		goto fail;
+	}
+	/* the tokenizer's own add_bos_token (Qwen's ChatML has none) */
+	s->add_bos_chat = s->info->bos >= 0 && s->info->add_bos;
+	free(jinja);
+	jinja = NULL;
+
+	if (s->cfg.load_delay_ms > 0)
+		usleep((useconds_t)s->cfg.load_delay_ms * 1000);
+	if (atomic_load(&s->state) == SRV_LOADING)
+		atomic_store(&s->state, SRV_READY);
+	srv_log(SRV_NOTICE,
+		(const char *const[]){ "EDGEQ_EVENT=model-loaded", NULL },
+		"model %s loaded: %s, %u layers, %u slots of %u tokens, chat template %s",
+		s->model_id, s->info->arch, s->info->n_layer, s->n_slots,
+		s->n_ctx, srv_template_name(s->tmpl));
+	return 0;
+fail:
+	free(jinja);
+	snprintf(s->load_error, sizeof(s->load_error), "%s",
+		 err ? err->msg : "load failed");
+	atomic_store(&s->state, SRV_FAILED);
+	return ret;
+}
+
+bool srv_alive(struct srv *s, uint64_t stall_ns)
+{
+	uint64_t now = edgeq_now_ns(), p;
+	bool ok = true;
+	int i;
+
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; s->slots && i < s->n_slots; i++) {
+		p = atomic_load(&s->slots[i].progress_ns);
+		if (s->slots[i].busy && p && now - p > stall_ns)
+			ok = false;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+int srv_shutdown(struct srv *s, uint64_t timeout_ns)
+{
+	uint64_t end = edgeq_now_ns() + timeout_ns;
+	int left, i;
+
+	if (atomic_load(&s->state) != SRV_FAILED)
+		atomic_store(&s->state, SRV_STOPPING);
+	for (i = 0; i < 2; i++)
+		if (s->httpd[i])
+			MHD_quiesce_daemon(s->httpd[i]);
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		left = s->running + s->waiting;
+		pthread_mutex_unlock(&s->lock);
+		if (!left || edgeq_now_ns() >= end)
+			break;
+		usleep(20000);
+	}
+	if (left) {
+		atomic_store(&s->cancel_all, true);
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		/* generations stop at their next token; give their answers
+		 * (503) a moment to leave before the connections close */
+		end = edgeq_now_ns() + 2000000000ull;
+		do {
+			usleep(20000);
+			pthread_mutex_lock(&s->lock);
+			i = s->running + s->waiting;
+			pthread_mutex_unlock(&s->lock);
+		} while (i && edgeq_now_ns() < end);
+		usleep(100000);
+	}
+	for (i = 0; i < 2; i++) {
+		if (s->httpd[i])
+			MHD_stop_daemon(s->httpd[i]);
+		s->httpd[i] = NULL;
+	}
+	return left;
+}
+
+void srv_free(struct srv *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < 2; i++) {
+		if (s->httpd[i]) {
+			/* not quiesced: the daemon closes its socket */
+			MHD_stop_daemon(s->httpd[i]);
+			s->listen_fd[i] = -2;
+		}
+		if (s->listen_fd[i] >= 0)
+			close(s->listen_fd[i]);
+	}
+	if (s->cfg.unix_socket && s->listen_fd[1] != -1)
+		unlink(s->cfg.unix_socket);
+	for (i = 0; s->slots && i < s->n_slots; i++) {
+		if (s->slots[i].ctx)
+			edgeq_ctx_free(s->slots[i].ctx);
+		free(s->slots[i].hist);
+	}
+	free(s->slots);
+	if (s->model)
+		edgeq_model_free(s->model);
+	srv_metrics_free(s->metrics);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->engine_lock);
+	pthread_mutex_destroy(&s->lock);
+	curl_global_cleanup();
+	free(s);
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * edgeq serve internals: the HTTP server (libmicrohttpd, one thread per
+ * connection), request parsing (jansson), chat templates, the generation
+ * slots over the engine, upstream forwarding (libcurl), metrics and logs.
+ * Not exported from the shared library (no edgeq_ prefix); the edgeq
+ * command links the static one.
+ */
+#ifndef EDGEQ_SERVER_H
+#define EDGEQ_SERVER_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <edgeq/edgeq.h>
+#include <edgeq/router.h>
+
+/* ---- configuration (filled by `edgeq serve` from flags, env and file) */
+struct srv_config {
+	const char *model_path;
+	const char *model_name;	  /* id in /v1/models; NULL: from metadata */
+	const char *listen;	  /* address; "" or "none": no TCP */
+	int port;		  /* 0: an ephemeral port (logged) */
+	const char *unix_socket;  /* path, or NULL */
+	unsigned int socket_mode; /* permissions of the unix socket */
+	const char *port_file;	  /* write the bound port there (tests) */
+	const char *api_key;	  /* bearer token, or NULL: no auth */
+	int threads;
+	int ctx_size; /* tokens per slot */
+	int slots;    /* generations at once */
+	int queue;    /* requests waiting for a slot before 429 */
+	int max_connections;
+	int max_tokens; /* cap on max_tokens per request */
+	int default_max_tokens;
+	uint64_t max_body;	/* bytes */
+	int load_delay_ms;	/* test hook: hold /health at 503 longer */
+	int token_delay_ms;	/* test hook: sleep before each token */
+	int shutdown_timeout_s; /* SIGTERM: finish in-flight within this */
+	int upstream_timeout_s;
+	int request_timeout_s;	   /* idle connection timeout */
+	bool log_prompts;	   /* prompts/completions to the log: off */
+	bool prefix_cache;	   /* reuse a slot's KV for a common prefix */
+	const char *chat_template; /* auto, llama3, chatml, llama2, mistral */
+	enum edgeq_privacy default_class;
+	const char *private_url, *private_model, *private_key;
+	const char *public_url, *public_model, *public_key;
+	double local_tok_s;	/* fixed sustained-speed estimate; 0: measure */
+	const char *log_target; /* auto, journal, stderr */
+	int weights_mode;	/* enum edgeq_weights_mode */
+	uint64_t weights_budget; /* bytes; 0: derived from memory */
+};
+
+void srv_config_init(struct srv_config *c);
+
+/* ---- growing buffer */
+struct srv_buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+void srv_buf_add(struct srv_buf *b, const void *d, size_t n);
+void srv_buf_printf(struct srv_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void srv_buf_free(struct srv_buf *b);
+
+/* ---- logs: journal with structured fields under systemd, else stderr */
+enum { SRV_ERR = 3, SRV_WARN = 4, SRV_NOTICE = 5, SRV_INFO = 6, SRV_DEBUG = 7 };
+void srv_log_setup(const char *target);
+/* @fields: NULL-terminated "KEY=value" strings (journal field names,
+ * upper case, EDGEQ_ prefixed); may be NULL. */
+void srv_log(int prio, const char *const *fields, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- metrics */
+enum srv_hist { SRV_H_TTFT = 0, SRV_H_ITL, SRV_H_DURATION, SRV_H_COUNT };
+struct srv_metrics;
+struct srv_metrics *srv_metrics_new(void);
+void srv_metrics_free(struct srv_metrics *m);
+void srv_metrics_observe(struct srv_metrics *m, enum srv_hist h, double v);
+void srv_metrics_add_tokens(struct srv_metrics *m, uint64_t prompt,
+			    uint64_t gen);
+void srv_metrics_request(struct srv_metrics *m, const char *endpoint,
+			 int status);
+void srv_metrics_route(struct srv_metrics *m, enum edgeq_privacy p,
+		       enum edgeq_route r, enum edgeq_route_reason why);
+void srv_metrics_upstream(struct srv_metrics *m, enum edgeq_route r, bool ok);
+void srv_metrics_cancelled(struct srv_metrics *m);
+/* Append the metrics that are not gauges of the live server. */
+void srv_metrics_render(struct srv_metrics *m, struct srv_buf *out);
+
+/* ---- chat templates */
+enum srv_template {
+	SRV_TMPL_CHATML = 0,
+	SRV_TMPL_LLAMA3,
+	SRV_TMPL_LLAMA2,
+	SRV_TMPL_MISTRAL,
+	SRV_TMPL_COUNT,
+};
+
+struct srv_msg {
+	const char *role; /* system, user, assistant, tool */
+	const char *content;
+};
+
+const char *srv_template_name(enum srv_template t);
+int srv_template_parse(const char *s, enum srv_template *out);
+/*
+ * Pick a template from the model: the GGUF tokenizer.chat_template text
+ * (may be NULL), the architecture and name, and which special tokens the
+ * vocabulary has.
+ */
+enum srv_template srv_template_detect(const char *jinja, const char *arch,
+				      const char *name, bool has_llama3_tokens,
+				      bool has_chatml_tokens);
+/* Render @msgs plus the assistant prompt into @out (BOS not included). */
+int srv_template_render(enum srv_template t, const struct srv_msg *msgs,
+			size_t n, struct srv_buf *out);
+/* Text that ends the assistant's turn, beside the EOG tokens; or NULL. */
+const char *srv_template_stop(enum srv_template t);
+
+/* ---- UTF-8 helpers */
+/* Bytes of @s (len @n) that form complete UTF-8 sequences from the start:
+ * a trailing partial sequence is held back. */
+size_t srv_utf8_complete(const char *s, size_t n);
+/* Copy @s to @out replacing invalid sequences with U+FFFD. */
+void srv_utf8_sanitize(const char *s, size_t n, struct srv_buf *out);
+
+/* ---- the server */
+struct srv;
+
+int srv_new(const struct srv_config *cfg, struct srv **out,
+	    struct edgeq_error *err);
+/* Listen (TCP and/or unix socket); /health answers 503 until loaded. */
+int srv_start(struct srv *s, struct edgeq_error *err);
+/* Load the model (blocking; call from a thread). */
+int srv_load(struct srv *s, struct edgeq_error *err);
+bool srv_ready(struct srv *s);
+/* The event loop's liveness check for the watchdog: false when a
+ * generation has made no progress for @stall_ns. */
+bool srv_alive(struct srv *s, uint64_t stall_ns);
+/* Stop taking requests, let in-flight ones finish for up to @timeout_ns,
+ * then cancel the rest; returns the number cancelled. */
+int srv_shutdown(struct srv *s, uint64_t timeout_ns);
+void srv_free(struct srv *s);
+/* What the pressure monitor says, pushed by the event loop. */
+#define SRV_MAX_DEVICES 8
+struct srv_pressure {
+	bool valid;
+	const char *source; /* "bpf", "psi" */
+	double throttle;    /* of the device the engine runs on ("cpu") */
+	bool have_throttle; /* a device with a throttle source exists */
+	double mem_some10;  /* PSI some avg10 / 100; < 0 absent */
+	double stall_ms_per_s;
+	int mem_level; /* enum edgeq_mem_level */
+	int n_dev;
+	struct {
+		char name[16];
+		double throttle;
+		int32_t temp_mc; /* INT32_MIN: unknown */
+		uint32_t level;	 /* 0 ok, 1 warn, 2 crit */
+	} dev[SRV_MAX_DEVICES];
+};
+void srv_set_pressure(struct srv *s, const struct srv_pressure *p);
+
+/* Ask for a new resident weights budget (memory pressure changed); it is
+ * applied now if the engine is idle, else at the next token boundary. */
+void srv_set_weights_budget(struct srv *s, uint64_t bytes);
+/* The budget in force and the model's tensor bytes (0, 0 in mmap mode). */
+void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model);
+
+/* The bound TCP port, or 0. */
+int srv_port(struct srv *s);
+
+#endif /* EDGEQ_SERVER_H */
