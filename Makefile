@@ -181,6 +181,13 @@ $(O)/tests/unit/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(STATIC_LIB)
 
 tests: all $(UNIT_BINS)
 
+# Kernel tests: programs run inside the test VM by tests/kmod/t_kmod.
+KMOD_TEST_BINS := $(patsubst tests/kmod/%.c,$(O)/tests/kmod/%,$(wildcard tests/kmod/*.c))
+$(O)/tests/kmod/%: tests/kmod/%.c $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC_LIB) $(LIBS) $(LDFLAGS)
+tests: $(KMOD_TEST_BINS)
+
 # Installs what is missing (root), builds everything, runs every suite.
 check:
 	tools/install-deps

@@ -32,6 +32,8 @@ for t in f32 f16 bf16 q8_0 q4_0 q4_k; do
 done
 "$GEN" -o "$T/qwen2.gguf" --type f16 --arch qwen2 --seed 3
 compare "tiny qwen2 f16 (biases, neox rope)" "$T/qwen2.gguf" 0.005 -t 2
+"$GEN" -o "$T/rf.gguf" --type f32 --rope-freqs --seed 5
+compare "tiny f32 with Llama 3 rope_freqs factors" "$T/rf.gguf" 0.001 --kv-type f32 --ctx-size 64
 "$GEN" -o "$T/tied.gguf" --type q8_0 --tied --seed 4
 compare "tiny q8_0 tied output" "$T/tied.gguf" 0.05 -t 1
 compare "tiny f16 with a Q8_0 KV cache" "$T/tiny-f16.gguf" 0.05 --kv-type q8_0

@@ -205,7 +205,8 @@ static int usage(int st)
 {
 	fprintf(st ? stderr : stdout,
 		"usage: gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
-		"                [--seed N] [--arch llama|qwen2] [--tied] [--layers N]\n");
+		"                [--seed N] [--arch llama|qwen2] [--tied] [--rope-freqs]\n"
+		"                [--layers N]\n");
 	return st;
 }
 
@@ -243,6 +244,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "arch", required_argument, NULL, 'a' },
 		{ "tied", no_argument, NULL, 'T' },
+		{ "rope-freqs", no_argument, NULL, 'R' },
 		{ "layers", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -252,12 +254,12 @@ int main(int argc, char **argv)
 	uint32_t type = EDGEQ_TYPE_Q4_0, ftype, l, i, nt = 0;
 	uint64_t seed = 1, off = 0;
 	struct tensor *ts;
-	int tied = 0, c, qwen;
+	int tied = 0, rope_freqs = 0, c, qwen;
 	float *row;
 	uint8_t *qrow;
 	char key[128], tmp[200];
 
-	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TL:h", lo, NULL)) !=
+	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TRL:h", lo, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'o':
@@ -282,6 +284,9 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			tied = 1;
+			break;
+		case 'R':
+			rope_freqs = 1;
 			break;
 		case 'L':
 			sh.n_layer = (uint32_t)strtoul(optarg, NULL, 0);
@@ -322,6 +327,9 @@ int main(int argc, char **argv)
 
 		T("token_embd.weight", E, sh.n_vocab, mt, se, 0);
 		T("output_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
+		if (rope_freqs) /* Llama 3 style per-dimension divisors */
+			T("rope_freqs.weight", hd / 2, 0, EDGEQ_TYPE_F32, -2,
+			  0);
 		if (!tied)
 			T("output.weight", E, sh.n_vocab, ot, 2.0f * sE, 0);
 		for (l = 0; l < sh.n_layer; l++) {
@@ -461,8 +469,12 @@ int main(int argc, char **argv)
 						   2.0 -
 					   1.0;
 
-				row[k] = t->scale < 0 ? 1.0f + 0.1f * (float)u :
-							(float)u * t->scale;
+				if (t->scale == -2)
+					row[k] = 1.0f + (float)(k % 8) * 0.5f;
+				else if (t->scale < 0)
+					row[k] = 1.0f + 0.1f * (float)u;
+				else
+					row[k] = (float)u * t->scale;
 			}
 			if (t->type == EDGEQ_TYPE_F32) {
 				w_raw(row, rs);

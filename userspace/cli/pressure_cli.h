@@ -16,6 +16,8 @@ struct pressure_cli_opts {
 	const char *devices_conf;
 	const char *cgroup;
 	int refresh_ms;
+	int stall_warn_us;
+	int rate_burst;
 };
 
 /* The option table entries both commands take (append CLI_OPTIONS_END). */
@@ -49,9 +51,21 @@ struct pressure_cli_opts {
 		  &(po).cgroup,                                                       \
 		  "DIR",                                                              \
 		  "memory cgroup counted as edgeq's own (default: this process's)" }, \
+		{ "refresh-ms",                                                       \
+		  0,                                                                  \
+		  CLI_INT,                                                            \
+		  &(po).refresh_ms,                                                   \
+		  "MS",                                                               \
+		  "sysfs and meminfo refresh period (default 1000)" },                \
+		{ "stall-warn-us",                                                    \
+		  0,                                                                  \
+		  CLI_INT,                                                            \
+		  &(po).stall_warn_us,                                                \
+		  "US",                                                               \
+		  "BPF: reclaim stalls this long become events (default 1000)" },     \
 	{                                                                             \
-		"refresh-ms", 0, CLI_INT, &(po).refresh_ms, "MS",                     \
-			"sysfs and meminfo refresh period (default 1000)"             \
+		"rate-burst", 0, CLI_INT, &(po).rate_burst, "N",                      \
+			"BPF: at most N events of a kind per second (default 32)"     \
 	}
 
 /* Start the monitor; prints the problem and returns an exit status on failure. */

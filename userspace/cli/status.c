@@ -33,6 +33,10 @@ int pressure_cli_start(const char *cmd, const struct pressure_cli_opts *po,
 	o.cgroup = po->cgroup;
 	if (po->refresh_ms > 0)
 		o.refresh_ms = (uint32_t)po->refresh_ms;
+	if (po->rate_burst > 0)
+		o.rate_burst = (uint32_t)po->rate_burst;
+	if (po->stall_warn_us > 0)
+		o.stall_warn_ns = (uint64_t)po->stall_warn_us * 1000;
 	ret = edgeq_pressure_new(&o, out, &err);
 	if (ret)
 		return cli_error(cli_exit_for(ret), cmd, "%s", err.msg);

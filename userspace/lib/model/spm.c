@@ -181,15 +181,15 @@ int spm_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; ns++) {
-		size_t l = u8len[(unsigned char)t[i] >> 4], k;
+		size_t l = u8len[(unsigned char)t[i] >> 4], j;
 
 		if (l > n - i)
 			l = n - i;
 		/* invalid UTF-8: a character never swallows a following
 		 * non-continuation byte (a space marker, say) */
-		for (k = 1; k < l; k++)
-			if (((unsigned char)t[i + k] & 0xc0) != 0x80)
-				l = k;
+		for (j = 1; j < l; j++)
+			if (((unsigned char)t[i + j] & 0xc0) != 0x80)
+				l = j;
 		s[ns] = (struct sym){ i, l, ns - 1, -1 };
 		if (ns)
 			s[ns - 1].next = ns;

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -287,12 +289,19 @@ int pm_read_psi(const char *path, double *some10, double *full10,
  * any @window_us. Returns the fd or -errno. */
 int pm_psi_trigger(const char *path, uint32_t stall_us, uint32_t window_us)
 {
+	struct statfs sfs;
 	char buf[64];
 	int fd, n;
 
 	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* only procfs and cgroupfs have triggers; never write into a fake tree */
+	if (fstatfs(fd, &sfs) || (sfs.f_type != PROC_SUPER_MAGIC &&
+				  sfs.f_type != CGROUP2_SUPER_MAGIC)) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
 	n = snprintf(buf, sizeof(buf), "some %u %u", stall_us, window_us);
 	if (write(fd, buf, (size_t)n + 1) < 0) {
 		n = -errno;

@@ -1,0 +1,1169 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * edgeq.ko tests, run inside the test VM (tests/kmod/t_kmod):
+ *   kmodtest CASE     runs one case; exit 0 pass, 77 skip, else fail.
+ * Each case expects the module loaded with queues=npu0,gpu0 sim_sensor=1.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <edgeq/edgeq.h>
+#include <edgeq/kq.h>
+
+#define CHECK(c)                                                               \
+	do {                                                                   \
+		if (!(c)) {                                                    \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #c);                                 \
+			return 1;                                              \
+		}                                                              \
+	} while (0)
+#define CHECK_EQ(a, b)                                                        \
+	do {                                                                  \
+		long long _a = (long long)(a), _b = (long long)(b);           \
+		if (_a != _b) {                                               \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", \
+				__FILE__, __LINE__, #a, _a, _b);              \
+			return 1;                                             \
+		}                                                             \
+	} while (0)
+
+static const char *edgeq_bin;
+static void *volatile bad_ptr = (void *)8; /* unmapped */
+
+/* ---- helpers */
+
+static long sysfs_get(const char *q, const char *attr)
+{
+	char path[256], buf[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/%s", q, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtol(buf, NULL, 0);
+}
+
+static int sysfs_set(const char *q, const char *attr, const char *fmt, ...)
+{
+	char path[256], buf[64];
+	va_list ap;
+	int fd, ret = 0;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/%s", q, attr);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, strlen(buf)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void msleep(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Wait until sysfs @attr of @q equals @v (up to @ms). */
+static bool wait_sysfs(const char *q, const char *attr, long v, int ms)
+{
+	for (; ms > 0; ms -= 10) {
+		if (sysfs_get(q, attr) == v)
+			return true;
+		msleep(10);
+	}
+	return sysfs_get(q, attr) == v;
+}
+
+static pid_t start_agent(const char *queue, const char *profile,
+			 const char *delay_us)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl(edgeq_bin, "edgeq", "agent", "--queue", queue,
+		      "--profile", profile, "--delay-us", delay_us,
+		      (char *)NULL);
+		fprintf(stderr, "kmodtest: cannot run %s: %s\n", edgeq_bin,
+			strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+static void stop_agent(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
+static void reset_queue(const char *q)
+{
+	sysfs_set(q, "max_inflight", "8");
+	sysfs_set(q, "timeout_ms", "5000");
+	sysfs_set(q, "policy", "fail");
+	sysfs_set(q, "cooling_state", "0");
+}
+
+/* A memfd tensor registered with @kq. */
+struct tensor {
+	int fd;
+	void *map;
+	size_t size;
+	uint32_t handle;
+};
+
+static int tensor_new(struct edgeq_kq *kq, size_t size, struct tensor *t)
+{
+	int ret = edgeq_kq_memfd("kmodtest", size, &t->fd, &t->map);
+
+	if (ret)
+		return ret;
+	t->size = size;
+	return edgeq_kq_tensor_register(kq, t->fd, &t->handle);
+}
+
+static void tensor_free(struct tensor *t)
+{
+	munmap(t->map, t->size);
+	close(t->fd);
+}
+
+/* ---- cases */
+
+static int t_features(void)
+{
+	struct edgeq_features f;
+	struct edgeq_kq *kq;
+	int fd;
+
+	CHECK(!edgeq_kq_open("npu0", 0, &kq));
+	CHECK(!edgeq_kq_features(kq, &f));
+	CHECK_EQ(f.version, EDGEQ_API_VERSION);
+	CHECK_EQ(f.op_size, sizeof(struct edgeq_op_desc));
+	CHECK_EQ(f.completion_size, sizeof(struct edgeq_completion));
+	CHECK_EQ(f.agent_op_size, sizeof(struct edgeq_agent_op));
+	CHECK(f.features & EDGEQ_F_WRITE_SUBMIT);
+	CHECK(f.features & EDGEQ_F_SIM_SENSOR);
+	CHECK(!(f.features & ~EDGEQ_F_ALL));
+	f.size = 3;
+	CHECK_EQ(ioctl(edgeq_kq_fd(kq), EDGEQ_IOC_GET_FEATURES, &f), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(ioctl(edgeq_kq_fd(kq), EDGEQ_IOC_GET_FEATURES, NULL), -1);
+	CHECK_EQ(errno, EFAULT);
+	CHECK_EQ(ioctl(edgeq_kq_fd(kq), _IO(0xEE, 0x7f), 0), -1);
+	CHECK_EQ(errno, ENOTTY);
+	edgeq_kq_close(kq);
+	fd = open(EDGEQ_KQ_CONTROL, O_RDWR);
+	CHECK(fd >= 0);
+	memset(&f, 0, sizeof(f));
+	f.size = sizeof(f);
+	CHECK(!ioctl(fd, EDGEQ_IOC_GET_FEATURES, &f));
+	CHECK_EQ(f.max_tensors, EDGEQ_MAX_TENSORS);
+	close(fd);
+	return 0;
+}
+
+static int t_create_destroy(void)
+{
+	struct edgeq_completion c;
+	struct edgeq_op_desc op;
+	struct edgeq_kq *kq, *agent;
+	struct stat st;
+	uint32_t id;
+	char name[16];
+	int i, n;
+
+	CHECK(!edgeq_kq_queue_create("t0", 4, 1000, &id));
+	CHECK(!stat("/dev/edgeq/t0", &st));
+	CHECK_EQ(sysfs_get("t0", "id"), id);
+	CHECK_EQ(sysfs_get("t0", "max_inflight"), 4);
+	CHECK_EQ(edgeq_kq_queue_create("t0", 0, 0, NULL), -EEXIST);
+	CHECK_EQ(edgeq_kq_queue_create("", 0, 0, NULL), -EINVAL);
+	CHECK_EQ(edgeq_kq_queue_create("Bad", 0, 0, NULL), -EINVAL);
+	CHECK_EQ(edgeq_kq_queue_create("a/b", 0, 0, NULL), -EINVAL);
+	CHECK_EQ(edgeq_kq_queue_create("abcdefghijklmn", 0, 0, NULL), -EINVAL);
+	CHECK_EQ(edgeq_kq_queue_create("t1", 257, 0, NULL), -EINVAL);
+	CHECK_EQ(edgeq_kq_queue_destroy("nosuch"), -ENOENT);
+
+	/* Destroy with open files, an agent and an op in flight. */
+	CHECK(!edgeq_kq_open("t0", 0, &kq));
+	CHECK(!edgeq_kq_open("t0", O_NONBLOCK, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, ~0ULL >> (64 - EDGEQ_OP_COUNT)));
+	edgeq_op_desc_init(&op, EDGEQ_OP_NOP, 7);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	CHECK(!edgeq_kq_queue_destroy("t0"));
+	CHECK(stat("/dev/edgeq/t0", &st) < 0);
+	n = edgeq_kq_complete(kq, &c, 1);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(c.status, -ENODEV);
+	CHECK_EQ(c.cookie, 7);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), -ENODEV);
+	CHECK(edgeq_kq_wait(kq, POLLIN, 0) & POLLERR);
+	edgeq_kq_close(agent);
+	edgeq_kq_close(kq);
+
+	/* Fill the table. */
+	for (i = 0; i < EDGEQ_MAX_QUEUES; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		n = edgeq_kq_queue_create(name, 0, 0, NULL);
+		if (n)
+			break;
+	}
+	CHECK_EQ(n, -ENOSPC);
+	CHECK(i == EDGEQ_MAX_QUEUES - 2); /* npu0 and gpu0 hold two */
+	while (i--) {
+		snprintf(name, sizeof(name), "f%d", i);
+		CHECK(!edgeq_kq_queue_destroy(name));
+	}
+	return 0;
+}
+
+static void fill(float *x, size_t n, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		x[i] = (float)((seed >> 9) % 2001) / 1000.0f - 1.0f;
+	}
+}
+
+/* One client: ADD, SILU_MUL, RMSNORM and MATVEC through the agent, results
+ * compared bit for bit with edgeq_kq_exec() run locally. */
+static int client_exchange(const char *queue, int id, int rounds)
+{
+	enum { N = 256, ROWS = 64 };
+	struct edgeq_completion comp[8];
+	struct edgeq_op_desc ops[4];
+	struct edgeq_kq *kq;
+	struct tensor t;
+	float *a, *b, *w, *out, *ref;
+	size_t off_a = 0, off_b = N * 4, off_w = 2 * N * 4,
+	       off_out = off_w + ROWS * N * 4, sz = off_out + 4 * N * 4;
+	int r, i, got;
+
+	CHECK(!edgeq_kq_open(queue, 0, &kq));
+	CHECK(!tensor_new(kq, sz, &t));
+	a = (float *)((char *)t.map + off_a);
+	b = (float *)((char *)t.map + off_b);
+	w = (float *)((char *)t.map + off_w);
+	out = (float *)((char *)t.map + off_out);
+	ref = malloc(4 * N * 4);
+	CHECK(ref);
+	for (r = 0; r < rounds; r++) {
+		fill(a, N, id * 100 + r);
+		fill(b, N, id * 100 + r + 7);
+		fill(w, ROWS * N, id + 3);
+		memset(out, 0, 4 * N * 4);
+		edgeq_op_desc_init(&ops[0], EDGEQ_OP_ADD, 1);
+		ops[0].shape[0] = N;
+		edgeq_op_desc_tensor(&ops[0], 0, t.handle, off_a, N * 4);
+		edgeq_op_desc_tensor(&ops[0], 1, t.handle, off_b, N * 4);
+		edgeq_op_desc_tensor(&ops[0], 2, t.handle, off_out, N * 4);
+		edgeq_op_desc_init(&ops[1], EDGEQ_OP_SILU_MUL, 2);
+		ops[1].shape[0] = N;
+		edgeq_op_desc_tensor(&ops[1], 0, t.handle, off_a, N * 4);
+		edgeq_op_desc_tensor(&ops[1], 1, t.handle, off_b, N * 4);
+		edgeq_op_desc_tensor(&ops[1], 2, t.handle, off_out + N * 4,
+				     N * 4);
+		edgeq_op_desc_init(&ops[2], EDGEQ_OP_RMSNORM, 3);
+		ops[2].shape[0] = N;
+		ops[2].param[0] = 0x3727c5ac; /* 1e-5f */
+		edgeq_op_desc_tensor(&ops[2], 0, t.handle, off_a, N * 4);
+		edgeq_op_desc_tensor(&ops[2], 1, t.handle, off_b, N * 4);
+		edgeq_op_desc_tensor(&ops[2], 2, t.handle, off_out + 2 * N * 4,
+				     N * 4);
+		edgeq_op_desc_init(&ops[3], EDGEQ_OP_MATVEC, 4);
+		ops[3].dtype = EDGEQ_DTYPE_F32;
+		ops[3].shape[0] = ROWS;
+		ops[3].shape[1] = N;
+		edgeq_op_desc_tensor(&ops[3], 0, t.handle, off_w, ROWS * N * 4);
+		edgeq_op_desc_tensor(&ops[3], 1, t.handle, off_a, N * 4);
+		edgeq_op_desc_tensor(&ops[3], 2, t.handle, off_out + 3 * N * 4,
+				     ROWS * 4);
+		/* Alternate write() and the ioctl. */
+		if (r % 2)
+			CHECK_EQ(edgeq_kq_submit_ioctl(kq, ops, 4), 4);
+		else
+			CHECK_EQ(edgeq_kq_submit(kq, ops, 4), 4);
+		for (got = 0; got < 4;) {
+			int n = edgeq_kq_complete(kq, comp, 8);
+
+			CHECK(n > 0);
+			for (i = 0; i < n; i++) {
+				CHECK_EQ(comp[i].status, 0);
+				CHECK(comp[i].cookie >= 1 &&
+				      comp[i].cookie <= 4);
+				CHECK(comp[i].latency_ns > 0);
+			}
+			got += n;
+		}
+		/* The same ops locally. */
+		for (i = 0; i < 4; i++) {
+			void *tp[4] = { 0 };
+			unsigned int k;
+
+			for (k = 0; k < ops[i].ntensors; k++)
+				tp[k] = (char *)t.map +
+					ops[i].tensors[k].offset;
+			tp[2] = ref + i * N;
+			CHECK(!edgeq_kq_exec(&ops[i], tp));
+		}
+		CHECK(!memcmp(ref, out, N * 4));
+		CHECK(!memcmp(ref + N, out + N, N * 4));
+		CHECK(!memcmp(ref + 2 * N, out + 2 * N, N * 4));
+		CHECK(!memcmp(ref + 3 * N, out + 3 * N, ROWS * 4));
+	}
+	/* fdinfo: DRM usage-stats keys. */
+	{
+		char path[64], line[128];
+		bool engine = false, ops_ok = false;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d",
+			 edgeq_kq_fd(kq));
+		f = fopen(path, "r");
+		CHECK(f);
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long long v;
+			char key[64];
+
+			if (sscanf(line, "%63[^:]:\t%llu", key, &v) != 2)
+				continue;
+			if (!strcmp(key, "drm-engine-npu0") && v > 0)
+				engine = true;
+			if (!strcmp(key, "edgeq-ops-npu0") &&
+			    v == 4ULL * rounds)
+				ops_ok = true;
+		}
+		fclose(f);
+		CHECK(engine && ops_ok);
+	}
+	CHECK(!edgeq_kq_tensor_unregister(kq, t.handle));
+	tensor_free(&t);
+	free(ref);
+	edgeq_kq_close(kq);
+	return 0;
+}
+
+static int t_exchange(void)
+{
+	long ops0 = sysfs_get("npu0", "ops");
+	pid_t agent, kids[3];
+	int i, st, bad = 0;
+
+	reset_queue("npu0");
+	agent = start_agent("npu0", "gpu", "0");
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	for (i = 0; i < 3; i++) {
+		kids[i] = fork();
+		if (!kids[i])
+			_exit(client_exchange("npu0", i, 5));
+	}
+	for (i = 0; i < 3; i++) {
+		waitpid(kids[i], &st, 0);
+		bad |= !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	stop_agent(agent);
+	CHECK(!bad);
+	CHECK_EQ(sysfs_get("npu0", "ops") - ops0, 3 * 5 * 4);
+	CHECK(sysfs_get("npu0", "busy_ns") > 0);
+	CHECK(wait_sysfs("npu0", "agent_pid", 0, 2000));
+	return 0;
+}
+
+/* Submit-time validation and the npu profile. */
+static int t_validation(void)
+{
+	struct edgeq_op_desc op, bad;
+	struct edgeq_kq *kq, *other;
+	struct tensor t, t2;
+	uint32_t h;
+	pid_t agent;
+	int fd;
+
+	reset_queue("npu0");
+	CHECK(!edgeq_kq_open("npu0", 0, &kq));
+	CHECK(!edgeq_kq_open("npu0", 0, &other));
+	edgeq_op_desc_init(&op, EDGEQ_OP_NOP, 1);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), -ENODEV); /* no agent */
+
+	/* Registration: memfd with the shrink seal only. */
+	fd = open("/proc/self/exe", O_RDONLY);
+	CHECK_EQ(edgeq_kq_tensor_register(kq, fd, &h), -EINVAL);
+	close(fd);
+	fd = memfd_create("unsealed", 0);
+	CHECK(!ftruncate(fd, 4096));
+	CHECK_EQ(edgeq_kq_tensor_register(kq, fd, &h), -EINVAL);
+	close(fd);
+	CHECK_EQ(edgeq_kq_tensor_register(kq, -1, &h), -EINVAL);
+	CHECK_EQ(edgeq_kq_tensor_register(kq, 999, &h), -EBADF);
+	CHECK(!tensor_new(kq, 4096, &t));
+	CHECK(!tensor_new(other, 4096, &t2));
+
+	agent = start_agent("npu0", "npu", "200000");
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK_EQ(sysfs_get("npu0", "agent_ops") & (1 << EDGEQ_OP_SOFTMAX), 0);
+	edgeq_op_desc_init(&op, EDGEQ_OP_SOFTMAX, 1);
+	op.shape[0] = 16;
+	op.shape[1] = 1;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 64);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), -EOPNOTSUPP);
+
+	edgeq_op_desc_init(&op, EDGEQ_OP_ADD, 2);
+	op.shape[0] = 16;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 64);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 64, 64);
+	edgeq_op_desc_tensor(&op, 2, t.handle, 128, 64);
+#define BAD(mut, err)                                        \
+	do {                                                 \
+		bad = op;                                    \
+		mut;                                         \
+		CHECK_EQ(edgeq_kq_submit(kq, &bad, 1), err); \
+	} while (0)
+	BAD(bad.size = 100, -EINVAL);
+	BAD(bad.opcode = EDGEQ_OP_COUNT, -EINVAL);
+	BAD(bad.priority = 9, -EINVAL);
+	BAD(bad.ndims = 2, -EINVAL);
+	BAD(bad.shape[1] = 5, -EINVAL);
+	BAD(bad.shape[0] = 0, -EINVAL);
+	BAD(bad.ntensors = 4, -EINVAL);
+	BAD(bad.tensors[3].length = 1, -EINVAL);
+	BAD(bad.dtype = 5, -EINVAL);
+	BAD(bad.flags = 0x80, -EINVAL);
+	BAD(bad.reserved0 = 1, -EINVAL);
+	BAD(bad.reserved[3] = 1, -EINVAL);
+	BAD(bad.tensors[0].reserved = 1, -EINVAL);
+	BAD(bad.tensors[0].length = 0, -EINVAL);
+	BAD(bad.tensors[0].offset = 4096 - 63, -EINVAL);  /* past the end */
+	BAD(bad.tensors[0].offset = ~0ULL - 10, -EINVAL); /* overflow */
+	BAD(bad.tensors[0].handle = 0, -EINVAL);
+	BAD(bad.tensors[0].handle = 12345, -ENOENT);
+	BAD(bad.tensors[0].handle = t2.handle, -ENOENT); /* other's */
+	/* A bad op after a good one: the good one is accepted. */
+	{
+		struct edgeq_op_desc two[2] = { op, op };
+
+		two[1].reserved0 = 1;
+		CHECK_EQ(edgeq_kq_submit(kq, two, 2), 1);
+		CHECK_EQ(write(edgeq_kq_fd(kq), two, 100), -1);
+		CHECK_EQ(errno, EINVAL);
+		CHECK_EQ(write(edgeq_kq_fd(kq), bad_ptr, sizeof(op)), -1);
+		CHECK_EQ(errno, EFAULT);
+	}
+	/* The op in flight holds its tensor. */
+	CHECK_EQ(edgeq_kq_tensor_unregister(kq, t.handle), -EBUSY);
+	CHECK_EQ(edgeq_kq_tensor_unregister(kq, t2.handle), -ENOENT);
+	{
+		struct edgeq_completion c;
+
+		CHECK_EQ(edgeq_kq_complete(kq, &c, 1), 1);
+		CHECK_EQ(c.status, 0);
+		CHECK_EQ(read(edgeq_kq_fd(kq), &c, 10), -1);
+		CHECK_EQ(errno, EINVAL);
+	}
+	CHECK(!edgeq_kq_tensor_unregister(kq, t.handle));
+	CHECK_EQ(edgeq_kq_tensor_unregister(kq, t.handle), -ENOENT);
+	/* A second agent is refused; a client file cannot be one. */
+	CHECK_EQ(edgeq_kq_agent_attach(other, 1), -EBUSY);
+	stop_agent(agent);
+	CHECK(wait_sysfs("npu0", "agent_pid", 0, 2000));
+	CHECK_EQ(edgeq_kq_agent_attach(other, 1), -EBUSY); /* has tensors */
+	tensor_free(&t);
+	tensor_free(&t2);
+	edgeq_kq_close(kq);
+	edgeq_kq_close(other);
+	return 0;
+}
+
+/* Round-robin between clients within a level, strict between levels. */
+static int t_fairness(void)
+{
+	struct edgeq_kq *agent, *c[3];
+	struct edgeq_agent_op a[1];
+	struct edgeq_agent_done d;
+	struct edgeq_op_desc op;
+	uint32_t order[64];
+	int i, n = 0, k;
+
+	reset_queue("gpu0");
+	sysfs_set("gpu0", "max_inflight", "1");
+	CHECK(!edgeq_kq_open("gpu0", O_NONBLOCK, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, 1));
+	for (i = 0; i < 3; i++)
+		CHECK(!edgeq_kq_open("gpu0", 0, &c[i]));
+	/* Client 0 floods first, then 1 and 2; all at NORMAL. */
+	for (i = 0; i < 3; i++) {
+		for (k = 0; k < 10; k++) {
+			edgeq_op_desc_init(&op, EDGEQ_OP_NOP, i * 100 + k);
+			CHECK_EQ(edgeq_kq_submit(c[i], &op, 1), 1);
+		}
+	}
+	/* One HIGH op from client 2 jumps the queue; LOW waits for all. */
+	edgeq_op_desc_init(&op, EDGEQ_OP_NOP, 999);
+	op.priority = EDGEQ_PRIO_LOW;
+	CHECK_EQ(edgeq_kq_submit(c[1], &op, 1), 1);
+	edgeq_op_desc_init(&op, EDGEQ_OP_NOP, 500);
+	op.priority = EDGEQ_PRIO_HIGH;
+	CHECK_EQ(edgeq_kq_submit(c[2], &op, 1), 1);
+
+	while (n < 32) {
+		k = edgeq_kq_agent_next(agent, a, 1);
+		if (k == -EAGAIN)
+			break;
+		CHECK_EQ(k, 1);
+		/* Limit 1: nothing more until this one is done. */
+		CHECK_EQ(edgeq_kq_agent_next(agent, a + 0, 1) == -EAGAIN ? 0 :
+									   1,
+			 0);
+		order[n++] = (uint32_t)a[0].op.cookie;
+		memset(&d, 0, sizeof(d));
+		d.tag = a[0].tag;
+		CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+	}
+	CHECK_EQ(n, 32);
+	CHECK_EQ(order[0], 500);
+	/* Then 0,1,2,0,1,2... by cookie hundreds. */
+	for (i = 1; i < 31; i++)
+		CHECK_EQ(order[i] / 100, (i - 1) % 3);
+	CHECK_EQ(order[31], 999);
+	for (i = 0; i < 3; i++)
+		edgeq_kq_close(c[i]);
+	edgeq_kq_close(agent);
+	reset_queue("gpu0");
+	return 0;
+}
+
+static int count_trace(const char *needle)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/sys/kernel/tracing/trace", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static int trace_enable(const char *event, bool on)
+{
+	char path[256];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path),
+		 "/sys/kernel/tracing/events/edgeq/%s/enable", event);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, on ? "1" : "0", 1) != 1)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void trace_clear(void)
+{
+	int fd = open("/sys/kernel/tracing/trace", O_WRONLY | O_TRUNC);
+
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Cooling state -> in-flight limit, throttle tracepoint. */
+static int t_cooling(void)
+{
+	struct edgeq_agent_op a[16];
+	struct edgeq_kq *agent, *c;
+	struct edgeq_op_desc ops[16];
+	struct edgeq_completion comp[16];
+	int i, n, got;
+	static const int limit[5] = { 8, 6, 4, 2, 0 };
+	int s;
+
+	reset_queue("gpu0");
+	CHECK(!trace_enable("edgeq_throttle", true));
+	trace_clear();
+	CHECK(!edgeq_kq_open("gpu0", O_NONBLOCK, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, 1));
+	CHECK(!edgeq_kq_open("gpu0", 0, &c));
+	for (s = 0; s <= 4; s++) {
+		CHECK(!sysfs_set("gpu0", "cooling_state", "%d", s));
+		CHECK_EQ(sysfs_get("gpu0", "effective_inflight"), limit[s]);
+		for (i = 0; i < 16; i++)
+			edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP, i);
+		CHECK_EQ(edgeq_kq_submit(c, ops, 16), 16);
+		n = edgeq_kq_agent_next(agent, a, 16);
+		if (limit[s]) {
+			CHECK_EQ(n, limit[s]);
+			CHECK_EQ(edgeq_kq_agent_next(agent, a + n, 1), -EAGAIN);
+			CHECK_EQ(sysfs_get("gpu0", "nr_inflight"), limit[s]);
+		} else {
+			CHECK_EQ(n, -EAGAIN); /* paused */
+			CHECK(!(edgeq_kq_wait(agent, POLLIN, 0) & POLLIN));
+			CHECK(!sysfs_set("gpu0", "cooling_state", "0"));
+			n = edgeq_kq_agent_next(agent, a, 16);
+			CHECK_EQ(n, 8);
+		}
+		/* Drain everything. */
+		for (got = 0; got < 16;) {
+			for (i = 0; i < n; i++) {
+				struct edgeq_agent_done d = { .tag = a[i].tag };
+
+				CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+			}
+			got += n;
+			if (got < 16) {
+				n = edgeq_kq_agent_next(agent, a, 16);
+				CHECK(n > 0);
+			}
+		}
+		for (got = 0; got < 16; got += n)
+			CHECK((n = edgeq_kq_complete(c, comp, 16)) > 0);
+	}
+	CHECK_EQ(sysfs_set("gpu0", "cooling_state", "5"), -EINVAL);
+	CHECK_EQ(sysfs_set("gpu0", "cooling_state", "x"), -EINVAL);
+	CHECK_EQ(sysfs_set("gpu0", "max_inflight", "0"), -EINVAL);
+	CHECK_EQ(sysfs_set("gpu0", "max_inflight", "257"), -EINVAL);
+	CHECK_EQ(sysfs_set("gpu0", "policy", "maybe"), -EINVAL);
+	CHECK_EQ(sysfs_set("gpu0", "timeout_ms", "-1"), -EINVAL);
+	CHECK_EQ(sysfs_set("gpu0", "sim_tau_ms", "0"), -EINVAL);
+	CHECK(count_trace(
+		      "edgeq_throttle: queue=1 state=1->2 max_inflight=4") ==
+	      1);
+	CHECK(count_trace("state=3->4 max_inflight=0") == 1);
+	trace_enable("edgeq_throttle", false);
+	edgeq_kq_close(c);
+	edgeq_kq_close(agent);
+	return 0;
+}
+
+/* Simulated sensor: a busy queue heats, step_wise raises the cooling
+ * state, the throttle tracepoint fires. */
+static int t_sensor(void)
+{
+	struct edgeq_agent_op a[8];
+	struct edgeq_completion comp[8];
+	struct edgeq_op_desc ops[8];
+	struct edgeq_kq *agent, *c;
+	int i, n, max_state = 0, rounds;
+	long t0;
+
+	if (sysfs_get("npu0", "sim_temp_mC") < 0) {
+		printf("no simulated sensor (load with sim_sensor=1)\n");
+		return 77;
+	}
+	reset_queue("npu0");
+	sysfs_set("npu0", "sim_tau_ms", "300");
+	sysfs_set("npu0", "sim_trip_mC", "60000");
+	CHECK(!trace_enable("edgeq_throttle", true));
+	trace_clear();
+	t0 = sysfs_get("npu0", "sim_temp_mC");
+	CHECK(t0 < 60000);
+	CHECK(!edgeq_kq_open("npu0", 0, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, 1));
+	CHECK(!edgeq_kq_open("npu0", 0, &c));
+	/* Keep ops in flight ~all the time, each reported busy for as long
+	 * as it was with the agent. */
+	for (rounds = 0; rounds < 400 && max_state < 2; rounds++) {
+		for (i = 0; i < 4; i++)
+			edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP, i);
+		CHECK_EQ(edgeq_kq_submit(c, ops, 4), 4);
+		n = edgeq_kq_agent_next(agent, a, 8);
+		CHECK(n > 0);
+		msleep(10);
+		for (i = 0; i < n; i++) {
+			struct edgeq_agent_done d = { .tag = a[i].tag,
+						      .busy_ns = ~0ULL >> 1 };
+
+			CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+		}
+		/* Throttled below 4: finish the rest. */
+		for (i = n; i < 4;) {
+			int m = edgeq_kq_agent_next(agent, a, 8), j;
+
+			CHECK(m > 0);
+			for (j = 0; j < m; j++) {
+				struct edgeq_agent_done d = { .tag = a[j].tag };
+
+				CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+			}
+			i += m;
+		}
+		for (i = 0; i < 4; i += n)
+			CHECK((n = edgeq_kq_complete(c, comp, 8)) > 0);
+		if (sysfs_get("npu0", "cooling_state") > max_state)
+			max_state = (int)sysfs_get("npu0", "cooling_state");
+	}
+	printf("sensor: %d rounds, temp %ld -> %ld mC, cooling state %d\n",
+	       rounds, t0, sysfs_get("npu0", "sim_temp_mC"), max_state);
+	CHECK(max_state >= 2);
+	CHECK(sysfs_get("npu0", "sim_temp_mC") > 60000);
+	CHECK(count_trace("edgeq_throttle: queue=0 state=0->1") >= 1);
+	trace_enable("edgeq_throttle", false);
+	edgeq_kq_close(c);
+	edgeq_kq_close(agent);
+	/* Idle: it cools down and the governor lifts the state. */
+	sysfs_set("npu0", "sim_tau_ms", "100");
+	for (i = 0; i < 100 && sysfs_get("npu0", "cooling_state"); i++)
+		msleep(100);
+	CHECK_EQ(sysfs_get("npu0", "cooling_state"), 0);
+	sysfs_set("npu0", "sim_tau_ms", "2000");
+	sysfs_set("npu0", "sim_trip_mC", "70000");
+	return 0;
+}
+
+/* An agent killed mid-flight: -ENODEV at once, then a new agent serves. */
+static int t_agent_killed(void)
+{
+	struct edgeq_completion comp[8];
+	struct edgeq_op_desc ops[4];
+	struct edgeq_kq *c;
+	uint64_t t0;
+	pid_t agent;
+	int i, n, got;
+
+	reset_queue("npu0");
+	CHECK(!edgeq_kq_open("npu0", 0, &c));
+	agent = start_agent("npu0", "cpu", "3000000");
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	for (i = 0; i < 4; i++)
+		edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP, i);
+	CHECK_EQ(edgeq_kq_submit(c, ops, 4), 4);
+	CHECK(wait_sysfs("npu0", "nr_inflight", 4, 3000));
+	t0 = edgeq_now_ns();
+	kill(agent, SIGKILL);
+	waitpid(agent, NULL, 0);
+	for (got = 0; got < 4; got += n) {
+		n = edgeq_kq_complete(c, comp, 8);
+		CHECK(n > 0);
+		for (i = 0; i < n; i++)
+			CHECK_EQ(comp[i].status, -ENODEV);
+	}
+	printf("agent killed: 4 ops failed %.1f ms after the kill\n",
+	       (double)(edgeq_now_ns() - t0) / 1e6);
+	CHECK(edgeq_now_ns() - t0 < 1000000000ULL); /* not the 5 s timeout */
+	CHECK_EQ(sysfs_get("npu0", "agent_pid"), 0);
+
+	/* Policy requeue: the new agent completes them. */
+	CHECK(!sysfs_set("npu0", "policy", "requeue"));
+	agent = start_agent("npu0", "cpu", "3000000");
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK_EQ(edgeq_kq_submit(c, ops, 4), 4);
+	CHECK(wait_sysfs("npu0", "nr_inflight", 4, 3000));
+	kill(agent, SIGKILL);
+	waitpid(agent, NULL, 0);
+	CHECK(wait_sysfs("npu0", "nr_waiting", 4, 1000));
+	CHECK(!(edgeq_kq_wait(c, POLLIN, 100) & POLLIN));
+	agent = start_agent("npu0", "cpu", "0");
+	for (got = 0; got < 4; got += n) {
+		n = edgeq_kq_complete(c, comp, 8);
+		CHECK(n > 0);
+		for (i = 0; i < n; i++)
+			CHECK_EQ(comp[i].status, 0);
+	}
+	stop_agent(agent);
+	edgeq_kq_close(c);
+	reset_queue("npu0");
+	return 0;
+}
+
+static int t_timeout(void)
+{
+	struct edgeq_completion comp;
+	struct edgeq_op_desc op;
+	struct edgeq_agent_op a;
+	struct edgeq_agent_done d = { 0 };
+	struct edgeq_kq *agent, *c;
+	long timeouts = sysfs_get("gpu0", "timeouts");
+	uint64_t t0;
+
+	reset_queue("gpu0");
+	CHECK(!sysfs_set("gpu0", "timeout_ms", "300"));
+	CHECK(!trace_enable("edgeq_agent_timeout", true));
+	trace_clear();
+	CHECK(!edgeq_kq_open("gpu0", 0, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, 1));
+	CHECK(!edgeq_kq_open("gpu0", 0, &c));
+	edgeq_op_desc_init(&op, EDGEQ_OP_NOP, 42);
+	t0 = edgeq_now_ns();
+	CHECK_EQ(edgeq_kq_submit(c, &op, 1), 1);
+	CHECK_EQ(edgeq_kq_agent_next(agent, &a, 1), 1);
+	CHECK_EQ(edgeq_kq_complete(c, &comp, 1), 1);
+	CHECK_EQ(comp.status, -ETIMEDOUT);
+	CHECK_EQ(comp.cookie, 42);
+	CHECK(edgeq_now_ns() - t0 >= 300000000ULL);
+	CHECK_EQ(sysfs_get("gpu0", "timeouts"), timeouts + 1);
+	d.tag = a.tag;
+	CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), -ENOENT); /* too late */
+	d.status = 5;
+	CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), -EINVAL);
+	CHECK_EQ(count_trace("edgeq_agent_timeout: queue=1 cookie=42"), 1);
+	trace_enable("edgeq_agent_timeout", false);
+	edgeq_kq_close(c);
+	edgeq_kq_close(agent);
+	reset_queue("gpu0");
+	return 0;
+}
+
+/* ---- fuzzer: random ioctls, writes and reads on every kind of file */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void mutate(void *p, size_t len)
+{
+	unsigned char *b = p;
+	int i, n = (int)(rnd() % 4);
+
+	for (i = 0; i < n; i++) {
+		switch (rnd() % 4) {
+		case 0:
+			b[rnd() % len] ^= (unsigned char)(1u << (rnd() % 8));
+			break;
+		case 1:
+			b[rnd() % len] = (unsigned char)rnd();
+			break;
+		case 2:
+			b[rnd() % len] = 0;
+			break;
+		default:
+			b[rnd() % len] = 0xff;
+			break;
+		}
+	}
+}
+
+static int t_fuzz(void)
+{
+	static const unsigned long cmds[] = {
+		EDGEQ_IOC_GET_FEATURES,	     EDGEQ_IOC_QUEUE_CREATE,
+		EDGEQ_IOC_QUEUE_DESTROY,     EDGEQ_IOC_TENSOR_REGISTER,
+		EDGEQ_IOC_TENSOR_UNREGISTER, EDGEQ_IOC_SUBMIT,
+		EDGEQ_IOC_AGENT_ATTACH,	     EDGEQ_IOC_AGENT_DETACH,
+		EDGEQ_IOC_AGENT_TENSOR_FD,
+	};
+	long calls = 0, target = getenv("EDGEQ_FUZZ_CALLS") ?
+					 atol(getenv("EDGEQ_FUZZ_CALLS")) :
+					 100000;
+	struct edgeq_kq *kq[3];
+	struct tensor t;
+	unsigned char buf[4096];
+	struct edgeq_op_desc good;
+	int ctl, i, fd;
+
+	reset_queue("gpu0");
+	sysfs_set("gpu0", "timeout_ms", "50");
+	ctl = open(EDGEQ_KQ_CONTROL, O_RDWR);
+	CHECK(ctl >= 0);
+	for (i = 0; i < 3; i++)
+		CHECK(!edgeq_kq_open("gpu0", O_NONBLOCK, &kq[i]));
+	CHECK(!edgeq_kq_agent_attach(kq[2], ~0ULL >> (64 - EDGEQ_OP_COUNT)));
+	CHECK(!tensor_new(kq[0], 65536, &t));
+	edgeq_op_desc_init(&good, EDGEQ_OP_ADD, 1);
+	good.shape[0] = 16;
+	for (i = 0; i < 3; i++)
+		edgeq_op_desc_tensor(&good, i, t.handle, i * 64, 64);
+
+	while (calls < target) {
+		int which = (int)(rnd() % 4), kind = (int)(rnd() % 10);
+		size_t len;
+
+		fd = which == 3 ? ctl : edgeq_kq_fd(kq[which]);
+		memset(buf, 0, 512);
+		switch (kind) {
+		case 0:
+		case 1:
+		case 2:
+		case 3: {
+			unsigned long cmd = cmds[rnd() % 9];
+
+			if (rnd() % 8 == 0)
+				cmd = _IOC(rnd() % 4, 0xEE, rnd() % 48,
+					   rnd() % 300);
+			/* A plausible struct: its size first, then noise. */
+			*(uint32_t *)buf = (uint32_t)_IOC_SIZE(cmd);
+			if (cmd == EDGEQ_IOC_TENSOR_REGISTER)
+				((int32_t *)buf)[1] =
+					rnd() % 2 ? t.fd : (int)(rnd() % 64);
+			if (cmd == EDGEQ_IOC_SUBMIT) {
+				struct edgeq_op_desc *o = (void *)(buf + 1024);
+				*(uint64_t *)(buf + 8) = (uintptr_t)o;
+				((uint32_t *)buf)[1] = (uint32_t)(rnd() % 3);
+				*o = good;
+				mutate(o, sizeof(*o));
+			}
+			if (cmd == EDGEQ_IOC_QUEUE_DESTROY ||
+			    cmd == EDGEQ_IOC_QUEUE_CREATE)
+				memcpy(buf + 8, rnd() % 2 ? "fz" : "fz-1", 5);
+			if (cmd == EDGEQ_IOC_AGENT_TENSOR_FD)
+				((uint32_t *)buf)[1] = t.handle;
+			mutate(buf, 64);
+			if (rnd() % 64 == 0) {
+				ioctl(fd, cmd, (void *)8); /* bad pointer */
+			} else if (!ioctl(fd, cmd, buf) &&
+				   cmd == EDGEQ_IOC_AGENT_TENSOR_FD) {
+				close(((int32_t *)buf)[3]);
+			}
+			break;
+		}
+		case 4:
+		case 5:
+		case 6: {
+			int nops = 1 + (int)(rnd() % 3);
+			struct edgeq_op_desc *o = (void *)buf;
+
+			for (i = 0; i < nops; i++) {
+				o[i] = good;
+				if (rnd() % 2)
+					mutate(&o[i], sizeof(o[i]));
+			}
+			len = nops * sizeof(*o);
+			if (rnd() % 16 == 0)
+				len = rnd() % 1024;
+			if (write(fd, buf, len) < 0 && errno == 0)
+				return 1;
+			break;
+		}
+		case 7: {
+			/* Agent results with random tags. */
+			struct edgeq_agent_done *d = (void *)buf;
+
+			d->tag = rnd() % 2 ? rnd() % 64 : rnd();
+			d->status = -(int)(rnd() % 5000);
+			mutate(d, sizeof(*d));
+			if (write(edgeq_kq_fd(kq[2]), d, sizeof(*d)) < 0 &&
+			    errno == 0)
+				return 1;
+			break;
+		}
+		default:
+			len = rnd() % 2 ? rnd() % 600 : 240 * (1 + rnd() % 3);
+			if (read(fd, buf, len) < 0 && errno == 0)
+				return 1;
+			break;
+		}
+		calls++;
+		if (calls % 5000 == 0 && rnd() % 2) {
+			/* Re-attach now and then; destroy what was created. */
+			edgeq_kq_queue_destroy("fz");
+			edgeq_kq_queue_destroy("fz-1");
+			edgeq_kq_agent_detach(kq[2]);
+			edgeq_kq_agent_attach(kq[2],
+					      ~0ULL >> (64 - EDGEQ_OP_COUNT));
+		}
+	}
+	edgeq_kq_queue_destroy("fz");
+	edgeq_kq_queue_destroy("fz-1");
+	printf("fuzz: %ld calls\n", calls);
+	for (i = 0; i < 3; i++)
+		edgeq_kq_close(kq[i]);
+	tensor_free(&t);
+	close(ctl);
+	CHECK(sysfs_get("npu0", "id") == 0); /* the module still answers */
+	reset_queue("gpu0");
+	return 0;
+}
+
+/* ---- io_uring: WRITE submits, POLL_ADD waits, READ reaps */
+
+struct uring_agent {
+	const char *queue;
+	int ops;
+};
+
+static void *uring_agent_thread(void *arg)
+{
+	struct uring_agent *ua = arg;
+	struct edgeq_agent_op a[8];
+	struct edgeq_kq *kq;
+	int served = 0, n, i;
+
+	if (edgeq_kq_open(ua->queue, 0, &kq))
+		return (void *)1;
+	if (edgeq_kq_agent_attach(kq, ~0ULL >> (64 - EDGEQ_OP_COUNT)))
+		return (void *)1;
+	while (served < ua->ops) {
+		n = edgeq_kq_agent_next(kq, a, 8);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++) {
+			struct edgeq_agent_done d = { .tag = a[i].tag,
+						      .busy_ns = 1000 };
+
+			edgeq_kq_agent_done(kq, &d, 1);
+		}
+		served += n;
+	}
+	edgeq_kq_close(kq);
+	return NULL;
+}
+
+static int t_io_uring(void)
+{
+	enum { OPS = 64, BATCH = 8 };
+	struct uring_agent ua = { "gpu0", OPS };
+	struct edgeq_completion comp[BATCH];
+	struct edgeq_op_desc ops[BATCH];
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	struct edgeq_kq *c;
+	pthread_t th;
+	int done = 0, sent = 0, i, ret, fd;
+	bool seen[OPS] = { 0 };
+	uint64_t t0;
+
+	reset_queue("gpu0");
+	ret = io_uring_queue_init(16, &ring, 0);
+	if (ret) {
+		printf("io_uring unavailable: %s\n", strerror(-ret));
+		return 77;
+	}
+	CHECK(!pthread_create(&th, NULL, uring_agent_thread, &ua));
+	CHECK(wait_sysfs("gpu0", "agent_pid", getpid(), 5000));
+	CHECK(!edgeq_kq_open("gpu0", O_NONBLOCK, &c));
+	fd = edgeq_kq_fd(c);
+	t0 = edgeq_now_ns();
+	while (done < OPS) {
+		if (sent < OPS) {
+			for (i = 0; i < BATCH; i++)
+				edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP,
+						   sent + i);
+			sqe = io_uring_get_sqe(&ring);
+			io_uring_prep_write(sqe, fd, ops, sizeof(ops), 0);
+			sqe->user_data = 1;
+			CHECK_EQ(io_uring_submit(&ring), 1);
+			CHECK(!io_uring_wait_cqe(&ring, &cqe));
+			CHECK_EQ(cqe->res, (int)sizeof(ops));
+			io_uring_cqe_seen(&ring, cqe);
+			sent += BATCH;
+		}
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_poll_add(sqe, fd, POLLIN);
+		sqe->user_data = 2;
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		CHECK(!io_uring_wait_cqe(&ring, &cqe));
+		CHECK(cqe->res & POLLIN);
+		io_uring_cqe_seen(&ring, cqe);
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_read(sqe, fd, comp, sizeof(comp), 0);
+		sqe->user_data = 3;
+		CHECK_EQ(io_uring_submit(&ring), 1);
+		CHECK(!io_uring_wait_cqe(&ring, &cqe));
+		ret = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+		if (ret == -EAGAIN)
+			continue;
+		CHECK(ret > 0 && ret % (int)sizeof(comp[0]) == 0);
+		for (i = 0; i < ret / (int)sizeof(comp[0]); i++) {
+			CHECK_EQ(comp[i].status, 0);
+			CHECK(comp[i].cookie < OPS && !seen[comp[i].cookie]);
+			seen[comp[i].cookie] = true;
+			done++;
+		}
+	}
+	printf("io_uring: %d ops, %.1f us per op round trip (TCG guest)\n", OPS,
+	       (double)(edgeq_now_ns() - t0) / 1e3 / OPS);
+	pthread_join(th, NULL);
+	io_uring_queue_exit(&ring);
+	edgeq_kq_close(c);
+	return 0;
+}
+
+/* Round-trip latency of NOPs through the module (one client, one agent
+ * thread), for the closing note. */
+static int t_latency(void)
+{
+	struct uring_agent ua = { "gpu0", 2000 };
+	struct edgeq_completion comp;
+	struct edgeq_op_desc op;
+	struct edgeq_kq *c;
+	pthread_t th;
+	uint64_t t0;
+	int i;
+
+	reset_queue("gpu0");
+	CHECK(!pthread_create(&th, NULL, uring_agent_thread, &ua));
+	CHECK(wait_sysfs("gpu0", "agent_pid", getpid(), 5000));
+	CHECK(!edgeq_kq_open("gpu0", 0, &c));
+	t0 = edgeq_now_ns();
+	for (i = 0; i < ua.ops; i++) {
+		edgeq_op_desc_init(&op, EDGEQ_OP_NOP, i);
+		CHECK_EQ(edgeq_kq_submit(c, &op, 1), 1);
+		CHECK_EQ(edgeq_kq_complete(c, &comp, 1), 1);
+		CHECK_EQ(comp.status, 0);
+	}
+	printf("latency: %d NOP round trips, %.1f us each (TCG guest)\n",
+	       ua.ops, (double)(edgeq_now_ns() - t0) / 1e3 / ua.ops);
+	pthread_join(th, NULL);
+	edgeq_kq_close(c);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} cases[] = {
+	{ "features", t_features }, { "create_destroy", t_create_destroy },
+	{ "exchange", t_exchange }, { "validation", t_validation },
+	{ "fairness", t_fairness }, { "cooling", t_cooling },
+	{ "sensor", t_sensor },	    { "agent_killed", t_agent_killed },
+	{ "timeout", t_timeout },   { "io_uring", t_io_uring },
+	{ "latency", t_latency },   { "fuzz", t_fuzz },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	edgeq_bin = getenv("EDGEQ") ? getenv("EDGEQ") : "build/edgeq";
+	signal(SIGPIPE, SIG_IGN);
+	if (argc != 2) {
+		fprintf(stderr, "usage: kmodtest CASE\ncases:");
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			fprintf(stderr, " %s", cases[i].name);
+		fprintf(stderr, "\n");
+		return 2;
+	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (!strcmp(cases[i].name, argv[1]))
+			return cases[i].fn();
+	fprintf(stderr, "kmodtest: no case %s\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * CPU execution of one edgeq op (the CPU agent's executor). Matrix ops go
+ * through the engine's kernels table (edgeq_kernels_select()): activations
+ * quantized once into the weight type's vec_dot_type, then the table's
+ * matvec/matmul, so results are bit-identical with the engine's CPU path.
+ * Element-wise ops are plain loops in a fixed order.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <edgeq/kq.h>
+#include "kernels/kernels.h"
+
+static float bits_to_float(uint64_t v)
+{
+	uint32_t u = (uint32_t)v;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* a * b * c elements of @esize bytes fit in @len (no overflow). */
+static bool fits(uint64_t len, uint64_t a, uint64_t b, uint64_t c,
+		 uint64_t esize)
+{
+	uint64_t n;
+
+	if (__builtin_mul_overflow(a, b, &n) ||
+	    __builtin_mul_overflow(n, c, &n) ||
+	    __builtin_mul_overflow(n, esize, &n))
+		return false;
+	return n <= len;
+}
+
+static int exec_matmul(const struct edgeq_op_desc *op, void *const t[],
+		       uint64_t nb)
+{
+	const struct edgeq_kernel_ops *k = edgeq_kernels_select();
+	const struct edgeq_type_traits *tr = edgeq_type_traits(op->dtype);
+	uint64_t rows = op->shape[0], cols = op->shape[1];
+	size_t wrow, arow;
+	uint64_t b;
+	void *act;
+
+	if (!tr || !tr->weight || !k->vec_dot[op->dtype])
+		return -EOPNOTSUPP;
+	wrow = edgeq_row_size(op->dtype, (int64_t)cols);
+	arow = edgeq_row_size(tr->vec_dot_type, (int64_t)cols);
+	if (!wrow || !arow || !fits(op->tensors[0].length, rows, wrow, 1, 1) ||
+	    !fits(op->tensors[1].length, nb, cols, 1, sizeof(float)) ||
+	    !fits(op->tensors[2].length, nb, rows, 1, sizeof(float)))
+		return -EINVAL;
+	act = malloc(arow * nb);
+	if (!act)
+		return -ENOMEM;
+	for (b = 0; b < nb; b++) {
+		int r = k->quantize_act(tr->vec_dot_type,
+					(const float *)t[1] + b * cols,
+					(char *)act + b * arow, (int64_t)cols);
+		if (r && r != -EDOM) {
+			free(act);
+			return r;
+		}
+	}
+	if (nb == 1)
+		k->matvec((enum edgeq_type)op->dtype, t[0], (int64_t)cols, 0,
+			  (int64_t)rows, act, t[2]);
+	else
+		k->matmul((enum edgeq_type)op->dtype, t[0], (int64_t)cols, 0,
+			  (int64_t)rows, act, arow, (int64_t)nb, t[2],
+			  (int64_t)rows);
+	free(act);
+	return 0;
+}
+
+static int exec_rmsnorm(const struct edgeq_op_desc *op, void *const t[])
+{
+	uint64_t n = op->shape[0], i;
+	const float *x = t[0], *w = t[1];
+	float *y = t[2], eps = bits_to_float(op->param[0]), scale;
+	double sum = 0.0;
+
+	for (i = 0; i < 3; i++)
+		if (!fits(op->tensors[i].length, n, 1, 1, sizeof(float)))
+			return -EINVAL;
+	for (i = 0; i < n; i++)
+		sum += (double)(x[i] * x[i]);
+	scale = 1.0f / sqrtf((float)(sum / (double)n) + eps);
+	for (i = 0; i < n; i++)
+		y[i] = (x[i] * scale) * w[i];
+	return 0;
+}
+
+static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
+{
+	uint64_t heads = op->shape[0], hd = op->shape[1], h, i;
+	float base = bits_to_float(op->param[1]), *x = t[0];
+	float pos = (float)op->param[0];
+	bool neox = op->flags & EDGEQ_OPF_ROPE_NEOX;
+
+	if (hd % 2 || !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)))
+		return -EINVAL;
+	if (base == 0.0f)
+		base = 10000.0f;
+	for (h = 0; h < heads; h++) {
+		float *v = x + h * hd;
+
+		for (i = 0; i < hd / 2; i++) {
+			float theta =
+				pos * powf(base, -2.0f * (float)i / (float)hd);
+			float c = cosf(theta), s = sinf(theta);
+			uint64_t a = neox ? i : 2 * i,
+				 b = neox ? i + hd / 2 : 2 * i + 1;
+			float x0 = v[a], x1 = v[b];
+
+			v[a] = x0 * c - x1 * s;
+			v[b] = x0 * s + x1 * c;
+		}
+	}
+	return 0;
+}
+
+static void softmax_row(float *x, uint64_t n)
+{
+	float max = -INFINITY, inv;
+	double sum = 0.0;
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	for (i = 0; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += (double)x[i];
+	}
+	inv = (float)(1.0 / sum);
+	for (i = 0; i < n; i++)
+		x[i] *= inv;
+}
+
+static int exec_softmax(const struct edgeq_op_desc *op, void *const t[])
+{
+	uint64_t n = op->shape[0], rows = op->shape[1], r;
+
+	if (!fits(op->tensors[0].length, rows, n, 1, sizeof(float)))
+		return -EINVAL;
+	for (r = 0; r < rows; r++)
+		softmax_row((float *)t[0] + r * n, n);
+	return 0;
+}
+
+static int exec_attention(const struct edgeq_op_desc *op, void *const t[])
+{
+	const struct edgeq_kernel_ops *k = edgeq_kernels_select();
+	uint64_t heads = op->shape[0], kvh = op->shape[1], hd = op->shape[2];
+	uint64_t npos = op->shape[3], h, p;
+	size_t es = op->dtype == EDGEQ_DTYPE_F16 ? 2 : 4;
+	float *scores, scale;
+
+	if (op->dtype != EDGEQ_DTYPE_F32 && op->dtype != EDGEQ_DTYPE_F16)
+		return -EOPNOTSUPP;
+	if (heads % kvh || !fits(op->tensors[0].length, heads, hd, 1, 4) ||
+	    !fits(op->tensors[1].length, npos, kvh, hd, es) ||
+	    !fits(op->tensors[2].length, npos, kvh, hd, es) ||
+	    !fits(op->tensors[3].length, heads, hd, 1, 4))
+		return -EINVAL;
+	scores = malloc(npos * sizeof(float));
+	if (!scores)
+		return -ENOMEM;
+	scale = 1.0f / sqrtf((float)hd);
+	for (h = 0; h < heads; h++) {
+		const float *q = (const float *)t[0] + h * hd;
+		float *out = (float *)t[3] + h * hd;
+		uint64_t g = h / (heads / kvh);
+
+		for (p = 0; p < npos; p++) {
+			size_t off = ((p * kvh + g) * hd) * es;
+			const void *kr = (const char *)t[1] + off;
+
+			scores[p] = (es == 2 ? k->dot_f16((int64_t)hd, kr, q) :
+					       k->dot_f32((int64_t)hd, kr, q)) *
+				    scale;
+		}
+		softmax_row(scores, npos);
+		memset(out, 0, hd * sizeof(float));
+		for (p = 0; p < npos; p++) {
+			size_t off = ((p * kvh + g) * hd) * es;
+			const void *vr = (const char *)t[2] + off;
+
+			if (es == 2)
+				k->axpy_f16((int64_t)hd, scores[p], vr, out);
+			else
+				k->axpy_f32((int64_t)hd, scores[p], vr, out);
+		}
+	}
+	free(scores);
+	return 0;
+}
+
+static int exec_elementwise(const struct edgeq_op_desc *op, void *const t[])
+{
+	uint64_t n = op->shape[0], i;
+	const float *a = t[0], *b = t[1];
+	float *y = t[2];
+
+	for (i = 0; i < 3; i++)
+		if (!fits(op->tensors[i].length, n, 1, 1, sizeof(float)))
+			return -EINVAL;
+	if (op->opcode == EDGEQ_OP_ADD) {
+		for (i = 0; i < n; i++)
+			y[i] = a[i] + b[i];
+	} else {
+		for (i = 0; i < n; i++)
+			y[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+	}
+	return 0;
+}
+
+int edgeq_kq_exec(const struct edgeq_op_desc *op, void *const t[])
+{
+	unsigned int nt, nd, i;
+
+	if (edgeq_op_arity(op->opcode, &nt, &nd) || op->ntensors != nt ||
+	    op->ndims != nd)
+		return -EINVAL;
+	for (i = 0; i < nd; i++)
+		if (!op->shape[i])
+			return -EINVAL;
+	switch (op->opcode) {
+	case EDGEQ_OP_NOP:
+		return 0;
+	case EDGEQ_OP_MATVEC:
+		return exec_matmul(op, t, 1);
+	case EDGEQ_OP_MATMUL:
+		return exec_matmul(op, t, op->shape[2]);
+	case EDGEQ_OP_RMSNORM:
+		return exec_rmsnorm(op, t);
+	case EDGEQ_OP_ROPE:
+		return exec_rope(op, t);
+	case EDGEQ_OP_SOFTMAX:
+		return exec_softmax(op, t);
+	case EDGEQ_OP_ATTENTION:
+		return exec_attention(op, t);
+	case EDGEQ_OP_SILU_MUL:
+	case EDGEQ_OP_ADD:
+		return exec_elementwise(op, t);
+	}
+	return -EOPNOTSUPP;
+}
