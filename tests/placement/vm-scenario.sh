@@ -64,6 +64,7 @@ agent=$!
 what="a new agent attached" ok agent_up
 "${R[@]}" -n 40 --backend kq --queue npu0 --kill-agent-at 5 --agent-pid $agent \
 	>"$T/kill.json" 2>"$T/kill.err"
+kill $agent 2>/dev/null # still there if place-run failed before killing it
 wait $agent 2>/dev/null
 log "kill run done"
 

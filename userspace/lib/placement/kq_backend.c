@@ -141,7 +141,8 @@ static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
 		if (ret == -ETIME) {
 			sqe = io_uring_get_sqe(&k->ring);
 			if (sqe) {
-				io_uring_prep_cancel(sqe, (void *)(uintptr_t)tag, 0);
+				io_uring_prep_cancel(sqe,
+						     (void *)(uintptr_t)tag, 0);
 				io_uring_submit(&k->ring);
 			}
 			return -ETIMEDOUT;
