@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -741,6 +743,44 @@ static int t_sensor(void)
 	return 0;
 }
 
+/* A socket on kobject uevents (the kernel's broadcast group). */
+static int uevent_open(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
+			NETLINK_KOBJECT_UEVENT);
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Waits up to @ms for a uevent holding both @a and @b. */
+static bool uevent_wait(int fd, const char *a, const char *b, int ms)
+{
+	char buf[4096];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (poll(&p, 1, ms) > 0) {
+		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+		bool fa = false, fb = false;
+		ssize_t i;
+
+		if (n <= 0)
+			return false;
+		buf[n] = 0;
+		for (i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+			fa |= !strcmp(buf + i, a);
+			fb |= !strcmp(buf + i, b);
+		}
+		if (fa && fb)
+			return true;
+	}
+	return false;
+}
+
 /* An agent killed mid-flight: -ENODEV at once, then a new agent serves. */
 static int t_agent_killed(void)
 {
@@ -749,9 +789,10 @@ static int t_agent_killed(void)
 	struct edgeq_kq *c;
 	uint64_t t0;
 	pid_t agent;
-	int i, n, got;
+	int i, n, got, ue = uevent_open();
 
 	reset_queue("npu0");
+	CHECK(ue >= 0);
 	CHECK(!edgeq_kq_open("npu0", 0, &c));
 	agent = start_agent("npu0", "cpu", "3000000");
 	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
@@ -772,6 +813,9 @@ static int t_agent_killed(void)
 	       (double)(edgeq_now_ns() - t0) / 1e6);
 	CHECK(edgeq_now_ns() - t0 < 1000000000ULL); /* not the 5 s timeout */
 	CHECK_EQ(sysfs_get("npu0", "agent_pid"), 0);
+	CHECK(uevent_wait(ue, "EDGEQ_EVENT=agent-detach", "EDGEQ_QUEUE=npu0",
+			  2000));
+	close(ue);
 
 	/* Policy requeue: the new agent completes them. */
 	CHECK(!sysfs_set("npu0", "policy", "requeue"));
