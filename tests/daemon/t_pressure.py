@@ -32,6 +32,8 @@ def main(t):
     t.check("CPU throttle from the cooling device exported",
             value(fam, "edgeq_throttle_ratio", device="cpu") == 0.5,
             fam.get("edgeq_throttle_ratio"))
+    t.check("device thermal level exported",
+            value(fam, "edgeq_device_thermal_level", device="cpu") == 0)
     t.check("memory pressure level exported",
             value(fam, "edgeq_memory_pressure_level") is not None)
 

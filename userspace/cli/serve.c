@@ -329,6 +329,7 @@ static void push_pressure(struct srv *srv, struct edgeq_pressure *pm)
 			 st.devices[i].name);
 		p.dev[p.n_dev].throttle = st.devices[i].throttle;
 		p.dev[p.n_dev].temp_mc = st.devices[i].temp_mc;
+		p.dev[p.n_dev].level = st.devices[i].level;
 		/* the engine runs on the CPU */
 		if (!strcmp(st.devices[i].name, "cpu")) {
 			p.throttle = st.devices[i].throttle;

@@ -350,6 +350,14 @@ static void render_pressure(const struct srv_pressure *p, struct srv_buf *b)
 			       p->dev[i].name, p->dev[i].throttle);
 	srv_buf_printf(
 		b,
+		"# HELP edgeq_device_thermal_level Thermal state per device (pressure monitor): 0 ok, 1 warn, 2 critical.\n"
+		"# TYPE edgeq_device_thermal_level gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		srv_buf_printf(b,
+			       "edgeq_device_thermal_level{device=\"%s\"} %u\n",
+			       p->dev[i].name, p->dev[i].level);
+	srv_buf_printf(
+		b,
 		"# HELP edgeq_device_temperature_celsius Hottest thermal zone mapped to the device (pressure monitor).\n"
 		"# TYPE edgeq_device_temperature_celsius gauge\n");
 	for (i = 0; i < p->n_dev; i++)

@@ -159,6 +159,7 @@ struct srv_pressure {
 		char name[16];
 		double throttle;
 		int32_t temp_mc; /* INT32_MIN: unknown */
+		uint32_t level;	 /* 0 ok, 1 warn, 2 crit */
 	} dev[SRV_MAX_DEVICES];
 };
 void srv_set_pressure(struct srv *s, const struct srv_pressure *p);
