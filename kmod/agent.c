@@ -17,13 +17,16 @@
 #include "edgeq_drv.h"
 #include "edgeq_trace.h"
 
-#define EDGEQ_AGENT_BATCH 32	/* ops one read() hands out at most */
+#define EDGEQ_AGENT_BATCH 32 /* ops one read() hands out at most */
 
 static void edgeq_agent_uevent(struct edgeq_queue *q, const char *event)
 {
 	char ev[32], name[32];
-	char *envp[] = { ev, name, NULL };
+	char *envp[3];
 
+	envp[0] = ev;
+	envp[1] = name;
+	envp[2] = NULL;
 	snprintf(ev, sizeof(ev), "EDGEQ_EVENT=%s", event);
 	snprintf(name, sizeof(name), "EDGEQ_QUEUE=%s", q->name);
 	kobject_uevent_env(&q->dev.kobj, KOBJ_CHANGE, envp);
@@ -50,7 +53,7 @@ int edgeq_agent_attach(struct edgeq_file *f, void __user *arg)
 	else if (q->agent)
 		ret = -EBUSY;
 	else if (f->outstanding || f->ntensors)
-		ret = -EBUSY;	/* a file is a client or the agent, not both */
+		ret = -EBUSY; /* a file is a client or the agent, not both */
 	if (!ret) {
 		q->agent = f;
 		f->is_agent = true;
@@ -155,10 +158,10 @@ ssize_t edgeq_agent_read(struct edgeq_file *f, char __user *buf, size_t len,
 			ret = -EAGAIN;
 			goto out_free;
 		}
-		ret = wait_event_interruptible(q->agent_wq,
-					       READ_ONCE(q->dead) ||
-					       READ_ONCE(q->agent) != f ||
-					       edgeq_can_dispatch(q));
+		ret = wait_event_interruptible(
+			q->agent_wq, READ_ONCE(q->dead) ||
+					     READ_ONCE(q->agent) != f ||
+					     edgeq_can_dispatch(q));
 		if (ret)
 			goto out_free;
 	}
@@ -198,8 +201,8 @@ ssize_t edgeq_agent_write(struct edgeq_file *f, const char __user *buf,
 			ret = -EFAULT;
 			break;
 		}
-		if (d.flags || d.reserved[0] || d.reserved[1] ||
-		    d.status > 0 || d.status < -MAX_ERRNO) {
+		if (d.flags || d.reserved[0] || d.reserved[1] || d.status > 0 ||
+		    d.status < -MAX_ERRNO) {
 			ret = -EINVAL;
 			break;
 		}

@@ -12,14 +12,14 @@
 #include <linux/thermal.h>
 
 /* 6.2: class devnode() takes a const device. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#if KERNEL_VERSION(6, 2, 0) <= LINUX_VERSION_CODE
 #define EDGEQ_DEVNODE_CONST const
 #else
 #define EDGEQ_DEVNODE_CONST
 #endif
 
 /* 6.4: class_create() lost its owner argument. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#if KERNEL_VERSION(6, 4, 0) <= LINUX_VERSION_CODE
 #define edgeq_class_create(name) class_create(name)
 #else
 #define edgeq_class_create(name) class_create(THIS_MODULE, name)
@@ -33,14 +33,14 @@
  *  6.9:   the writable-trips mask argument is gone;
  *  6.12:  ops->bind/unbind replaced by ops->should_bind.
  */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+#if KERNEL_VERSION(6, 3, 0) > LINUX_VERSION_CODE
 #define EDGEQ_TZ_TRIP_OPS 1
 #endif
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#if KERNEL_VERSION(6, 12, 0) <= LINUX_VERSION_CODE
 #define EDGEQ_TZ_SHOULD_BIND 1
 #endif
 
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 0, 0)
+#if KERNEL_VERSION(6, 0, 0) > LINUX_VERSION_CODE
 struct edgeq_thermal_trip {
 	int temperature;
 	int hysteresis;
@@ -55,10 +55,10 @@ edgeq_tz_register(const char *type, struct edgeq_thermal_trip *trips,
 		  int ntrips, void *devdata, struct thermal_zone_device_ops *ops,
 		  struct thermal_zone_params *tzp, int passive_ms, int polling_ms)
 {
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 0, 0)
+#if KERNEL_VERSION(6, 0, 0) > LINUX_VERSION_CODE
 	return thermal_zone_device_register(type, ntrips, 0, devdata, ops, tzp,
 					    passive_ms, polling_ms);
-#elif LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
+#elif KERNEL_VERSION(6, 9, 0) > LINUX_VERSION_CODE
 	return thermal_zone_device_register_with_trips(type, trips, ntrips, 0,
 						       devdata, ops, tzp,
 						       passive_ms, polling_ms);
@@ -70,14 +70,14 @@ edgeq_tz_register(const char *type, struct edgeq_thermal_trip *trips,
 }
 
 /* 6.4: thermal_zone_device_priv() replaces tz->devdata. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#if KERNEL_VERSION(6, 4, 0) <= LINUX_VERSION_CODE
 #define edgeq_tz_priv(tz) thermal_zone_device_priv(tz)
 #else
 #define edgeq_tz_priv(tz) ((tz)->devdata)
 #endif
 
 /* 6.8: thermal_zone_params.governor_name became a const char *. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#if KERNEL_VERSION(6, 8, 0) <= LINUX_VERSION_CODE
 #define edgeq_tzp_set_governor(tzp, name) ((tzp)->governor_name = (name))
 #else
 #define edgeq_tzp_set_governor(tzp, name)                                   \

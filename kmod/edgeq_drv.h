@@ -21,62 +21,58 @@
 #include <linux/xarray.h>
 #include <linux/edgeq.h>
 
-#define EDGEQ_NAME_LEN 13		/* longest queue name ("edgeq-" + it fits
-					 * THERMAL_NAME_LENGTH)
-					 */
-#define EDGEQ_MAX_BATCH 64		/* ops per write()/SUBMIT */
-#define EDGEQ_MAX_OUTSTANDING 1024	/* ops of a client not yet read back */
-#define EDGEQ_MAX_CLIENT_TENSORS 256	/* registered memfds per file */
-#define EDGEQ_MAX_INFLIGHT 256		/* bound of the max_inflight knob */
+/* Longest queue name: "edgeq-<name>" must fit THERMAL_NAME_LENGTH. */
+#define EDGEQ_NAME_LEN 13
+#define EDGEQ_MAX_BATCH 64	     /* ops per write()/SUBMIT */
+#define EDGEQ_MAX_OUTSTANDING 1024   /* ops of a client not yet read back */
+#define EDGEQ_MAX_CLIENT_TENSORS 256 /* registered memfds per file */
+#define EDGEQ_MAX_INFLIGHT 256	     /* bound of the max_inflight knob */
 #define EDGEQ_MAX_TIMEOUT_MS 600000
-#define EDGEQ_COOLING_STATES 4		/* max_state of the cooling device */
+#define EDGEQ_COOLING_STATES 4 /* max_state of the cooling device */
 
 enum edgeq_policy {
-	EDGEQ_POLICY_FAIL = 0,		/* agent loss fails every op: -ENODEV */
-	EDGEQ_POLICY_REQUEUE = 1,	/* in-flight ops wait for a new agent */
+	EDGEQ_POLICY_FAIL = 0,	  /* agent loss fails every op: -ENODEV */
+	EDGEQ_POLICY_REQUEUE = 1, /* in-flight ops wait for a new agent */
 };
 
 enum edgeq_req_state {
-	EDGEQ_REQ_WAITING,		/* on client->waiting[prio] */
-	EDGEQ_REQ_INFLIGHT,		/* on queue->inflight, with the agent */
-	EDGEQ_REQ_DONE,			/* on client->done */
+	EDGEQ_REQ_WAITING,  /* on client->waiting[prio] */
+	EDGEQ_REQ_INFLIGHT, /* on queue->inflight, with the agent */
+	EDGEQ_REQ_DONE,	    /* on client->done */
 };
 
 struct edgeq_sensor;
 
 struct edgeq_queue {
-	struct device dev;		/* /sys/class/edgeq/<name>; its refcount
-					 * keeps the queue (files hold one)
-					 */
-	struct cdev cdev;		/* /dev/edgeq/<name> */
-	struct list_head node;		/* in the global table (edgeq_mutex) */
-	u32 id;				/* minor number; tracepoint queue id */
+	/* /sys/class/edgeq/<name>; its refcount keeps the queue (files hold one) */
+	struct device dev;
+	struct cdev cdev;      /* /dev/edgeq/<name> */
+	struct list_head node; /* in the global table (edgeq_mutex) */
+	u32 id;		       /* minor number; tracepoint queue id */
 	char name[EDGEQ_NAME_MAX];
 	spinlock_t lock;
-	bool dead;			/* destroyed: every call gets -ENODEV */
+	bool dead; /* destroyed: every call gets -ENODEV */
 
 	/* knobs */
-	u32 max_inflight;		/* configured limit, 1..EDGEQ_MAX_INFLIGHT */
-	u32 timeout_ms;			/* 0: no timeout */
+	u32 max_inflight; /* configured limit, 1..EDGEQ_MAX_INFLIGHT */
+	u32 timeout_ms;	  /* 0: no timeout */
 	enum edgeq_policy policy;
-	u32 cool_state;			/* 0..EDGEQ_COOLING_STATES */
+	u32 cool_state; /* 0..EDGEQ_COOLING_STATES */
 
 	/* the agent */
-	struct edgeq_file *agent;	/* NULL when none is attached */
-	pid_t agent_pid;		/* its tgid in the initial namespace */
-	u64 agent_op_mask;		/* opcodes it accepts */
-	wait_queue_head_t agent_wq;	/* agent read()/poll() */
+	struct edgeq_file *agent;   /* NULL when none is attached */
+	pid_t agent_pid;	    /* its tgid in the initial namespace */
+	u64 agent_op_mask;	    /* opcodes it accepts */
+	wait_queue_head_t agent_wq; /* agent read()/poll() */
 
 	/* scheduling */
-	struct list_head active[EDGEQ_PRIO_COUNT]; /* clients with waiting
-						    * ops at that level, RR
-						    */
+	/* clients with waiting ops at that level, RR */
+	struct list_head active[EDGEQ_PRIO_COUNT];
 	u32 nr_waiting;
 	u32 nr_inflight;
-	struct list_head inflight;	/* dispatched ops, dispatch order */
-	struct list_head all;		/* every op not completed, submit order
-					 * (the timeout scan)
-					 */
+	struct list_head inflight; /* dispatched ops, dispatch order */
+	/* every op not completed, submit order (the timeout scan) */
+	struct list_head all;
 	u64 next_tag;
 	struct delayed_work timeout_work;
 
@@ -98,42 +94,42 @@ struct edgeq_queue {
 /* One open file of a queue: a client, or the agent after ATTACH. */
 struct edgeq_file {
 	struct edgeq_queue *q;
-	u32 id;				/* per-queue client id */
+	u32 id; /* per-queue client id */
 	bool is_agent;
-	struct pid *pid;		/* tgid of the opener */
-	struct list_head waiting[EDGEQ_PRIO_COUNT]; /* its waiting ops */
+	struct pid *pid;				/* tgid of the opener */
+	struct list_head waiting[EDGEQ_PRIO_COUNT];	/* its waiting ops */
 	struct list_head active_node[EDGEQ_PRIO_COUNT]; /* in q->active[] */
-	struct list_head done;		/* completed, not yet read */
-	u32 outstanding;		/* submitted and not yet read back */
-	struct list_head tensors;	/* its struct edgeq_tensor */
+	struct list_head done;	  /* completed, not yet read */
+	u32 outstanding;	  /* submitted and not yet read back */
+	struct list_head tensors; /* its struct edgeq_tensor */
 	u32 ntensors;
-	wait_queue_head_t wq;		/* client read()/poll() */
-	u64 busy_ns, ops, bytes;	/* fdinfo accounting */
+	wait_queue_head_t wq;	 /* client read()/poll() */
+	u64 busy_ns, ops, bytes; /* fdinfo accounting */
 };
 
 /* A registered memfd. */
 struct edgeq_tensor {
-	struct file *file;		/* reference held until unregistered */
+	struct file *file; /* reference held until unregistered */
 	struct edgeq_file *owner;
-	struct list_head node;		/* in owner->tensors */
+	struct list_head node; /* in owner->tensors */
 	u32 handle;
-	u32 users;			/* ops of the owner referencing it */
-	u64 length;			/* size at registration */
+	u32 users;  /* ops of the owner referencing it */
+	u64 length; /* size at registration */
 };
 
 /* One submitted op. */
 struct edgeq_req {
 	struct edgeq_op_desc op;
-	struct edgeq_file *client;	/* NULL once the client closed */
-	struct list_head node;		/* waiting/inflight/done list */
-	struct list_head all;		/* q->all until completed */
+	struct edgeq_file *client; /* NULL once the client closed */
+	struct list_head node;	   /* waiting/inflight/done list */
+	struct list_head all;	   /* q->all until completed */
 	enum edgeq_req_state state;
-	u64 tag;			/* agent's handle while in flight */
+	u64 tag; /* agent's handle while in flight */
 	u64 submit_ns, dispatch_ns;
 	u64 bytes;
 	u32 client_id;
-	pid_t client_tgid;		/* for tracepoints */
-	struct pid *client_pid;		/* reference, for the agent's view */
+	pid_t client_tgid;	/* for tracepoints */
+	struct pid *client_pid; /* reference, for the agent's view */
 	struct edgeq_tensor *tensors[EDGEQ_MAX_TENSORS];
 	struct edgeq_completion comp;
 };
@@ -184,5 +180,6 @@ int edgeq_set_cool_state(struct edgeq_queue *q, unsigned long state);
 int edgeq_sensor_register(struct edgeq_queue *q);
 void edgeq_sensor_unregister(struct edgeq_queue *q);
 int edgeq_sensor_temp(struct edgeq_queue *q);
+void edgeq_sensor_sync(struct edgeq_queue *q);
 
 #endif /* EDGEQ_DRV_H */

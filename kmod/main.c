@@ -22,18 +22,20 @@
 
 struct class *edgeq_class;
 static dev_t edgeq_devt;
-static DEFINE_MUTEX(edgeq_mutex);		/* edgeq_queues[] */
+static DEFINE_MUTEX(edgeq_mutex); /* edgeq_queues[] */
 static struct edgeq_queue *edgeq_queues[EDGEQ_MAX_QUEUES];
 
 /* ---- module parameters, bounded */
 
 static char *queues;
 module_param(queues, charp, 0444);
-MODULE_PARM_DESC(queues, "queues to create at load, comma separated (e.g. npu0,gpu0)");
+MODULE_PARM_DESC(queues,
+		 "queues to create at load, comma separated (e.g. npu0,gpu0)");
 
 static bool sim_sensor;
 module_param(sim_sensor, bool, 0444);
-MODULE_PARM_DESC(sim_sensor, "register a simulated thermal zone per queue (default off)");
+MODULE_PARM_DESC(sim_sensor,
+		 "register a simulated thermal zone per queue (default off)");
 
 static int edgeq_param_set_bounded(const char *val,
 				   const struct kernel_param *kp, u32 lo,
@@ -72,11 +74,14 @@ static const struct kernel_param_ops edgeq_timeout_ops = {
 
 static u32 max_inflight = 8;
 module_param_cb(max_inflight, &edgeq_inflight_ops, &max_inflight, 0644);
-MODULE_PARM_DESC(max_inflight, "default in-flight limit of new queues (1..256, default 8)");
+MODULE_PARM_DESC(max_inflight,
+		 "default in-flight limit of new queues (1..256, default 8)");
 
 static u32 timeout_ms = 5000;
 module_param_cb(timeout_ms, &edgeq_timeout_ops, &timeout_ms, 0644);
-MODULE_PARM_DESC(timeout_ms, "default op timeout of new queues in ms (0 = none, default 5000)");
+MODULE_PARM_DESC(
+	timeout_ms,
+	"default op timeout of new queues in ms (0 = none, default 5000)");
 
 bool edgeq_sim_sensor_enabled(void)
 {
@@ -242,8 +247,9 @@ static void edgeq_queue_kill(struct edgeq_queue *q)
 		edgeq_agent_detach(agent, true);
 	spin_lock(&q->lock);
 	while (!list_empty(&q->inflight))
-		edgeq_complete(q, list_first_entry(&q->inflight,
-						   struct edgeq_req, node),
+		edgeq_complete(q,
+			       list_first_entry(&q->inflight, struct edgeq_req,
+						node),
 			       -ENODEV, 0);
 	edgeq_fail_waiting(q, -ENODEV);
 	spin_unlock(&q->lock);
@@ -427,6 +433,7 @@ static void __exit edgeq_exit(void)
 module_init(edgeq_init);
 module_exit(edgeq_exit);
 
-MODULE_DESCRIPTION("edgeq: accelerator work queues executed by userspace agents");
+MODULE_DESCRIPTION(
+	"edgeq: accelerator work queues executed by userspace agents");
 MODULE_AUTHOR("edgeq developers");
 MODULE_LICENSE("GPL");

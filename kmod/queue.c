@@ -18,8 +18,8 @@
 
 static int edgeq_open(struct inode *inode, struct file *file)
 {
-	struct edgeq_queue *q = container_of(inode->i_cdev, struct edgeq_queue,
-					     cdev);
+	struct edgeq_queue *q =
+		container_of(inode->i_cdev, struct edgeq_queue, cdev);
 	struct edgeq_file *f;
 	int prio;
 
@@ -66,8 +66,8 @@ static int edgeq_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-static ssize_t edgeq_client_write(struct edgeq_file *f,
-				  const char __user *buf, size_t len)
+static ssize_t edgeq_client_write(struct edgeq_file *f, const char __user *buf,
+				  size_t len)
 {
 	struct edgeq_req *req;
 	size_t done = 0;
@@ -133,9 +133,8 @@ static ssize_t edgeq_client_read(struct edgeq_file *f, char __user *buf,
 		return -EINVAL;
 	for (;;) {
 		spin_lock(&q->lock);
-		while (n < max && (req = list_first_entry_or_null(&f->done,
-								  struct edgeq_req,
-								  node))) {
+		while (n < max && (req = list_first_entry_or_null(
+					   &f->done, struct edgeq_req, node))) {
 			list_move_tail(&req->node, &got);
 			n++;
 		}
@@ -250,17 +249,17 @@ static int edgeq_tensor_register(struct edgeq_file *f, void __user *arg)
 	t->length = i_size_read(file_inode(file));
 
 	spin_lock(&q->lock);
-	ret = q->dead ? -ENODEV : f->ntensors >= EDGEQ_MAX_CLIENT_TENSORS ?
-			-EMFILE : 0;
+	ret = q->dead				      ? -ENODEV :
+	      f->ntensors >= EDGEQ_MAX_CLIENT_TENSORS ? -EMFILE :
+							0;
 	if (!ret)
 		f->ntensors++;
 	spin_unlock(&q->lock);
 	if (ret)
 		goto out_free;
 
-	ret = xa_alloc_cyclic(&q->tensors, &handle, NULL,
-			      XA_LIMIT(1, INT_MAX), &q->next_handle,
-			      GFP_KERNEL);
+	ret = xa_alloc_cyclic(&q->tensors, &handle, NULL, XA_LIMIT(1, INT_MAX),
+			      &q->next_handle, GFP_KERNEL);
 	if (ret < 0)
 		goto out_uncount;
 	t->handle = handle;
@@ -272,7 +271,7 @@ static int edgeq_tensor_register(struct edgeq_file *f, void __user *arg)
 	r.handle = handle;
 	r.length = t->length;
 	if (copy_to_user(arg, &r, sizeof(r)))
-		return -EFAULT;	/* registered; freed with the file */
+		return -EFAULT; /* registered; freed with the file */
 	return 0;
 
 out_uncount:
@@ -329,18 +328,19 @@ static int edgeq_ioc_submit(struct edgeq_file *f, void __user *arg)
 	if (f->is_agent)
 		return -EBUSY;
 	ret = edgeq_client_write(f, u64_to_user_ptr(s.ops),
-				 (size_t)s.count * sizeof(struct edgeq_op_desc));
+				 (size_t)s.count *
+					 sizeof(struct edgeq_op_desc));
 	if (ret < 0)
 		return ret;
 	s.submitted = ret / sizeof(struct edgeq_op_desc);
-	if (put_user(s.submitted, (__u32 __user *)(arg +
-			offsetof(struct edgeq_submit, submitted))))
+	if (put_user(s.submitted,
+		     (__u32 __user *)(arg + offsetof(struct edgeq_submit,
+						     submitted))))
 		return -EFAULT;
 	return s.submitted == s.count ? 0 : -EAGAIN;
 }
 
-static long edgeq_ioctl(struct file *file, unsigned int cmd,
-			unsigned long arg)
+static long edgeq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct edgeq_file *f = file->private_data;
 	void __user *argp = (void __user *)arg;

@@ -25,14 +25,10 @@ static const struct {
 	u8 ntensors;
 	u8 ndims;
 } edgeq_op_shape[EDGEQ_OP_COUNT] = {
-	[EDGEQ_OP_NOP] = { 0, 0 },
-	[EDGEQ_OP_MATVEC] = { 3, 2 },
-	[EDGEQ_OP_MATMUL] = { 3, 3 },
-	[EDGEQ_OP_RMSNORM] = { 3, 1 },
-	[EDGEQ_OP_ROPE] = { 1, 2 },
-	[EDGEQ_OP_SOFTMAX] = { 1, 2 },
-	[EDGEQ_OP_ATTENTION] = { 4, 4 },
-	[EDGEQ_OP_SILU_MUL] = { 3, 1 },
+	[EDGEQ_OP_NOP] = { 0, 0 },	 [EDGEQ_OP_MATVEC] = { 3, 2 },
+	[EDGEQ_OP_MATMUL] = { 3, 3 },	 [EDGEQ_OP_RMSNORM] = { 3, 1 },
+	[EDGEQ_OP_ROPE] = { 1, 2 },	 [EDGEQ_OP_SOFTMAX] = { 1, 2 },
+	[EDGEQ_OP_ATTENTION] = { 4, 4 }, [EDGEQ_OP_SILU_MUL] = { 3, 1 },
 	[EDGEQ_OP_ADD] = { 3, 1 },
 };
 
@@ -215,8 +211,8 @@ struct edgeq_req *edgeq_pick(struct edgeq_queue *q)
 	if (!edgeq_can_dispatch(q))
 		return NULL;
 	for (prio = EDGEQ_PRIO_COUNT - 1; prio >= 0; prio--) {
-		c = list_first_entry_or_null(&q->active[prio], struct edgeq_file,
-					     active_node[prio]);
+		c = list_first_entry_or_null(
+			&q->active[prio], struct edgeq_file, active_node[prio]);
 		if (!c)
 			continue;
 		req = list_first_entry(&c->waiting[prio], struct edgeq_req,
@@ -234,7 +230,7 @@ struct edgeq_req *edgeq_pick(struct edgeq_queue *q)
 		q->nr_inflight++;
 		return req;
 	}
-	WARN_ON_ONCE(1);	/* nr_waiting and the lists disagree */
+	WARN_ON_ONCE(1); /* nr_waiting and the lists disagree */
 	return NULL;
 }
 
@@ -327,9 +323,8 @@ void edgeq_timeout_work(struct work_struct *work)
 	spin_lock(&q->lock);
 	now = ktime_get_ns();
 	limit = (u64)q->timeout_ms * NSEC_PER_MSEC;
-	while (limit && (req = list_first_entry_or_null(&q->all,
-							struct edgeq_req,
-							all))) {
+	while (limit && (req = list_first_entry_or_null(
+				 &q->all, struct edgeq_req, all))) {
 		if (now - req->submit_ns < limit) {
 			left = limit - (now - req->submit_ns);
 			mod_delayed_work(system_wq, &q->timeout_work,

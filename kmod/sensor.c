@@ -28,7 +28,7 @@ struct edgeq_sensor {
 	struct thermal_zone_device *tz;
 	struct edgeq_thermal_trip trips[EDGEQ_SIM_TRIPS];
 	struct thermal_zone_params tzp;
-	s64 temp_mc;			/* model state, under q->lock */
+	s64 temp_mc; /* model state, under q->lock */
 	u64 last_ns, last_busy;
 };
 
@@ -39,17 +39,28 @@ static int edgeq_sensor_step(struct edgeq_queue *q)
 	u64 now = ktime_get_ns(), dt = now - s->last_ns;
 	u64 busy = q->busy_ns - s->last_busy;
 	s64 target, dt_ms = div_u64(dt, NSEC_PER_MSEC);
-	u64 util;			/* per mille */
+	u64 util; /* per mille */
 
 	if (!dt_ms)
 		return s->temp_mc;
 	util = min_t(u64, 1000, div64_u64(busy * 1000, dt));
 	target = q->sim_ambient_mc + div_s64((s64)q->sim_rise_mc * util, 1000);
-	s->temp_mc += div64_s64((target - s->temp_mc) * dt_ms,
-				q->sim_tau_ms + dt_ms);
+	s->temp_mc +=
+		div64_s64((target - s->temp_mc) * dt_ms, q->sim_tau_ms + dt_ms);
 	s->last_ns = now;
 	s->last_busy = q->busy_ns;
 	return s->temp_mc;
+}
+
+/* Applies a changed sim_trip_mC to the trips; q->lock held. */
+void edgeq_sensor_sync(struct edgeq_queue *q)
+{
+	int i;
+
+	if (!q->sensor)
+		return;
+	for (i = 0; i < EDGEQ_SIM_TRIPS; i++)
+		q->sensor->trips[i].temperature = q->sim_trip_mc + i * 10000;
 }
 
 int edgeq_sensor_temp(struct edgeq_queue *q)
@@ -180,8 +191,8 @@ int edgeq_sensor_register(struct edgeq_queue *q)
 	spin_unlock(&q->lock);
 
 	snprintf(type, sizeof(type), "edgeq-%s", q->name);
-	tz = edgeq_tz_register(type, s->trips, EDGEQ_SIM_TRIPS, q, &edgeq_tz_ops,
-			       &s->tzp, EDGEQ_SIM_PASSIVE_MS,
+	tz = edgeq_tz_register(type, s->trips, EDGEQ_SIM_TRIPS, q,
+			       &edgeq_tz_ops, &s->tzp, EDGEQ_SIM_PASSIVE_MS,
 			       EDGEQ_SIM_POLL_MS);
 	if (IS_ERR(tz)) {
 		ret = PTR_ERR(tz);

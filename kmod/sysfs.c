@@ -15,19 +15,25 @@ static struct edgeq_queue *to_q(struct device *dev)
 	return dev_get_drvdata(dev);
 }
 
-/* Reads one u64 under the queue lock. */
-#define EDGEQ_SHOW_U64(field)                                              \
-	static ssize_t field##_show(struct device *dev,                    \
+/* Reads the u64 at @off in the queue under its lock. */
+static ssize_t edgeq_show_u64(struct device *dev, char *buf, size_t off)
+{
+	struct edgeq_queue *q = to_q(dev);
+	u64 v;
+
+	spin_lock(&q->lock);
+	v = *(u64 *)((char *)q + off);
+	spin_unlock(&q->lock);
+	return sysfs_emit(buf, "%llu\n", v);
+}
+
+#define EDGEQ_SHOW_U64(field)                                                 \
+	static ssize_t field##_show(struct device *dev,                       \
 				    struct device_attribute *attr, char *buf) \
-	{                                                                  \
-		struct edgeq_queue *q = to_q(dev);                         \
-		u64 v;                                                     \
-									   \
-		spin_lock(&q->lock);                                       \
-		v = q->field;                                              \
-		spin_unlock(&q->lock);                                     \
-		return sysfs_emit(buf, "%llu\n", v);                       \
-	}                                                                  \
+	{                                                                     \
+		return edgeq_show_u64(dev, buf,                               \
+				      offsetof(struct edgeq_queue, field));   \
+	}                                                                     \
 	static DEVICE_ATTR_RO(field)
 
 EDGEQ_SHOW_U64(busy_ns);
@@ -44,11 +50,11 @@ static ssize_t id_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(id);
 
-#define EDGEQ_SHOW_U32(field)                                              \
-	static ssize_t field##_show(struct device *dev,                    \
+#define EDGEQ_SHOW_U32(field)                                                 \
+	static ssize_t field##_show(struct device *dev,                       \
 				    struct device_attribute *attr, char *buf) \
-	{                                                                  \
-		return sysfs_emit(buf, "%u\n", READ_ONCE(to_q(dev)->field)); \
+	{                                                                     \
+		return sysfs_emit(buf, "%u\n", READ_ONCE(to_q(dev)->field));  \
 	}
 
 EDGEQ_SHOW_U32(max_inflight)
@@ -81,8 +87,8 @@ static ssize_t max_inflight_store(struct device *dev,
 static DEVICE_ATTR_RW(max_inflight);
 
 static ssize_t timeout_ms_store(struct device *dev,
-				struct device_attribute *attr,
-				const char *buf, size_t len)
+				struct device_attribute *attr, const char *buf,
+				size_t len)
 {
 	struct edgeq_queue *q = to_q(dev);
 	u32 v;
@@ -156,8 +162,7 @@ static ssize_t cooling_max_state_show(struct device *dev,
 static DEVICE_ATTR_RO(cooling_max_state);
 
 static ssize_t effective_inflight_show(struct device *dev,
-				       struct device_attribute *attr,
-				       char *buf)
+				       struct device_attribute *attr, char *buf)
 {
 	struct edgeq_queue *q = to_q(dev);
 	u32 v;
@@ -169,44 +174,52 @@ static ssize_t effective_inflight_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(effective_inflight);
 
-static ssize_t agent_pid_show(struct device *dev,
-			      struct device_attribute *attr, char *buf)
+static ssize_t agent_pid_show(struct device *dev, struct device_attribute *attr,
+			      char *buf)
 {
 	return sysfs_emit(buf, "%d\n", READ_ONCE(to_q(dev)->agent_pid));
 }
 static DEVICE_ATTR_RO(agent_pid);
 
-static ssize_t agent_ops_show(struct device *dev,
-			      struct device_attribute *attr, char *buf)
+static ssize_t agent_ops_show(struct device *dev, struct device_attribute *attr,
+			      char *buf)
 {
 	return sysfs_emit(buf, "0x%llx\n", READ_ONCE(to_q(dev)->agent_op_mask));
 }
 static DEVICE_ATTR_RO(agent_ops);
 
 /* Simulated sensor parameters: milli-Celsius and ms, bounded. */
-#define EDGEQ_SIM_ATTR(attr_name, field, lo, hi)                           \
-	static ssize_t attr_name##_show(struct device *dev,                \
-					struct device_attribute *attr,     \
-					char *buf)                         \
-	{                                                                  \
-		return sysfs_emit(buf, "%d\n", READ_ONCE(to_q(dev)->field)); \
-	}                                                                  \
-	static ssize_t attr_name##_store(struct device *dev,               \
-					 struct device_attribute *attr,    \
-					 const char *buf, size_t len)      \
-	{                                                                  \
-		struct edgeq_queue *q = to_q(dev);                         \
-		int v, ret = kstrtoint(buf, 0, &v);                        \
-									   \
-		if (ret)                                                   \
-			return ret;                                        \
-		if (v < (lo) || v > (hi))                                  \
-			return -EINVAL;                                    \
-		spin_lock(&q->lock);                                       \
-		q->field = v;                                              \
-		spin_unlock(&q->lock);                                     \
-		return len;                                                \
-	}                                                                  \
+static ssize_t edgeq_sim_store(struct device *dev, const char *buf, size_t len,
+			       size_t off, int lo, int hi)
+{
+	struct edgeq_queue *q = to_q(dev);
+	int v, ret = kstrtoint(buf, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v < lo || v > hi)
+		return -EINVAL;
+	spin_lock(&q->lock);
+	*(int *)((char *)q + off) = v;
+	edgeq_sensor_sync(q);
+	spin_unlock(&q->lock);
+	return len;
+}
+
+#define EDGEQ_SIM_ATTR(attr_name, field, lo, hi)                              \
+	static ssize_t attr_name##_show(                                      \
+		struct device *dev, struct device_attribute *attr, char *buf) \
+	{                                                                     \
+		return sysfs_emit(buf, "%d\n", READ_ONCE(to_q(dev)->field));  \
+	}                                                                     \
+	static ssize_t attr_name##_store(struct device *dev,                  \
+					 struct device_attribute *attr,       \
+					 const char *buf, size_t len)         \
+	{                                                                     \
+		return edgeq_sim_store(dev, buf, len,                         \
+				       offsetof(struct edgeq_queue, field),   \
+				       lo, hi);                               \
+	}                                                                     \
 	static DEVICE_ATTR_RW(attr_name)
 
 EDGEQ_SIM_ATTR(sim_ambient_mC, sim_ambient_mc, -40000, 100000);

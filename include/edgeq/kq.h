@@ -60,8 +60,7 @@ int edgeq_kq_queue_destroy(const char *name);
  */
 int edgeq_kq_memfd(const char *name, size_t size, int *fd, void **map);
 /* Register @memfd with the queue; *@handle names it in tensor refs. */
-int edgeq_kq_tensor_register(struct edgeq_kq *kq, int memfd,
-			     uint32_t *handle);
+int edgeq_kq_tensor_register(struct edgeq_kq *kq, int memfd, uint32_t *handle);
 /* -EBUSY while an op of this client still uses it. */
 int edgeq_kq_tensor_unregister(struct edgeq_kq *kq, uint32_t handle);
 
@@ -87,8 +86,8 @@ int edgeq_op_arity(uint16_t opcode, unsigned int *ntensors,
 int edgeq_kq_submit(struct edgeq_kq *kq, const struct edgeq_op_desc *ops,
 		    unsigned int n);
 /* The same through EDGEQ_IOC_SUBMIT. */
-int edgeq_kq_submit_ioctl(struct edgeq_kq *kq,
-			  const struct edgeq_op_desc *ops, unsigned int n);
+int edgeq_kq_submit_ioctl(struct edgeq_kq *kq, const struct edgeq_op_desc *ops,
+			  unsigned int n);
 /*
  * Read up to @max completions. Blocks for at least one unless the queue
  * was opened O_NONBLOCK (then -EAGAIN). Returns the count.
@@ -110,8 +109,8 @@ int edgeq_kq_agent_next(struct edgeq_kq *kq, struct edgeq_agent_op *ops,
 			unsigned int max);
 /* Report results; returns how many were accepted (-ENOENT: tag unknown,
  * e.g. the op timed out). */
-int edgeq_kq_agent_done(struct edgeq_kq *kq,
-			const struct edgeq_agent_done *d, unsigned int n);
+int edgeq_kq_agent_done(struct edgeq_kq *kq, const struct edgeq_agent_done *d,
+			unsigned int n);
 /* A new O_CLOEXEC fd of the memfd behind @handle; *@length its size. */
 int edgeq_kq_agent_tensor_fd(struct edgeq_kq *kq, uint32_t handle,
 			     uint64_t *length);

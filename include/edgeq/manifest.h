@@ -132,6 +132,19 @@ void edgeq_store_paths(const struct edgeq_store *s, const char *id,
 int edgeq_store_rollback(struct edgeq_store *s, const char *reason,
 			 struct edgeq_error *err);
 
+/*
+ * What `edgeq serve` loads when a trust key is configured: the store's
+ * current bundle if it verifies (signature, model and tokenizer hashes,
+ * engine, module ABI, device family; @env's model is ignored), else the
+ * previous one after rolling back with the refusal as the reason. @model
+ * receives the bundle's model path; *@probation is true when the bundle has
+ * not yet passed its probation. -ENOENT when the store has no bundle,
+ * otherwise the last refusal.
+ */
+int edgeq_bundle_select(struct edgeq_store *s, const char *trust_key,
+			const struct edgeq_verify_env *env, char *model,
+			size_t len, bool *probation, struct edgeq_error *err);
+
 /* ---- probation: the daemon reports, the library decides */
 
 enum edgeq_probation_event {

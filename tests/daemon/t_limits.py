@@ -103,6 +103,25 @@ def main(t):
     t.check("SIGTERM: exit 0", rc == 0, rc)
     t.check("SIGTERM: quick", time.time() - t0 < 5)
 
+    # two slots decode concurrently (token by token through one engine):
+    # every answer equals its sequential greedy answer
+    d = Daemon("--slots", "2", "--queue", "4")
+    prompts = ["alpha", "beta gamma", "delta", "epsilon zeta eta"]
+    solo = {}
+    for p in prompts:
+        solo[p] = d.post("/v1/completions", {"prompt": p, "max_tokens": 24,
+                                             "temperature": 0})[2]["choices"][0]["text"]
+    out = {}
+    ths = [bg_post(d, {"prompt": p, "max_tokens": 24, "temperature": 0}, out, p)
+           for p in prompts]
+    for th in ths:
+        th.join()
+    t.check("4 requests on 2 slots all answered",
+            all(out[p][0] == 200 for p in prompts), [out[p][0] for p in prompts])
+    t.check("concurrent greedy answers equal the sequential ones",
+            all(out[p][2]["choices"][0]["text"] == solo[p] for p in prompts))
+    d.stop()
+
     # SIGTERM with a request longer than the bound: cancelled, exit 0 within it
     d = Daemon("--slots", "1", "--token-delay", "50", "--shutdown-timeout", "1")
     out = {}

@@ -32,6 +32,8 @@ def main(t):
     t.check("CPU throttle from the cooling device exported",
             value(fam, "edgeq_throttle_ratio", device="cpu") == 0.5,
             fam.get("edgeq_throttle_ratio"))
+    t.check("device thermal level exported",
+            value(fam, "edgeq_device_thermal_level", device="cpu") == 0)
     t.check("memory pressure level exported",
             value(fam, "edgeq_memory_pressure_level") is not None)
 
@@ -55,6 +57,26 @@ def main(t):
             "edgeq_throttle_ratio" not in fam and "edgeq_pressure_source" not in fam)
     t.check("--pressure off: public SLO 15 stays local (peak 20)",
             ask("public", 15) == (200, "local"))
+    d.stop()
+
+    # the weight streamer: budget and cache hit rate, only where they exist
+    d = Daemon("--pressure", "off", "--weights", "stream", "--weights-budget", "600K")
+    st, h, j, _ = d.post("/v1/completions", {"prompt": "x", "max_tokens": 4})
+    t.check("streaming weights: completion works", st == 200)
+    fam = d.metrics()
+    t.check("weights mode exported", value(fam, "edgeq_weights_mode", mode="stream") == 1)
+    t.check("weights budget exported", value(fam, "edgeq_weights_budget_bytes") == 600 * 1024,
+            value(fam, "edgeq_weights_budget_bytes"))
+    hr = value(fam, "edgeq_weights_cache_hit_ratio")
+    t.check("weights cache hit ratio in [0, 1)", hr is not None and 0 <= hr < 1, hr)
+    t.check("weights read from storage counted",
+            value(fam, "edgeq_weights_read_bytes_total") > 0)
+    d.stop()
+    d = Daemon("--pressure", "off", "--weights", "mmap")
+    fam = d.metrics()
+    t.check("mmap: mode exported, no budget (the page cache decides)",
+            value(fam, "edgeq_weights_mode", mode="mmap") == 1 and
+            "edgeq_weights_budget_bytes" not in fam)
     d.stop()
     pub.close()
 

@@ -17,4 +17,9 @@ out=$("$EDGEQ" route --class internal --running 1 --waiting 16 --private --json)
 check "internal overload goes private" grep -q '"route": "private", "reason": "overloaded"' <<<"$out"
 "$EDGEQ" route --class secret 2>"$T/err"; check "unknown class exits 2" test $? -eq 2
 "$EDGEQ" route --throttle 2 2>"$T/err"; check "throttle out of range exits 2" test $? -eq 2
+printf '[router]\nprivate-url = http://127.0.0.1:9/v1\nlocal-tok-s = 20\n' >"$T/edgeq.conf"
+out=$("$EDGEQ" route --config "$T/edgeq.conf" --class internal --slo 30 --json)
+check "--config: endpoints and speed from the daemon's file" grep -q '"route": "private", "reason": "slo-unmet"' <<<"$out"
+out=$("$EDGEQ" route --config "$T/edgeq.conf" --class internal --slo 30 --peak-tok-s 100 --json)
+check "--config: a flag still wins over the file" grep -q '"route": "local", "reason": "slo-met"' <<<"$out"
 summary

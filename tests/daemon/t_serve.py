@@ -222,5 +222,11 @@ def main(t):
     t.check("unix socket removed on exit", not os.path.exists(sock))
     t.check("default listen is loopback", "listening on 127.0.0.1 port" in d.logtext())
 
+    # prompts reach the log only when asked for
+    d = Daemon("--log-prompts")
+    d.post("/v1/completions", {"prompt": "PROMPT-IN-LOG-42", "max_tokens": 2})
+    d.stop()
+    t.check("--log-prompts writes the prompt", "PROMPT-IN-LOG-42" in d.logtext())
+
 
 run_tests(main)

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -24,22 +26,22 @@
 #include <edgeq/edgeq.h>
 #include <edgeq/kq.h>
 
-#define CHECK(c)                                                            \
-	do {                                                                \
-		if (!(c)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n",        \
-				__FILE__, __LINE__, #c);                    \
-			return 1;                                           \
-		}                                                           \
+#define CHECK(c)                                                               \
+	do {                                                                   \
+		if (!(c)) {                                                    \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #c);                                 \
+			return 1;                                              \
+		}                                                              \
 	} while (0)
-#define CHECK_EQ(a, b)                                                      \
-	do {                                                                \
-		long long _a = (long long)(a), _b = (long long)(b);         \
-		if (_a != _b) {                                             \
+#define CHECK_EQ(a, b)                                                        \
+	do {                                                                  \
+		long long _a = (long long)(a), _b = (long long)(b);           \
+		if (_a != _b) {                                               \
 			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", \
-				__FILE__, __LINE__, #a, _a, _b);            \
-			return 1;                                           \
-		}                                                           \
+				__FILE__, __LINE__, #a, _a, _b);              \
+			return 1;                                             \
+		}                                                             \
 	} while (0)
 
 static const char *edgeq_bin;
@@ -289,7 +291,8 @@ static int client_exchange(const char *queue, int id, int rounds)
 		ops[1].shape[0] = N;
 		edgeq_op_desc_tensor(&ops[1], 0, t.handle, off_a, N * 4);
 		edgeq_op_desc_tensor(&ops[1], 1, t.handle, off_b, N * 4);
-		edgeq_op_desc_tensor(&ops[1], 2, t.handle, off_out + N * 4, N * 4);
+		edgeq_op_desc_tensor(&ops[1], 2, t.handle, off_out + N * 4,
+				     N * 4);
 		edgeq_op_desc_init(&ops[2], EDGEQ_OP_RMSNORM, 3);
 		ops[2].shape[0] = N;
 		ops[2].param[0] = 0x3727c5ac; /* 1e-5f */
@@ -316,7 +319,8 @@ static int client_exchange(const char *queue, int id, int rounds)
 			CHECK(n > 0);
 			for (i = 0; i < n; i++) {
 				CHECK_EQ(comp[i].status, 0);
-				CHECK(comp[i].cookie >= 1 && comp[i].cookie <= 4);
+				CHECK(comp[i].cookie >= 1 &&
+				      comp[i].cookie <= 4);
 				CHECK(comp[i].latency_ns > 0);
 			}
 			got += n;
@@ -327,7 +331,8 @@ static int client_exchange(const char *queue, int id, int rounds)
 			unsigned int k;
 
 			for (k = 0; k < ops[i].ntensors; k++)
-				tp[k] = (char *)t.map + ops[i].tensors[k].offset;
+				tp[k] = (char *)t.map +
+					ops[i].tensors[k].offset;
 			tp[2] = ref + i * N;
 			CHECK(!edgeq_kq_exec(&ops[i], tp));
 		}
@@ -354,7 +359,8 @@ static int client_exchange(const char *queue, int id, int rounds)
 				continue;
 			if (!strcmp(key, "drm-engine-npu0") && v > 0)
 				engine = true;
-			if (!strcmp(key, "edgeq-ops-npu0") && v == 4ULL * rounds)
+			if (!strcmp(key, "edgeq-ops-npu0") &&
+			    v == 4ULL * rounds)
 				ops_ok = true;
 		}
 		fclose(f);
@@ -436,11 +442,11 @@ static int t_validation(void)
 	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 64);
 	edgeq_op_desc_tensor(&op, 1, t.handle, 64, 64);
 	edgeq_op_desc_tensor(&op, 2, t.handle, 128, 64);
-#define BAD(mut, err)                                                       \
-	do {                                                                \
-		bad = op;                                                   \
-		mut;                                                        \
-		CHECK_EQ(edgeq_kq_submit(kq, &bad, 1), err);                \
+#define BAD(mut, err)                                        \
+	do {                                                 \
+		bad = op;                                    \
+		mut;                                         \
+		CHECK_EQ(edgeq_kq_submit(kq, &bad, 1), err); \
 	} while (0)
 	BAD(bad.size = 100, -EINVAL);
 	BAD(bad.opcode = EDGEQ_OP_COUNT, -EINVAL);
@@ -456,11 +462,11 @@ static int t_validation(void)
 	BAD(bad.reserved[3] = 1, -EINVAL);
 	BAD(bad.tensors[0].reserved = 1, -EINVAL);
 	BAD(bad.tensors[0].length = 0, -EINVAL);
-	BAD(bad.tensors[0].offset = 4096 - 63, -EINVAL);   /* past the end */
-	BAD(bad.tensors[0].offset = ~0ULL - 10, -EINVAL);  /* overflow */
+	BAD(bad.tensors[0].offset = 4096 - 63, -EINVAL);  /* past the end */
+	BAD(bad.tensors[0].offset = ~0ULL - 10, -EINVAL); /* overflow */
 	BAD(bad.tensors[0].handle = 0, -EINVAL);
 	BAD(bad.tensors[0].handle = 12345, -ENOENT);
-	BAD(bad.tensors[0].handle = t2.handle, -ENOENT);   /* other's */
+	BAD(bad.tensors[0].handle = t2.handle, -ENOENT); /* other's */
 	/* A bad op after a good one: the good one is accepted. */
 	{
 		struct edgeq_op_desc two[2] = { op, op };
@@ -534,7 +540,9 @@ static int t_fairness(void)
 			break;
 		CHECK_EQ(k, 1);
 		/* Limit 1: nothing more until this one is done. */
-		CHECK_EQ(edgeq_kq_agent_next(agent, a + 0, 1) == -EAGAIN ? 0 : 1, 0);
+		CHECK_EQ(edgeq_kq_agent_next(agent, a + 0, 1) == -EAGAIN ? 0 :
+									   1,
+			 0);
 		order[n++] = (uint32_t)a[0].op.cookie;
 		memset(&d, 0, sizeof(d));
 		d.tag = a[0].tag;
@@ -650,7 +658,9 @@ static int t_cooling(void)
 	CHECK_EQ(sysfs_set("gpu0", "policy", "maybe"), -EINVAL);
 	CHECK_EQ(sysfs_set("gpu0", "timeout_ms", "-1"), -EINVAL);
 	CHECK_EQ(sysfs_set("gpu0", "sim_tau_ms", "0"), -EINVAL);
-	CHECK(count_trace("edgeq_throttle: queue=1 state=1->2 max_inflight=4") == 1);
+	CHECK(count_trace(
+		      "edgeq_throttle: queue=1 state=1->2 max_inflight=4") ==
+	      1);
 	CHECK(count_trace("state=3->4 max_inflight=0") == 1);
 	trace_enable("edgeq_throttle", false);
 	edgeq_kq_close(c);
@@ -733,6 +743,44 @@ static int t_sensor(void)
 	return 0;
 }
 
+/* A socket on kobject uevents (the kernel's broadcast group). */
+static int uevent_open(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
+			NETLINK_KOBJECT_UEVENT);
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Waits up to @ms for a uevent holding both @a and @b. */
+static bool uevent_wait(int fd, const char *a, const char *b, int ms)
+{
+	char buf[4096];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (poll(&p, 1, ms) > 0) {
+		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+		bool fa = false, fb = false;
+		ssize_t i;
+
+		if (n <= 0)
+			return false;
+		buf[n] = 0;
+		for (i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+			fa |= !strcmp(buf + i, a);
+			fb |= !strcmp(buf + i, b);
+		}
+		if (fa && fb)
+			return true;
+	}
+	return false;
+}
+
 /* An agent killed mid-flight: -ENODEV at once, then a new agent serves. */
 static int t_agent_killed(void)
 {
@@ -741,9 +789,10 @@ static int t_agent_killed(void)
 	struct edgeq_kq *c;
 	uint64_t t0;
 	pid_t agent;
-	int i, n, got;
+	int i, n, got, ue = uevent_open();
 
 	reset_queue("npu0");
+	CHECK(ue >= 0);
 	CHECK(!edgeq_kq_open("npu0", 0, &c));
 	agent = start_agent("npu0", "cpu", "3000000");
 	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
@@ -764,6 +813,9 @@ static int t_agent_killed(void)
 	       (double)(edgeq_now_ns() - t0) / 1e6);
 	CHECK(edgeq_now_ns() - t0 < 1000000000ULL); /* not the 5 s timeout */
 	CHECK_EQ(sysfs_get("npu0", "agent_pid"), 0);
+	CHECK(uevent_wait(ue, "EDGEQ_EVENT=agent-detach", "EDGEQ_QUEUE=npu0",
+			  2000));
+	close(ue);
 
 	/* Policy requeue: the new agent completes them. */
 	CHECK(!sysfs_set("npu0", "policy", "requeue"));
@@ -845,10 +897,18 @@ static void mutate(void *p, size_t len)
 
 	for (i = 0; i < n; i++) {
 		switch (rnd() % 4) {
-		case 0: b[rnd() % len] ^= (unsigned char)(1u << (rnd() % 8)); break;
-		case 1: b[rnd() % len] = (unsigned char)rnd(); break;
-		case 2: b[rnd() % len] = 0; break;
-		default: b[rnd() % len] = 0xff; break;
+		case 0:
+			b[rnd() % len] ^= (unsigned char)(1u << (rnd() % 8));
+			break;
+		case 1:
+			b[rnd() % len] = (unsigned char)rnd();
+			break;
+		case 2:
+			b[rnd() % len] = 0;
+			break;
+		default:
+			b[rnd() % len] = 0xff;
+			break;
 		}
 	}
 }
@@ -856,14 +916,15 @@ static void mutate(void *p, size_t len)
 static int t_fuzz(void)
 {
 	static const unsigned long cmds[] = {
-		EDGEQ_IOC_GET_FEATURES, EDGEQ_IOC_QUEUE_CREATE,
-		EDGEQ_IOC_QUEUE_DESTROY, EDGEQ_IOC_TENSOR_REGISTER,
+		EDGEQ_IOC_GET_FEATURES,	     EDGEQ_IOC_QUEUE_CREATE,
+		EDGEQ_IOC_QUEUE_DESTROY,     EDGEQ_IOC_TENSOR_REGISTER,
 		EDGEQ_IOC_TENSOR_UNREGISTER, EDGEQ_IOC_SUBMIT,
-		EDGEQ_IOC_AGENT_ATTACH, EDGEQ_IOC_AGENT_DETACH,
+		EDGEQ_IOC_AGENT_ATTACH,	     EDGEQ_IOC_AGENT_DETACH,
 		EDGEQ_IOC_AGENT_TENSOR_FD,
 	};
 	long calls = 0, target = getenv("EDGEQ_FUZZ_CALLS") ?
-					  atol(getenv("EDGEQ_FUZZ_CALLS")) : 100000;
+					 atol(getenv("EDGEQ_FUZZ_CALLS")) :
+					 100000;
 	struct edgeq_kq *kq[3];
 	struct tensor t;
 	unsigned char buf[4096];
@@ -890,15 +951,20 @@ static int t_fuzz(void)
 		fd = which == 3 ? ctl : edgeq_kq_fd(kq[which]);
 		memset(buf, 0, 512);
 		switch (kind) {
-		case 0: case 1: case 2: case 3: {
+		case 0:
+		case 1:
+		case 2:
+		case 3: {
 			unsigned long cmd = cmds[rnd() % 9];
 
 			if (rnd() % 8 == 0)
-				cmd = _IOC(rnd() % 4, 0xEE, rnd() % 48, rnd() % 300);
+				cmd = _IOC(rnd() % 4, 0xEE, rnd() % 48,
+					   rnd() % 300);
 			/* A plausible struct: its size first, then noise. */
 			*(uint32_t *)buf = (uint32_t)_IOC_SIZE(cmd);
 			if (cmd == EDGEQ_IOC_TENSOR_REGISTER)
-				((int32_t *)buf)[1] = rnd() % 2 ? t.fd : (int)(rnd() % 64);
+				((int32_t *)buf)[1] =
+					rnd() % 2 ? t.fd : (int)(rnd() % 64);
 			if (cmd == EDGEQ_IOC_SUBMIT) {
 				struct edgeq_op_desc *o = (void *)(buf + 1024);
 				*(uint64_t *)(buf + 8) = (uintptr_t)o;
@@ -920,7 +986,9 @@ static int t_fuzz(void)
 			}
 			break;
 		}
-		case 4: case 5: case 6: {
+		case 4:
+		case 5:
+		case 6: {
 			int nops = 1 + (int)(rnd() % 3);
 			struct edgeq_op_desc *o = (void *)buf;
 
@@ -943,7 +1011,8 @@ static int t_fuzz(void)
 			d->tag = rnd() % 2 ? rnd() % 64 : rnd();
 			d->status = -(int)(rnd() % 5000);
 			mutate(d, sizeof(*d));
-			if (write(edgeq_kq_fd(kq[2]), d, sizeof(*d)) < 0 && errno == 0)
+			if (write(edgeq_kq_fd(kq[2]), d, sizeof(*d)) < 0 &&
+			    errno == 0)
 				return 1;
 			break;
 		}
@@ -1038,7 +1107,8 @@ static int t_io_uring(void)
 	while (done < OPS) {
 		if (sent < OPS) {
 			for (i = 0; i < BATCH; i++)
-				edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP, sent + i);
+				edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP,
+						   sent + i);
 			sqe = io_uring_get_sqe(&ring);
 			io_uring_prep_write(sqe, fd, ops, sizeof(ops), 0);
 			sqe->user_data = 1;
@@ -1114,18 +1184,12 @@ static const struct {
 	const char *name;
 	int (*fn)(void);
 } cases[] = {
-	{ "features", t_features },
-	{ "create_destroy", t_create_destroy },
-	{ "exchange", t_exchange },
-	{ "validation", t_validation },
-	{ "fairness", t_fairness },
-	{ "cooling", t_cooling },
-	{ "sensor", t_sensor },
-	{ "agent_killed", t_agent_killed },
-	{ "timeout", t_timeout },
-	{ "io_uring", t_io_uring },
-	{ "latency", t_latency },
-	{ "fuzz", t_fuzz },
+	{ "features", t_features }, { "create_destroy", t_create_destroy },
+	{ "exchange", t_exchange }, { "validation", t_validation },
+	{ "fairness", t_fairness }, { "cooling", t_cooling },
+	{ "sensor", t_sensor },	    { "agent_killed", t_agent_killed },
+	{ "timeout", t_timeout },   { "io_uring", t_io_uring },
+	{ "latency", t_latency },   { "fuzz", t_fuzz },
 };
 
 int main(int argc, char **argv)

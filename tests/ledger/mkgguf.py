@@ -46,6 +46,7 @@ def main():
     ap.add_argument("--vocab-extra", action="store_true")
     ap.add_argument("--name", default="edgeq-test")
     ap.add_argument("--truncate", type=int, default=0)
+    ap.add_argument("--drop", default="", help="leave this tensor out")
     a = ap.parse_args()
 
     tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(a.vocab - 3)]
@@ -79,6 +80,7 @@ def main():
                     (p + "ffn_gate.weight", [a.embd, a.ff], wt),
                     (p + "ffn_up.weight", [a.embd, a.ff], wt),
                     (p + "ffn_down.weight", [a.ff, a.embd], wt)]
+    tensors = [t for t in tensors if t[0] != a.drop]
     info = b""
     off = 0
     for name, dims, t in tensors:

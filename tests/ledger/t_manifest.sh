@@ -27,6 +27,8 @@ M verify -K s.key.pub -m m.gguf --family test-board man.json 2>err
 check "unsigned bundle refused (exit 3)" test $? -eq 3
 check "unsigned named" grep -q 'unsigned bundle' err
 M sign -k s.key man.json
+python3 "$EDGEQ_TOP/$D/jsonschema.py" "$EDGEQ_TOP/Documentation/manifest.schema.json" man.json
+check "signed manifest validates against Documentation/manifest.schema.json" test $? -eq 0
 M verify -K s.key.pub -m m.gguf --family test-board man.json >out 2>&1
 check "signed bundle verifies" test $? -eq 0
 check "show names the signing key" sh -c "$EDGEQ manifest show man.json | grep -q '^signature  [0-9a-f]\{16\}'"

@@ -310,6 +310,49 @@ static void test_probation_passes(void **state)
 	assert_int_equal(access(good, F_OK), 0);
 }
 
+static void test_bundle_select(void **state)
+{
+	struct fx *x = *state;
+	struct edgeq_verify_env env;
+	struct edgeq_error e;
+	char model[1024], a[64], b[64], path[1024];
+	bool prob = false;
+	FILE *f;
+
+	edgeq_verify_env_init(&env);
+	env.family = "test-board";
+	env.module_abi = 0;
+	install_both(x);
+	assert_int_equal(
+		edgeq_store_get(&x->st, "previous", a, sizeof(a), NULL), 0);
+	assert_int_equal(edgeq_store_get(&x->st, "current", b, sizeof(b), NULL),
+			 0);
+	assert_int_equal(edgeq_bundle_select(&x->st, x->pk, &env, model,
+					     sizeof(model), &prob, &e),
+			 0);
+	assert_true(prob);
+	assert_non_null(strstr(model, b));
+	/* the current bundle's model is damaged on disk: refused, rolled back */
+	edgeq_store_paths(&x->st, b, NULL, path, sizeof(path));
+	f = fopen(path, "r+b");
+	fseek(f, -1, SEEK_END);
+	fputc('X', f);
+	fclose(f);
+	assert_int_equal(edgeq_bundle_select(&x->st, x->pk, &env, model,
+					     sizeof(model), &prob, &e),
+			 0);
+	assert_non_null(strstr(model, a));
+	/* the refused one is recorded */
+	snprintf(path, sizeof(path), "%s/%s/rejected", x->st.dir, b);
+	assert_int_equal(access(path, F_OK), 0);
+	/* another device family: nothing verifies, nothing to fall back to */
+	env.family = "elsewhere";
+	assert_int_equal(edgeq_bundle_select(&x->st, x->pk, &env, model,
+					     sizeof(model), &prob, &e),
+			 -EPROTO);
+	assert_non_null(strstr(e.msg, "made for test-board"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +375,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_probation_floor, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_probation_passes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bundle_select, setup,
 						teardown),
 	};
 

@@ -115,10 +115,11 @@ static int cmd_agent(int argc, char **argv)
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;
 	if (first < argc)
-		return cli_error(EXIT_USAGE, "agent", "unexpected argument '%s'",
-				 argv[first]);
+		return cli_error(EXIT_USAGE, "agent",
+				 "unexpected argument '%s'", argv[first]);
 	if (!opt_queue)
-		return cli_error(EXIT_USAGE, "agent", "--queue NAME is required");
+		return cli_error(EXIT_USAGE, "agent",
+				 "--queue NAME is required");
 	for (i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
 		if (!strcmp(profiles[i].name, opt_profile))
 			prof = &profiles[i];
@@ -129,21 +130,23 @@ static int cmd_agent(int argc, char **argv)
 	if (opt_speed == 0)
 		opt_speed = prof->speed;
 	if (opt_speed < 0.01 || opt_speed > 1000 || opt_delay_us < 0)
-		return cli_error(EXIT_USAGE, "agent",
-				 "--speed must be in 0.01..1000, --delay-us >= 0");
+		return cli_error(
+			EXIT_USAGE, "agent",
+			"--speed must be in 0.01..1000, --delay-us >= 0");
 
 	ret = edgeq_kq_open(opt_queue, 0, &kq);
 	if (ret)
-		return cli_error(cli_exit_for(ret), "agent",
-				 "cannot open queue %s: %s (is edgeq.ko loaded?)",
-				 opt_queue, strerror(-ret));
+		return cli_error(
+			cli_exit_for(ret), "agent",
+			"cannot open queue %s: %s (is edgeq.ko loaded?)",
+			opt_queue, strerror(-ret));
 	ret = edgeq_kq_agent_attach(kq, prof->op_mask);
 	if (ret) {
 		edgeq_kq_close(kq);
-		return cli_error(cli_exit_for(ret), "agent",
-				 "cannot attach to %s: %s%s", opt_queue,
-				 strerror(-ret),
-				 ret == -EBUSY ? " (another agent is attached)" : "");
+		return cli_error(
+			cli_exit_for(ret), "agent", "cannot attach to %s: %s%s",
+			opt_queue, strerror(-ret),
+			ret == -EBUSY ? " (another agent is attached)" : "");
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -166,7 +169,8 @@ static int cmd_agent(int argc, char **argv)
 			done[i].status = agent_run_one(kq, &ops[i]);
 			dt = edgeq_now_ns() - t0;
 			if (opt_speed < 1.0)
-				sleep_ns((uint64_t)((double)dt / opt_speed) - dt);
+				sleep_ns((uint64_t)((double)dt / opt_speed) -
+					 dt);
 			if (opt_delay_us)
 				sleep_ns((uint64_t)opt_delay_us * 1000);
 			done[i].busy_ns = (uint64_t)((double)dt / opt_speed) +
@@ -199,13 +203,14 @@ static int cmd_agent(int argc, char **argv)
 	return EXIT_OK;
 }
 
-EDGEQ_COMMAND(agent, "serve an edgeq.ko queue with the CPU kernels",
-	      "usage: edgeq agent --queue NAME [--profile npu|gpu|cpu] [--speed X]\n"
-	      "\n"
-	      "Attach to /dev/edgeq/NAME as its agent and execute the ops clients\n"
-	      "submit with the engine's CPU kernels. A profile restricts the ops\n"
-	      "accepted (npu: matrices, silu_mul and add; no softmax, norms or\n"
-	      "RoPE) and scales the speed: below 1 the agent sleeps to be slower,\n"
-	      "above 1 it reports proportionally less busy time. Needs edgeq.ko\n"
-	      "and CAP_SYS_ADMIN.",
-	      agent_opts, cmd_agent);
+EDGEQ_COMMAND(
+	agent, "serve an edgeq.ko queue with the CPU kernels",
+	"usage: edgeq agent --queue NAME [--profile npu|gpu|cpu] [--speed X]\n"
+	"\n"
+	"Attach to /dev/edgeq/NAME as its agent and execute the ops clients\n"
+	"submit with the engine's CPU kernels. A profile restricts the ops\n"
+	"accepted (npu: matrices, silu_mul and add; no softmax, norms or\n"
+	"RoPE) and scales the speed: below 1 the agent sleeps to be slower,\n"
+	"above 1 it reports proportionally less busy time. Needs edgeq.ko\n"
+	"and CAP_SYS_ADMIN.",
+	agent_opts, cmd_agent);

@@ -3,7 +3,9 @@
  * edgeq route --explain: print the privacy router's decision table for a
  * request, with the same edgeq_router_decide() the daemon uses.
  */
+#include <ini.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <edgeq/router.h>
@@ -11,7 +13,7 @@
 #include "cli.h"
 
 static bool opt_explain, opt_private, opt_public, opt_local_down, opt_json;
-static const char *opt_class;
+static const char *opt_class, *opt_config;
 static int opt_prompt_tokens = 0, opt_max_tokens = 256, opt_slots = 1;
 static int opt_running, opt_waiting, opt_queue = 16;
 static double opt_slo, opt_deadline, opt_peak, opt_throttle = 1,
@@ -20,6 +22,8 @@ static double opt_slo, opt_deadline, opt_peak, opt_throttle = 1,
 static const struct cli_option route_opts[] = {
 	{ "explain", 'e', CLI_FLAG, &opt_explain, NULL,
 	  "print the decision table (the default)" },
+	{ "config", 0, CLI_STR, &opt_config, "FILE",
+	  "take endpoints, local-tok-s, slots and queue from edgeq serve's config" },
 	{ "class", 'c', CLI_STR, &opt_class, "CLASS",
 	  "confidential, internal or public (default: all three)" },
 	{ "prompt-tokens", 0, CLI_INT, &opt_prompt_tokens, "N",
@@ -50,6 +54,42 @@ static const struct cli_option route_opts[] = {
 	CLI_OPTIONS_END
 };
 
+/* The daemon's configuration, for the keys that change a decision; the
+ * flags given here still win (they are parsed after). */
+static int on_ini(void *user, const char *section, const char *name,
+		  const char *value)
+{
+	if (!strcmp(name, "private-url"))
+		opt_private = *value != '\0';
+	else if (!strcmp(name, "public-url"))
+		opt_public = *value != '\0';
+	else if (!strcmp(name, "local-tok-s"))
+		opt_peak = atof(value);
+	else if (!strcmp(name, "slots"))
+		opt_slots = atoi(value);
+	else if (!strcmp(name, "queue"))
+		opt_queue = atoi(value);
+	return 1;
+}
+
+static int read_config(int argc, char **argv)
+{
+	const char *path = getenv("EDGEQ_CONFIG");
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			path = argv[++i];
+		else if (!strncmp(argv[i], "--config=", 9))
+			path = argv[i] + 9;
+	}
+	if (!path)
+		return 0;
+	if (ini_parse(path, on_ini, NULL))
+		return cli_error(EXIT_USAGE, "route", "cannot read %s", path);
+	return 0;
+}
+
 static int route_main(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("route");
@@ -60,6 +100,9 @@ static int route_main(int argc, char **argv)
 	enum edgeq_privacy p, first = 0, last = EDGEQ_PRIVACY_COUNT - 1;
 	int ret, arg;
 
+	ret = read_config(argc, argv);
+	if (ret)
+		return ret;
 	ret = cli_parse(self, argc, argv, &arg);
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -26,8 +27,10 @@
 #include <edgeq/edgeq.h>
 #include <edgeq/pressure.h>
 #include <edgeq/router.h>
+#include <edgeq/stream.h>
 
 #include "cli.h"
+#include "serve_bundle.h"
 #include "server/server.h"
 
 #define DEFAULT_CONFIG "/etc/edgeq/edgeq.conf"
@@ -38,6 +41,7 @@ static const char *opt_socket_mode = "0660", *opt_api_key_file;
 static uint64_t opt_max_body = 1 << 20;
 static bool opt_no_prefix_cache;
 static const char *opt_pressure = "auto";
+static const char *opt_weights = "auto", *opt_weights_budget;
 
 static const struct cli_option serve_opts[] = {
 	{ "config", 'c', CLI_STR, &opt_config, "FILE",
@@ -62,6 +66,10 @@ static const struct cli_option serve_opts[] = {
 	  "read the bearer token from FILE" },
 	{ "threads", 't', CLI_INT, &cfg.threads, "N",
 	  "engine threads (0: all cores)" },
+	{ "weights", 0, CLI_STR, &opt_weights, "MODE",
+	  "auto, mmap, preload or stream (auto: from the memory budget)" },
+	{ "weights-budget", 0, CLI_RAW, &opt_weights_budget, "SIZE",
+	  "most weight bytes kept resident, e.g. 2G or 50% of the model (default: what memory allows)" },
 	{ "ctx-size", 0, CLI_INT, &cfg.ctx_size, "N",
 	  "context tokens per slot (2048)" },
 	{ "slots", 0, CLI_INT, &cfg.slots, "N",
@@ -262,6 +270,45 @@ static int write_port_file(const char *path, int port)
 	return rename(tmp, path) ? -errno : 0;
 }
 
+/*
+ * Memory pressure moves the weight streamer's budget: on every change of the
+ * monitor's memory level, the budget becomes what memory allows now (less a
+ * reserve for KV caches and activations), never above the configured one.
+ * Applied at a token boundary; mmap mode has no budget and ignores it.
+ */
+static void adapt_budget(struct srv *srv, int level)
+{
+	static int last_level = -1;
+	struct edgeq_mem_info mi;
+	uint64_t cur, model, want;
+
+	if (level == last_level)
+		return;
+	last_level = level;
+	srv_weights_budget(srv, &cur, &model);
+	if (!model || edgeq_mem_probe(NULL, &mi))
+		return;
+	want = edgeq_weights_default_budget(&mi, 256ull << 20);
+	if (cfg.weights_budget && want > cfg.weights_budget)
+		want = cfg.weights_budget;
+	if (want > model)
+		want = model;
+	if (want && (want > cur + cur / 20 || want + cur / 20 < cur)) {
+		char f[64];
+
+		snprintf(f, sizeof(f), "EDGEQ_WEIGHTS_BUDGET=%llu",
+			 (unsigned long long)want);
+		srv_log(SRV_NOTICE,
+			(const char *const[]){ "EDGEQ_EVENT=weights-budget", f,
+					       NULL },
+			"memory level %s: weights budget %llu -> %llu MiB",
+			edgeq_mem_level_name((enum edgeq_mem_level)level),
+			(unsigned long long)(cur >> 20),
+			(unsigned long long)(want >> 20));
+		srv_set_weights_budget(srv, want);
+	}
+}
+
 /* The pressure monitor's view, reduced to what the server uses. */
 static void push_pressure(struct srv *srv, struct edgeq_pressure *pm)
 {
@@ -282,6 +329,7 @@ static void push_pressure(struct srv *srv, struct edgeq_pressure *pm)
 			 st.devices[i].name);
 		p.dev[p.n_dev].throttle = st.devices[i].throttle;
 		p.dev[p.n_dev].temp_mc = st.devices[i].temp_mc;
+		p.dev[p.n_dev].level = st.devices[i].level;
 		/* the engine runs on the CPU */
 		if (!strcmp(st.devices[i].name, "cpu")) {
 			p.throttle = st.devices[i].throttle;
@@ -290,6 +338,8 @@ static void push_pressure(struct srv *srv, struct edgeq_pressure *pm)
 		p.n_dev++;
 	}
 	srv_set_pressure(srv, &p);
+	if (srv_ready(srv))
+		adapt_budget(srv, p.mem_level);
 }
 
 static struct edgeq_pressure *start_pressure(void)
@@ -346,6 +396,10 @@ static int serve_main(int argc, char **argv)
 	if (arg < argc)
 		return cli_error(EXIT_USAGE, "serve",
 				 "unexpected argument '%s'", argv[arg]);
+	/* with EDGEQ_TRUST_KEY, only a verified bundle is served */
+	ret = serve_bundle_resolve(&cfg.model_path);
+	if (ret)
+		return ret;
 	if (!cfg.model_path)
 		return cli_error(
 			EXIT_USAGE, "serve",
@@ -366,6 +420,28 @@ static int serve_main(int argc, char **argv)
 	if (cfg.port < 0 || cfg.port > 65535)
 		return cli_error(EXIT_USAGE, "serve",
 				 "--port must be 0..65535");
+	{
+		enum edgeq_weights_mode wm;
+
+		if (edgeq_weights_mode_parse(opt_weights, &wm))
+			return cli_error(
+				EXIT_USAGE, "serve",
+				"--weights must be auto, mmap, preload or stream");
+		cfg.weights_mode = (int)wm;
+	}
+	if (opt_weights_budget) {
+		struct stat st;
+
+		/* a percentage is of the model, as for edgeq run */
+		if (stat(cfg.model_path, &st))
+			st.st_size = 0;
+		if (edgeq_parse_size(opt_weights_budget, (uint64_t)st.st_size,
+				     &cfg.weights_budget))
+			return cli_error(
+				EXIT_USAGE, "serve",
+				"--weights-budget: '%s' is not a size (512M, 2G, 50%% of the model)",
+				opt_weights_budget);
+	}
 	if (strcmp(opt_pressure, "auto") && strcmp(opt_pressure, "psi") &&
 	    strcmp(opt_pressure, "off"))
 		return cli_error(EXIT_USAGE, "serve",
@@ -453,10 +529,14 @@ static int serve_main(int argc, char **argv)
 				sd_notifyf(0, "STATUS=load failed: %s",
 					   l.err.msg);
 				status = cli_exit_for(l.ret);
+				serve_bundle_load_failed(l.err.msg);
 				break;
 			}
+			serve_bundle_loaded();
 			sd_notifyf(0, "READY=1\nSTATUS=serving on port %d",
 				   srv_port(srv));
+			if (pm)
+				push_pressure(srv, pm);
 		}
 		if (pfd[0].revents & POLLIN &&
 		    read(sfd, &si, sizeof(si)) == sizeof(si)) {

@@ -26,25 +26,25 @@
 /* Version of the protocol described here; GET_FEATURES reports it. */
 #define EDGEQ_API_VERSION 1
 
-#define EDGEQ_NAME_MAX 16	/* queue name, NUL included: [a-z0-9_-], 1..15 */
-#define EDGEQ_MAX_DIMS 4	/* shape[] entries */
-#define EDGEQ_MAX_TENSORS 4	/* tensors[] entries of one op */
+#define EDGEQ_NAME_MAX 16   /* queue name, NUL included: [a-z0-9_-], 1..15 */
+#define EDGEQ_MAX_DIMS 4    /* shape[] entries */
+#define EDGEQ_MAX_TENSORS 4 /* tensors[] entries of one op */
 #define EDGEQ_MAX_QUEUES 32
 #define EDGEQ_MAX_TENSOR_LEN (1ULL << 40) /* bound on offset + length */
 
 /* Feature bits reported by EDGEQ_IOC_GET_FEATURES. */
-#define EDGEQ_F_WRITE_SUBMIT	(1ULL << 0) /* write() of struct edgeq_op_desc */
-#define EDGEQ_F_IOCTL_SUBMIT	(1ULL << 1) /* EDGEQ_IOC_SUBMIT batches */
-#define EDGEQ_F_POLL		(1ULL << 2) /* poll/epoll/io_uring POLL_ADD */
-#define EDGEQ_F_PRIORITY	(1ULL << 3) /* strict priorities, RR per level */
-#define EDGEQ_F_FDINFO		(1ULL << 4) /* drm-engine-<queue> in fdinfo */
-#define EDGEQ_F_COOLING		(1ULL << 5) /* thermal cooling device per queue */
-#define EDGEQ_F_SIM_SENSOR	(1ULL << 6) /* simulated thermal zone (param) */
-#define EDGEQ_F_REQUEUE		(1ULL << 7) /* policy "requeue" on agent loss */
-#define EDGEQ_F_TIMEOUT		(1ULL << 8) /* ops fail with -ETIMEDOUT */
-#define EDGEQ_F_ALL                                                        \
-	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL |      \
-	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |             \
+#define EDGEQ_F_WRITE_SUBMIT (1ULL << 0) /* write() of struct edgeq_op_desc */
+#define EDGEQ_F_IOCTL_SUBMIT (1ULL << 1) /* EDGEQ_IOC_SUBMIT batches */
+#define EDGEQ_F_POLL (1ULL << 2)	 /* poll/epoll/io_uring POLL_ADD */
+#define EDGEQ_F_PRIORITY (1ULL << 3)	 /* strict priorities, RR per level */
+#define EDGEQ_F_FDINFO (1ULL << 4)	 /* drm-engine-<queue> in fdinfo */
+#define EDGEQ_F_COOLING (1ULL << 5)	 /* thermal cooling device per queue */
+#define EDGEQ_F_SIM_SENSOR (1ULL << 6)	 /* simulated thermal zone (param) */
+#define EDGEQ_F_REQUEUE (1ULL << 7)	 /* policy "requeue" on agent loss */
+#define EDGEQ_F_TIMEOUT (1ULL << 8)	 /* ops fail with -ETIMEDOUT */
+#define EDGEQ_F_ALL                                                   \
+	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL | \
+	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |        \
 	 EDGEQ_F_SIM_SENSOR | EDGEQ_F_REQUEUE | EDGEQ_F_TIMEOUT)
 
 /*
@@ -96,158 +96,161 @@ enum edgeq_dtype {
 #define EDGEQ_PRIO_LOW 0
 #define EDGEQ_PRIO_NORMAL 1
 #define EDGEQ_PRIO_HIGH 2
-#define EDGEQ_PRIO_RT 3		/* needs CAP_SYS_NICE */
+#define EDGEQ_PRIO_RT 3 /* needs CAP_SYS_NICE */
 #define EDGEQ_PRIO_COUNT 4
 
 /* struct edgeq_op_desc.flags */
-#define EDGEQ_OPF_ROPE_NEOX	(1U << 0)
-#define EDGEQ_OPF_ALL		(EDGEQ_OPF_ROPE_NEOX)
+#define EDGEQ_OPF_ROPE_NEOX (1U << 0)
+#define EDGEQ_OPF_ALL (EDGEQ_OPF_ROPE_NEOX)
 
 /* A reference to bytes of a registered memfd. */
 struct edgeq_tensor_ref {
-	__u32 handle;		/* from EDGEQ_IOC_TENSOR_REGISTER */
-	__u32 reserved;		/* must be zero */
-	__u64 offset;		/* bytes from the start of the memfd */
-	__u64 length;		/* bytes; offset + length <= memfd size */
+	__u32 handle;	/* from EDGEQ_IOC_TENSOR_REGISTER */
+	__u32 reserved; /* must be zero */
+	__u64 offset;	/* bytes from the start of the memfd */
+	__u64 length;	/* bytes; offset + length <= memfd size */
 };
 
 /* One op, as a client submits it (write() or EDGEQ_IOC_SUBMIT). */
 struct edgeq_op_desc {
-	__u32 size;		/* sizeof(struct edgeq_op_desc) */
-	__u16 opcode;		/* enum edgeq_opcode */
-	__u8 priority;		/* EDGEQ_PRIO_* */
-	__u8 ndims;		/* used entries of shape[], <= EDGEQ_MAX_DIMS */
-	__u64 cookie;		/* returned unchanged in the completion */
-	__u32 dtype;		/* enum edgeq_dtype of the weight/first tensor */
-	__u32 flags;		/* EDGEQ_OPF_* */
+	__u32 size;    /* sizeof(struct edgeq_op_desc) */
+	__u16 opcode;  /* enum edgeq_opcode */
+	__u8 priority; /* EDGEQ_PRIO_* */
+	__u8 ndims;    /* used entries of shape[], <= EDGEQ_MAX_DIMS */
+	__u64 cookie;  /* returned unchanged in the completion */
+	__u32 dtype;   /* enum edgeq_dtype of the weight/first tensor */
+	__u32 flags;   /* EDGEQ_OPF_* */
 	__u64 shape[EDGEQ_MAX_DIMS]; /* per op, see enum edgeq_opcode */
-	__u32 ntensors;		/* used entries of tensors[] */
-	__u32 reserved0;	/* must be zero */
+	__u32 ntensors;		     /* used entries of tensors[] */
+	__u32 reserved0;	     /* must be zero */
 	struct edgeq_tensor_ref tensors[EDGEQ_MAX_TENSORS];
-	__u64 param[2];		/* op parameters, see enum edgeq_opcode */
-	__u64 reserved[4];	/* must be zero */
+	__u64 param[2];	   /* op parameters, see enum edgeq_opcode */
+	__u64 reserved[4]; /* must be zero */
 };
 
 /* The result of one op, read() by the client that submitted it. */
 struct edgeq_completion {
-	__u64 cookie;		/* edgeq_op_desc.cookie */
-	__s32 status;		/* 0 or -errno: -ENODEV agent lost, -ETIMEDOUT,
-				 * -EOPNOTSUPP, -EINVAL (agent refused) ...
-				 */
+	__u64 cookie; /* edgeq_op_desc.cookie */
+	/* 0 or -errno: -ENODEV agent lost, -ETIMEDOUT, -EINVAL ... */
+	__s32 status;
 	__u16 opcode;
 	__u16 reserved0;
-	__u64 busy_ns;		/* execution time reported by the agent */
-	__u64 latency_ns;	/* submit to completion, kernel clock */
+	__u64 busy_ns;	  /* execution time reported by the agent */
+	__u64 latency_ns; /* submit to completion, kernel clock */
 	__u64 reserved[2];
 };
 
 /* What the agent read()s: one dispatched op. */
 struct edgeq_agent_op {
-	__u64 tag;		/* echo in edgeq_agent_done.tag */
-	__u32 client_pid;	/* tgid of the submitter (in the agent's pidns) */
-	__u32 client_id;	/* per-queue id of the submitting file */
+	__u64 tag;	  /* echo in edgeq_agent_done.tag */
+	__u32 client_pid; /* tgid of the submitter (in the agent's pidns) */
+	__u32 client_id;  /* per-queue id of the submitting file */
 	__u64 reserved[2];
-	struct edgeq_op_desc op;	/* as submitted; handles are valid for
-				 * EDGEQ_IOC_AGENT_TENSOR_FD
-				 */
+	/* as submitted; its handles are valid for EDGEQ_IOC_AGENT_TENSOR_FD */
+	struct edgeq_op_desc op;
 };
 
 /* What the agent write()s when an op is done. */
 struct edgeq_agent_done {
-	__u64 tag;		/* from edgeq_agent_op.tag */
-	__s32 status;		/* 0 or -errno (-4095..0) */
-	__u32 flags;		/* must be zero */
-	__u64 busy_ns;		/* time the device spent on it (clamped by the
-				 * kernel to the time since dispatch)
-				 */
+	__u64 tag;    /* from edgeq_agent_op.tag */
+	__s32 status; /* 0 or -errno (-4095..0) */
+	__u32 flags;  /* must be zero */
+	/* device time spent on it; clamped to the time since dispatch */
+	__u64 busy_ns;
 	__u64 reserved[2];
 };
 
 /* EDGEQ_IOC_GET_FEATURES (control device and queue devices). */
 struct edgeq_features {
-	__u32 size;		/* in: sizeof(struct edgeq_features) */
-	__u32 version;		/* out: EDGEQ_API_VERSION */
-	__u64 features;		/* out: EDGEQ_F_* */
-	__u32 op_size;		/* out: sizeof(struct edgeq_op_desc) */
-	__u32 completion_size;	/* out: sizeof(struct edgeq_completion) */
-	__u32 agent_op_size;	/* out: sizeof(struct edgeq_agent_op) */
-	__u32 agent_done_size;	/* out: sizeof(struct edgeq_agent_done) */
-	__u32 max_tensors;	/* out: EDGEQ_MAX_TENSORS */
-	__u32 max_dims;		/* out: EDGEQ_MAX_DIMS */
-	__u32 max_batch;	/* out: ops per write()/SUBMIT */
-	__u32 max_outstanding;	/* out: ops a client may have unreaped */
+	__u32 size;	       /* in: sizeof(struct edgeq_features) */
+	__u32 version;	       /* out: EDGEQ_API_VERSION */
+	__u64 features;	       /* out: EDGEQ_F_* */
+	__u32 op_size;	       /* out: sizeof(struct edgeq_op_desc) */
+	__u32 completion_size; /* out: sizeof(struct edgeq_completion) */
+	__u32 agent_op_size;   /* out: sizeof(struct edgeq_agent_op) */
+	__u32 agent_done_size; /* out: sizeof(struct edgeq_agent_done) */
+	__u32 max_tensors;     /* out: EDGEQ_MAX_TENSORS */
+	__u32 max_dims;	       /* out: EDGEQ_MAX_DIMS */
+	__u32 max_batch;       /* out: ops per write()/SUBMIT */
+	__u32 max_outstanding; /* out: ops a client may have unreaped */
 	__u64 reserved[4];
 };
 
 /* EDGEQ_IOC_QUEUE_CREATE / EDGEQ_IOC_QUEUE_DESTROY (control device). */
 struct edgeq_queue_ctl {
-	__u32 size;		/* sizeof(struct edgeq_queue_ctl) */
-	__u32 flags;		/* must be zero */
+	__u32 size;		   /* sizeof(struct edgeq_queue_ctl) */
+	__u32 flags;		   /* must be zero */
 	char name[EDGEQ_NAME_MAX]; /* NUL-terminated queue name */
-	__u32 max_inflight;	/* create: 0 = default; destroy: zero */
-	__u32 timeout_ms;	/* create: 0 = default; destroy: zero */
-	__u32 id;		/* out (create): queue id, as in tracepoints */
+	__u32 max_inflight;	   /* create: 0 = default; destroy: zero */
+	__u32 timeout_ms;	   /* create: 0 = default; destroy: zero */
+	__u32 id; /* out (create): queue id, as in tracepoints */
 	__u32 reserved0;
 	__u64 reserved[2];
 };
 
 /* EDGEQ_IOC_TENSOR_REGISTER (queue device, client). */
 struct edgeq_tensor_reg {
-	__u32 size;		/* sizeof(struct edgeq_tensor_reg) */
-	__s32 fd;		/* a memfd with F_SEAL_SHRINK */
-	__u32 flags;		/* must be zero */
-	__u32 handle;		/* out: handle for edgeq_tensor_ref */
-	__u64 length;		/* out: size of the memfd at registration */
+	__u32 size;   /* sizeof(struct edgeq_tensor_reg) */
+	__s32 fd;     /* a memfd with F_SEAL_SHRINK */
+	__u32 flags;  /* must be zero */
+	__u32 handle; /* out: handle for edgeq_tensor_ref */
+	__u64 length; /* out: size of the memfd at registration */
 	__u64 reserved[2];
 };
 
 /* EDGEQ_IOC_TENSOR_UNREGISTER (queue device, client). */
 struct edgeq_tensor_unreg {
-	__u32 size;		/* sizeof(struct edgeq_tensor_unreg) */
-	__u32 handle;		/* -EBUSY while an op of the client uses it */
+	__u32 size;   /* sizeof(struct edgeq_tensor_unreg) */
+	__u32 handle; /* -EBUSY while an op of the client uses it */
 	__u64 reserved[1];
 };
 
 /* EDGEQ_IOC_SUBMIT (queue device, client): a batch of ops. */
 struct edgeq_submit {
-	__u32 size;		/* sizeof(struct edgeq_submit) */
-	__u32 count;		/* ops at @ops, 1..max_batch */
-	__u64 ops;		/* user pointer to struct edgeq_op_desc[count] */
-	__u32 submitted;	/* out: ops accepted (all of them on success) */
+	__u32 size;	 /* sizeof(struct edgeq_submit) */
+	__u32 count;	 /* ops at @ops, 1..max_batch */
+	__u64 ops;	 /* user pointer to struct edgeq_op_desc[count] */
+	__u32 submitted; /* out: ops accepted (all of them on success) */
 	__u32 reserved0;
 	__u64 reserved[2];
 };
 
 /* EDGEQ_IOC_AGENT_ATTACH (queue device; CAP_SYS_ADMIN). */
 struct edgeq_agent_attach {
-	__u32 size;		/* sizeof(struct edgeq_agent_attach) */
-	__u32 flags;		/* must be zero */
-	__u64 op_mask;		/* bit n: accepts opcode n; others fail at
-				 * submit with -EOPNOTSUPP
-				 */
+	__u32 size;  /* sizeof(struct edgeq_agent_attach) */
+	__u32 flags; /* must be zero */
+	/* bit n: accepts opcode n; others fail at submit: -EOPNOTSUPP */
+	__u64 op_mask;
 	__u64 reserved[2];
 };
 
 /* EDGEQ_IOC_AGENT_TENSOR_FD (queue device, attached agent). */
 struct edgeq_agent_tensor_fd {
-	__u32 size;		/* sizeof(struct edgeq_agent_tensor_fd) */
-	__u32 handle;		/* a handle from an edgeq_agent_op */
-	__u32 flags;		/* must be zero; the fd is O_CLOEXEC */
-	__s32 fd;		/* out: a new fd for the memfd */
-	__u64 length;		/* out: its size at registration */
+	__u32 size;   /* sizeof(struct edgeq_agent_tensor_fd) */
+	__u32 handle; /* a handle from an edgeq_agent_op */
+	__u32 flags;  /* must be zero; the fd is O_CLOEXEC */
+	__s32 fd;     /* out: a new fd for the memfd */
+	__u64 length; /* out: its size at registration */
 	__u64 reserved[2];
 };
 
 #define EDGEQ_IOC_MAGIC 0xEE
-#define EDGEQ_IOC_GET_FEATURES	_IOWR(EDGEQ_IOC_MAGIC, 0x00, struct edgeq_features)
-#define EDGEQ_IOC_QUEUE_CREATE	_IOWR(EDGEQ_IOC_MAGIC, 0x01, struct edgeq_queue_ctl)
-#define EDGEQ_IOC_QUEUE_DESTROY	_IOW(EDGEQ_IOC_MAGIC, 0x02, struct edgeq_queue_ctl)
-#define EDGEQ_IOC_TENSOR_REGISTER _IOWR(EDGEQ_IOC_MAGIC, 0x10, struct edgeq_tensor_reg)
-#define EDGEQ_IOC_TENSOR_UNREGISTER _IOW(EDGEQ_IOC_MAGIC, 0x11, struct edgeq_tensor_unreg)
-#define EDGEQ_IOC_SUBMIT	_IOWR(EDGEQ_IOC_MAGIC, 0x12, struct edgeq_submit)
-#define EDGEQ_IOC_AGENT_ATTACH	_IOW(EDGEQ_IOC_MAGIC, 0x20, struct edgeq_agent_attach)
-#define EDGEQ_IOC_AGENT_DETACH	_IO(EDGEQ_IOC_MAGIC, 0x21)
-#define EDGEQ_IOC_AGENT_TENSOR_FD _IOWR(EDGEQ_IOC_MAGIC, 0x22, struct edgeq_agent_tensor_fd)
+#define EDGEQ_IOC_GET_FEATURES \
+	_IOWR(EDGEQ_IOC_MAGIC, 0x00, struct edgeq_features)
+#define EDGEQ_IOC_QUEUE_CREATE \
+	_IOWR(EDGEQ_IOC_MAGIC, 0x01, struct edgeq_queue_ctl)
+#define EDGEQ_IOC_QUEUE_DESTROY \
+	_IOW(EDGEQ_IOC_MAGIC, 0x02, struct edgeq_queue_ctl)
+#define EDGEQ_IOC_TENSOR_REGISTER \
+	_IOWR(EDGEQ_IOC_MAGIC, 0x10, struct edgeq_tensor_reg)
+#define EDGEQ_IOC_TENSOR_UNREGISTER \
+	_IOW(EDGEQ_IOC_MAGIC, 0x11, struct edgeq_tensor_unreg)
+#define EDGEQ_IOC_SUBMIT _IOWR(EDGEQ_IOC_MAGIC, 0x12, struct edgeq_submit)
+#define EDGEQ_IOC_AGENT_ATTACH \
+	_IOW(EDGEQ_IOC_MAGIC, 0x20, struct edgeq_agent_attach)
+#define EDGEQ_IOC_AGENT_DETACH _IO(EDGEQ_IOC_MAGIC, 0x21)
+#define EDGEQ_IOC_AGENT_TENSOR_FD \
+	_IOWR(EDGEQ_IOC_MAGIC, 0x22, struct edgeq_agent_tensor_fd)
 
 #define EDGEQ_UAPI_ASSERT(t, n) _Static_assert(sizeof(t) == (n), #t " ABI size")
 #ifndef __cplusplus

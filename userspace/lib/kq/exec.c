@@ -110,10 +110,11 @@ static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
 		float *v = x + h * hd;
 
 		for (i = 0; i < hd / 2; i++) {
-			float theta = pos * powf(base, -2.0f * (float)i /
-							       (float)hd);
+			float theta =
+				pos * powf(base, -2.0f * (float)i / (float)hd);
 			float c = cosf(theta), s = sinf(theta);
-			uint64_t a = neox ? i : 2 * i, b = neox ? i + hd / 2 : 2 * i + 1;
+			uint64_t a = neox ? i : 2 * i,
+				 b = neox ? i + hd / 2 : 2 * i + 1;
 			float x0 = v[a], x1 = v[b];
 
 			v[a] = x0 * c - x1 * s;

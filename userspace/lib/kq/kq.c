@@ -161,7 +161,8 @@ int edgeq_kq_memfd(const char *name, size_t size, int *fdp, void **map)
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, (off_t)size) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+		    0)
 		goto fail;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
@@ -245,8 +246,8 @@ int edgeq_kq_submit(struct edgeq_kq *kq, const struct edgeq_op_desc *ops,
 	return kq_write(kq->fd, ops, sizeof(*ops), n);
 }
 
-int edgeq_kq_submit_ioctl(struct edgeq_kq *kq,
-			  const struct edgeq_op_desc *ops, unsigned int n)
+int edgeq_kq_submit_ioctl(struct edgeq_kq *kq, const struct edgeq_op_desc *ops,
+			  unsigned int n)
 {
 	struct edgeq_submit s = {
 		.size = sizeof(s),
@@ -306,7 +307,8 @@ int edgeq_kq_agent_done(struct edgeq_kq *kq, const struct edgeq_agent_done *d,
 int edgeq_kq_agent_tensor_fd(struct edgeq_kq *kq, uint32_t handle,
 			     uint64_t *length)
 {
-	struct edgeq_agent_tensor_fd a = { .size = sizeof(a), .handle = handle };
+	struct edgeq_agent_tensor_fd a = { .size = sizeof(a),
+					   .handle = handle };
 	int ret = kq_ioctl(kq->fd, EDGEQ_IOC_AGENT_TENSOR_FD, &a);
 
 	if (ret)
@@ -359,7 +361,8 @@ int edgeq_kq_agent_map(struct edgeq_kq *kq, uint32_t client_id,
 			kq_flush_maps(kq);
 		if (kq->nmaps == kq->capmaps) {
 			size_t cap = kq->capmaps ? kq->capmaps * 2 : 16;
-			struct kq_map *nm = realloc(kq->maps, cap * sizeof(*nm));
+			struct kq_map *nm =
+				realloc(kq->maps, cap * sizeof(*nm));
 
 			if (!nm) {
 				munmap(base, length);

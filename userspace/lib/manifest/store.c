@@ -341,3 +341,42 @@ int edgeq_store_rollback(struct edgeq_store *s, const char *reason,
 	}
 	return 0;
 }
+
+int edgeq_bundle_select(struct edgeq_store *s, const char *trust_key,
+			const struct edgeq_verify_env *env, char *model,
+			size_t len, bool *probation, struct edgeq_error *err)
+{
+	char id[256], man[SPATH], mod[SPATH], why[512];
+	struct edgeq_error le = { 0 };
+	struct edgeq_verify_env e;
+	char *text;
+	int ret;
+
+	if (env)
+		e = *env;
+	else
+		edgeq_verify_env_init(&e);
+	for (int tries = 0; tries < 2; tries++) {
+		ret = edgeq_store_get(s, "current", id, sizeof(id), &le);
+		if (ret)
+			break;
+		edgeq_store_paths(s, id, man, mod, SPATH);
+		ret = edgeq_read_text(man, &text, NULL, &le);
+		if (!ret) {
+			e.model = mod;
+			ret = edgeq_manifest_verify(text, trust_key, &e, &le);
+			free(text);
+		}
+		if (!ret) {
+			snprintf(model, len, "%s", mod);
+			snprintf(man, sizeof(man), "%s/%s/good", s->dir, id);
+			*probation = access(man, F_OK) != 0;
+			return 0;
+		}
+		snprintf(why, sizeof(why),
+			 "bundle %.64s refused at start: %.400s", id, le.msg);
+		if (edgeq_store_rollback(s, why, NULL))
+			break; /* nothing to fall back to */
+	}
+	return edgeq_error_set(err, -ret, "%s", le.msg);
+}

@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 
 #include <edgeq/engine.h>
+#include <edgeq/stream.h>
 
 #include "server/server.h"
 
@@ -40,6 +41,13 @@ struct srv {
 	bool add_bos_chat;
 	time_t created;
 	uint32_t n_ctx;
+
+	/* The engine's thread pool and weight streamer serve one decode at a
+	 * time: slots interleave token by token under this lock. */
+	pthread_mutex_t engine_lock;
+	_Atomic uint64_t pending_budget;  /* weights budget to apply; 0 none */
+	struct edgeq_stream_status wstat; /* last read, under engine_lock */
+	bool wstat_ok;
 
 	pthread_mutex_t lock; /* slots, running, waiting, speeds */
 	pthread_cond_t cond;

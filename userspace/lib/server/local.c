@@ -43,6 +43,23 @@ int srv_tokenize_prompt(struct srv_req *r)
 	return 0;
 }
 
+/* Take the engine for one decode call; apply a pending weights budget at
+ * this token boundary, where no other decode runs. */
+static void srv_engine_lock(struct srv *s)
+{
+	uint64_t b;
+
+	pthread_mutex_lock(&s->engine_lock);
+	b = atomic_exchange(&s->pending_budget, 0);
+	if (b)
+		edgeq_model_set_weights_budget(s->model, b);
+}
+
+static void srv_engine_unlock(struct srv *s)
+{
+	pthread_mutex_unlock(&s->engine_lock);
+}
+
 static uint32_t common_prefix(const struct srv_slot *sl, const int32_t *t,
 			      size_t n)
 {
@@ -136,13 +153,16 @@ static void ewma(double *avg, double v)
 	*avg = *avg > 0 ? 0.7 * *avg + 0.3 * v : v;
 }
 
+#define PREFILL_CHUNK 64
+
 /* Prefill the prompt after the slot's cached prefix. */
 static int prefill(struct srv_req *r, struct edgeq_error *err)
 {
 	struct srv_slot *sl = r->slot;
 	struct srv *s = r->s;
 	uint32_t keep = 0;
-	uint64_t t;
+	uint64_t t, t0;
+	size_t pos, n;
 	int ret;
 
 	if (s->cfg.prefix_cache)
@@ -151,15 +171,30 @@ static int prefill(struct srv_req *r, struct edgeq_error *err)
 		keep = (uint32_t)r->n_prompt - 1; /* need the last logits */
 	edgeq_ctx_truncate(sl->ctx, keep);
 	sl->n_hist = keep;
-	t = edgeq_now_ns();
-	ret = edgeq_decode(sl->ctx, r->toks + keep, r->n_prompt - keep,
-			   &r->logits, err);
-	if (ret)
-		return ret;
-	memcpy(sl->hist + keep, r->toks + keep,
-	       (r->n_prompt - keep) * sizeof(int32_t));
-	sl->n_hist = (uint32_t)r->n_prompt;
-	t = edgeq_now_ns() - t;
+	/*
+	 * In chunks: progress for the watchdog, a check for a gone client,
+	 * and other slots get the engine in between.
+	 */
+	t = 0;
+	for (pos = keep; pos < r->n_prompt; pos += n) {
+		n = r->n_prompt - pos < PREFILL_CHUNK ? r->n_prompt - pos :
+							PREFILL_CHUNK;
+		if (pos > keep &&
+		    (atomic_load(&s->cancel_all) || srv_client_gone(r))) {
+			r->cancelled = true;
+			return -ECANCELED;
+		}
+		srv_engine_lock(s);
+		t0 = edgeq_now_ns();
+		ret = edgeq_decode(sl->ctx, r->toks + pos, n, &r->logits, err);
+		t += edgeq_now_ns() - t0;
+		srv_engine_unlock(s);
+		if (ret)
+			return ret;
+		memcpy(sl->hist + pos, r->toks + pos, n * sizeof(int32_t));
+		sl->n_hist = (uint32_t)(pos + n);
+		atomic_store(&sl->progress_ns, edgeq_now_ns());
+	}
 	if (r->n_prompt - keep >= 8 && t) {
 		pthread_mutex_lock(&s->lock);
 		ewma(&s->prompt_tok_s, (r->n_prompt - keep) * 1e9 / (double)t);
@@ -194,6 +229,15 @@ static int local_begin(struct srv_req *r)
 	ret = edgeq_sampler_new(&r->sp, &r->sampler);
 	if (!ret)
 		ret = prefill(r, &err);
+	if (ret == -ECANCELED) {
+		srv_local_end(r);
+		srv_log_request(r, 499);
+		if (atomic_load(&r->s->cancel_all))
+			return srv_send_error(r, 503, "unavailable_error", NULL,
+					      "server is shutting down"),
+			       -ESHUTDOWN;
+		return -ECONNRESET;
+	}
 	if (ret) {
 		release_slot(r);
 		return srv_send_error(r, 500, "server_error", NULL,
@@ -308,7 +352,9 @@ static int local_step(struct srv_req *r)
 		release_text(r, true);
 		return 0;
 	}
+	srv_engine_lock(s);
 	ret = edgeq_decode(sl->ctx, &tok, 1, &r->logits, &err);
+	srv_engine_unlock(s);
 	if (ret == -ENOSPC) {
 		r->finish = "length";
 		release_text(r, true);

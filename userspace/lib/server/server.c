@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include <edgeq/gguf.h>
+#include <edgeq/stream.h>
 
 #include "server/internal.h"
 
@@ -223,6 +224,85 @@ static void capacity_locked(struct srv *s, struct edgeq_router_capacity *c)
 	c->local_down = atomic_load(&s->state) != SRV_READY;
 }
 
+static void refresh_wstat_locked(struct srv *s)
+{
+	s->wstat_ok = s->model &&
+		      !edgeq_model_weights_status(s->model, &s->wstat);
+}
+
+void srv_set_weights_budget(struct srv *s, uint64_t bytes)
+{
+	if (!bytes || atomic_load(&s->state) != SRV_READY)
+		return;
+	atomic_store(&s->pending_budget, bytes);
+	if (!pthread_mutex_trylock(&s->engine_lock)) {
+		bytes = atomic_exchange(&s->pending_budget, 0);
+		if (bytes)
+			edgeq_model_set_weights_budget(s->model, bytes);
+		refresh_wstat_locked(s);
+		pthread_mutex_unlock(&s->engine_lock);
+	}
+}
+
+void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model)
+{
+	*budget = *model = 0;
+	if (atomic_load(&s->state) != SRV_READY)
+		return;
+	pthread_mutex_lock(&s->engine_lock);
+	refresh_wstat_locked(s);
+	if (s->wstat_ok && s->wstat.mode != EDGEQ_WEIGHTS_MMAP) {
+		*budget = s->wstat.budget;
+		*model = s->wstat.model_bytes;
+	}
+	pthread_mutex_unlock(&s->engine_lock);
+}
+
+static void render_weights(struct srv *s, struct srv_buf *b)
+{
+	struct edgeq_stream_status w;
+	uint32_t layers;
+
+	if (atomic_load(&s->state) != SRV_READY)
+		return;
+	/* the status is read between decode steps; a busy engine leaves
+	 * the last reading */
+	if (!pthread_mutex_trylock(&s->engine_lock)) {
+		refresh_wstat_locked(s);
+		pthread_mutex_unlock(&s->engine_lock);
+	}
+	if (!s->wstat_ok)
+		return;
+	w = s->wstat;
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_weights_mode How tensor data reaches memory (weight streamer), always 1.\n"
+		"# TYPE edgeq_weights_mode gauge\nedgeq_weights_mode{mode=\"%s\"} 1\n",
+		edgeq_weights_mode_name(w.mode));
+	if (w.mode == EDGEQ_WEIGHTS_MMAP)
+		return; /* the page cache decides; there is no budget */
+	layers = w.layers_resident + w.layers_streamed;
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_weights_budget_bytes Resident weights budget in force (streamer; memory pressure moves it).\n"
+		"# TYPE edgeq_weights_budget_bytes gauge\nedgeq_weights_budget_bytes %llu\n"
+		"# HELP edgeq_weights_resident_bytes Weight buffers held now, pool included (streamer).\n"
+		"# TYPE edgeq_weights_resident_bytes gauge\nedgeq_weights_resident_bytes %llu\n"
+		"# HELP edgeq_weights_read_bytes_total Weight bytes read from storage (streamer).\n"
+		"# TYPE edgeq_weights_read_bytes_total counter\nedgeq_weights_read_bytes_total %llu\n"
+		"# HELP edgeq_weights_stalls_total Layers whose weights were not there when needed (streamer).\n"
+		"# TYPE edgeq_weights_stalls_total counter\nedgeq_weights_stalls_total %llu\n",
+		(unsigned long long)w.budget,
+		(unsigned long long)w.resident_bytes,
+		(unsigned long long)w.bytes_read, (unsigned long long)w.stalls);
+	if (layers)
+		srv_buf_printf(
+			b,
+			"# HELP edgeq_weights_cache_hit_ratio Share of layers served from resident memory each token; the rest are streamed.\n"
+			"# TYPE edgeq_weights_cache_hit_ratio gauge\nedgeq_weights_cache_hit_ratio %.4f\n",
+			(double)w.layers_resident / layers);
+}
+
 void srv_set_pressure(struct srv *s, const struct srv_pressure *p)
 {
 	pthread_mutex_lock(&s->lock);
@@ -268,6 +348,14 @@ static void render_pressure(const struct srv_pressure *p, struct srv_buf *b)
 	for (i = 0; i < p->n_dev; i++)
 		srv_buf_printf(b, "edgeq_throttle_ratio{device=\"%s\"} %.4f\n",
 			       p->dev[i].name, p->dev[i].throttle);
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_device_thermal_level Thermal state per device (pressure monitor): 0 ok, 1 warn, 2 critical.\n"
+		"# TYPE edgeq_device_thermal_level gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		srv_buf_printf(b,
+			       "edgeq_device_thermal_level{device=\"%s\"} %u\n",
+			       p->dev[i].name, p->dev[i].level);
 	srv_buf_printf(
 		b,
 		"# HELP edgeq_device_temperature_celsius Hottest thermal zone mapped to the device (pressure monitor).\n"
@@ -363,6 +451,7 @@ static int do_metrics(struct srv_req *r)
 			mp / 100);
 	if (pr.valid)
 		render_pressure(&pr, &b);
+	render_weights(s, &b);
 	srv_metrics_render(s->metrics, &b);
 	if (b.oom) {
 		srv_buf_free(&b);
@@ -699,6 +788,7 @@ int srv_new(const struct srv_config *cfg, struct srv **out,
 	s->n_slots = cfg->slots;
 	s->created = time(NULL);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->engine_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	s->metrics = srv_metrics_new();
 	s->rcfg.have_private = cfg->private_url && *cfg->private_url;
@@ -890,6 +980,8 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	edgeq_model_params_init(&mp);
 	mp.path = s->cfg.model_path;
 	mp.n_threads = s->cfg.threads;
+	mp.weights = (enum edgeq_weights_mode)s->cfg.weights_mode;
+	mp.weights_budget = s->cfg.weights_budget;
 	ret = edgeq_model_load(&mp, &s->model, err);
 	if (ret)
 		goto fail;
@@ -1048,6 +1140,7 @@ void srv_free(struct srv *s)
 		edgeq_model_free(s->model);
 	srv_metrics_free(s->metrics);
 	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->engine_lock);
 	pthread_mutex_destroy(&s->lock);
 	curl_global_cleanup();
 	free(s);

@@ -48,6 +48,8 @@ struct srv_config {
 	const char *public_url, *public_model, *public_key;
 	double local_tok_s;	/* fixed sustained-speed estimate; 0: measure */
 	const char *log_target; /* auto, journal, stderr */
+	int weights_mode;	/* enum edgeq_weights_mode */
+	uint64_t weights_budget; /* bytes; 0: derived from memory */
 };
 
 void srv_config_init(struct srv_config *c);
@@ -157,9 +159,16 @@ struct srv_pressure {
 		char name[16];
 		double throttle;
 		int32_t temp_mc; /* INT32_MIN: unknown */
+		uint32_t level;	 /* 0 ok, 1 warn, 2 crit */
 	} dev[SRV_MAX_DEVICES];
 };
 void srv_set_pressure(struct srv *s, const struct srv_pressure *p);
+
+/* Ask for a new resident weights budget (memory pressure changed); it is
+ * applied now if the engine is idle, else at the next token boundary. */
+void srv_set_weights_budget(struct srv *s, uint64_t bytes);
+/* The budget in force and the model's tensor bytes (0, 0 in mmap mode). */
+void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model);
 
 /* The bound TCP port, or 0. */
 int srv_port(struct srv *s);

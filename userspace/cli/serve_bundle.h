@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * edgeq serve and signed bundles (Documentation/manifest.rst): with
+ * EDGEQ_TRUST_KEY set, serve loads only a verified bundle from the store
+ * (EDGEQ_BUNDLES, default /var/lib/edgeq/bundles), keeps the previous one,
+ * and rolls back by itself when the new one fails its probation.
+ */
+#ifndef EDGEQ_SERVE_BUNDLE_H
+#define EDGEQ_SERVE_BUNDLE_H
+
+#include <edgeq/manifest.h>
+
+/*
+ * Before loading: without EDGEQ_TRUST_KEY, does nothing and returns 0. With
+ * it, points *@model_path at the verified current bundle's model (rolling
+ * back over refused ones), or returns an exit status after printing why.
+ */
+int serve_bundle_resolve(const char **model_path);
+/* The model loaded: a bundle on probation starts it (a thread ticks it). */
+void serve_bundle_loaded(void);
+/* The model did not load: a bundle on probation rolls back. */
+void serve_bundle_load_failed(const char *why);
+/* Other probation evidence: agent crashes, decode tok/s samples. */
+void serve_bundle_report(enum edgeq_probation_event ev, double value);
+
+#endif
