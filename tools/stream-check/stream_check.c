@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 	struct edgeq_stream *s;
 	const char *budget = NULL;
 	uint64_t want = 0, t0, t_open, t_first = 0, t_end;
-	uint64_t span, per, off;
+	uint64_t span, per, off, wait_ns = 0;
 	unsigned layers = 16, tokens = 3;
 	struct stat sb;
 	size_t n = 0;
@@ -187,11 +187,14 @@ int main(int argc, char **argv)
 		for (unsigned l = 0; l <= layers; l++) {
 			int layer = l == layers ? EDGEQ_STREAM_GLOBAL : (int)l;
 
+			uint64_t w0 = edgeq_now_ns();
+
 			if (edgeq_stream_layer_begin(s, layer, &err)) {
 				fprintf(stderr, "stream-check: %s\n", err.msg);
 				edgeq_stream_close(s);
 				return 3;
 			}
+			wait_ns += edgeq_now_ns() - w0;
 			for (size_t i = 0; i < n; i++)
 				if (ext[i].layer == layer)
 					h = fold(h, edgeq_stream_get(s, i),
@@ -206,14 +209,14 @@ int main(int argc, char **argv)
 	edgeq_stream_status(s, &st);
 	printf("mode=%s io_uring=%d direct=%d fixed_buffers=%d align=%u "
 	       "budget=%llu resident=%llu pool=%llu layers_resident=%u "
-	       "layers_streamed=%u open_s=%.3f first_s=%.3f tok_s=%.2f "
+	       "layers_streamed=%u open_s=%.3f first_s=%.3f wait_s=%.3f tok_s=%.2f "
 	       "bytes_read=%llu retries=%llu stalls=%llu mismatches=%d "
 	       "peak_rss=%llu fallback=\"%s\"\n",
 	       edgeq_weights_mode_name(st.mode), st.io_uring, st.direct,
 	       st.fixed_buffers, st.align, (unsigned long long)st.budget,
 	       (unsigned long long)st.resident_bytes,
 	       (unsigned long long)st.pool_bytes, st.layers_resident,
-	       st.layers_streamed, (t_open - t0) / 1e9, (t_first - t0) / 1e9,
+	       st.layers_streamed, (t_open - t0) / 1e9, (t_first - t0) / 1e9, wait_ns / 1e9,
 	       tokens > 1 ? (tokens - 1) / ((t_end - t_first) / 1e9) : 0.0,
 	       (unsigned long long)st.bytes_read,
 	       (unsigned long long)st.retries, (unsigned long long)st.stalls,
