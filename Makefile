@@ -203,6 +203,8 @@ sanitize:
 	O=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		tests/run unit
 
+# Default: the library, command, tools and unit test binaries (tests/cross).
+CROSS_TARGETS ?= tests
 cross:
 	$(MAKE) O=build-aarch64 CROSS=aarch64-linux-gnu- \
 		PKG_CONFIG="env PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config" \

@@ -161,7 +161,9 @@ void edgeq_client_release(struct edgeq_file *f);
 
 /* agent.c */
 int edgeq_agent_attach(struct edgeq_file *f, void __user *arg);
-int edgeq_agent_detach(struct edgeq_file *f, bool force_fail);
+int edgeq_agent_detach(struct edgeq_file *f);
+bool edgeq_agent_detach_locked(struct edgeq_queue *q, bool force_fail);
+void edgeq_agent_detached(struct edgeq_queue *q);
 ssize_t edgeq_agent_read(struct edgeq_file *f, char __user *buf, size_t len,
 			 bool nonblock);
 ssize_t edgeq_agent_write(struct edgeq_file *f, const char __user *buf,

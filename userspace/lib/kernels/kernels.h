@@ -172,6 +172,10 @@ struct edgeq_kernel_ops {
 	void (*axpy_f16)(int64_t n, float a, const uint16_t *v, float *y);
 	/* v: n / 32 Q8_0 blocks */
 	void (*axpy_q8_0)(int64_t n, float a, const void *v, float *y);
+
+	/* Read @bytes (a multiple of 128) as fast as loads go; returns a value
+	 * that depends on the data (for memory bandwidth measurements). */
+	uint64_t (*stream_read)(const void *p, size_t bytes);
 };
 
 /*
@@ -233,6 +237,7 @@ void edgeq_par_matmul(struct edgeq_threadpool *tp,
 /* ---- internal: shared by the ISA files ---- */
 
 /* Scalar implementations every table may reuse (exact same results). */
+uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);
 int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
 			   int64_t n);
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
