@@ -327,7 +327,7 @@ static const struct file_operations edgeq_ctl_fops = {
 	.open = nonseekable_open,
 	.unlocked_ioctl = edgeq_ctl_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = no_llseek,
+	.llseek = edgeq_no_llseek,
 };
 
 static struct miscdevice edgeq_ctl_dev = {

@@ -14,6 +14,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "edgeq_drv.h"
 
 static int edgeq_open(struct inode *inode, struct file *file)
@@ -397,5 +398,5 @@ const struct file_operations edgeq_queue_fops = {
 	.unlocked_ioctl = edgeq_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.show_fdinfo = edgeq_show_fdinfo,
-	.llseek = no_llseek,
+	.llseek = edgeq_no_llseek,
 };
