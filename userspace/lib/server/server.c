@@ -709,9 +709,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		*con_cls = r;
-		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
-			/* refuse before reading it; MHD closes the connection */
+		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body)
 			r->too_big = true;
+		if (cl && strtoull(cl, NULL, 10) / 8 > s->cfg.max_body) {
+			/*
+			 * Far too big: refuse before reading it (MHD closes the
+			 * connection; a client still sending may see a reset).
+			 * A body just over the limit is read and dropped, so
+			 * that every client gets the 413 and its JSON body.
+			 */
 			r->endpoint = !strcmp(url, "/v1/chat/completions") ?
 					      "chat" :
 				      !strcmp(url, "/v1/completions") ?
