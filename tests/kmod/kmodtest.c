@@ -26,6 +26,7 @@
 
 #include <edgeq/edgeq.h>
 #include <edgeq/kq.h>
+#include "kernels/kernels.h"
 
 #define CHECK(c)                                                               \
 	do {                                                                   \
@@ -318,6 +319,19 @@ static int client_exchange(const char *queue, int id, int rounds)
 		ops[3].shape[0] = ROWS;
 		ops[3].shape[1] = N;
 		edgeq_op_desc_tensor(&ops[3], 0, t.handle, off_w, ROWS * N * 4);
+		if (id % 2) {
+			/* Odd clients: Q8_0 weights, as the engine has them. */
+			size_t wq = edgeq_row_size(EDGEQ_TYPE_Q8_0, N) * ROWS;
+			void *tmp = malloc(wq);
+
+			CHECK(tmp);
+			CHECK(!edgeq_type_traits(EDGEQ_TYPE_Q8_0)
+				       ->from_float(w, tmp, ROWS * N));
+			memcpy(w, tmp, wq);
+			free(tmp);
+			ops[3].dtype = EDGEQ_DTYPE_Q8_0;
+			ops[3].tensors[0].length = wq;
+		}
 		edgeq_op_desc_tensor(&ops[3], 1, t.handle, off_a, N * 4);
 		edgeq_op_desc_tensor(&ops[3], 2, t.handle, off_out + 3 * N * 4,
 				     ROWS * 4);
