@@ -299,6 +299,8 @@ static void adapt_budget(struct srv *srv, int level)
 		want = cfg.weights_budget;
 	if (want > model)
 		want = model;
+	if (cur >= model && want >= model)
+		return; /* the whole model stays resident either way */
 	if (want && (want > cur + cur / 20 || want + cur / 20 < cur)) {
 		char f[64];
 
