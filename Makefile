@@ -266,3 +266,11 @@ clean: modules_clean
 	rm -rf $(O) build-san build-aarch64
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# ---- daemon: the example configuration (an existing one is kept)
+.PHONY: install-serve-config
+install: install-serve-config
+install-serve-config:
+	install -d $(DESTDIR)$(SYSCONFDIR)/edgeq
+	test -e $(DESTDIR)$(SYSCONFDIR)/edgeq/edgeq.conf || \
+		install -m 644 tools/systemd/edgeq.conf $(DESTDIR)$(SYSCONFDIR)/edgeq/edgeq.conf

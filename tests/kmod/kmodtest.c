@@ -26,6 +26,7 @@
 
 #include <edgeq/edgeq.h>
 #include <edgeq/kq.h>
+#include "kernels/kernels.h"
 
 #define CHECK(c)                                                               \
 	do {                                                                   \
@@ -140,6 +141,7 @@ static void reset_queue(const char *q)
 	sysfs_set(q, "max_inflight", "8");
 	sysfs_set(q, "timeout_ms", "5000");
 	sysfs_set(q, "policy", "fail");
+	sysfs_set(q, "sched", "rr");
 	sysfs_set(q, "cooling_state", "0");
 }
 
@@ -317,6 +319,19 @@ static int client_exchange(const char *queue, int id, int rounds)
 		ops[3].shape[0] = ROWS;
 		ops[3].shape[1] = N;
 		edgeq_op_desc_tensor(&ops[3], 0, t.handle, off_w, ROWS * N * 4);
+		if (id % 2) {
+			/* Odd clients: Q8_0 weights, as the engine has them. */
+			size_t wq = edgeq_row_size(EDGEQ_TYPE_Q8_0, N) * ROWS;
+			void *tmp = malloc(wq);
+
+			CHECK(tmp);
+			CHECK(!edgeq_type_traits(EDGEQ_TYPE_Q8_0)
+				       ->from_float(w, tmp, ROWS * N));
+			memcpy(w, tmp, wq);
+			free(tmp);
+			ops[3].dtype = EDGEQ_DTYPE_Q8_0;
+			ops[3].tensors[0].length = wq;
+		}
 		edgeq_op_desc_tensor(&ops[3], 1, t.handle, off_a, N * 4);
 		edgeq_op_desc_tensor(&ops[3], 2, t.handle, off_out + 3 * N * 4,
 				     ROWS * 4);
@@ -566,6 +581,47 @@ static int t_fairness(void)
 	for (i = 1; i < 31; i++)
 		CHECK_EQ(order[i] / 100, (i - 1) % 3);
 	CHECK_EQ(order[31], 999);
+
+	/* DRR by bytes: 20 ops of 768 KiB from client 0, then 20 NOPs from
+	 * client 1; the small ones go first. */
+	CHECK(!sysfs_set("gpu0", "sched", "drr"));
+	CHECK_EQ(sysfs_set("gpu0", "sched", "wfq"), -EINVAL);
+	edgeq_kq_close(agent);
+	CHECK(!edgeq_kq_open("gpu0", O_NONBLOCK, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, (1 << EDGEQ_OP_NOP) |
+						    (1 << EDGEQ_OP_ADD)));
+	{
+		struct tensor big;
+
+		CHECK(!tensor_new(c[0], 768 << 10, &big));
+		for (k = 0; k < 20; k++) {
+			edgeq_op_desc_init(&op, EDGEQ_OP_ADD, k);
+			op.shape[0] = 65536;
+			for (i = 0; i < 3; i++)
+				edgeq_op_desc_tensor(&op, (unsigned int)i,
+						     big.handle,
+						     i * (256 << 10),
+						     256 << 10);
+			CHECK_EQ(edgeq_kq_submit(c[0], &op, 1), 1);
+		}
+		for (k = 0; k < 20; k++) {
+			edgeq_op_desc_init(&op, EDGEQ_OP_NOP, 100 + k);
+			CHECK_EQ(edgeq_kq_submit(c[1], &op, 1), 1);
+		}
+		for (n = 0; n < 40; n++) {
+			CHECK_EQ(edgeq_kq_agent_next(agent, a, 1), 1);
+			order[n] = (uint32_t)a[0].op.cookie;
+			memset(&d, 0, sizeof(d));
+			d.tag = a[0].tag;
+			CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+		}
+		for (n = 0; n < 20; n++)
+			CHECK_EQ(order[n], 100 + n);
+		for (n = 20; n < 40; n++)
+			CHECK_EQ(order[n], n - 20);
+		tensor_free(&big);
+	}
+	sysfs_set("gpu0", "sched", "rr");
 	for (i = 0; i < 3; i++)
 		edgeq_kq_close(c[i]);
 	edgeq_kq_close(agent);

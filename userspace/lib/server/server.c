@@ -999,6 +999,18 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	cp.n_ctx = s->n_ctx;
 	for (i = 0; i < s->n_slots; i++) {
 		ret = edgeq_ctx_new(s->model, &cp, &s->slots[i].ctx, err);
+		if (ret == -ENOMEM && i > 0) {
+			/* as many KV caches as memory allows */
+			srv_log(SRV_WARN,
+				(const char *const[]){ "EDGEQ_EVENT=slots-reduced",
+						       NULL },
+				"memory for %d of %d slots only: %s", i,
+				s->n_slots, err ? err->msg : "");
+			edgeq_error_clear(err);
+			s->n_slots = i;
+			ret = 0;
+			break;
+		}
 		if (ret)
 			goto fail;
 		s->slots[i].cap = s->n_ctx;
