@@ -235,17 +235,13 @@ out_unlock:
 /* Tears @q down; open files keep the memory until they close. */
 static void edgeq_queue_kill(struct edgeq_queue *q)
 {
-	struct edgeq_file *agent;
+	bool detached;
 
 	edgeq_sensor_unregister(q);
 	edgeq_cooling_unregister(q);
 	spin_lock(&q->lock);
 	q->dead = true;
-	agent = q->agent;
-	spin_unlock(&q->lock);
-	if (agent)
-		edgeq_agent_detach(agent, true);
-	spin_lock(&q->lock);
+	detached = edgeq_agent_detach_locked(q, true);
 	while (!list_empty(&q->inflight))
 		edgeq_complete(q,
 			       list_first_entry(&q->inflight, struct edgeq_req,
@@ -253,6 +249,8 @@ static void edgeq_queue_kill(struct edgeq_queue *q)
 			       -ENODEV, 0);
 	edgeq_fail_waiting(q, -ENODEV);
 	spin_unlock(&q->lock);
+	if (detached)
+		edgeq_agent_detached(q);
 	cancel_delayed_work_sync(&q->timeout_work);
 	wake_up_interruptible_all(&q->agent_wq);
 	cdev_device_del(&q->cdev, &q->dev);
@@ -329,7 +327,7 @@ static const struct file_operations edgeq_ctl_fops = {
 	.open = nonseekable_open,
 	.unlocked_ioctl = edgeq_ctl_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = no_llseek,
+	.llseek = edgeq_no_llseek,
 };
 
 static struct miscdevice edgeq_ctl_dev = {

@@ -426,6 +426,19 @@ void edgeq_place_stats(const struct edgeq_place_exec *x,
 int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,
 		      const char *sysfs_dir);
 
+/*
+ * The kq backend: ops placed on queue dev[k] (k >= 1) of @d go to its agent
+ * through edgeq.ko (/dev/edgeq/<name>), on an io_uring of its own: tensors
+ * in memfds the agent maps (weights copied once on first use, activations
+ * through a staging buffer), a WRITE of the descriptor and a POLL_ADD for
+ * the completion. -ENOENT (with a message) when a queue does not exist.
+ */
+struct edgeq_place_kq;
+int edgeq_place_kq_new(const struct edgeq_devices *d,
+		       struct edgeq_place_kq **out,
+		       struct edgeq_place_backend *be, struct edgeq_error *err);
+void edgeq_place_kq_free(struct edgeq_place_kq *k);
+
 #ifdef __cplusplus
 }
 #endif

@@ -61,7 +61,7 @@ static void test_pool_runs_each_thread_once(void **state)
 	for (int n = 1; n <= 4; n++) {
 		struct edgeq_threadpool *tp;
 		struct count_job j;
-		int rounds = 2000;
+		int rounds = getenv("EDGEQ_TEST_QEMU") ? 100 : 2000;
 
 		assert_int_equal(edgeq_threadpool_new(n, 0, &tp, NULL), 0);
 		assert_int_equal(edgeq_threadpool_size(tp), n);

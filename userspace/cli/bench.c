@@ -310,6 +310,12 @@ static int bench_table(struct results *R, const int *thr, int nthr,
 				}
 				if (k >= 0)
 					v[k] = row->n / s;
+				if (s > 2) /* long runs: each repetition */
+					progress(
+						"  %s %s: %.2f tok/s in %.1f s",
+						row->test,
+						k < 0 ? "warm-up" : "rep",
+						row->n / s, s);
 			}
 			row->tps = edgeq_stats_mean(v, (size_t)b_reps);
 			row->sd = edgeq_stats_stddev(v, (size_t)b_reps);

@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include <edgeq/engine.h>
-#include <edgeq/ledger.h>
+#include <edgeq/kernels.h>
 #include <edgeq/stream.h>
 
 #include "cli.h"
@@ -323,8 +323,14 @@ static int cmd_run(int argc, char **argv)
 	}
 	st.load_ns = 0;
 	(void)t0;
-	if (!o_no_roof)
-		bw = edgeq_ledger_membw();
+	if (!o_no_roof) {
+		/* the kernels' measurement, same thread count, after the run so
+		 * it does not disturb it; about a tenth of a second */
+		double gbps = 0;
+
+		if (!edgeq_membw_measure(o_threads, 0, 0, &gbps))
+			bw = gbps * 1e9;
+	}
 	pps = st.prompt_ns ? st.n_prompt * 1e9 / (double)st.prompt_ns : 0;
 	dps = st.decode_ns && st.n_eval ?
 		      st.n_eval * 1e9 / (double)st.decode_ns :

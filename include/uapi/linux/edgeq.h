@@ -56,12 +56,14 @@
  *  RMSNORM   t0 x [n], t1 weight [n], t2 y [n]; shape {n}; param[0] = eps
  *            as float bits
  *  ROPE      t0 x [heads][head_dim] in place; shape {heads, head_dim};
- *            param[0] = position, param[1] = theta base as float bits
- *            (NEOX-style halves when flags has EDGEQ_OPF_ROPE_NEOX)
+ *            param[0] = position; param[1] bits 0..31 = theta base as
+ *            float bits (0: 10000), bits 32..63 = rotated dims per head
+ *            (0: head_dim); NEOX-style halves with EDGEQ_OPF_ROPE_NEOX
  *  SOFTMAX   t0 x [rows][n] in place; shape {n, rows}
- *  ATTENTION t0 q [heads][head_dim], t1 K [n_pos][kv_heads][head_dim],
- *            t2 V [n_pos][kv_heads][head_dim], t3 out [heads][head_dim];
- *            shape {heads, kv_heads, head_dim, n_pos}
+ *  ATTENTION t0 q [heads][head_dim] F32, t1 K and t2 V
+ *            [n_pos][kv_heads][head_dim] of @dtype (F32, F16 or Q8_0),
+ *            t3 out [heads][head_dim] F32; shape {heads, kv_heads,
+ *            head_dim, n_pos}
  *  SILU_MUL  t0 gate [n], t1 up [n], t2 out [n]: out = silu(gate) * up;
  *            shape {n}
  *  ADD       t0 a [n], t1 b [n], t2 out [n]; shape {n}

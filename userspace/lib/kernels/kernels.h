@@ -172,12 +172,17 @@ struct edgeq_kernel_ops {
 	void (*axpy_f16)(int64_t n, float a, const uint16_t *v, float *y);
 	/* v: n / 32 Q8_0 blocks */
 	void (*axpy_q8_0)(int64_t n, float a, const void *v, float *y);
+
+	/* Read @bytes (a multiple of 128) as fast as loads go; returns a value
+	 * that depends on the data (for memory bandwidth measurements). */
+	uint64_t (*stream_read)(const void *p, size_t bytes);
 };
 
 /*
- * The best table for this CPU (AVX2+FMA+F16C on x86-64, NEON with dotprod on
- * aarch64, else scalar), chosen once; EDGEQ_KERNELS=scalar|avx2|neon forces
- * one (an unavailable choice falls back to the best available).
+ * The best table for this CPU (AVX-512 VNNI, else AVX2+FMA+F16C on x86-64;
+ * NEON with dotprod on aarch64; else scalar), chosen once;
+ * EDGEQ_KERNELS=scalar|avx2|avx512|neon forces one (an unavailable choice
+ * falls back to the best available). All give bit-identical results.
  */
 const struct edgeq_kernel_ops *edgeq_kernels_select(void);
 /* The scalar reference (the test oracle). */
@@ -233,6 +238,7 @@ void edgeq_par_matmul(struct edgeq_threadpool *tp,
 /* ---- internal: shared by the ISA files ---- */
 
 /* Scalar implementations every table may reuse (exact same results). */
+uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);
 int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
 			   int64_t n);
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
@@ -288,5 +294,7 @@ extern const struct edgeq_kernel_ops edgeq_kernel_ops_scalar;
 /* Defined only in builds for that ISA (x86/avx2.c, arm64/neon.c). */
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_avx2;
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_neon;
+/* AVX2 plus AVX-512 VNNI Q8_0/Q4_0 dots and matmul (x86/avx512.c). */
+const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void);
 
 #endif /* EDGEQ_KERNELS_H */

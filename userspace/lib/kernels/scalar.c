@@ -6,10 +6,11 @@
  *  - Float rows (F32, F16, BF16 weights; F32 activations): 32 float lanes,
  *    element j goes to lane j % 32 with acc = fmaf(w, x, acc). Lanes fold as
  *    v[k] = (l[k] + l[k+8]) + (l[k+16] + l[k+24]), then edgeq_reduce8(v).
- *  - Q8_0 and Q4_0 (x Q8_0 activations): 8 lanes; for each block in order,
- *    lane l takes the exact integer dot p of elements 4l..4l+3 and
- *    acc = fmaf(d, (float)p, acc) with d = d_w * d_a (exact: two fp16),
- *    then edgeq_reduce8.
+ *  - Q8_0 and Q4_0 (x Q8_0 activations): 2 sets of 8 lanes (two chains, so
+ *    the fma latency is not the bound); block i goes to set i % 2, lane l
+ *    takes the exact integer dot p of elements 4l..4l+3 and
+ *    acc = fmaf(d, (float)p, acc) with d = d_w * d_a (exact: two fp16).
+ *    The sets add lane-wise (set 0 + set 1), then edgeq_reduce8.
  *  - Q4_K and Q6_K (x Q8_K): per super-block an exact integer sum; one
  *    float chain over super-blocks: acc = fmaf(d_w * d_a, isum, acc) (Q4_K
  *    then acc = fmaf(-(dmin_w * d_a), summins, acc)).
@@ -25,6 +26,15 @@ static float fold32(const float acc[32])
 
 	for (int k = 0; k < 8; k++)
 		v[k] = (acc[k] + acc[k + 8]) + (acc[k + 16] + acc[k + 24]);
+	return edgeq_reduce8(v);
+}
+
+static float fold2x8(const float acc[2][8])
+{
+	float v[8];
+
+	for (int k = 0; k < 8; k++)
+		v[k] = acc[0][k] + acc[1][k];
 	return edgeq_reduce8(v);
 }
 
@@ -70,7 +80,7 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *a)
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_0 *x = w, *y = a;
-	float acc[8] = { 0 };
+	float acc[2][8] = { { 0 } };
 
 	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
 		float d =
@@ -81,17 +91,17 @@ static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
 
 			for (int k = 4 * l; k < 4 * l + 4; k++)
 				p += x[i].qs[k] * y[i].qs[k];
-			acc[l] = fmaf(d, (float)p, acc[l]);
+			acc[i & 1][l] = fmaf(d, (float)p, acc[i & 1][l]);
 		}
 	}
-	return edgeq_reduce8(acc);
+	return fold2x8(acc);
 }
 
 static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q4_0 *x = w;
 	const struct edgeq_block_q8_0 *y = a;
-	float acc[8] = { 0 };
+	float acc[2][8] = { { 0 } };
 
 	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++) {
 		float d =
@@ -106,10 +116,10 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 
 				p += (q - 8) * y[i].qs[k];
 			}
-			acc[l] = fmaf(d, (float)p, acc[l]);
+			acc[i & 1][l] = fmaf(d, (float)p, acc[i & 1][l]);
 		}
 	}
-	return edgeq_reduce8(acc);
+	return fold2x8(acc);
 }
 
 static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
@@ -219,6 +229,20 @@ static void axpy_q8_0(int64_t n, float a, const void *v, float *y)
 	}
 }
 
+uint64_t edgeq_stream_read_generic(const void *p, size_t bytes)
+{
+	const uint64_t *q = p;
+	uint64_t a = 0, b = 0, c = 0, d = 0;
+
+	for (size_t i = 0; i < bytes / 8; i += 4) {
+		a ^= q[i];
+		b ^= q[i + 1];
+		c ^= q[i + 2];
+		d ^= q[i + 3];
+	}
+	return a ^ b ^ c ^ d;
+}
+
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
 			  enum edgeq_type type, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a, float *y)
@@ -278,4 +302,5 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_scalar = {
 	.axpy_f32 = axpy_f32,
 	.axpy_f16 = axpy_f16,
 	.axpy_q8_0 = axpy_q8_0,
+	.stream_read = edgeq_stream_read_generic,
 };

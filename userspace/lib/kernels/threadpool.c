@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +33,14 @@
 
 /* How long an idle thread spins before it sleeps. */
 #define SPIN_NS 100000
+/*
+ * Worker stacks are mapped here and handed to pthread_attr_setstack():
+ * qemu-user 7.2 (the cross tests' aarch64 runner) hangs in pthread_create
+ * when glibc allocates the stack itself. 8 MiB like glibc's default, with a
+ * guard page, reserved lazily.
+ */
+#define STACK_SIZE (8u << 20)
+#define GUARD_SIZE 65536u
 
 struct edgeq_threadpool {
 	int n;			    /* threads, the caller included */
@@ -44,6 +53,7 @@ struct edgeq_threadpool {
 	edgeq_task_fn fn; /* the current job */
 	void *arg;
 	int pinned;	       /* threads pinned to a CPU */
+	void **stacks;	       /* per worker, mapped by us (see STACK_SIZE) */
 	hwloc_topology_t topo; /* NULL when hwloc failed */
 	hwloc_bitmap_t *sets;  /* per thread, NULL entries: unpinned */
 };
@@ -255,6 +265,31 @@ fail:
 	tp->topo = NULL; /* no pinning, silently */
 }
 
+static int start_worker(struct edgeq_threadpool *tp, int i,
+			struct worker_start *ws, pthread_attr_t *attr)
+{
+	void *stk = mmap(
+		NULL, STACK_SIZE, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	int e;
+
+	if (stk == MAP_FAILED)
+		return ENOMEM;
+	mprotect(stk, GUARD_SIZE, PROT_NONE); /* stacks grow down */
+	e = pthread_attr_init(attr);
+	if (!e)
+		e = pthread_attr_setstack(attr, stk, STACK_SIZE);
+	if (!e)
+		e = pthread_create(&tp->th[i], attr, worker_main, ws);
+	pthread_attr_destroy(attr);
+	if (e) {
+		munmap(stk, STACK_SIZE);
+		return e;
+	}
+	tp->stacks[i] = stk;
+	return 0;
+}
+
 int edgeq_threadpool_new(int nthreads, unsigned flags,
 			 struct edgeq_threadpool **out, struct edgeq_error *err)
 {
@@ -270,9 +305,11 @@ int edgeq_threadpool_new(int nthreads, unsigned flags,
 	tp->n = nthreads;
 	tp->th = calloc((size_t)nthreads, sizeof(*tp->th));
 	tp->sets = calloc((size_t)nthreads, sizeof(*tp->sets));
-	if (!tp->th || !tp->sets) {
+	tp->stacks = calloc((size_t)nthreads, sizeof(*tp->stacks));
+	if (!tp->th || !tp->sets || !tp->stacks) {
 		free(tp->th);
 		free(tp->sets);
+		free(tp->stacks);
 		free(tp);
 		return edgeq_error_set(err, ENOMEM, "out of memory");
 	}
@@ -280,11 +317,12 @@ int edgeq_threadpool_new(int nthreads, unsigned flags,
 	for (int i = 1; i < nthreads; i++) {
 		struct worker_start *ws = malloc(sizeof(*ws));
 		int e = ws ? 0 : ENOMEM;
+		pthread_attr_t attr;
 
 		if (ws) {
 			ws->tp = tp;
 			ws->ith = i;
-			e = pthread_create(&tp->th[i], NULL, worker_main, ws);
+			e = start_worker(tp, i, ws, &attr);
 		}
 		if (e) {
 			free(ws);
@@ -306,10 +344,13 @@ void edgeq_threadpool_free(struct edgeq_threadpool *tp)
 	atomic_store(&tp->stop, true);
 	atomic_fetch_add(&tp->gen, 1);
 	futex_wake(&tp->gen, INT_MAX);
-	for (int i = 1; i < tp->n; i++)
+	for (int i = 1; i < tp->n; i++) {
 		pthread_join(tp->th[i], NULL);
-	for (int i = 0; tp->sets && i < tp->n; i++)
+		munmap(tp->stacks[i], STACK_SIZE);
+	}
+	for (int i = 0; i < tp->n; i++)
 		hwloc_bitmap_free(tp->sets[i]);
+	free(tp->stacks);
 	if (tp->topo)
 		hwloc_topology_destroy(tp->topo);
 	free(tp->sets);

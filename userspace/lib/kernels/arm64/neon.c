@@ -131,6 +131,7 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *act)
 
 /* ---- Q8_0 and Q4_0: 8 lanes, lane l = elements 4l..4l+3 ---- */
 
+/* one set of 8 lanes; the dots use two (block parity) */
 struct acc8 {
 	float32x4_t lo, hi;
 };
@@ -149,12 +150,15 @@ static inline void block_step(struct acc8 *acc, int8x16_t x0, int8x16_t x1,
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_0 *x = w, *y = a;
-	struct acc8 acc = { vdupq_n_f32(0), vdupq_n_f32(0) };
+	struct acc8 acc[2] = { { vdupq_n_f32(0), vdupq_n_f32(0) },
+			       { vdupq_n_f32(0), vdupq_n_f32(0) } };
 
 	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++)
-		block_step(&acc, vld1q_s8(x[i].qs), vld1q_s8(x[i].qs + 16),
-			   y[i].qs, h2f(x[i].d) * h2f(y[i].d));
-	return reduce8(acc.lo, acc.hi);
+		block_step(&acc[i & 1], vld1q_s8(x[i].qs),
+			   vld1q_s8(x[i].qs + 16), y[i].qs,
+			   h2f(x[i].d) * h2f(y[i].d));
+	return reduce8(vaddq_f32(acc[0].lo, acc[1].lo),
+		       vaddq_f32(acc[0].hi, acc[1].hi));
 }
 
 static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
@@ -163,7 +167,8 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 	const struct edgeq_block_q8_0 *y = a;
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
 	const int8x16_t s8 = vdupq_n_s8(8);
-	struct acc8 acc = { vdupq_n_f32(0), vdupq_n_f32(0) };
+	struct acc8 acc[2] = { { vdupq_n_f32(0), vdupq_n_f32(0) },
+			       { vdupq_n_f32(0), vdupq_n_f32(0) } };
 
 	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++) {
 		uint8x16_t b = vld1q_u8(x[i].qs);
@@ -172,9 +177,11 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 		int8x16_t hi =
 			vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), s8);
 
-		block_step(&acc, lo, hi, y[i].qs, h2f(x[i].d) * h2f(y[i].d));
+		block_step(&acc[i & 1], lo, hi, y[i].qs,
+			   h2f(x[i].d) * h2f(y[i].d));
 	}
-	return reduce8(acc.lo, acc.hi);
+	return reduce8(vaddq_f32(acc[0].lo, acc[1].lo),
+		       vaddq_f32(acc[0].hi, acc[1].hi));
 }
 
 /* ---- Q4_K and Q6_K: exact integer sum per super-block, one float chain ---- */
@@ -332,6 +339,25 @@ static void axpy_q8_0(int64_t n, float a, const void *v, float *y)
 	}
 }
 
+static uint64_t stream_read(const void *p, size_t bytes)
+{
+	const uint64_t *q = p;
+	uint64x2_t a = vdupq_n_u64(0), b = a, c = a, d = a;
+
+	for (size_t i = 0; i < bytes / 8; i += 16) {
+		a = veorq_u64(a, vld1q_u64(q + i));
+		b = veorq_u64(b, vld1q_u64(q + i + 2));
+		c = veorq_u64(c, vld1q_u64(q + i + 4));
+		d = veorq_u64(d, vld1q_u64(q + i + 6));
+		a = veorq_u64(a, vld1q_u64(q + i + 8));
+		b = veorq_u64(b, vld1q_u64(q + i + 10));
+		c = veorq_u64(c, vld1q_u64(q + i + 12));
+		d = veorq_u64(d, vld1q_u64(q + i + 14));
+	}
+	a = veorq_u64(veorq_u64(a, b), veorq_u64(c, d));
+	return vgetq_lane_u64(a, 0) ^ vgetq_lane_u64(a, 1);
+}
+
 static void matvec_neon(enum edgeq_type type, const void *w, int64_t n,
 			int64_t row0, int64_t row1, const void *a, float *y)
 {
@@ -366,4 +392,5 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
 	.axpy_f32 = axpy_f32,
 	.axpy_f16 = axpy_f16,
 	.axpy_q8_0 = axpy_q8_0,
+	.stream_read = stream_read,
 };

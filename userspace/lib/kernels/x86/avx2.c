@@ -9,6 +9,7 @@
  */
 #include <immintrin.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -141,7 +142,8 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *act)
 	return fold32_tail(a, wt, y + j, m);
 }
 
-/* ---- Q8_0 and Q4_0: 8 lanes, lane l = elements 4l..4l+3 ---- */
+/* ---- Q8_0 and Q4_0: 2 sets (block parity) x 8 lanes, lane l = elements
+ * 4l..4l+3 ---- */
 
 /* int32 lane l = sum of qx[k] * qy[k] for k in 4l..4l+3 (exact); ax is
  * |qx|, computed once per weight block and reused across tokens. */
@@ -188,21 +190,78 @@ static inline __m256 step(__m256 acc, __m256i qx, __m256i ax, __m256i qy,
 			       _mm256_cvtepi32_ps(dot4_i8(qx, ax, qy)), acc);
 }
 
+static inline __m256i ablock(const void *a, int64_t i)
+{
+	return _mm256_loadu_si256(
+		(const __m256i *)((const struct edgeq_block_q8_0 *)a)[i].qs);
+}
+
+/* One row; dy[i] is the activation scale of block i as a float. */
+static inline float row_q80_like(enum edgeq_type t, int64_t nb, const void *w,
+				 const void *a, const float *dy)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int64_t i = 0;
+
+	for (; i + 2 <= nb; i += 2) {
+		float d0, d1;
+		__m256i q0 = wblock(t, w, i, &d0),
+			q1 = wblock(t, w, i + 1, &d1);
+
+		acc0 = step(acc0, q0, _mm256_sign_epi8(q0, q0), ablock(a, i),
+			    d0 * dy[i]);
+		acc1 = step(acc1, q1, _mm256_sign_epi8(q1, q1),
+			    ablock(a, i + 1), d1 * dy[i + 1]);
+	}
+	if (i < nb) {
+		float d0;
+		__m256i q0 = wblock(t, w, i, &d0);
+
+		acc0 = step(acc0, q0, _mm256_sign_epi8(q0, q0), ablock(a, i),
+			    d0 * dy[i]);
+	}
+	return reduce8(_mm256_add_ps(acc0, acc1));
+}
+
+/* Activation scales as floats, on the stack when they fit. */
+#define DY_STACK 1024
+static float *act_scales(const void *a, int64_t nb, float *stack)
+{
+	const struct edgeq_block_q8_0 *y = a;
+	float *dy = nb <= DY_STACK ? stack : malloc((size_t)nb * sizeof(float));
+
+	if (!dy)
+		return NULL;
+	for (int64_t i = 0; i < nb; i++)
+		dy[i] = h2f(y[i].d);
+	return dy;
+}
+
 static inline float dot_q80_like(enum edgeq_type t, int64_t n, const void *w,
 				 const void *a)
 {
 	const struct edgeq_block_q8_0 *y = a;
-	__m256 acc = _mm256_setzero_ps();
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int64_t nb = n / EDGEQ_QK8_0, i = 0;
 
-	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
-		float dx;
-		__m256i qx = wblock(t, w, i, &dx);
+	for (; i + 2 <= nb; i += 2) {
+		float d0, d1;
+		__m256i q0 = wblock(t, w, i, &d0),
+			q1 = wblock(t, w, i + 1, &d1);
 
-		acc = step(acc, qx, _mm256_sign_epi8(qx, qx),
-			   _mm256_loadu_si256((const __m256i *)y[i].qs),
-			   dx * h2f(y[i].d));
+		acc0 = step(acc0, q0, _mm256_sign_epi8(q0, q0), ablock(a, i),
+			    d0 * h2f(y[i].d));
+		acc1 = step(acc1, q1, _mm256_sign_epi8(q1, q1),
+			    ablock(a, i + 1), d1 * h2f(y[i + 1].d));
 	}
-	return reduce8(acc);
+	if (i < nb) {
+		float d0;
+		__m256i q0 = wblock(t, w, i, &d0);
+
+		acc0 = step(acc0, q0, _mm256_sign_epi8(q0, q0), ablock(a, i),
+			    d0 * h2f(y[i].d));
+	}
+	return reduce8(_mm256_add_ps(acc0, acc1));
 }
 
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
@@ -215,77 +274,66 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 	return dot_q80_like(EDGEQ_TYPE_Q4_0, n, w, a);
 }
 
-/* 4 rows against one activation row: each output the same as vec_dot. */
-static inline void matvec4_q80_like(enum edgeq_type t, int64_t n, const char *w,
-				    size_t rs, const void *a, float *y)
-{
-	const struct edgeq_block_q8_0 *ya = a;
-	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(),
-			  _mm256_setzero_ps(), _mm256_setzero_ps() };
-
-	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
-		__m256i qy = _mm256_loadu_si256((const __m256i *)ya[i].qs);
-		float dy = h2f(ya[i].d);
-
-		for (int r = 0; r < 4; r++) {
-			float dx;
-			__m256i qx = wblock(t, w + r * rs, i, &dx);
-
-			acc[r] = step(acc[r], qx, _mm256_sign_epi8(qx, qx), qy,
-				      dx * dy);
-		}
-	}
-	for (int r = 0; r < 4; r++)
-		y[r] = reduce8(acc[r]);
-}
-
-/* R rows x T tokens tile: weights unpacked once per block for T tokens. */
-#define TILE_R 4
-#define TILE_T 2
-static inline void tile_q80_like(enum edgeq_type t, int64_t n, const char *w,
-				 size_t rs, const char *a, size_t as, float *y,
-				 int64_t ldy)
-{
-	__m256 acc[TILE_R][TILE_T];
-
-	for (int r = 0; r < TILE_R; r++)
-		for (int k = 0; k < TILE_T; k++)
-			acc[r][k] = _mm256_setzero_ps();
-	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
-		for (int r = 0; r < TILE_R; r++) {
-			float dx;
-			__m256i qx = wblock(t, w + r * rs, i, &dx);
-			__m256i ax = _mm256_sign_epi8(qx, qx);
-
-			for (int k = 0; k < TILE_T; k++) {
-				const struct edgeq_block_q8_0 *yb =
-					(const struct edgeq_block_q8_0
-						 *)(a + k * as) +
-					i;
-
-				acc[r][k] =
-					step(acc[r][k], qx, ax,
-					     _mm256_loadu_si256(
-						     (const __m256i *)yb->qs),
-					     dx * h2f(yb->d));
-			}
-		}
-	}
-	for (int r = 0; r < TILE_R; r++)
-		for (int k = 0; k < TILE_T; k++)
-			y[k * ldy + r] = reduce8(acc[r][k]);
-}
-
 static void matvec_q80_like(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const void *a, float *y)
 {
 	size_t rs = edgeq_row_size(t, n);
-	int64_t r = row0;
+	int64_t nb = n / EDGEQ_QK8_0;
+	float stack[DY_STACK], *dy = act_scales(a, nb, stack);
 
-	for (; r + 4 <= row1; r += 4)
-		matvec4_q80_like(t, n, (const char *)w + r * rs, rs, a, y + r);
-	for (; r < row1; r++)
-		y[r] = dot_q80_like(t, n, (const char *)w + r * rs, a);
+	if (!dy) {
+		for (int64_t r = row0; r < row1; r++)
+			y[r] = dot_q80_like(t, n, (const char *)w + r * rs, a);
+		return;
+	}
+	if (t == EDGEQ_TYPE_Q4_0)
+		for (int64_t r = row0; r < row1; r++)
+			y[r] = row_q80_like(EDGEQ_TYPE_Q4_0, nb,
+					    (const char *)w + r * rs, a, dy);
+	else
+		for (int64_t r = row0; r < row1; r++)
+			y[r] = row_q80_like(EDGEQ_TYPE_Q8_0, nb,
+					    (const char *)w + r * rs, a, dy);
+	if (dy != stack)
+		free(dy);
+}
+
+/* 2 rows x 2 tokens x 2 sets: weights unpacked once per block for both
+ * tokens, activations loaded once for both rows. */
+static inline void tile_q80_like(enum edgeq_type t, int64_t nb, const char *w,
+				 size_t rs, const char *a, size_t as, float *y,
+				 int64_t ldy)
+{
+	__m256 acc[2][2][2];
+
+	for (int r = 0; r < 2; r++)
+		for (int k = 0; k < 2; k++)
+			acc[r][k][0] = acc[r][k][1] = _mm256_setzero_ps();
+	for (int64_t i = 0; i < nb; i++) {
+		const struct edgeq_block_q8_0 *y0 =
+			(const struct edgeq_block_q8_0 *)a + i;
+		const struct edgeq_block_q8_0 *y1 =
+			(const struct edgeq_block_q8_0 *)(a + as) + i;
+		__m256i qy0 = _mm256_loadu_si256((const __m256i *)y0->qs);
+		__m256i qy1 = _mm256_loadu_si256((const __m256i *)y1->qs);
+		float dy0 = h2f(y0->d), dy1 = h2f(y1->d);
+		int s = (int)(i & 1);
+
+		for (int r = 0; r < 2; r++) {
+			float dx;
+			__m256i qx = wblock(t, w + r * rs, i, &dx);
+			__m256i ax = _mm256_sign_epi8(qx, qx);
+
+			acc[r][0][s] =
+				step(acc[r][0][s], qx, ax, qy0, dx * dy0);
+			acc[r][1][s] =
+				step(acc[r][1][s], qx, ax, qy1, dx * dy1);
+		}
+	}
+	for (int r = 0; r < 2; r++)
+		for (int k = 0; k < 2; k++)
+			y[k * ldy + r] = reduce8(
+				_mm256_add_ps(acc[r][k][0], acc[r][k][1]));
 }
 
 /* Token blocks of TOK_BLK keep their activations in L2 while the tiles walk
@@ -296,24 +344,32 @@ static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
 	size_t rs = edgeq_row_size(t, n);
+	int64_t nblk = n / EDGEQ_QK8_0;
 
 	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
 		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
 		int64_t r = row0;
 
-		for (; r + TILE_R <= row1; r += TILE_R) {
+		for (; r + 2 <= row1; r += 2) {
+			const char *wr = (const char *)w + r * rs;
 			int64_t b = b0;
 
-			for (; b + TILE_T <= b1; b += TILE_T)
-				tile_q80_like(t, n, (const char *)w + r * rs,
-					      rs, a + b * as, as,
-					      y + b * ldy + r, ldy);
-			for (; b < b1; b++)
-				for (int k = 0; k < TILE_R; k++)
-					y[b * ldy + r + k] = dot_q80_like(
-						t, n,
-						(const char *)w + (r + k) * rs,
-						a + b * as);
+			if (t == EDGEQ_TYPE_Q4_0)
+				for (; b + 2 <= b1; b += 2)
+					tile_q80_like(EDGEQ_TYPE_Q4_0, nblk, wr,
+						      rs, a + b * as, as,
+						      y + b * ldy + r, ldy);
+			else
+				for (; b + 2 <= b1; b += 2)
+					tile_q80_like(EDGEQ_TYPE_Q8_0, nblk, wr,
+						      rs, a + b * as, as,
+						      y + b * ldy + r, ldy);
+			for (; b < b1; b++) {
+				y[b * ldy + r] =
+					dot_q80_like(t, n, wr, a + b * as);
+				y[b * ldy + r + 1] =
+					dot_q80_like(t, n, wr + rs, a + b * as);
+			}
 		}
 		for (; r < row1; r++)
 			for (int64_t b = b0; b < b1; b++)
@@ -496,6 +552,22 @@ static void axpy_q8_0(int64_t n, float a, const void *v, float *y)
 	}
 }
 
+static uint64_t stream_read(const void *p, size_t bytes)
+{
+	const __m256i *q = p;
+	__m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+
+	for (size_t i = 0; i < bytes / 32; i += 4) {
+		a = _mm256_xor_si256(a, _mm256_load_si256(q + i));
+		b = _mm256_xor_si256(b, _mm256_load_si256(q + i + 1));
+		c = _mm256_xor_si256(c, _mm256_load_si256(q + i + 2));
+		d = _mm256_xor_si256(d, _mm256_load_si256(q + i + 3));
+	}
+	a = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
+	return (uint64_t)_mm256_extract_epi64(a, 0) ^
+	       (uint64_t)_mm256_extract_epi64(a, 3);
+}
+
 static void matvec_avx2(enum edgeq_type type, const void *w, int64_t n,
 			int64_t row0, int64_t row1, const void *a, float *y)
 {
@@ -539,4 +611,5 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 	.axpy_f32 = axpy_f32,
 	.axpy_f16 = axpy_f16,
 	.axpy_q8_0 = axpy_q8_0,
+	.stream_read = stream_read,
 };

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * kbench: per-type matvec weight-streaming speed against the measured
+ * memory read bandwidth, and a digest of kernel results for comparing
+ * builds (x86-64 vs aarch64).
+ *
+ *   kbench [-t 1,2] [-T Q4_0,Q8_0,...] [-r ROWS] [-c COLS] [-f MiB]
+ *   kbench --digest      one line per type: hash of quantizer, dot,
+ *                        matvec and matmul outputs (scalar and selected)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <edgeq/edgeq.h>
+#include <edgeq/kernels.h>
+
+#include "kernels/kernels.h"
+
+static const char *const all_types[] = { "Q4_0", "Q8_0", "Q4_K", "Q6_K",
+					 "F16",	 "BF16", "F32" };
+
+/* ---- digest: integer-only inputs so every build sees the same floats ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint32_t rnd32(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 32);
+}
+
+static float rnd_val(void)
+{
+	float s = 0;
+
+	for (int i = 0; i < 4; i++)
+		s += (float)(rnd32() >> 8) * (1.0f / 16777216.0f) - 0.5f;
+	return s;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static int digest(void)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	enum { N = 1024, ROWS = 19, NB = 7 };
+	int bad = 0;
+
+	printf("kernels %s\n", ops->name);
+	for (size_t i = 0; i < sizeof(all_types) / sizeof(all_types[0]); i++) {
+		enum edgeq_type t;
+		const struct edgeq_type_traits *tt;
+		size_t rs, as;
+		unsigned char *w, *a;
+		float x[N], y[ROWS], ym[NB * ROWS], yr[NB * ROWS];
+		uint64_t h = 0xcbf29ce484222325ull;
+
+		edgeq_type_from_name(all_types[i], &t);
+		tt = edgeq_type_traits(t);
+		rs = edgeq_row_size(t, N);
+		as = edgeq_row_size(tt->vec_dot_type, N);
+		w = malloc(rs * ROWS);
+		a = malloc(as * NB);
+		for (int r = 0; r < ROWS; r++) {
+			for (int j = 0; j < N; j++)
+				x[j] = rnd_val() * (float)(1 + r % 5);
+			tt->from_float(x, w + r * rs, N);
+		}
+		for (int b = 0; b < NB; b++) {
+			for (int j = 0; j < N; j++)
+				x[j] = rnd_val() * 3.0f;
+			ops->quantize_act(tt->vec_dot_type, x, a + b * as, N);
+		}
+		h = fnv(h, w, rs * ROWS);
+		h = fnv(h, a, as * NB);
+		ops->matvec(t, w, N, 0, ROWS, a, y);
+		h = fnv(h, y, sizeof(y));
+		ops->matmul(t, w, N, 0, ROWS, a, as, NB, ym, ROWS);
+		ref->matmul(t, w, N, 0, ROWS, a, as, NB, yr, ROWS);
+		h = fnv(h, ym, sizeof(ym));
+		if (memcmp(ym, yr, sizeof(ym)))
+			bad++;
+		printf("%-5s %016llx %s\n", tt->name, (unsigned long long)h,
+		       memcmp(ym, yr, sizeof(ym)) ? "DIFFERS-FROM-SCALAR" :
+						    "same-as-scalar");
+		free(w);
+		free(a);
+	}
+	return bad ? 1 : 0;
+}
+
+/* ---- speed ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kbench [-t THREADS,...] [-T TYPE,...] [-r ROWS] [-c COLS] "
+		"[-f FOOTPRINT_MiB] [-i ITERS] | --digest\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "types", required_argument, NULL, 'T' },
+		{ "rows", required_argument, NULL, 'r' },
+		{ "cols", required_argument, NULL, 'c' },
+		{ "footprint", required_argument, NULL, 'f' },
+		{ "iters", required_argument, NULL, 'i' },
+		{ "digest", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char threads[64] = "1,2", types[256] = "Q4_0,Q8_0,Q4_K,Q6_K,F16";
+	long rows = 2048, cols = 8192, fp_mib = 1024, iters = 0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "t:T:r:c:f:i:h", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 't':
+			snprintf(threads, sizeof(threads), "%s", optarg);
+			break;
+		case 'T':
+			snprintf(types, sizeof(types), "%s", optarg);
+			break;
+		case 'r':
+			rows = strtol(optarg, NULL, 0);
+			break;
+		case 'c':
+			cols = strtol(optarg, NULL, 0);
+			break;
+		case 'f':
+			fp_mib = strtol(optarg, NULL, 0);
+			break;
+		case 'i':
+			iters = strtol(optarg, NULL, 0);
+			break;
+		case 'd':
+			return digest();
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	printf("kernels: %s   matrix %ld x %ld, footprint %ld MiB\n",
+	       edgeq_kernels_select()->name, rows, cols, fp_mib);
+	printf("%-6s %3s %10s %10s %8s %8s\n", "type", "t", "us/matvec", "GB/s",
+	       "membw", "eff");
+	for (char *ts = strtok(threads, ","); ts; ts = strtok(NULL, ",")) {
+		int nt = atoi(ts);
+		double bw = 0;
+		char tcopy[256], *save = NULL;
+		int ret = edgeq_membw_measure(nt, 0, 3, &bw);
+
+		if (ret) {
+			fprintf(stderr, "kbench: membw: %s\n", strerror(-ret));
+			return 1;
+		}
+		snprintf(tcopy, sizeof(tcopy), "%s", types);
+		for (char *ty = strtok_r(tcopy, ",", &save); ty;
+		     ty = strtok_r(NULL, ",", &save)) {
+			struct edgeq_matvec_bench b;
+			struct edgeq_error err = { 0 };
+
+			ret = edgeq_kernels_bench_matvec(ty, rows, cols, nt,
+							 (size_t)fp_mib << 20,
+							 (int)iters, &b, &err);
+			if (ret) {
+				fprintf(stderr, "kbench: %s\n", err.msg);
+				return 1;
+			}
+			printf("%-6s %3d %10.1f %10.2f %8.2f %7.1f%%\n", ty, nt,
+			       b.us_per_matvec, b.gbps, bw,
+			       100.0 * b.gbps / bw);
+			fflush(stdout);
+		}
+	}
+	return 0;
+}

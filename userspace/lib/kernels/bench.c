@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Per-type matvec microbenchmark: weight-streaming GB/s of the selected
+ * kernels, to compare with edgeq_membw_measure(). Matrices are cycled over
+ * a footprint larger than the caches so each matvec reads from memory, as
+ * the decoder does for every layer of every token.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <edgeq/kernels.h>
+
+#include "kernels/kernels.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct fill_job {
+	unsigned char *w;
+	size_t bytes;
+	const struct edgeq_type_traits *tt;
+	size_t rs;
+};
+
+/* Random bytes with sane fp16 scales: contents do not change the speed. */
+static void fill_task(void *arg, int ith, int nth)
+{
+	struct fill_job *f = arg;
+	size_t per = f->bytes / (size_t)nth, off = per * (size_t)ith;
+	uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(ith + 1);
+
+	if (ith == nth - 1)
+		per = f->bytes - off;
+	for (size_t i = 0; i < per; i++) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		f->w[off + i] = (unsigned char)(s >> 32) &
+				0x3b; /* keeps fp16 finite */
+	}
+}
+
+int edgeq_kernels_bench_matvec(const char *type, int64_t rows, int64_t cols,
+			       int nthreads, size_t footprint, int iters,
+			       struct edgeq_matvec_bench *out,
+			       struct edgeq_error *err)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	const struct edgeq_type_traits *tt;
+	struct edgeq_threadpool *tp = NULL;
+	struct fill_job fj;
+	enum edgeq_type t;
+	size_t rs, mbytes, as, nmat;
+	unsigned char *w = NULL;
+	void *a = NULL;
+	float *x = NULL, *y = NULL;
+	uint64_t *times = NULL;
+	int ret;
+
+	ret = edgeq_type_from_name(type, &t);
+	if (ret)
+		return edgeq_error_set(err, EINVAL, "type %s: %s", type,
+				       ret == -ENOENT ? "unknown" :
+							"not supported");
+	tt = edgeq_type_traits(t);
+	rs = edgeq_row_size(t, cols);
+	if (!tt->weight || rows < 1 || !rs || rows > (1 << 24))
+		return edgeq_error_set(err, EINVAL,
+				       "bad shape %lld x %lld for %s",
+				       (long long)rows, (long long)cols,
+				       tt->name);
+	if (!footprint)
+		footprint = 1024u << 20;
+	mbytes = rs * (size_t)rows;
+	nmat = footprint / mbytes ? footprint / mbytes : 1;
+	if (!iters)
+		iters = (int)nmat < 16 ? 16 : (int)nmat;
+	as = edgeq_row_size(tt->vec_dot_type, cols);
+	w = mmap(NULL, nmat * mbytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (w == MAP_FAILED)
+		return edgeq_error_set(err, ENOMEM, "cannot map %zu bytes",
+				       nmat * mbytes);
+	madvise(w, nmat * mbytes, MADV_HUGEPAGE);
+	a = malloc(as);
+	x = malloc((size_t)cols * sizeof(float));
+	y = malloc((size_t)rows * sizeof(float));
+	times = calloc((size_t)iters, sizeof(*times));
+	if (!a || !x || !y || !times) {
+		ret = edgeq_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	ret = edgeq_threadpool_new(nthreads, EDGEQ_THREADPOOL_PIN_CALLER, &tp,
+				   err);
+	if (ret)
+		goto out;
+	fj = (struct fill_job){ w, nmat * mbytes, tt, rs };
+	edgeq_threadpool_run(tp, fill_task, &fj);
+	for (int64_t j = 0; j < cols; j++)
+		x[j] = (float)((j * 7919) % 257) / 128.0f - 1.0f;
+	ops->quantize_act(tt->vec_dot_type, x, a, cols);
+	for (int i = 0; i < iters; i++) {
+		uint64_t t0 = edgeq_now_ns();
+
+		edgeq_par_matvec(tp, ops, t,
+				 w + (size_t)(i % (int)nmat) * mbytes, cols,
+				 rows, a, y);
+		times[i] = edgeq_now_ns() - t0;
+	}
+	qsort(times, (size_t)iters, sizeof(*times), cmp_u64);
+	out->us_per_matvec = (double)times[iters / 2] / 1e3;
+	out->gbps = (double)mbytes / (double)times[iters / 2];
+	out->weight_bytes = mbytes;
+	out->kernels = ops->name;
+out:
+	edgeq_threadpool_free(tp);
+	munmap(w, nmat * mbytes);
+	free(a);
+	free(x);
+	free(y);
+	free(times);
+	return ret;
+}
