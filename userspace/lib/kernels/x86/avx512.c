@@ -81,7 +81,8 @@ static inline __m512i wpair(enum edgeq_type t, const void *row, int64_t i,
 	return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 }
 
-/* Activations of blocks i, i+1: bytes, bias-corrected sums, scales. */
+/* Activations of blocks i, i+1: bytes, minus the bias of the unsigned
+ * weights (8 or 128 times the lane sums), scales. */
 static inline __m512i ypair(const void *a, int64_t i, bool two, int shift,
 			    __m512i *bias, __m512 *dy)
 {
@@ -94,7 +95,8 @@ static inline __m512i ypair(const void *a, int64_t i, bool two, int shift,
 	__m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
 					_mm512_set1_epi8(1), v);
 
-	*bias = _mm512_slli_epi32(s, shift);
+	*bias = _mm512_sub_epi32(_mm512_setzero_si512(),
+				 _mm512_slli_epi32(s, shift));
 	*dy = halves(h2f(y[0].d), two ? h2f(y[1].d) : 0.0f);
 	return v;
 }
@@ -102,8 +104,8 @@ static inline __m512i ypair(const void *a, int64_t i, bool two, int shift,
 static inline __m512 pair_step(__m512 acc, __m512i w, __m512 dx, __m512i y,
 			       __m512i bias, __m512 dy)
 {
-	__m512i p = _mm512_sub_epi32(
-		_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, y), bias);
+	/* starting from -bias, the dot lands on the exact signed sum */
+	__m512i p = _mm512_dpbusd_epi32(bias, w, y);
 
 	return _mm512_fmadd_ps(_mm512_mul_ps(dx, dy), _mm512_cvtepi32_ps(p),
 			       acc);
