@@ -385,10 +385,11 @@ struct edgeq_place_backend {
 
 /* The in-process backend: runs the op on the calling thread as a CPU agent
  * would. fail_after > 0 makes it answer -ENODEV from that op on (an agent
- * killed mid-generation, for tests). */
+ * killed mid-generation, for tests); delay_ns makes it slower. */
 struct edgeq_place_inline {
 	uint64_t fail_after;
-	uint64_t ops; /* ops run */
+	uint64_t delay_ns; /* added to every op: a slower device */
+	uint64_t ops;	   /* ops run */
 };
 
 void edgeq_place_backend_inline(struct edgeq_place_backend *be,

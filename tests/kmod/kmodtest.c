@@ -504,6 +504,28 @@ static int t_validation(void)
 		CHECK_EQ(errno, EINVAL);
 		CHECK_EQ(write(edgeq_kq_fd(kq), bad_ptr, sizeof(op)), -1);
 		CHECK_EQ(errno, EFAULT);
+		/* The ioctl: partial -> submitted 1; first bad -> its error. */
+		CHECK_EQ(edgeq_kq_submit_ioctl(kq, two, 2), 1);
+		CHECK_EQ(edgeq_kq_submit_ioctl(kq, two + 1, 1), -EINVAL);
+		{
+			struct edgeq_submit sub = { .size = sizeof(sub),
+						    .count = 1,
+						    .ops = 8 };
+
+			CHECK_EQ(ioctl(edgeq_kq_fd(kq), EDGEQ_IOC_SUBMIT, &sub),
+				 -1);
+			CHECK_EQ(errno, EFAULT);
+			sub.ops = (uintptr_t)two;
+			sub.count = 65;
+			CHECK_EQ(ioctl(edgeq_kq_fd(kq), EDGEQ_IOC_SUBMIT, &sub),
+				 -1);
+			CHECK_EQ(errno, EINVAL);
+			sub.count = 1;
+			sub.reserved[1] = 1;
+			CHECK_EQ(ioctl(edgeq_kq_fd(kq), EDGEQ_IOC_SUBMIT, &sub),
+				 -1);
+			CHECK_EQ(errno, EINVAL);
+		}
 	}
 	/* The op in flight holds its tensor. */
 	CHECK_EQ(edgeq_kq_tensor_unregister(kq, t.handle), -EBUSY);
@@ -511,6 +533,8 @@ static int t_validation(void)
 	{
 		struct edgeq_completion c;
 
+		CHECK_EQ(edgeq_kq_complete(kq, &c, 1), 1);
+		CHECK_EQ(c.status, 0);
 		CHECK_EQ(edgeq_kq_complete(kq, &c, 1), 1);
 		CHECK_EQ(c.status, 0);
 		CHECK_EQ(read(edgeq_kq_fd(kq), &c, 10), -1);

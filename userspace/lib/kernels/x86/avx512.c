@@ -81,7 +81,8 @@ static inline __m512i wpair(enum edgeq_type t, const void *row, int64_t i,
 	return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 }
 
-/* Activations of blocks i, i+1: bytes, bias-corrected sums, scales. */
+/* Activations of blocks i, i+1: bytes, minus the bias of the unsigned
+ * weights (8 or 128 times the lane sums), scales. */
 static inline __m512i ypair(const void *a, int64_t i, bool two, int shift,
 			    __m512i *bias, __m512 *dy)
 {
@@ -94,7 +95,8 @@ static inline __m512i ypair(const void *a, int64_t i, bool two, int shift,
 	__m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
 					_mm512_set1_epi8(1), v);
 
-	*bias = _mm512_slli_epi32(s, shift);
+	*bias = _mm512_sub_epi32(_mm512_setzero_si512(),
+				 _mm512_slli_epi32(s, shift));
 	*dy = halves(h2f(y[0].d), two ? h2f(y[1].d) : 0.0f);
 	return v;
 }
@@ -102,8 +104,8 @@ static inline __m512i ypair(const void *a, int64_t i, bool two, int shift,
 static inline __m512 pair_step(__m512 acc, __m512i w, __m512 dx, __m512i y,
 			       __m512i bias, __m512 dy)
 {
-	__m512i p = _mm512_sub_epi32(
-		_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, y), bias);
+	/* starting from -bias, the dot lands on the exact signed sum */
+	__m512i p = _mm512_dpbusd_epi32(bias, w, y);
 
 	return _mm512_fmadd_ps(_mm512_mul_ps(dx, dy), _mm512_cvtepi32_ps(p),
 			       acc);
@@ -134,6 +136,54 @@ static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
 static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 {
 	return dot512(EDGEQ_TYPE_Q4_0, n, w, a);
+}
+
+/* Decode: the activation pairs are prepared once per call (on the stack,
+ * 192 bytes per 64 elements), then each row is one pass of pair steps. */
+#define MV_PAIRS 256 /* rows up to 16384 elements use the fast path */
+struct act_pair {
+	__m512i y, bias;
+	__m512 dy;
+};
+
+static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
+		      int64_t row1, const void *a, float *y)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t nb = n / EDGEQ_QK8_0, np = (nb + 1) / 2;
+	struct act_pair ap[MV_PAIRS];
+
+	if (np > MV_PAIRS) {
+		for (int64_t r = row0; r < row1; r++)
+			y[r] = dot512(t, n, (const char *)w + r * rs, a);
+		return;
+	}
+	for (int64_t p = 0; p < np; p++)
+		ap[p].y = ypair(a, 2 * p, 2 * p + 1 < nb, bias_shift(t),
+				&ap[p].bias, &ap[p].dy);
+	for (int64_t r = row0; r < row1; r++) {
+		const char *wr = (const char *)w + r * rs;
+		__m512 acc = _mm512_setzero_ps();
+
+		for (int64_t p = 0; p < np; p++) {
+			__m512 dx;
+			__m512i wv = wpair(t, wr, 2 * p, 2 * p + 1 < nb, &dx);
+
+			acc = pair_step(acc, wv, dx, ap[p].y, ap[p].bias,
+					ap[p].dy);
+		}
+		y[r] = reduce16(acc);
+	}
+}
+
+static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a, float *y)
+{
+	/* Q8_0 streams faster with the AVX2 row loop (32 vs 26 GB/s here) */
+	if (type == EDGEQ_TYPE_Q4_0)
+		matvec512(EDGEQ_TYPE_Q4_0, w, n, row0, row1, a, y);
+	else
+		edgeq_kernel_ops_avx2.matvec(type, w, n, row0, row1, a, y);
 }
 
 /* 4 rows x 4 tokens: weight pairs prepared once for 4 tokens, activation
@@ -232,6 +282,7 @@ static void table_init(void)
 	table.vec_dot[EDGEQ_TYPE_Q8_0] = vec_dot_q8_0;
 	table.vec_dot[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0;
 	table.matmul = matmul_avx512;
+	table.matvec = matvec_avx512;
 }
 
 const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void)
