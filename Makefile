@@ -203,6 +203,8 @@ sanitize:
 	O=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		tests/run unit
 
+# Default: the library, command, tools and unit test binaries (tests/cross).
+CROSS_TARGETS ?= tests
 cross:
 	$(MAKE) O=build-aarch64 CROSS=aarch64-linux-gnu- \
 		PKG_CONFIG="env PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config" \
@@ -264,3 +266,11 @@ clean: modules_clean
 	rm -rf $(O) build-san build-aarch64
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# ---- daemon: the example configuration (an existing one is kept)
+.PHONY: install-serve-config
+install: install-serve-config
+install-serve-config:
+	install -d $(DESTDIR)$(SYSCONFDIR)/edgeq
+	test -e $(DESTDIR)$(SYSCONFDIR)/edgeq/edgeq.conf || \
+		install -m 644 tools/systemd/edgeq.conf $(DESTDIR)$(SYSCONFDIR)/edgeq/edgeq.conf

@@ -69,23 +69,20 @@ int edgeq_agent_attach(struct edgeq_file *f, void __user *arg)
 }
 
 /*
- * Detaches @f. In-flight ops go back to their clients' queues under policy
- * "requeue" (unless @force_fail), else they and every waiting op complete
- * with -ENODEV.
+ * Detaches the queue's agent, q->lock held. In-flight ops go back to their
+ * clients' queues under policy "requeue" (unless @force_fail), else they and
+ * every waiting op complete with -ENODEV. Returns whether an agent was
+ * attached; the caller sends the uevent after unlocking.
  */
-int edgeq_agent_detach(struct edgeq_file *f, bool force_fail)
+bool edgeq_agent_detach_locked(struct edgeq_queue *q, bool force_fail)
 {
-	struct edgeq_queue *q = f->q;
 	struct edgeq_req *req, *rn;
 	u32 failed = 0, requeued = 0;
 	bool requeue;
-	pid_t pid;
 
-	spin_lock(&q->lock);
-	if (q->agent != f) {
-		spin_unlock(&q->lock);
-		return -EINVAL;
-	}
+	lockdep_assert_held(&q->lock);
+	if (!q->agent)
+		return false;
 	requeue = q->policy == EDGEQ_POLICY_REQUEUE && !force_fail;
 	list_for_each_entry_safe_reverse(req, rn, &q->inflight, node) {
 		if (requeue && req->client) {
@@ -100,15 +97,32 @@ int edgeq_agent_detach(struct edgeq_file *f, bool force_fail)
 		failed += q->nr_waiting;
 		edgeq_fail_waiting(q, -ENODEV);
 	}
-	pid = q->agent_pid;
+	trace_edgeq_agent_detach(q->id, q->agent_pid, failed, requeued);
+	q->agent->is_agent = false;
 	q->agent = NULL;
 	q->agent_pid = 0;
 	q->agent_op_mask = 0;
-	f->is_agent = false;
-	trace_edgeq_agent_detach(q->id, pid, failed, requeued);
-	spin_unlock(&q->lock);
+	return true;
+}
+
+void edgeq_agent_detached(struct edgeq_queue *q)
+{
 	wake_up_interruptible(&q->agent_wq);
 	edgeq_agent_uevent(q, "agent-detach");
+}
+
+/* Detaches @f if it is the agent (ioctl, release). */
+int edgeq_agent_detach(struct edgeq_file *f)
+{
+	struct edgeq_queue *q = f->q;
+	bool was;
+
+	spin_lock(&q->lock);
+	was = q->agent == f && edgeq_agent_detach_locked(q, false);
+	spin_unlock(&q->lock);
+	if (!was)
+		return -EINVAL;
+	edgeq_agent_detached(q);
 	return 0;
 }
 

@@ -18,6 +18,13 @@
 #define EDGEQ_DEVNODE_CONST
 #endif
 
+/* 6.12: no_llseek is gone; a NULL .llseek with nonseekable_open() is it. */
+#if KERNEL_VERSION(6, 12, 0) <= LINUX_VERSION_CODE
+#define edgeq_no_llseek NULL
+#else
+#define edgeq_no_llseek no_llseek
+#endif
+
 /* 6.4: class_create() lost its owner argument. */
 #if KERNEL_VERSION(6, 4, 0) <= LINUX_VERSION_CODE
 #define edgeq_class_create(name) class_create(name)

@@ -35,6 +35,18 @@ enum edgeq_policy {
 	EDGEQ_POLICY_REQUEUE = 1, /* in-flight ops wait for a new agent */
 };
 
+enum edgeq_sched {
+	EDGEQ_SCHED_RR = 0,  /* one op per client in turn */
+	EDGEQ_SCHED_DRR = 1, /* deficit round-robin by tensor bytes */
+};
+
+/* DRR: a client earns a quantum per turn; an op costs its bytes plus a fixed
+ * overhead, capped so a turn loop stays short.
+ */
+#define EDGEQ_DRR_QUANTUM (256U << 10)
+#define EDGEQ_DRR_OP_COST (4U << 10)
+#define EDGEQ_DRR_MAX_COST (16ULL * EDGEQ_DRR_QUANTUM)
+
 enum edgeq_req_state {
 	EDGEQ_REQ_WAITING,  /* on client->waiting[prio] */
 	EDGEQ_REQ_INFLIGHT, /* on queue->inflight, with the agent */
@@ -57,6 +69,7 @@ struct edgeq_queue {
 	u32 max_inflight; /* configured limit, 1..EDGEQ_MAX_INFLIGHT */
 	u32 timeout_ms;	  /* 0: no timeout */
 	enum edgeq_policy policy;
+	enum edgeq_sched sched;
 	u32 cool_state; /* 0..EDGEQ_COOLING_STATES */
 
 	/* the agent */
@@ -99,9 +112,10 @@ struct edgeq_file {
 	struct pid *pid;				/* tgid of the opener */
 	struct list_head waiting[EDGEQ_PRIO_COUNT];	/* its waiting ops */
 	struct list_head active_node[EDGEQ_PRIO_COUNT]; /* in q->active[] */
-	struct list_head done;	  /* completed, not yet read */
-	u32 outstanding;	  /* submitted and not yet read back */
-	struct list_head tensors; /* its struct edgeq_tensor */
+	u64 deficit[EDGEQ_PRIO_COUNT]; /* DRR credit per level */
+	struct list_head done;	       /* completed, not yet read */
+	u32 outstanding;	       /* submitted and not yet read back */
+	struct list_head tensors;      /* its struct edgeq_tensor */
 	u32 ntensors;
 	wait_queue_head_t wq;	 /* client read()/poll() */
 	u64 busy_ns, ops, bytes; /* fdinfo accounting */
@@ -161,7 +175,9 @@ void edgeq_client_release(struct edgeq_file *f);
 
 /* agent.c */
 int edgeq_agent_attach(struct edgeq_file *f, void __user *arg);
-int edgeq_agent_detach(struct edgeq_file *f, bool force_fail);
+int edgeq_agent_detach(struct edgeq_file *f);
+bool edgeq_agent_detach_locked(struct edgeq_queue *q, bool force_fail);
+void edgeq_agent_detached(struct edgeq_queue *q);
 ssize_t edgeq_agent_read(struct edgeq_file *f, char __user *buf, size_t len,
 			 bool nonblock);
 ssize_t edgeq_agent_write(struct edgeq_file *f, const char __user *buf,

@@ -14,6 +14,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "edgeq_drv.h"
 
 static int edgeq_open(struct inode *inode, struct file *file)
@@ -23,7 +24,7 @@ static int edgeq_open(struct inode *inode, struct file *file)
 	struct edgeq_file *f;
 	int prio;
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
 	for (prio = 0; prio < EDGEQ_PRIO_COUNT; prio++) {
@@ -57,8 +58,7 @@ static int edgeq_release(struct inode *inode, struct file *file)
 	struct edgeq_file *f = file->private_data;
 	struct edgeq_queue *q = f->q;
 
-	if (f->is_agent)
-		edgeq_agent_detach(f, false);
+	edgeq_agent_detach(f); /* -EINVAL unless it is the agent */
 	edgeq_client_release(f);
 	put_pid(f->pid);
 	kfree(f);
@@ -77,7 +77,7 @@ static ssize_t edgeq_client_write(struct edgeq_file *f, const char __user *buf,
 	    len / sizeof(struct edgeq_op_desc) > EDGEQ_MAX_BATCH)
 		return -EINVAL;
 	while (done < len) {
-		req = kzalloc(sizeof(*req), GFP_KERNEL);
+		req = kzalloc(sizeof(*req), GFP_KERNEL_ACCOUNT);
 		if (!req) {
 			ret = -ENOMEM;
 			break;
@@ -241,7 +241,7 @@ static int edgeq_tensor_register(struct edgeq_file *f, void __user *arg)
 	    !i_size_read(file_inode(file)))
 		goto out_fput;
 	ret = -ENOMEM;
-	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		goto out_fput;
 	t->file = file;
@@ -337,7 +337,7 @@ static int edgeq_ioc_submit(struct edgeq_file *f, void __user *arg)
 		     (__u32 __user *)(arg + offsetof(struct edgeq_submit,
 						     submitted))))
 		return -EFAULT;
-	return s.submitted == s.count ? 0 : -EAGAIN;
+	return 0; /* submitted < count: stopped at a refused op */
 }
 
 static long edgeq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -361,7 +361,7 @@ static long edgeq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case EDGEQ_IOC_AGENT_DETACH:
 		if (arg)
 			return -EINVAL;
-		return edgeq_agent_detach(f, false);
+		return edgeq_agent_detach(f);
 	case EDGEQ_IOC_AGENT_TENSOR_FD:
 		return edgeq_agent_tensor_fd(f, argp);
 	}
@@ -398,5 +398,5 @@ const struct file_operations edgeq_queue_fops = {
 	.unlocked_ioctl = edgeq_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.show_fdinfo = edgeq_show_fdinfo,
-	.llseek = no_llseek,
+	.llseek = edgeq_no_llseek,
 };

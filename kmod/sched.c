@@ -200,6 +200,39 @@ out_unlock:
 	return ret;
 }
 
+static u64 edgeq_drr_cost(const struct edgeq_req *req)
+{
+	return min_t(u64, req->bytes + EDGEQ_DRR_OP_COST, EDGEQ_DRR_MAX_COST);
+}
+
+/*
+ * The client whose op goes next at @prio. RR: the head of the level, which
+ * then moves to the tail. DRR: clients at the head earn a quantum per turn
+ * and stay there while their credit covers their next op; a client that
+ * empties its queue forfeits its credit. Costs are capped at 16 quanta, so
+ * this loops at most 16 times per client.
+ */
+static struct edgeq_file *edgeq_pick_client(struct edgeq_queue *q, int prio)
+{
+	struct edgeq_file *c;
+	struct edgeq_req *req;
+
+	for (;;) {
+		c = list_first_entry(&q->active[prio], struct edgeq_file,
+				     active_node[prio]);
+		if (q->sched != EDGEQ_SCHED_DRR)
+			return c;
+		req = list_first_entry(&c->waiting[prio], struct edgeq_req,
+				       node);
+		if (c->deficit[prio] >= edgeq_drr_cost(req)) {
+			c->deficit[prio] -= edgeq_drr_cost(req);
+			return c;
+		}
+		c->deficit[prio] += EDGEQ_DRR_QUANTUM;
+		list_move_tail(&c->active_node[prio], &q->active[prio]);
+	}
+}
+
 /* The next op to dispatch, off its waiting list; NULL when none may go. */
 struct edgeq_req *edgeq_pick(struct edgeq_queue *q)
 {
@@ -211,17 +244,18 @@ struct edgeq_req *edgeq_pick(struct edgeq_queue *q)
 	if (!edgeq_can_dispatch(q))
 		return NULL;
 	for (prio = EDGEQ_PRIO_COUNT - 1; prio >= 0; prio--) {
-		c = list_first_entry_or_null(
-			&q->active[prio], struct edgeq_file, active_node[prio]);
-		if (!c)
+		if (list_empty(&q->active[prio]))
 			continue;
+		c = edgeq_pick_client(q, prio);
 		req = list_first_entry(&c->waiting[prio], struct edgeq_req,
 				       node);
 		list_del(&req->node);
-		if (list_empty(&c->waiting[prio]))
+		if (list_empty(&c->waiting[prio])) {
 			list_del_init(&c->active_node[prio]);
-		else
+			c->deficit[prio] = 0;
+		} else if (q->sched != EDGEQ_SCHED_DRR) {
 			list_move_tail(&c->active_node[prio], &q->active[prio]);
+		}
 		q->nr_waiting--;
 		req->state = EDGEQ_REQ_INFLIGHT;
 		req->tag = ++q->next_tag;

@@ -134,6 +134,33 @@ static ssize_t policy_store(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RW(policy);
 
+static const char *const edgeq_sched_names[] = {
+	[EDGEQ_SCHED_RR] = "rr",
+	[EDGEQ_SCHED_DRR] = "drr",
+};
+
+static ssize_t sched_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%s\n",
+			  edgeq_sched_names[READ_ONCE(to_q(dev)->sched)]);
+}
+
+static ssize_t sched_store(struct device *dev, struct device_attribute *attr,
+			   const char *buf, size_t len)
+{
+	struct edgeq_queue *q = to_q(dev);
+	int i = sysfs_match_string(edgeq_sched_names, buf);
+
+	if (i < 0)
+		return i;
+	spin_lock(&q->lock);
+	q->sched = i;
+	spin_unlock(&q->lock);
+	return len;
+}
+static DEVICE_ATTR_RW(sched);
+
 static ssize_t cooling_state_show(struct device *dev,
 				  struct device_attribute *attr, char *buf)
 {
@@ -244,6 +271,7 @@ static struct attribute *edgeq_queue_attrs[] = {
 	&dev_attr_effective_inflight.attr,
 	&dev_attr_timeout_ms.attr,
 	&dev_attr_policy.attr,
+	&dev_attr_sched.attr,
 	&dev_attr_cooling_state.attr,
 	&dev_attr_cooling_max_state.attr,
 	&dev_attr_busy_ns.attr,

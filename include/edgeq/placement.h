@@ -385,10 +385,11 @@ struct edgeq_place_backend {
 
 /* The in-process backend: runs the op on the calling thread as a CPU agent
  * would. fail_after > 0 makes it answer -ENODEV from that op on (an agent
- * killed mid-generation, for tests). */
+ * killed mid-generation, for tests); delay_ns makes it slower. */
 struct edgeq_place_inline {
 	uint64_t fail_after;
-	uint64_t ops; /* ops run */
+	uint64_t delay_ns; /* added to every op: a slower device */
+	uint64_t ops;	   /* ops run */
 };
 
 void edgeq_place_backend_inline(struct edgeq_place_backend *be,
@@ -425,6 +426,19 @@ void edgeq_place_stats(const struct edgeq_place_exec *x,
  * queue state under @sysfs_dir when they arrive. @pm NULL stops. */
 int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,
 		      const char *sysfs_dir);
+
+/*
+ * The kq backend: ops placed on queue dev[k] (k >= 1) of @d go to its agent
+ * through edgeq.ko (/dev/edgeq/<name>), on an io_uring of its own: tensors
+ * in memfds the agent maps (weights copied once on first use, activations
+ * through a staging buffer), a WRITE of the descriptor and a POLL_ADD for
+ * the completion. -ENOENT (with a message) when a queue does not exist.
+ */
+struct edgeq_place_kq;
+int edgeq_place_kq_new(const struct edgeq_devices *d,
+		       struct edgeq_place_kq **out,
+		       struct edgeq_place_backend *be, struct edgeq_error *err);
+void edgeq_place_kq_free(struct edgeq_place_kq *k);
 
 #ifdef __cplusplus
 }

@@ -47,8 +47,8 @@ check "system total includes own" test "$(jget "$L" 'd["memory"]["reclaim"]["sys
 python3 - "$T/in.json" >"$T/ev" <<'PY'
 import json, sys
 for l in open(sys.argv[1]):
-    e = json.loads(l).get("event")
-    if e and e["kind"] == "reclaim":
+    for e in json.loads(l).get("new_events", []):
+      if e["kind"] == "reclaim":
         print(e["value"], e["flags"], e["name"])
 PY
 check "reclaim events reach --watch ($(wc -l <"$T/ev"))" test -s "$T/ev"

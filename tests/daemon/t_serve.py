@@ -182,6 +182,22 @@ def main(t):
     bad("prompt longer than the context", "/v1/completions", {"prompt": "word " * 5000}, 400,
         "prompt")
     bad("oversized body", "/v1/completions", {"prompt": "x" * (1100 * 1024)}, 413)
+    # a body announced far over the limit is refused before it is sent
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 100000000\r\n\r\n{")
+    resp = b""
+    while b'"error"' not in resp:
+        try:
+            b = s.recv(4096)
+        except OSError:
+            break
+        if not b:
+            break
+        resp += b
+    s.close()
+    t.check("100 MB announced -> 413 before the body is read",
+            resp.startswith(b"HTTP/1.1 413") and b'"error"' in resp, resp[:60])
     st, _, data = d.request("GET", "/v1/nothing")
     t.check("unknown path -> 404 JSON", st == 404 and json.loads(data)["error"])
     st, _, data = d.request("GET", "/v1/completions")

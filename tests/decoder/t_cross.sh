@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# timeout: 300
+# timeout: 600
 # Greedy decoding is bit-identical between x86-64 (AVX2) and aarch64 (NEON,
 # the cross build run under qemu-aarch64-static): same token ids and the
 # same logits, byte for byte, on tiny synthetic models of each quantized
-# type and on stories260K. Needs `make cross` (build-aarch64/edgeq).
+# type and on stories260K. Brings `make cross` (build-aarch64/edgeq) up to
+# date first, unless EDGEQ_CROSS names an aarch64 edgeq.
 # Runs with -t 1 (thread count independence is t_run.sh's job).
 . "$(dirname "$0")/../lib/testlib.sh"
 ARM=${EDGEQ_CROSS:-$EDGEQ_TOP/build-aarch64/edgeq}
 QEMU=$(command -v qemu-aarch64-static || command -v qemu-aarch64) ||
 	skip_all "qemu-aarch64 is not installed"
+if [ -z "${EDGEQ_CROSS:-}" ]; then
+	# bring the cross build up to date (incremental), so a stale binary
+	# never compares old kernels with new ones
+	command -v aarch64-linux-gnu-gcc >/dev/null ||
+		skip_all "no aarch64 cross compiler (tools/install-deps)"
+	make -C "$EDGEQ_TOP" cross -j2 >"$T/cross.log" 2>&1 ||
+		{ tail -n 5 "$T/cross.log"; skip_all "make cross failed (arm64 libraries missing?)"; }
+fi
 [ -x "$ARM" ] || skip_all "no aarch64 build ($ARM): run 'make cross'"
 [ "$(uname -m)" = x86_64 ] || skip_all "host is not x86-64"
 GEN=${O:-build}/tools/gguf-gen

@@ -44,11 +44,33 @@ check "agent lost: one op fell back, the rest moved at once" js "$T/kill.json" \
 	"s['fallbacks'] == 1 and s['last_error'] == -19 and p[-1]['off_cpu'] == 0 and p[-1]['reason'] == 3"
 check "agent lost: tokens unchanged" test "$(toks "$T/kill.json")" = "$(toks "$T/cpu.json")"
 
-# calibration: the in-process npu is no faster than the cpu it runs on,
-# whatever the profile says; measured times move the matmuls back
+# calibration: the profile says the npu is fast, but each op takes 100 us
+# more than on the cpu; measured times move the matmuls back
 printf '[device.npu]\nops = matmul\ndtypes = all\ngflops = 1e5\nmem_gbs = 1000\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/liar.ini"
-"${R[@]}" --queue npu0 --devices "$T/liar.ini" -n 24 >"$T/cal.json"
+"${R[@]}" --queue npu0 --devices "$T/liar.ini" -n 24 --inline-delay-us 100 >"$T/cal.json"
 check "calibration: starts on npu0, measured, moved" js "$T/cal.json" \
 	"p[0]['off_cpu'] > 0 and p[-1]['off_cpu'] < p[0]['off_cpu'] and s['replans'] >= 1"
 check "calibration: tokens unchanged" test "$(toks "$T/cal.json")" = "$(toks "$T/cpu.json")"
+
+# the measured times explain the plan: predicted beside measured
+"${R[@]}" --queue npu0 --devices "$T/liar.ini" -n 24 --inline-delay-us 100 \
+	--save-calib "$T/calib" >/dev/null
+check "calibration saved" grep -q '^npu0 attn_qkv ' "$T/calib"
+"${EDGEQ:-$B/edgeq}" plan -m "$T/tiny.gguf" --placement --queue npu0 --devices "$T/liar.ini" \
+	--sysfs "$T/none" --calib "$T/calib" --json >"$T/plan.json"
+check "plan --calib: measured beside predicted for every matmul" python3 -c "
+import json; d=json.load(open('$T/plan.json'))
+mm=[o for o in d['ops'] if o['kind']=='matmul' and o['layer']>=0]
+assert d['calibrated'] and mm and all('measured_ns' in o for o in mm), mm[:2]
+# calibrated predictions follow the measurements (same device, same op)
+assert all(abs(o['predicted_ns']-o['measured_ns']) <= 0.5*o['measured_ns'] for o in mm), mm[:2]
+"
+# edgeq run --queue without the module: refused with what to do
+"${EDGEQ:-$B/edgeq}" run -m "$T/tiny.gguf" -p a -n 2 --temp 0 --queue npu0 \
+	--no-roofline >/dev/null 2>"$T/err"
+check "edgeq run --queue without a queue: exit 6" test $? -eq 6
+check "... naming the queue" grep -q "npu0: no such queue" "$T/err"
+"${EDGEQ:-$B/edgeq}" run -m "$T/tiny.gguf" -p a -n 2 --temp 0 --queue tpu0 \
+	--no-roofline >/dev/null 2>"$T/err"
+check "edgeq run --queue with an unknown profile: exit 2" test $? -eq 2
 summary

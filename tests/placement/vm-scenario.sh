@@ -11,13 +11,15 @@ EDGEQ=${EDGEQ:-$B/edgeq}
 Q=/sys/class/edgeq/npu0
 T=$(mktemp -d)
 pass=0 fail=0
-check() {
-	local what=$1; shift
-	if "$@"; then pass=$((pass + 1)); echo "ok - $what"
-	else fail=$((fail + 1)); echo "FAIL - $what"; fi
+t0=$(date +%s)
+log() { echo "# [$(($(date +%s) - t0))s] $*"; }
+count() { # the ok/FAIL lines of a check script
+	local out
+	out=$("$@")
+	echo "$out"
+	pass=$((pass + $(grep -c '^ok - ' <<<"$out")))
+	fail=$((fail + $(grep -c '^FAIL - ' <<<"$out")))
 }
-js() { python3 -c "import json,sys; d=json.load(open('$1')); p=d['per_token']; s=d['stats']; sys.exit(0 if ($2) else 1)"; }
-toks() { python3 -c "import json; print([t['tok'] for t in json.load(open('$1'))['per_token']][:$2])"; }
 agent_up() {
 	for _ in $(seq 100); do
 		[ "$(cat $Q/agent_pid 2>/dev/null)" -gt 0 ] 2>/dev/null && return 0
@@ -25,6 +27,7 @@ agent_up() {
 	done
 	return 1
 }
+ok() { if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi; }
 finish() {
 	echo "$pass passed, $fail failed, 0 skipped"
 	[ "$fail" -eq 0 ]
@@ -38,50 +41,88 @@ finish() {
 printf '[device.npu]\nops = matmul attn swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 24\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/npu.ini"
 R=("$B/tools/place-run" -m "$T/tiny.gguf" -p a --devices "$T/npu.ini" --no-calib)
 
-"${R[@]}" -n 200 --backend none >"$T/cpu.json"
-check "all-cpu reference run" js "$T/cpu.json" "d['error'] is None and len(p) > 100"
+"${R[@]}" -n 60 --backend none >"$T/cpu.json"
+log "all-cpu run done"
 
-# --- 1. heat, governor, BPF, re-placement
-echo 30000 >$Q/sim_ambient_mC; echo 40000 >$Q/sim_rise_mC
-echo 200 >$Q/sim_tau_ms; echo 45000 >$Q/sim_trip_mC
-"$EDGEQ" agent --queue npu0 --profile npu >"$T/agent1.log" 2>&1 &
+# --- 1. heat, governor, BPF, re-placement: any use of npu0 heats it past
+# its trip (ambient just below, time constant short)
+echo 44000 >$Q/sim_ambient_mC; echo 60000 >$Q/sim_rise_mC
+echo 100 >$Q/sim_tau_ms; echo 45000 >$Q/sim_trip_mC
+"$EDGEQ" agent --queue npu0 --profile npu --delay-us 5000 >"$T/agent1.log" 2>&1 &
 agent=$!
-check "agent attached to npu0" agent_up
-"${R[@]}" -n 200 --backend kq --queue npu0 --watch --sysfs /sys/class/edgeq \
+what="agent attached to npu0" ok agent_up
+"${R[@]}" -n 60 --backend kq --queue npu0 --watch --sysfs /sys/class/edgeq \
 	--margin 0.01 >"$T/thr.json" 2>"$T/thr.err"
+log "throttle run done; sim_temp $(cat $Q/sim_temp_mC) cooling $(cat $Q/cooling_state)"
 kill $agent 2>/dev/null; wait $agent 2>/dev/null
-check "generation through npu0 succeeded" js "$T/thr.json" "d['error'] is None"
-check "pressure monitor on BPF" js "$T/thr.json" "s['monitor'] == 'bpf'"
-check "matmuls ran on npu0" js "$T/thr.json" "p[1]['off_cpu'] > 0 and s['offloaded'] > 0"
-check "npu0 heated and the governor raised its cooling state" js "$T/thr.json" \
-	"any(t['cooling_state'] > 0 for t in p)"
-check "the monitor delivered pressure events" js "$T/thr.json" "s['pressure_events'] > 0"
-# Ts: first token after which sysfs shows the cooling state; Tp: first
-# token computed under a plan without npu0
-check "re-placed within one token of the throttle" js "$T/thr.json" "
-(lambda ts, tp: ts is not None and tp is not None and tp <= ts + 1)(
- next((i for i, t in enumerate(p) if t['cooling_state'] > 0), None),
- next((i for i, t in enumerate(p) if i > 0 and t['off_cpu'] == 0), None))"
-check "tokens equal the all-cpu run" test "$(toks "$T/thr.json" 200)" = "$(toks "$T/cpu.json" 200)"
-python3 -c "
-import json; d=json.load(open('$T/thr.json')); p=d['per_token']
-ts=next((i for i,t in enumerate(p) if t['cooling_state']>0),None)
-tp=next((i for i,t in enumerate(p) if i>0 and t['off_cpu']==0),None)
-print('throttle seen after token', ts, '; re-placed for token', tp, '; events', d['stats']['pressure_events'])"
 
-# --- 2. the agent killed mid-generation
-echo 200000 >$Q/sim_trip_mC # no throttling now
-sleep 0.5
+# --- 2. the agent killed mid-generation (no more throttling)
+echo 150000 >$Q/sim_trip_mC; echo 20000 >$Q/sim_ambient_mC
+for _ in $(seq 40); do [ "$(cat $Q/cooling_state)" = 0 ] && break; sleep 0.1; done
 "$EDGEQ" agent --queue npu0 --profile npu >"$T/agent2.log" 2>&1 &
 agent=$!
-check "a new agent attached" agent_up
+what="a new agent attached" ok agent_up
 "${R[@]}" -n 40 --backend kq --queue npu0 --kill-agent-at 5 --agent-pid $agent \
 	>"$T/kill.json" 2>"$T/kill.err"
+kill $agent 2>/dev/null # still there if place-run failed before killing it
 wait $agent 2>/dev/null
-check "killed agent: no error reached the caller" js "$T/kill.json" "d['error'] is None"
-check "killed agent: ops ran on npu0 before" js "$T/kill.json" "p[3]['off_cpu'] > 0 and p[5]['offloaded'] > 0"
-check "killed agent: generation finished on the cpu" js "$T/kill.json" \
-	"p[-1]['off_cpu'] == 0 and s['fallbacks'] >= 1 and s['last_error'] == -19 and len(p) == 40"
-check "killed agent: tokens equal the all-cpu run" test "$(toks "$T/kill.json" 40)" = "$(toks "$T/cpu.json" 40)"
+log "kill run done"
+
+# --- 3. edgeq run --queue: the command itself, tokens as without a queue
+"$EDGEQ" agent --queue npu0 --profile npu >"$T/agent3.log" 2>&1 &
+agent=$!
+what="an agent for edgeq run" ok agent_up
+"$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 --json --no-roofline >"$T/run-cpu.json" 2>/dev/null
+EDGEQ_DEVICES=$T/npu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 --json \
+	--no-roofline --queue npu0 >"$T/run-npu.json" 2>"$T/run-npu.err"
+what="edgeq run --queue npu0 succeeded" ok test $? -eq 0
+EDGEQ_DEVICES=$T/npu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 \
+	--no-roofline --queue npu0 >/dev/null 2>"$T/run-npu.txt"
+what="edgeq run --queue npu0 ran matrix ops on npu0" ok \
+	grep -Eq 'placement: [0-9]+ decode steps, [1-9][0-9]* matrix ops on queues' "$T/run-npu.txt"
+kill $agent 2>/dev/null; wait $agent 2>/dev/null
+log "edgeq run done"
+
+count python3 - "$T" <<'PY'
+import json, sys
+T = sys.argv[1]
+def load(n):
+    try:
+        return json.load(open(f"{T}/{n}.json"))
+    except Exception as e:
+        print(f"FAIL - {n}.json unreadable: {e}")
+        return None
+def check(what, cond):
+    print(("ok - " if cond else "FAIL - ") + what)
+cpu, thr, kill = load("cpu"), load("thr"), load("kill")
+ref = [t["tok"] for t in cpu["per_token"]] if cpu else []
+check("all-cpu reference run", cpu and cpu["error"] is None and len(ref) >= 40)
+if thr:
+    p, s = thr["per_token"], thr["stats"]
+    ts = next((i for i, t in enumerate(p) if t["cooling_state"] > 0), None)
+    tp = next((i for i, t in enumerate(p) if i > 0 and t["off_cpu"] == 0), None)
+    print(f"# throttle seen after token {ts}; first token placed without npu0: {tp}; "
+          f"pressure events {s['pressure_events']}, replans {s['replans']}, offloaded {s['offloaded']}")
+    check("generation through npu0 succeeded", thr["error"] is None)
+    check("pressure monitor on BPF", s["monitor"] == "bpf")
+    check("matmuls ran on npu0", p[1]["off_cpu"] > 0 and s["offloaded"] > 0)
+    check("npu0 heated and the governor raised its cooling state", ts is not None)
+    check("the monitor delivered the change", s["pressure_events"] > 0)
+    check("re-placed within one token of the throttle",
+          ts is not None and tp is not None and tp <= ts + 1)
+    check("tokens equal the all-cpu run", [t["tok"] for t in p] == ref[:len(p)] and len(p) == len(ref))
+if kill:
+    p, s = kill["per_token"], kill["stats"]
+    print(f"# kill: fallbacks {s['fallbacks']}, last error {s['last_error']}, offloaded {s['offloaded']}")
+    check("killed agent: no error reached the caller", kill["error"] is None)
+    check("killed agent: ops ran on npu0 before", p[3]["off_cpu"] > 0 and p[5]["offloaded"] > 0)
+    check("killed agent: generation finished on the cpu",
+          p[-1]["off_cpu"] == 0 and s["fallbacks"] >= 1 and s["last_error"] == -19 and len(p) == 40)
+    check("killed agent: tokens equal the all-cpu run", [t["tok"] for t in p] == ref[:40])
+rc, rn = load("run-cpu"), load("run-npu")
+check("edgeq run --queue npu0: tokens equal the cpu run and place-run's",
+      rc and rn and rc["tokens"] == rn["tokens"] == ref[:len(rc["tokens"])] and len(rc["tokens"]) == 12)
+PY
 for f in "$T"/*.err "$T"/agent*.log; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
+log "checks done"
 finish

@@ -535,9 +535,56 @@ static void test_attention_helpers(const struct edgeq_kernel_ops *ops)
 	}
 }
 
+/* matvec and matmul of a table equal the scalar dots (70 tokens span two
+ * token blocks; 11 rows leave partial row tiles). */
+static void matmul_check(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	enum { N = 512, ROWS = 11, NB = 70 };
+
+	for (size_t ti = 0; ti < sizeof(weight_types) / sizeof(weight_types[0]);
+	     ti++) {
+		enum edgeq_type t = weight_types[ti];
+		const struct edgeq_type_traits *tt = edgeq_type_traits(t);
+		size_t rs = edgeq_row_size(t, N),
+		       as = edgeq_row_size(tt->vec_dot_type, N);
+		unsigned char *w = malloc(rs * ROWS), *a = malloc(as * NB);
+		float *x = malloc(N * sizeof(float)),
+		      *ym = malloc(NB * ROWS * sizeof(float));
+		float y[ROWS];
+
+		for (int r = 0; r < ROWS; r++)
+			random_row(t, w + r * rs, N, r % 3);
+		for (int b = 0; b < NB; b++) {
+			for (int j = 0; j < N; j++)
+				x[j] = rnd_normal();
+			ref->quantize_act(tt->vec_dot_type, x, a + b * as, N);
+		}
+		ops->matmul(t, w, N, 0, ROWS, a, as, NB, ym, ROWS);
+		for (int b = 0; b < NB; b++) {
+			ops->matvec(t, w, N, 0, ROWS, a + b * as, y);
+			for (int r = 0; r < ROWS; r++) {
+				float d = ref->vec_dot[t](N, w + r * rs,
+							  a + b * as);
+
+				if (!same_float(ym[b * ROWS + r], d) ||
+				    !same_float(y[r], d))
+					fail_msg(
+						"%s %s matmul/matvec row %d token %d: %a %a, scalar %a",
+						ops->name, tt->name, r, b,
+						ym[b * ROWS + r], y[r], d);
+			}
+		}
+		free(w);
+		free(a);
+		free(x);
+		free(ym);
+	}
+}
+
 static void test_simd_tables(void **state)
 {
-	static const char *const names[] = { "avx2", "neon" };
+	static const char *const names[] = { "avx2", "avx512", "neon" };
 	int tested = 0;
 
 	for (size_t i = 0; i < 2; i++) {
@@ -548,6 +595,7 @@ static void test_simd_tables(void **state)
 			continue;
 		compare_tables(ops);
 		test_attention_helpers(ops);
+		matmul_check(ops);
 		tested++;
 	}
 	/* the scalar table against itself still runs the whole path */

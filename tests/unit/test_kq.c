@@ -149,6 +149,16 @@ static void test_exec_elementwise(void **state)
 	for (i = 0; i < N; i += 2)
 		assert_true(fabsf(z[i] * z[i] + z[i + 1] * z[i + 1] -
 				  a[i] * a[i] - a[i + 1] * a[i + 1]) < 1e-4f);
+	/* n_rot 4 of 50: only the first 4 dims of each head turn. */
+	memcpy(z, a, sizeof(z));
+	op.param[1] = 4ULL << 32;
+	assert_int_equal(edgeq_kq_exec(&op, t), 0);
+	assert_memory_equal(z + 4, a + 4, 46 * 4);
+	assert_memory_equal(z + 54, a + 54, 46 * 4);
+	assert_true(memcmp(z, a, 16) != 0);
+	op.param[1] = 51ULL << 32; /* more than head_dim */
+	assert_int_equal(edgeq_kq_exec(&op, t), -EINVAL);
+	op.param[1] = 0;
 	op.shape[1] = 49; /* odd head_dim */
 	assert_int_equal(edgeq_kq_exec(&op, t), -EINVAL);
 }
@@ -253,6 +263,9 @@ static void test_exec_attention(void **state)
 	op.shape[1] = KVH;
 	op.dtype = EDGEQ_DTYPE_Q4_0;
 	assert_int_equal(edgeq_kq_exec(&op, t), -EOPNOTSUPP);
+	/* Q8_0 KV needs head_dim % 32 == 0. */
+	op.dtype = EDGEQ_DTYPE_Q8_0;
+	assert_int_equal(edgeq_kq_exec(&op, t), -EINVAL);
 }
 
 int main(void)

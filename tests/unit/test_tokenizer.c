@@ -281,6 +281,33 @@ static void test_bpe_llama3(void **state)
 	gb_free(&g);
 }
 
+/* A hostile 200 kB "word": merges must stay O(n log n) (the test timeout
+ * catches a quadratic loop). */
+static void test_bpe_long_word(void **state)
+{
+	size_t n = 200000, got, i;
+	char *text = malloc(n + 1);
+	int32_t *t = malloc(n * sizeof(*t));
+	struct edgeq_vocab v;
+	struct gb g;
+
+	assert_non_null(text);
+	assert_non_null(t);
+	for (i = 0; i < n; i++)
+		text[i] = i % 2 ? 'o' : 'l';
+	text[n] = 0;
+	bpe_vocab(&v, &g, "llama-bpe");
+	assert_int_equal(vocab_tokenize(&v, text, n, false, false, t, n, &got),
+			 0);
+	assert_int_equal(got, n / 2);
+	for (i = 0; i < got; i++)
+		assert_int_equal(t[i], 261); /* "lo" */
+	vocab_free(&v);
+	gb_free(&g);
+	free(text);
+	free(t);
+}
+
 static void test_bpe_qwen2_digits(void **state)
 {
 	static const int32_t a[] = { '1', '2', '3', '4' };
@@ -313,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_spm_bos_special),
 		cmocka_unit_test(test_spm_roundtrip),
 		cmocka_unit_test(test_bpe_llama3),
+		cmocka_unit_test(test_bpe_long_word),
 		cmocka_unit_test(test_bpe_qwen2_digits),
 		cmocka_unit_test(test_bpe_gpt2_spaces),
 	};

@@ -276,7 +276,7 @@ static int arm(struct reaction *r, struct io_uring *ring)
 	if (!sqe)
 		return -EBUSY;
 	io_uring_prep_poll_add(sqe, r->efd, POLLIN);
-	io_uring_sqe_set_data64(sqe, 1);
+	io_uring_sqe_set_data(sqe, (void *)1);
 	return io_uring_submit(ring) < 0;
 }
 

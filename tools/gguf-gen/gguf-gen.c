@@ -2,7 +2,7 @@
 /*
  * gguf-gen: write a deterministic synthetic llama-family GGUF model.
  *
- *   gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]
+ *   gguf-gen -o FILE [--shape tiny|1b|micro] [--type f32|f16|bf16|q8_0|q4_0|q4_k]
  *            [--seed N] [--arch llama|qwen2] [--tied] [--vocab N]
  *
  * Weights are uniform random from the seed, scaled by 1/sqrt(fan-in) so
@@ -16,9 +16,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/kernels.h"
 
@@ -30,6 +32,7 @@ struct shape {
 static const struct shape shapes[] = {
 	{ "tiny", 256, 512, 2, 4, 2, 512, 256 },
 	{ "1b", 2048, 8192, 16, 32, 8, 32000, 4096 },
+	{ "micro", 32, 64, 1, 2, 1, 300, 64 }, /* fuzz seed; no K-quants */
 };
 
 struct tensor {
@@ -201,10 +204,58 @@ static void vocab_build(uint32_t n)
 #undef ADD
 }
 
+/*
+ * Rows of one tensor, split over threads (row r by thread r % n). Each row
+ * has its own RNG stream, so the file does not depend on the thread count.
+ */
+struct fill_job {
+	const struct tensor *t;
+	uint64_t seed, index;
+	uint8_t *out;
+	uint64_t ith, nth;
+};
+
+static void *fill_rows(void *arg)
+{
+	const struct fill_job *j = arg;
+	const struct tensor *t = j->t;
+	const struct edgeq_type_traits *tr = edgeq_type_traits(t->type);
+	size_t rs = edgeq_row_size(t->type, (int64_t)t->ne[0]);
+	float *row = malloc(sizeof(float) * t->ne[0]);
+	uint64_t r, k;
+
+	if (!row)
+		abort();
+	for (r = j->ith; r < t->ne[1]; r += j->nth) {
+		uint64_t st = (j->seed * 0x100000001b3ull + j->index) *
+				      0x9e3779b97f4a7c15ull ^
+			      (r + 1) * 0xc2b2ae3d27d4eb4full;
+
+		for (k = 0; k < t->ne[0]; k++) {
+			double u = (double)(rng_next(&st) >> 11) *
+					   (1.0 / 9007199254740992.0) * 2.0 -
+				   1.0;
+
+			if (t->scale == -2)
+				row[k] = 1.0f + (float)(k % 8) * 0.5f;
+			else if (t->scale < 0)
+				row[k] = 1.0f + 0.1f * (float)u;
+			else
+				row[k] = (float)u * t->scale;
+		}
+		if (t->type == EDGEQ_TYPE_F32)
+			memcpy(j->out + r * rs, row, rs);
+		else
+			tr->from_float(row, j->out + r * rs, (int64_t)t->ne[0]);
+	}
+	free(row);
+	return NULL;
+}
+
 static int usage(int st)
 {
 	fprintf(st ? stderr : stdout,
-		"usage: gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
+		"usage: gguf-gen -o FILE [--shape tiny|1b|micro] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
 		"                [--seed N] [--arch llama|qwen2] [--tied] [--rope-freqs]\n"
 		"                [--layers N]\n");
 	return st;
@@ -255,8 +306,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 1, off = 0;
 	struct tensor *ts;
 	int tied = 0, rope_freqs = 0, c, qwen;
-	float *row;
-	uint8_t *qrow;
+	long nthr;
 	char key[128], tmp[200];
 
 	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TRL:h", lo, NULL)) !=
@@ -270,6 +320,8 @@ int main(int argc, char **argv)
 				sh = shapes[0];
 			else if (!strcmp(optarg, "1b"))
 				sh = shapes[1];
+			else if (!strcmp(optarg, "micro"))
+				sh = shapes[2];
 			else
 				return usage(2);
 			break;
@@ -451,45 +503,38 @@ int main(int argc, char **argv)
 
 		w_raw(zero, (32 - written % 32) % 32);
 	}
-	row = malloc(sizeof(float) * 16384);
-	qrow = malloc(4 * 16384 + 64);
-	if (!row || !qrow)
-		return 1;
 	rng_state = seed;
+	nthr = sysconf(_SC_NPROCESSORS_ONLN);
+	if (nthr < 1)
+		nthr = 1;
+	if (nthr > 16)
+		nthr = 16;
 	for (i = 0; i < nt; i++) {
-		const struct tensor *t = &ts[i];
-		const struct edgeq_type_traits *tr = edgeq_type_traits(t->type);
-		size_t rs = edgeq_row_size(t->type, (int64_t)t->ne[0]);
-		uint64_t st = seed * 0x100000001b3ull + i, r, k, base = written;
+		static const uint8_t zero[32];
+		struct fill_job jobs[16];
+		pthread_t th[16];
+		uint8_t *buf = malloc(ts[i].size);
+		long k;
 
-		for (r = 0; r < t->ne[1]; r++) {
-			for (k = 0; k < t->ne[0]; k++) {
-				double u = (double)(rng_next(&st) >> 11) *
-						   (1.0 / 9007199254740992.0) *
-						   2.0 -
-					   1.0;
-
-				if (t->scale == -2)
-					row[k] = 1.0f + (float)(k % 8) * 0.5f;
-				else if (t->scale < 0)
-					row[k] = 1.0f + 0.1f * (float)u;
-				else
-					row[k] = (float)u * t->scale;
-			}
-			if (t->type == EDGEQ_TYPE_F32) {
-				w_raw(row, rs);
-			} else {
-				tr->from_float(row, qrow, (int64_t)t->ne[0]);
-				w_raw(qrow, rs);
-			}
+		if (!buf) {
+			fprintf(stderr, "gguf-gen: out of memory\n");
+			return 1;
 		}
-		{
-			static const uint8_t zero[32];
-
-			if (written - base != t->size)
+		for (k = 0; k < nthr; k++) {
+			jobs[k] = (struct fill_job){
+				&ts[i], seed,	     i,
+				buf,	(uint64_t)k, (uint64_t)nthr
+			};
+			if (k &&
+			    pthread_create(&th[k], NULL, fill_rows, &jobs[k]))
 				return 1;
-			w_raw(zero, (32 - written % 32) % 32);
 		}
+		fill_rows(&jobs[0]);
+		for (k = 1; k < nthr; k++)
+			pthread_join(th[k], NULL);
+		w_raw(buf, ts[i].size);
+		free(buf);
+		w_raw(zero, (32 - written % 32) % 32);
 	}
 	if (fclose(out)) {
 		perror(path);

@@ -8,10 +8,12 @@
  *             [--devices FILE] [--backend inline|kq|none]
  *             [--throttle-at K --cooling S/MAX]   set npu0's state after token K
  *             [--fail-after N]                    inline: the agent dies at op N
+ *             [--inline-delay-us N]               inline: a slower device
  *             [--kill-agent-at K --agent-pid PID] kq: SIGKILL the agent after token K
  *             [--watch] [--sysfs DIR]             consume the pressure monitor
  *             [--no-calib]                        keep the profile's speeds
  *             [--margin F]                        hysteresis margin (0.05)
+ *             [--save-calib FILE]                 calibration for edgeq plan --calib
  *
  * Prints one JSON object: "tokens" (generated ids), "per_token" (for each
  * token: ops of the plan off the CPU, replans so far, pressure events,
@@ -122,14 +124,15 @@ static void usage(void)
 		"  [--devices FILE] [--backend inline|kq|none] [--throttle-at K]\n"
 		"  [--cooling S/MAX] [--fail-after N] [--kill-agent-at K]\n"
 		"  [--agent-pid PID] [--watch] [--sysfs DIR] [--threads N]\n"
-		"  [--no-calib] [--margin F]\n");
+		"  [--no-calib] [--margin F] [--save-calib FILE]\n"
+		"  [--inline-delay-us N]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	const char *model = NULL, *prompt = "Once upon a time", *queues = NULL;
-	const char *devfile = NULL, *backend = "inline";
+	const char *devfile = NULL, *backend = "inline", *save_calib = NULL;
 	struct edgeq_device_profile profs[16];
 	struct edgeq_model_params mp;
 	struct edgeq_ctx_params cp;
@@ -150,7 +153,7 @@ int main(int argc, char **argv)
 	size_t perlen = 0;
 	int n = 16, n_profs, ret, threads = 1;
 	unsigned cs = 3, cmax = 4;
-	uint64_t fail_after = 0;
+	uint64_t fail_after = 0, delay_us = 0;
 	bool watch = false;
 
 	memset(&r, 0, sizeof(r));
@@ -199,6 +202,10 @@ int main(int argc, char **argv)
 			threads = atoi(v);
 		else if (!strcmp(a, "--margin"))
 			pp.margin = atof(v);
+		else if (!strcmp(a, "--save-calib"))
+			save_calib = v;
+		else if (!strcmp(a, "--inline-delay-us"))
+			delay_us = strtoull(v, NULL, 0);
 		else
 			usage();
 	}
@@ -232,17 +239,19 @@ int main(int argc, char **argv)
 	ret = edgeq_ctx_new(m, &cp, &c, &err);
 	if (ret) {
 		fprintf(stderr, "place-run: %s\n", err.msg);
+		edgeq_model_free(m);
 		return 1;
 	}
 	if (!strcmp(backend, "inline")) {
 		edgeq_place_backend_inline(&be, &inl);
 		inl.fail_after = fail_after;
+		inl.delay_ns = delay_us * 1000;
 	} else if (!strcmp(backend, "kq")) {
 		ret = place_kq_new(&d, &kqb, &be);
 		if (ret) {
 			fprintf(stderr, "place-run: kq backend: %s\n",
 				strerror(-ret));
-			return 1;
+			goto fail;
 		}
 	} else if (strcmp(backend, "none")) {
 		usage();
@@ -251,7 +260,7 @@ int main(int argc, char **argv)
 		ret = edgeq_place_attach(c, &d, &pp, &be, &r.x, &err);
 		if (ret) {
 			fprintf(stderr, "place-run: %s\n", err.msg);
-			return 1;
+			goto fail;
 		}
 		r.pl = edgeq_place_placer(r.x);
 		if (watch) {
@@ -259,7 +268,7 @@ int main(int argc, char **argv)
 			if (ret) {
 				fprintf(stderr, "place-run: monitor: %s\n",
 					err.msg);
-				return 1;
+				goto fail;
 			}
 			edgeq_place_watch(r.x, pm, r.sysfs);
 		}
@@ -282,6 +291,16 @@ int main(int argc, char **argv)
 	ret = edgeq_generate(c, &gp, on_token, &r, &gs, &err);
 	fclose(r.per);
 	edgeq_place_stats(r.x, &st);
+	if (save_calib) {
+		struct edgeq_placer *pl = r.pl;
+		int sr = edgeq_calib_save(edgeq_placer_calib(pl),
+					  edgeq_placer_devices(pl),
+					  edgeq_placer_chain(pl), save_calib);
+
+		if (sr)
+			fprintf(stderr, "place-run: %s: %s\n", save_calib,
+				strerror(-sr));
+	}
 	printf("{\"backend\": \"%s\", \"per_token\": [%s], \"stats\": "
 	       "{\"tokens\": %llu, \"replans\": %llu, \"offloaded\": %llu, "
 	       "\"fallbacks\": %llu, \"last_error\": %d, \"pressure_events\": "
@@ -302,4 +321,11 @@ int main(int argc, char **argv)
 	edgeq_ctx_free(c);
 	edgeq_model_free(m);
 	return ret ? 1 : 0;
+
+fail:
+	edgeq_place_detach(r.x);
+	place_kq_free(kqb);
+	edgeq_ctx_free(c);
+	edgeq_model_free(m);
+	return 1;
 }

@@ -72,9 +72,11 @@ struct pressure_cli_opts {
 int pressure_cli_start(const char *cmd, const struct pressure_cli_opts *po,
 		       struct edgeq_pressure **out);
 
-/* One JSON object (no newline); @ev, when not NULL, is added as "event". */
+/* One JSON object (no newline); @n_ev events, when given, are added as
+ * "new_events" and the last of them as "event". */
 void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		       const struct edgeq_pressure_state *s,
-		       const struct edgeq_pressure_event *ev);
+		       const struct edgeq_pressure_event *ev,
+		       unsigned int n_ev);
 
 #endif /* EDGEQ_PRESSURE_CLI_H */

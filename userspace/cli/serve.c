@@ -135,6 +135,7 @@ static int on_ini(void *user, const char *section, const char *name,
 		  const char *value)
 {
 	struct ini_ctx *c = user;
+	const struct cli_option *o;
 	char *v;
 	int ret;
 
@@ -144,10 +145,15 @@ static int on_ini(void *user, const char *section, const char *name,
 		c->err = EXIT_USAGE;
 		return 0;
 	}
-	v = strdup(value); /* option strings must outlive the parser */
+	for (o = c->cmd->options; o->name && strcmp(o->name, name); o++)
+		;
+	/* option strings must outlive the parser; numbers are copied out */
+	v = strdup(value);
 	if (!v)
 		return 0;
 	ret = cli_set_option(c->cmd, name, v);
+	if (ret || (o->type != CLI_STR && o->type != CLI_RAW))
+		free(v);
 	if (ret == -ENOENT) {
 		cli_error(EXIT_USAGE, "serve", "%s: unknown key '%s' in [%s]",
 			  c->path, name, section);
@@ -293,6 +299,8 @@ static void adapt_budget(struct srv *srv, int level)
 		want = cfg.weights_budget;
 	if (want > model)
 		want = model;
+	if (cur >= model && want >= model)
+		return; /* the whole model stays resident either way */
 	if (want && (want > cur + cur / 20 || want + cur / 20 < cur)) {
 		char f[64];
 

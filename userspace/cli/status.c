@@ -82,9 +82,23 @@ static void json_avg(FILE *out, double v)
 		fprintf(out, "%.2f", v);
 }
 
+static void json_event(FILE *out, const struct edgeq_pressure_event *ev)
+{
+	fprintf(out,
+		"{\"kind\": \"%s\", \"ts_ns\": %llu, \"id\": %u, \"value\": %lld, "
+		"\"prev\": %lld, \"aux\": %llu, \"level\": %u, \"flags\": %u, "
+		"\"name\": ",
+		edgeq_pressure_event_name(ev->kind),
+		(unsigned long long)ev->ts_ns, ev->id, (long long)ev->value,
+		(long long)ev->prev, (unsigned long long)ev->aux, ev->level,
+		ev->flags);
+	json_str(out, ev->name);
+	fputc('}', out);
+}
+
 void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		       const struct edgeq_pressure_state *s,
-		       const struct edgeq_pressure_event *ev)
+		       const struct edgeq_pressure_event *ev, unsigned int n_ev)
 {
 	const struct edgeq_pressure_probe *pr;
 	const struct edgeq_pressure_mem *m = &s->mem;
@@ -213,17 +227,17 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		fputc('}', out);
 	}
 	fputc(']', out);
-	if (ev) {
-		fprintf(out,
-			", \"event\": {\"kind\": \"%s\", \"ts_ns\": %llu, \"id\": %u, "
-			"\"value\": %lld, \"prev\": %lld, \"aux\": %llu, \"level\": %u, "
-			"\"flags\": %u, \"name\": ",
-			edgeq_pressure_event_name(ev->kind),
-			(unsigned long long)ev->ts_ns, ev->id,
-			(long long)ev->value, (long long)ev->prev,
-			(unsigned long long)ev->aux, ev->level, ev->flags);
-		json_str(out, ev->name);
-		fputc('}', out);
+	if (n_ev) {
+		/* "event": the last one; "new_events": all since the last line */
+		fputs(", \"event\": ", out);
+		json_event(out, &ev[n_ev - 1]);
+		fputs(", \"new_events\": [", out);
+		for (i = 0; i < n_ev; i++) {
+			if (i)
+				fputs(", ", out);
+			json_event(out, &ev[i]);
+		}
+		fputc(']', out);
 	}
 	fputc('}', out);
 }
@@ -325,17 +339,22 @@ static void print_human(const struct edgeq_pressure *p,
 }
 
 /* --watch */
+#define WATCH_MAX_EVENTS 64
+
 struct watch_ctx {
-	struct edgeq_pressure_event last;
-	bool have;
+	struct edgeq_pressure_event ev[WATCH_MAX_EVENTS];
+	unsigned int n;
 };
 
 static void on_event(void *ctx, const struct edgeq_pressure_event *ev)
 {
 	struct watch_ctx *w = ctx;
 
-	w->last = *ev;
-	w->have = true;
+	if (w->n == WATCH_MAX_EVENTS) { /* keep the newest */
+		memmove(w->ev, w->ev + 1, sizeof(w->ev) - sizeof(w->ev[0]));
+		w->n--;
+	}
+	w->ev[w->n++] = *ev;
 }
 
 static volatile sig_atomic_t stop;
@@ -390,7 +409,7 @@ static int wait_ready(struct edgeq_pressure *p, struct io_uring *ring,
 static int watch(struct edgeq_pressure *p, bool json, int count, int duration_s)
 {
 	struct edgeq_pressure_state *s = malloc(sizeof(*s));
-	struct watch_ctx w = { .have = false };
+	struct watch_ctx w = { .n = 0 };
 	uint64_t end = duration_s > 0 ? edgeq_now_ns() + (uint64_t)duration_s *
 								 1000000000ull :
 					0;
@@ -409,15 +428,14 @@ static int watch(struct edgeq_pressure *p, bool json, int count, int duration_s)
 	edgeq_pressure_get(p, s);
 	for (;;) {
 		if (json) {
-			pressure_cli_json(stdout, p, s,
-					  w.have ? &w.last : NULL);
+			pressure_cli_json(stdout, p, s, w.ev, w.n);
 			putchar('\n');
 		} else {
 			print_human(p, s);
 			putchar('\n');
 		}
 		fflush(stdout);
-		w.have = false;
+		w.n = 0;
 		if (count > 0 && ++lines >= count)
 			break;
 		for (;;) {
@@ -493,7 +511,7 @@ static int cmd_status(int argc, char **argv)
 	}
 	edgeq_pressure_get(p, s);
 	if (st_json) {
-		pressure_cli_json(stdout, p, s, NULL);
+		pressure_cli_json(stdout, p, s, NULL, 0);
 		putchar('\n');
 	} else {
 		print_human(p, s);

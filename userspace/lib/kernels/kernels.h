@@ -179,9 +179,10 @@ struct edgeq_kernel_ops {
 };
 
 /*
- * The best table for this CPU (AVX2+FMA+F16C on x86-64, NEON with dotprod on
- * aarch64, else scalar), chosen once; EDGEQ_KERNELS=scalar|avx2|neon forces
- * one (an unavailable choice falls back to the best available).
+ * The best table for this CPU (AVX-512 VNNI, else AVX2+FMA+F16C on x86-64;
+ * NEON with dotprod on aarch64; else scalar), chosen once;
+ * EDGEQ_KERNELS=scalar|avx2|avx512|neon forces one (an unavailable choice
+ * falls back to the best available). All give bit-identical results.
  */
 const struct edgeq_kernel_ops *edgeq_kernels_select(void);
 /* The scalar reference (the test oracle). */
@@ -293,5 +294,7 @@ extern const struct edgeq_kernel_ops edgeq_kernel_ops_scalar;
 /* Defined only in builds for that ISA (x86/avx2.c, arm64/neon.c). */
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_avx2;
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_neon;
+/* AVX2 plus AVX-512 VNNI Q8_0/Q4_0 dots and matmul (x86/avx512.c). */
+const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void);
 
 #endif /* EDGEQ_KERNELS_H */

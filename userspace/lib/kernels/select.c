@@ -16,10 +16,18 @@
 static const struct edgeq_kernel_ops *isa_table(const char *name)
 {
 	__builtin_cpu_init();
-	if (strcmp(name, "avx2") || !__builtin_cpu_supports("avx2") ||
-	    !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+	    !__builtin_cpu_supports("f16c"))
 		return NULL;
-	return &edgeq_kernel_ops_avx2;
+	if (!strcmp(name, "avx2"))
+		return &edgeq_kernel_ops_avx2;
+	if (!strcmp(name, "avx512") && __builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512vnni"))
+		return edgeq_kernel_ops_avx512();
+	return NULL;
 }
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
@@ -63,7 +71,8 @@ static pthread_once_t select_once = PTHREAD_ONCE_INIT;
 static void select_best(void)
 {
 	const char *env = getenv("EDGEQ_KERNELS");
-	static const char *const order[] = { "avx2", "neon", "scalar" };
+	static const char *const order[] = { "avx512", "avx2", "neon",
+					     "scalar" };
 
 	if (env && *env && (selected = edgeq_kernels_by_name(env)))
 		return;

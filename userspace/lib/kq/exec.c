@@ -82,61 +82,77 @@ static int exec_rmsnorm(const struct edgeq_op_desc *op, void *const t[])
 	uint64_t n = op->shape[0], i;
 	const float *x = t[0], *w = t[1];
 	float *y = t[2], eps = bits_to_float(op->param[0]), scale;
-	double sum = 0.0;
+	double ss = 0;
 
 	for (i = 0; i < 3; i++)
 		if (!fits(op->tensors[i].length, n, 1, 1, sizeof(float)))
 			return -EINVAL;
+	/* As the decoder's rmsnorm(): double sum of squares. */
 	for (i = 0; i < n; i++)
-		sum += (double)(x[i] * x[i]);
-	scale = 1.0f / sqrtf((float)(sum / (double)n) + eps);
+		ss += (double)x[i] * x[i];
+	scale = (float)(1.0 / sqrt(ss / (double)n + eps));
 	for (i = 0; i < n; i++)
-		y[i] = (x[i] * scale) * w[i];
+		y[i] = x[i] * scale * w[i];
 	return 0;
 }
 
 static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
 {
 	uint64_t heads = op->shape[0], hd = op->shape[1], h, i;
+	uint64_t n_rot = op->param[1] >> 32;
 	float base = bits_to_float(op->param[1]), *x = t[0];
-	float pos = (float)op->param[0];
+	float pos = (float)op->param[0], *cs;
 	bool neox = op->flags & EDGEQ_OPF_ROPE_NEOX;
 
-	if (hd % 2 || !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)))
+	if (!n_rot)
+		n_rot = hd;
+	if (n_rot % 2 || n_rot > hd ||
+	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)))
 		return -EINVAL;
 	if (base == 0.0f)
 		base = 10000.0f;
+	cs = malloc(n_rot * sizeof(float));
+	if (!cs)
+		return -ENOMEM;
+	/* As the decoder: inverse frequencies in double, angles in float. */
+	for (i = 0; i < n_rot / 2; i++) {
+		float inv = (float)pow((double)base,
+				       -2.0 * (double)i / (double)n_rot);
+		float th = pos * inv;
+
+		cs[2 * i] = cosf(th);
+		cs[2 * i + 1] = sinf(th);
+	}
 	for (h = 0; h < heads; h++) {
 		float *v = x + h * hd;
 
-		for (i = 0; i < hd / 2; i++) {
-			float theta =
-				pos * powf(base, -2.0f * (float)i / (float)hd);
-			float c = cosf(theta), s = sinf(theta);
-			uint64_t a = neox ? i : 2 * i,
-				 b = neox ? i + hd / 2 : 2 * i + 1;
+		for (i = 0; i < n_rot / 2; i++) {
+			float co = cs[2 * i], si = cs[2 * i + 1];
+			uint64_t a = neox ? i : 2 * i;
+			uint64_t b = neox ? i + n_rot / 2 : 2 * i + 1;
 			float x0 = v[a], x1 = v[b];
 
-			v[a] = x0 * c - x1 * s;
-			v[b] = x0 * s + x1 * c;
+			v[a] = x0 * co - x1 * si;
+			v[b] = x0 * si + x1 * co;
 		}
 	}
+	free(cs);
 	return 0;
 }
 
 static void softmax_row(float *x, uint64_t n)
 {
-	float max = -INFINITY, inv;
-	double sum = 0.0;
+	float max = -INFINITY, sum = 0, inv;
 	uint64_t i;
 
+	/* As the decoder's attention: float sum, one reciprocal. */
 	for (i = 0; i < n; i++)
 		max = x[i] > max ? x[i] : max;
 	for (i = 0; i < n; i++) {
 		x[i] = expf(x[i] - max);
-		sum += (double)x[i];
+		sum += x[i];
 	}
-	inv = (float)(1.0 / sum);
+	inv = 1.0f / sum;
 	for (i = 0; i < n; i++)
 		x[i] *= inv;
 }
@@ -157,41 +173,67 @@ static int exec_attention(const struct edgeq_op_desc *op, void *const t[])
 	const struct edgeq_kernel_ops *k = edgeq_kernels_select();
 	uint64_t heads = op->shape[0], kvh = op->shape[1], hd = op->shape[2];
 	uint64_t npos = op->shape[3], h, p;
-	size_t es = op->dtype == EDGEQ_DTYPE_F16 ? 2 : 4;
+	size_t hrow; /* bytes of one head's K or V row */
 	float *scores, scale;
+	void *qh = NULL;
 
-	if (op->dtype != EDGEQ_DTYPE_F32 && op->dtype != EDGEQ_DTYPE_F16)
+	switch (op->dtype) {
+	case EDGEQ_DTYPE_F32:
+		hrow = hd * 4;
+		break;
+	case EDGEQ_DTYPE_F16:
+		hrow = hd * 2;
+		break;
+	case EDGEQ_DTYPE_Q8_0:
+		hrow = edgeq_row_size(EDGEQ_TYPE_Q8_0, (int64_t)hd);
+		if (!hrow)
+			return -EINVAL;
+		break;
+	default:
 		return -EOPNOTSUPP;
+	}
 	if (heads % kvh || !fits(op->tensors[0].length, heads, hd, 1, 4) ||
-	    !fits(op->tensors[1].length, npos, kvh, hd, es) ||
-	    !fits(op->tensors[2].length, npos, kvh, hd, es) ||
+	    !fits(op->tensors[1].length, npos, kvh, hrow, 1) ||
+	    !fits(op->tensors[2].length, npos, kvh, hrow, 1) ||
 	    !fits(op->tensors[3].length, heads, hd, 1, 4))
 		return -EINVAL;
-	scores = malloc(npos * sizeof(float));
+	scores = malloc(npos * sizeof(float) + hrow);
 	if (!scores)
 		return -ENOMEM;
+	qh = scores + npos;
 	scale = 1.0f / sqrtf((float)hd);
+	/* As the decoder's att_task(). */
 	for (h = 0; h < heads; h++) {
 		const float *q = (const float *)t[0] + h * hd;
 		float *out = (float *)t[3] + h * hd;
 		uint64_t g = h / (heads / kvh);
 
+		if (op->dtype == EDGEQ_DTYPE_Q8_0)
+			k->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, (int64_t)hd);
 		for (p = 0; p < npos; p++) {
-			size_t off = ((p * kvh + g) * hd) * es;
-			const void *kr = (const char *)t[1] + off;
+			const void *kr =
+				(const char *)t[1] + (p * kvh + g) * hrow;
+			float s;
 
-			scores[p] = (es == 2 ? k->dot_f16((int64_t)hd, kr, q) :
-					       k->dot_f32((int64_t)hd, kr, q)) *
-				    scale;
+			if (op->dtype == EDGEQ_DTYPE_F16)
+				s = k->dot_f16((int64_t)hd, kr, q);
+			else if (op->dtype == EDGEQ_DTYPE_Q8_0)
+				s = k->vec_dot[EDGEQ_TYPE_Q8_0]((int64_t)hd, kr,
+								qh);
+			else
+				s = k->dot_f32((int64_t)hd, kr, q);
+			scores[p] = s * scale;
 		}
 		softmax_row(scores, npos);
 		memset(out, 0, hd * sizeof(float));
 		for (p = 0; p < npos; p++) {
-			size_t off = ((p * kvh + g) * hd) * es;
-			const void *vr = (const char *)t[2] + off;
+			const void *vr =
+				(const char *)t[2] + (p * kvh + g) * hrow;
 
-			if (es == 2)
+			if (op->dtype == EDGEQ_DTYPE_F16)
 				k->axpy_f16((int64_t)hd, scores[p], vr, out);
+			else if (op->dtype == EDGEQ_DTYPE_Q8_0)
+				k->axpy_q8_0((int64_t)hd, scores[p], vr, out);
 			else
 				k->axpy_f32((int64_t)hd, scores[p], vr, out);
 		}

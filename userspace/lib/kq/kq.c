@@ -256,8 +256,6 @@ int edgeq_kq_submit_ioctl(struct edgeq_kq *kq, const struct edgeq_op_desc *ops,
 	};
 	int ret = kq_ioctl(kq->fd, EDGEQ_IOC_SUBMIT, &s);
 
-	if (ret == -EAGAIN && s.submitted)
-		return (int)s.submitted;
 	return ret ? ret : (int)s.submitted;
 }
 

@@ -182,48 +182,130 @@ static size_t word_gpt2(const struct cps *c, size_t i, size_t end)
 	return spaces(c, i, end, false);
 }
 
-static int bpe_word(const struct edgeq_vocab *v, const char *w, size_t len,
-		    int32_t *ids, char *buf, struct tok_out *o)
+/*
+ * Merge state of one word: a linked list of symbols and a min-heap of
+ * candidate merges (rank, then leftmost), so a word of n bytes costs
+ * O(n log n) however long it is. A popped candidate is stale when either
+ * side has changed since it was pushed.
+ */
+struct bpe_cand {
+	uint32_t rank;
+	int left, right;
+	int32_t lid, rid, res;
+};
+
+struct bpe_scratch {
+	int32_t *ids;
+	int *prev, *next;
+	struct bpe_cand *heap;
+	size_t nh;
+	char *buf;
+};
+
+static bool cand_before(const struct bpe_cand *a, const struct bpe_cand *b)
 {
-	size_t n = 0, i, bl = 0;
+	return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+static void cand_push(struct bpe_scratch *s, struct bpe_cand c)
+{
+	size_t i = s->nh++;
+
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (!cand_before(&c, &s->heap[p]))
+			break;
+		s->heap[i] = s->heap[p];
+		i = p;
+	}
+	s->heap[i] = c;
+}
+
+static struct bpe_cand cand_pop(struct bpe_scratch *s)
+{
+	struct bpe_cand top = s->heap[0], last = s->heap[--s->nh];
+	size_t i = 0;
+
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		const struct bpe_cand *best = &last;
+
+		if (l < s->nh && cand_before(&s->heap[l], best)) {
+			m = l;
+			best = &s->heap[l];
+		}
+		if (r < s->nh && cand_before(&s->heap[r], best))
+			m = r;
+		if (m == i)
+			break;
+		s->heap[i] = s->heap[m];
+		i = m;
+	}
+	if (s->nh)
+		s->heap[i] = last;
+	return top;
+}
+
+static void try_merge(const struct edgeq_vocab *v, struct bpe_scratch *s, int l,
+		      int r)
+{
+	struct bpe_cand c;
+
+	if (l < 0 || r < 0 || s->ids[l] < 0 || s->ids[r] < 0)
+		return;
+	c.res = vocab_merge(v, s->ids[l], s->ids[r], &c.rank);
+	if (c.res < 0)
+		return;
+	c.left = l;
+	c.right = r;
+	c.lid = s->ids[l];
+	c.rid = s->ids[r];
+	cand_push(s, c);
+}
+
+static int bpe_word(const struct edgeq_vocab *v, const char *w, size_t len,
+		    struct bpe_scratch *s, struct tok_out *o)
+{
+	size_t i, bl = 0;
+	int n = (int)len, k;
 
 	for (i = 0; i < len; i++)
-		bl += utf8_put(bpe_byte_to_cp((unsigned char)w[i]), buf + bl);
+		bl += utf8_put(bpe_byte_to_cp((unsigned char)w[i]),
+			       s->buf + bl);
 	if (v->ignore_merges) {
-		int32_t id = vocab_find(v, buf, bl);
+		int32_t id = vocab_find(v, s->buf, bl);
 
 		if (id >= 0) {
 			tok_push(o, id);
 			return 0;
 		}
 	}
-	for (i = 0; i < len; i++)
-		ids[n++] = v->byte_tok[(unsigned char)w[i]];
-	for (;;) {
-		uint32_t best = UINT32_MAX, r;
-		size_t at = 0;
-		int32_t res = -1, m;
-
-		for (i = 0; i + 1 < n; i++) {
-			if (ids[i] < 0 || ids[i + 1] < 0)
-				continue;
-			m = vocab_merge(v, ids[i], ids[i + 1], &r);
-			if (m >= 0 && r < best) {
-				best = r;
-				at = i;
-				res = m;
-			}
-		}
-		if (res < 0)
-			break;
-		ids[at] = res;
-		memmove(&ids[at + 1], &ids[at + 2],
-			(n - at - 2) * sizeof(*ids));
-		n--;
+	for (k = 0; k < n; k++) {
+		s->ids[k] = v->byte_tok[(unsigned char)w[k]];
+		s->prev[k] = k - 1;
+		s->next[k] = k + 1 < n ? k + 1 : -1;
 	}
-	for (i = 0; i < n; i++) {
-		if (ids[i] >= 0)
-			tok_push(o, ids[i]);
+	s->nh = 0;
+	for (k = 0; k + 1 < n; k++)
+		try_merge(v, s, k, k + 1);
+	while (s->nh) {
+		struct bpe_cand c = cand_pop(s);
+
+		if (s->ids[c.left] != c.lid || s->ids[c.right] != c.rid ||
+		    s->next[c.left] != c.right)
+			continue; /* stale */
+		s->ids[c.left] = c.res;
+		s->ids[c.right] = -2; /* gone */
+		s->next[c.left] = s->next[c.right];
+		if (s->next[c.right] >= 0)
+			s->prev[s->next[c.right]] = c.left;
+		try_merge(v, s, s->prev[c.left], c.left);
+		try_merge(v, s, c.left, s->next[c.left]);
+	}
+	for (k = n ? 0 : -1; k >= 0; k = s->next[k]) {
+		if (s->ids[k] >= 0)
+			tok_push(o, s->ids[k]);
 		else if (v->unk >= 0)
 			tok_push(o, v->unk);
 	}
@@ -234,17 +316,23 @@ int bpe_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 		 struct tok_out *o)
 {
 	struct cps c = { text, NULL, NULL, NULL, 0 };
-	int32_t *ids = NULL;
-	char *buf = NULL;
+	struct bpe_scratch s = { 0 };
 	size_t i, l, seg, end;
 	int ret = -ENOMEM;
+
+	if (len > INT32_MAX / 4)
+		return -E2BIG;
 
 	c.off = malloc((len + 1) * sizeof(*c.off));
 	c.cl = malloc(len + 1);
 	c.cp = malloc((len + 1) * sizeof(*c.cp));
-	ids = malloc((len + 1) * sizeof(*ids));
-	buf = malloc(len * 2 + 4);
-	if (!c.off || !c.cl || !c.cp || !ids || !buf)
+	s.ids = malloc((len + 1) * sizeof(*s.ids));
+	s.prev = malloc((len + 1) * sizeof(*s.prev));
+	s.next = malloc((len + 1) * sizeof(*s.next));
+	s.heap = malloc((3 * len + 3) * sizeof(*s.heap));
+	s.buf = malloc(len * 2 + 4);
+	if (!c.off || !c.cl || !c.cp || !s.ids || !s.prev || !s.next ||
+	    !s.heap || !s.buf)
 		goto out;
 	for (i = 0; i < len; i += l) {
 		c.cp[c.n] = utf8_get(text + i, len - i, &l);
@@ -279,7 +367,7 @@ int bpe_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 			if (!l)
 				l = 1;
 			bpe_word(v, text + c.off[i], c.off[i + l] - c.off[i],
-				 ids, buf, o);
+				 &s, o);
 		}
 	}
 	ret = 0;
@@ -287,7 +375,10 @@ out:
 	free(c.off);
 	free(c.cl);
 	free(c.cp);
-	free(ids);
-	free(buf);
+	free(s.ids);
+	free(s.prev);
+	free(s.next);
+	free(s.heap);
+	free(s.buf);
 	return ret;
 }

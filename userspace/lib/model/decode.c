@@ -318,6 +318,8 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 		edgeq_par_matmul(m->pool, m->ops, t->type,
 				 edgeq_weights_get(m->weights, t), n,
 				 (int64_t)t->ne[1], c->qa, astride, nb, y, ldy);
+	if (c->hooks && c->hooks->linear_done)
+		c->hooks->linear_done(c->hooks_arg, t, nb);
 }
 
 static void add_bias(float *y, const float *bias, int nb, uint32_t n)

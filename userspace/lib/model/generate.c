@@ -25,7 +25,7 @@ int edgeq_generate(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
 	const float *logits;
 	size_t n_prompt = 0;
 	uint64_t t0, t1;
-	char piece[256];
+	char piece[4100]; /* the longest token the loader accepts is 4096 bytes */
 	int ret;
 
 	memset(&s, 0, sizeof(s));

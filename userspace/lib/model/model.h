@@ -121,6 +121,8 @@ struct edgeq_ctx_hooks {
 	void (*step_begin)(void *arg, int nb);
 	int (*linear)(void *arg, const struct edgeq_tensor *t, const float *x,
 		      int nb, int ldx, float *y, int ldy);
+	/* after the CPU ran a linear() the hook left to it */
+	void (*linear_done)(void *arg, const struct edgeq_tensor *t, int nb);
 	void (*step_end)(void *arg, int nb);
 };
 

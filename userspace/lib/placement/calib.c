@@ -13,7 +13,7 @@
 #include <edgeq/placement.h>
 
 #define RATIO_MIN 0.01
-#define RATIO_MAX 100.0
+#define RATIO_MAX 10000.0
 
 void edgeq_calib_init(struct edgeq_calib *c)
 {

@@ -46,6 +46,7 @@ struct edgeq_place_exec {
 	uint64_t *acc_ns;      /* per op: device time in this step */
 	int8_t *acc_dev;       /* the device it ran on, -1 none */
 	bool decoding;	       /* the current pass is one token */
+	uint64_t cpu_t0;       /* start of the matrix op the CPU is running */
 	struct edgeq_place_stats st;
 };
 
@@ -162,9 +163,11 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 		return -EAGAIN;
 	p = edgeq_placer_plan(x->pl);
 	dev = p->dev[i];
-	if (dev == 0)
-		return -EAGAIN;
 	t0 = edgeq_now_ns();
+	if (dev == 0) {
+		x->cpu_t0 = t0; /* timed until linear_done */
+		return -EAGAIN;
+	}
 	ret = x->be.matvec(x->be.arg, dev, t->type,
 			   edgeq_weights_get(x->m->weights, t), t->size,
 			   t->ne[1], t->ne[0], in, y);
@@ -177,12 +180,29 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 		x->st.last_replan_token = x->st.tokens;
 		x->st.last_reason = EDGEQ_REPLAN_LOST;
 		count_on_devices(x);
+		x->cpu_t0 = edgeq_now_ns();
 		return -EAGAIN;
 	}
 	x->st.offloaded++;
 	x->acc_ns[i] += edgeq_now_ns() - t0;
 	x->acc_dev[i] = (int8_t)dev;
 	return 0;
+}
+
+/* The CPU ran a matrix op: time it for calibration too. */
+static void hook_linear_done(void *arg, const struct edgeq_tensor *t, int nb)
+{
+	struct edgeq_place_exec *x = arg;
+	int i;
+
+	if (!x->decoding || nb != 1 || !x->cpu_t0)
+		return;
+	i = op_of(x, t);
+	if (i >= 0) {
+		x->acc_ns[i] += edgeq_now_ns() - x->cpu_t0;
+		x->acc_dev[i] = 0;
+	}
+	x->cpu_t0 = 0;
 }
 
 static void hook_step_end(void *arg, int nb)
@@ -262,6 +282,7 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	}
 	x->hooks.step_begin = hook_step_begin;
 	x->hooks.linear = hook_linear;
+	x->hooks.linear_done = hook_linear_done;
 	x->hooks.step_end = hook_step_end;
 	count_on_devices(x);
 	ctx_set_hooks(c, &x->hooks, x);
@@ -342,6 +363,12 @@ static int inline_matvec(void *arg, int dev, uint32_t type, const void *w,
 	k->matvec((enum edgeq_type)type, w, (int64_t)cols, 0, (int64_t)rows,
 		  act, y);
 	free(act);
+	if (st->delay_ns) {
+		uint64_t end = edgeq_now_ns() + st->delay_ns;
+
+		while (edgeq_now_ns() < end)
+			;
+	}
 	st->ops++;
 	return 0;
 }

@@ -708,9 +708,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			 (unsigned long long)atomic_fetch_add(&s->seq, 1));
 		cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		*con_cls = r;
 		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body)
 			r->too_big = true;
-		*con_cls = r;
+		if (cl && strtoull(cl, NULL, 10) / 8 > s->cfg.max_body) {
+			/*
+			 * Far too big: refuse before reading it (MHD closes the
+			 * connection; a client still sending may see a reset).
+			 * A body just over the limit is read and dropped, so
+			 * that every client gets the 413 and its JSON body.
+			 */
+			r->endpoint = !strcmp(url, "/v1/chat/completions") ?
+					      "chat" :
+				      !strcmp(url, "/v1/completions") ?
+					      "completions" :
+					      "other";
+			return srv_send_error(
+				r, 413, "invalid_request_error", NULL,
+				"request body larger than %llu bytes",
+				(unsigned long long)s->cfg.max_body);
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -999,6 +1016,18 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	cp.n_ctx = s->n_ctx;
 	for (i = 0; i < s->n_slots; i++) {
 		ret = edgeq_ctx_new(s->model, &cp, &s->slots[i].ctx, err);
+		if (ret == -ENOMEM && i > 0) {
+			/* as many KV caches as memory allows */
+			srv_log(SRV_WARN,
+				(const char *const[]){
+					"EDGEQ_EVENT=slots-reduced", NULL },
+				"memory for %d of %d slots only: %s", i,
+				s->n_slots, err ? err->msg : "");
+			edgeq_error_clear(err);
+			s->n_slots = i;
+			ret = 0;
+			break;
+		}
 		if (ret)
 			goto fail;
 		s->slots[i].cap = s->n_ctx;

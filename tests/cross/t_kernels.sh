@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# timeout: 300
+# The kernels on aarch64, under qemu-aarch64-static: the NEON table against
+# the scalar oracle (exact), the thread pool, and the same results as the
+# x86-64 build bit for bit (kbench --digest hashes quantizer, dot, matvec
+# and matmul outputs of every type). qemu-user has no io_uring or NUMA, so
+# only fallback paths run there: that is expected.
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+cd "$EDGEQ_TOP"
+A=build-aarch64
+QEMU="qemu-aarch64-static -L /usr/aarch64-linux-gnu"
+[ -x $A/tests/unit/test_kernels ] || skip_all "no aarch64 build: run 'make cross'"
+export EDGEQ_TEST_QEMU=1
+for t in test_kernels test_kernels_threads; do
+	timeout 240 $QEMU $A/tests/unit/$t >"$T/$t.log" 2>&1
+	check "$t passes on aarch64 (NEON)" test $? -eq 0 || tail -20 "$T/$t.log"
+done
+check "NEON table selected under qemu" grep -q 'selected kernels: neon' "$T/test_kernels.log"
+EDGEQ_KERNELS=scalar timeout 240 $QEMU $A/tests/unit/test_kernels >"$T/s.log" 2>&1
+check "aarch64 scalar table passes" test $? -eq 0 || tail -20 "$T/s.log"
+"$O/tools/kbench" --digest >"$T/x86.txt"
+check "x86-64 digest: selected kernels equal scalar" test "$(grep -c same-as-scalar "$T/x86.txt")" -eq 7
+timeout 120 $QEMU $A/tools/kbench --digest >"$T/arm.txt"
+check "aarch64 digest: selected kernels equal scalar" test "$(grep -c same-as-scalar "$T/arm.txt")" -eq 7
+EDGEQ_KERNELS=scalar timeout 120 $QEMU $A/tools/kbench --digest >"$T/arms.txt"
+check "x86-64 and aarch64 results are bit-identical (all types)" \
+	cmp -s <(tail -n +2 "$T/x86.txt") <(tail -n +2 "$T/arm.txt")
+check "aarch64 scalar equals x86-64 AVX2 bit for bit" \
+	cmp -s <(tail -n +2 "$T/x86.txt") <(tail -n +2 "$T/arms.txt")
+summary

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The kq backend: matrix ops placed on an edgeq queue go to its agent
+ * through the module, driven by an io_uring.
+ *
+ * Per queue: the fd (O_NONBLOCK), a staging memfd for activations (input
+ * vector, then output vector) registered once, and one memfd per weight
+ * matrix, filled and registered on first use (the weights are read-only, so
+ * a copy stays valid; a streamer-owned memfd would avoid the copy). An op is
+ * an IORING_OP_WRITE of its descriptor and an IORING_OP_POLL_ADD for POLLIN
+ * on the same ring; when the poll completes the completion is read without
+ * blocking. A failed op (-ENODEV when the agent is gone, -ETIMEDOUT ...)
+ * returns its status, and the executor runs the op on the CPU instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include <edgeq/kq.h>
+#include <edgeq/placement.h>
+
+struct kq_weight {
+	const void *src; /* the engine's copy */
+	uint32_t handle;
+	int fd;
+	void *map;
+	uint64_t bytes;
+};
+
+struct kq_dev {
+	struct edgeq_kq *kq; /* NULL for the cpu */
+	int stage_fd;
+	void *stage;
+	size_t stage_size;
+	uint32_t stage_handle;
+	struct kq_weight *w;
+	size_t n_w, cap_w;
+};
+
+struct edgeq_place_kq {
+	struct io_uring ring;
+	size_t n;
+	struct kq_dev dev[EDGEQ_MAX_DEVICES];
+	uint64_t cookie;
+	uint64_t tag; /* io_uring user data */
+};
+
+static int stage_ensure(struct kq_dev *d, size_t size)
+{
+	int ret;
+
+	if (d->stage_size >= size)
+		return 0;
+	if (d->stage) {
+		edgeq_kq_tensor_unregister(d->kq, d->stage_handle);
+		munmap(d->stage, d->stage_size);
+		close(d->stage_fd);
+		d->stage = NULL;
+	}
+	size = (size + 65535) & ~(size_t)65535;
+	ret = edgeq_kq_memfd("edgeq-stage", size, &d->stage_fd, &d->stage);
+	if (ret)
+		return ret;
+	ret = edgeq_kq_tensor_register(d->kq, d->stage_fd, &d->stage_handle);
+	if (ret) {
+		munmap(d->stage, size);
+		close(d->stage_fd);
+		d->stage = NULL;
+		return ret;
+	}
+	d->stage_size = size;
+	return 0;
+}
+
+static int weight_handle(struct kq_dev *d, const void *w, uint64_t bytes,
+			 uint32_t *handle)
+{
+	struct kq_weight *kw;
+	int ret;
+
+	for (size_t i = 0; i < d->n_w; i++)
+		if (d->w[i].src == w && d->w[i].bytes == bytes) {
+			*handle = d->w[i].handle;
+			return 0;
+		}
+	if (d->n_w == d->cap_w) {
+		size_t cap = d->cap_w ? 2 * d->cap_w : 64;
+		struct kq_weight *nw = realloc(d->w, cap * sizeof(*nw));
+
+		if (!nw)
+			return -ENOMEM;
+		d->w = nw;
+		d->cap_w = cap;
+	}
+	kw = &d->w[d->n_w];
+	ret = edgeq_kq_memfd("edgeq-weight", bytes, &kw->fd, &kw->map);
+	if (ret)
+		return ret;
+	memcpy(kw->map, w, bytes);
+	ret = edgeq_kq_tensor_register(d->kq, kw->fd, &kw->handle);
+	if (ret) {
+		munmap(kw->map, bytes);
+		close(kw->fd);
+		return ret;
+	}
+	kw->src = w;
+	kw->bytes = bytes;
+	d->n_w++;
+	*handle = kw->handle;
+	return 0;
+}
+
+/*
+ * Submit @sqe (prepared on k->ring) and wait for its completion, at most
+ * KQ_WAIT_S (the module's own op timeout is shorter): *@res gets its result.
+ * On timeout the request is cancelled and -ETIMEDOUT returned.
+ */
+#define KQ_WAIT_S 10
+static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
+			 int *res)
+{
+	struct __kernel_timespec ts = { .tv_sec = KQ_WAIT_S };
+	struct io_uring_cqe *cqe;
+	uint64_t tag = ++k->tag;
+	int ret;
+
+	io_uring_sqe_set_data(sqe, (void *)(uintptr_t)tag);
+	ret = io_uring_submit(&k->ring);
+	if (ret < 0)
+		return ret;
+	for (;;) {
+		ret = io_uring_wait_cqe_timeout(&k->ring, &cqe, &ts);
+		if (ret == -EINTR)
+			continue;
+		if (ret == -ETIME) {
+			sqe = io_uring_get_sqe(&k->ring);
+			if (sqe) {
+				io_uring_prep_cancel(sqe,
+						     (void *)(uintptr_t)tag, 0);
+				io_uring_submit(&k->ring);
+			}
+			return -ETIMEDOUT;
+		}
+		if (ret)
+			return ret;
+		if ((uintptr_t)io_uring_cqe_get_data(cqe) == tag) {
+			*res = cqe->res;
+			io_uring_cqe_seen(&k->ring, cqe);
+			return 0;
+		}
+		io_uring_cqe_seen(&k->ring, cqe); /* a cancelled one */
+	}
+}
+
+static int kq_matvec(void *arg, int dev, uint32_t type, const void *w,
+		     uint64_t w_bytes, uint64_t rows, uint64_t cols,
+		     const float *x, float *y)
+{
+	struct edgeq_place_kq *k = arg;
+	struct kq_dev *d;
+	struct edgeq_op_desc op;
+	struct edgeq_completion cpl;
+	struct io_uring_sqe *sqe;
+	size_t xoff = 0, yoff = ((size_t)cols * 4 + 63) & ~(size_t)63;
+	uint32_t wh;
+	int ret, res;
+
+	if (dev <= 0 || (size_t)dev >= k->n || !k->dev[dev].kq)
+		return -ENODEV;
+	d = &k->dev[dev];
+	ret = stage_ensure(d, yoff + (size_t)rows * 4);
+	if (ret)
+		return ret;
+	ret = weight_handle(d, w, w_bytes, &wh);
+	if (ret)
+		return ret;
+	memcpy((char *)d->stage + xoff, x, (size_t)cols * 4);
+	edgeq_op_desc_init(&op, EDGEQ_OP_MATVEC, ++k->cookie);
+	op.dtype = type;
+	op.shape[0] = rows;
+	op.shape[1] = cols;
+	edgeq_op_desc_tensor(&op, 0, wh, 0, w_bytes);
+	edgeq_op_desc_tensor(&op, 1, d->stage_handle, xoff, cols * 4);
+	edgeq_op_desc_tensor(&op, 2, d->stage_handle, yoff, rows * 4);
+
+	/* the descriptor: refused at once without an agent (-ENODEV) */
+	sqe = io_uring_get_sqe(&k->ring);
+	io_uring_prep_write(sqe, edgeq_kq_fd(d->kq), &op, sizeof(op), 0);
+	ret = ring_wait_one(k, sqe, &res);
+	if (ret)
+		return ret;
+	if (res < 0)
+		return res;
+	/* the completion: POLL_ADD on the same ring until it is readable */
+	for (;;) {
+		ret = edgeq_kq_complete(d->kq, &cpl, 1);
+		if (ret == 1 && cpl.cookie == op.cookie)
+			break;
+		if (ret == 1)
+			continue; /* a stale completion (an op given up on) */
+		if (ret != -EAGAIN)
+			return ret < 0 ? ret : -EIO;
+		sqe = io_uring_get_sqe(&k->ring);
+		io_uring_prep_poll_add(sqe, edgeq_kq_fd(d->kq), POLLIN);
+		ret = ring_wait_one(k, sqe, &res);
+		if (ret)
+			return ret;
+		if (res < 0)
+			return res;
+	}
+	if (cpl.status)
+		return cpl.status;
+	memcpy(y, (char *)d->stage + yoff, (size_t)rows * 4);
+	return 0;
+}
+
+void edgeq_place_kq_free(struct edgeq_place_kq *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 1; i < k->n; i++) {
+		struct kq_dev *d = &k->dev[i];
+
+		for (size_t j = 0; j < d->n_w; j++) {
+			munmap(d->w[j].map, d->w[j].bytes);
+			close(d->w[j].fd);
+		}
+		free(d->w);
+		if (d->stage) {
+			munmap(d->stage, d->stage_size);
+			close(d->stage_fd);
+		}
+		edgeq_kq_close(d->kq);
+	}
+	io_uring_queue_exit(&k->ring);
+	free(k);
+}
+
+int edgeq_place_kq_new(const struct edgeq_devices *devs,
+		       struct edgeq_place_kq **out,
+		       struct edgeq_place_backend *be, struct edgeq_error *err)
+{
+	struct edgeq_place_kq *k = calloc(1, sizeof(*k));
+	int ret;
+
+	if (!k)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	ret = io_uring_queue_init(8, &k->ring, 0);
+	if (ret) {
+		free(k);
+		return edgeq_error_set(err, -ret, "io_uring: %s",
+				       strerror(-ret));
+	}
+	k->n = devs->n;
+	for (size_t i = 1; i < devs->n; i++) {
+		ret = edgeq_kq_open(devs->dev[i].name, O_NONBLOCK,
+				    &k->dev[i].kq);
+		if (ret) {
+			edgeq_place_kq_free(k);
+			return edgeq_error_set(err, -ret,
+					       "queue %s: %s (is edgeq.ko "
+					       "loaded?)",
+					       devs->dev[i].name,
+					       strerror(-ret));
+		}
+	}
+	be->name = "kq";
+	be->matvec = kq_matvec;
+	be->arg = k;
+	*out = k;
+	return 0;
+}
