@@ -2,7 +2,7 @@
 /*
  * gguf-gen: write a deterministic synthetic llama-family GGUF model.
  *
- *   gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]
+ *   gguf-gen -o FILE [--shape tiny|1b|micro] [--type f32|f16|bf16|q8_0|q4_0|q4_k]
  *            [--seed N] [--arch llama|qwen2] [--tied] [--vocab N]
  *
  * Weights are uniform random from the seed, scaled by 1/sqrt(fan-in) so
@@ -32,6 +32,7 @@ struct shape {
 static const struct shape shapes[] = {
 	{ "tiny", 256, 512, 2, 4, 2, 512, 256 },
 	{ "1b", 2048, 8192, 16, 32, 8, 32000, 4096 },
+	{ "micro", 32, 64, 1, 2, 1, 300, 64 }, /* fuzz seed; no K-quants */
 };
 
 struct tensor {
@@ -254,7 +255,7 @@ static void *fill_rows(void *arg)
 static int usage(int st)
 {
 	fprintf(st ? stderr : stdout,
-		"usage: gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
+		"usage: gguf-gen -o FILE [--shape tiny|1b|micro] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
 		"                [--seed N] [--arch llama|qwen2] [--tied] [--rope-freqs]\n"
 		"                [--layers N]\n");
 	return st;
@@ -319,6 +320,8 @@ int main(int argc, char **argv)
 				sh = shapes[0];
 			else if (!strcmp(optarg, "1b"))
 				sh = shapes[1];
+			else if (!strcmp(optarg, "micro"))
+				sh = shapes[2];
 			else
 				return usage(2);
 			break;
