@@ -25,63 +25,11 @@ static dev_t edgeq_devt;
 static DEFINE_MUTEX(edgeq_mutex); /* edgeq_queues[] */
 static struct edgeq_queue *edgeq_queues[EDGEQ_MAX_QUEUES];
 
-/* ---- module parameters, bounded */
-
+/* Module parameters; registered, with their bounds, at the end of the file. */
 static char *queues;
-module_param(queues, charp, 0444);
-MODULE_PARM_DESC(queues,
-		 "queues to create at load, comma separated (e.g. npu0,gpu0)");
-
 static bool sim_sensor;
-module_param(sim_sensor, bool, 0444);
-MODULE_PARM_DESC(sim_sensor,
-		 "register a simulated thermal zone per queue (default off)");
-
-static int edgeq_param_set_bounded(const char *val,
-				   const struct kernel_param *kp, u32 lo,
-				   u32 hi)
-{
-	u32 v;
-	int ret = kstrtou32(val, 0, &v);
-
-	if (ret)
-		return ret;
-	if (v < lo || v > hi)
-		return -EINVAL;
-	*(u32 *)kp->arg = v;
-	return 0;
-}
-
-static int edgeq_inflight_set(const char *val, const struct kernel_param *kp)
-{
-	return edgeq_param_set_bounded(val, kp, 1, EDGEQ_MAX_INFLIGHT);
-}
-
-static int edgeq_timeout_set(const char *val, const struct kernel_param *kp)
-{
-	return edgeq_param_set_bounded(val, kp, 0, EDGEQ_MAX_TIMEOUT_MS);
-}
-
-static const struct kernel_param_ops edgeq_inflight_ops = {
-	.set = edgeq_inflight_set,
-	.get = param_get_uint,
-};
-
-static const struct kernel_param_ops edgeq_timeout_ops = {
-	.set = edgeq_timeout_set,
-	.get = param_get_uint,
-};
-
 static u32 max_inflight = 8;
-module_param_cb(max_inflight, &edgeq_inflight_ops, &max_inflight, 0644);
-MODULE_PARM_DESC(max_inflight,
-		 "default in-flight limit of new queues (1..256, default 8)");
-
 static u32 timeout_ms = 5000;
-module_param_cb(timeout_ms, &edgeq_timeout_ops, &timeout_ms, 0644);
-MODULE_PARM_DESC(
-	timeout_ms,
-	"default op timeout of new queues in ms (0 = none, default 5000)");
 
 bool edgeq_sim_sensor_enabled(void)
 {
@@ -427,6 +375,60 @@ static void __exit edgeq_exit(void)
 	class_destroy(edgeq_class);
 	unregister_chrdev_region(edgeq_devt, EDGEQ_MAX_QUEUES);
 }
+
+/* ---- module parameters, bounded */
+
+module_param(queues, charp, 0444);
+MODULE_PARM_DESC(queues,
+		 "queues to create at load, comma separated (e.g. npu0,gpu0)");
+
+module_param(sim_sensor, bool, 0444);
+MODULE_PARM_DESC(sim_sensor,
+		 "register a simulated thermal zone per queue (default off)");
+
+static int edgeq_param_set_bounded(const char *val,
+				   const struct kernel_param *kp, u32 lo,
+				   u32 hi)
+{
+	u32 v;
+	int ret = kstrtou32(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v < lo || v > hi)
+		return -EINVAL;
+	*(u32 *)kp->arg = v;
+	return 0;
+}
+
+static int edgeq_inflight_set(const char *val, const struct kernel_param *kp)
+{
+	return edgeq_param_set_bounded(val, kp, 1, EDGEQ_MAX_INFLIGHT);
+}
+
+static int edgeq_timeout_set(const char *val, const struct kernel_param *kp)
+{
+	return edgeq_param_set_bounded(val, kp, 0, EDGEQ_MAX_TIMEOUT_MS);
+}
+
+static const struct kernel_param_ops edgeq_inflight_ops = {
+	.set = edgeq_inflight_set,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops edgeq_timeout_ops = {
+	.set = edgeq_timeout_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_inflight, &edgeq_inflight_ops, &max_inflight, 0644);
+MODULE_PARM_DESC(max_inflight,
+		 "default in-flight limit of new queues (1..256, default 8)");
+
+module_param_cb(timeout_ms, &edgeq_timeout_ops, &timeout_ms, 0644);
+MODULE_PARM_DESC(
+	timeout_ms,
+	"default op timeout of new queues in ms (0 = none, default 5000)");
 
 module_init(edgeq_init);
 module_exit(edgeq_exit);

@@ -24,7 +24,7 @@ static int edgeq_open(struct inode *inode, struct file *file)
 	struct edgeq_file *f;
 	int prio;
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
 	for (prio = 0; prio < EDGEQ_PRIO_COUNT; prio++) {
@@ -77,7 +77,7 @@ static ssize_t edgeq_client_write(struct edgeq_file *f, const char __user *buf,
 	    len / sizeof(struct edgeq_op_desc) > EDGEQ_MAX_BATCH)
 		return -EINVAL;
 	while (done < len) {
-		req = kzalloc(sizeof(*req), GFP_KERNEL);
+		req = kzalloc(sizeof(*req), GFP_KERNEL_ACCOUNT);
 		if (!req) {
 			ret = -ENOMEM;
 			break;
@@ -241,7 +241,7 @@ static int edgeq_tensor_register(struct edgeq_file *f, void __user *arg)
 	    !i_size_read(file_inode(file)))
 		goto out_fput;
 	ret = -ENOMEM;
-	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		goto out_fput;
 	t->file = file;

@@ -260,6 +260,9 @@ def main():
         ref = m.logits(pt + gen)
         nv = ref.shape[1]
         got = np.fromfile(sys.argv[3], dtype="<f4").astype(np.float64).reshape(-1, nv)
+        if got.shape[0] != len(gen) + 1:
+            print("dump has %d rows, expected %d" % (got.shape[0], len(gen) + 1))
+            return 1
         worst, bad = 0.0, 0
         for r in range(got.shape[0]):
             want = ref[len(pt) - 1 + r]

@@ -18,7 +18,7 @@ PROMPT="Hello world, this is a test of the decoder"
 
 compare() { # what model tol [edgeq args...]
 	local what=$1 model=$2 tol=$3; shift 3
-	if ! "$EDGEQ" run -m "$model" -p "$PROMPT" -n 6 -b 4 --dump-logits "$T/l.bin" "$@" >"$T/l.json"; then
+	if ! "$EDGEQ" run -m "$model" -p "$PROMPT" -n 6 -b 4 --weights mmap --dump-logits "$T/l.bin" "$@" >"$T/l.json"; then
 		check "$what: edgeq run" false
 		return
 	fi
@@ -37,6 +37,8 @@ compare "tiny f32 with Llama 3 rope_freqs factors" "$T/rf.gguf" 0.001 --kv-type 
 "$GEN" -o "$T/tied.gguf" --type q8_0 --tied --seed 4
 compare "tiny q8_0 tied output" "$T/tied.gguf" 0.05 -t 1
 compare "tiny f16 with a Q8_0 KV cache" "$T/tiny-f16.gguf" 0.05 --kv-type q8_0
+LONG=$(for i in 1 2 3 4 5 6 7; do printf 'the quick brown fox jumps over the lazy dog %d ' $i; done)
+PROMPT=$LONG compare "tiny q8_0, a 220-token prompt (4 prefill batches of 64)" "$T/tiny-q8_0.gguf" 0.05 -b 64 -t 2
 compare "tiny f32 with an F32 KV cache" "$T/tiny-f32.gguf" 0.001 --kv-type f32
 if [ -f "$EDGEQ_TEST_MODELS/stories260K.gguf" ]; then
 	PROMPT="Once upon a time"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# timeout: 240
-# libFuzzer on the GGUF reader (with the tokenizer loader behind it) and on
-# both tokenizers, under ASan+UBSan, for a bounded time each
-# (EDGEQ_FUZZ_SECONDS, default 25). Any finding fails the test; the crashing
+# timeout: 400
+# libFuzzer on the GGUF reader (with the tokenizer loader behind it), on
+# both tokenizers, and on the whole model loader plus two decode steps, under ASan+UBSan, for a bounded time each
+# (EDGEQ_FUZZ_SECONDS, default 20). Any finding fails the test; the crashing
 # input is kept in $O/fuzz/ for a look.
 . "$(dirname "$0")/../lib/testlib.sh"
 cd "$EDGEQ_TOP" || exit 1
 CLANG=${CLANG:-clang}
-secs=${EDGEQ_FUZZ_SECONDS:-25}
+secs=${EDGEQ_FUZZ_SECONDS:-20}
 out=$EDGEQ_TOP/${O:-build}/fuzz
 mkdir -p "$out"
 echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' >"$T/probe.c"
@@ -23,10 +23,35 @@ for h in gguf tokenize; do
 		check "build fuzz_$h" false
 	fi
 done
+# The whole loader and forward pass: the decoder's sources are instrumented;
+# the kernels and everything else come from libedgeq.a as built.
+MODEL_SRCS=$(ls userspace/lib/model/*.c)
+LIBA=$EDGEQ_TOP/${O:-build}/libedgeq.a
+if [ -f "$LIBA" ]; then
+	mkdir -p "$T/mo"
+	ok=1
+	for f in $MODEL_SRCS; do
+		$CLANG $FLAGS -ffp-contract=off -c "$f" \
+			-o "$T/mo/$(echo "$f" | tr / _).o" 2>>"$T/ccm.log" || ok=0
+	done
+	[ $ok = 1 ] && $CLANG $FLAGS tests/fuzz/fuzz_model.c "$T"/mo/*.o "$LIBA" \
+		$(pkg-config --libs liburing libbpf hwloc jansson libmicrohttpd libcurl libsodium inih libsystemd 2>/dev/null) \
+		-lnuma -lm -pthread -o "$out/fuzz_model" 2>>"$T/ccm.log" || ok=0
+	if [ $ok = 0 ]; then
+		tail -n 20 "$T/ccm.log"
+		check "build fuzz_model" false
+	fi
+fi
 [ -x "$out/fuzz_gguf" ] && [ -x "$out/fuzz_tokenize" ] || { summary; exit 1; }
 
 # Seed corpus, made here: small valid files of each kind.
-mkdir -p "$T/c-gguf" "$T/c-tok"
+mkdir -p "$T/c-gguf" "$T/c-tok" "$T/c-model"
+GEN=$EDGEQ_TOP/${O:-build}/tools/gguf-gen
+if [ -x "$GEN" ]; then
+	"$GEN" --shape micro --type f32 --tied -o "$T/c-model/f32"
+	"$GEN" --shape micro --type q8_0 -o "$T/c-model/q8_0"
+	"$GEN" --shape micro --type q4_0 --arch qwen2 -o "$T/c-model/qwen2"
+fi
 /usr/bin/python3 - "$T/c-gguf" <<'PY'
 import struct, sys
 d = sys.argv[1]
@@ -55,10 +80,12 @@ printf 'Hello world' >"$T/c-tok/a"
 printf ' the\tin  12345 \xf0\x9f\xa6\x99\n\n<s>x' >"$T/c-tok/b"
 printf "it's they'RE <|eot_id|> \xe2\x96\x81" >"$T/c-tok/c"
 
-for h in gguf tokenize; do
-	case $h in gguf) c=$T/c-gguf ;; *) c=$T/c-tok ;; esac
+harnesses="gguf tokenize"
+[ -x "$out/fuzz_model" ] && [ -x "$GEN" ] && harnesses="$harnesses model"
+for h in $harnesses; do
+	case $h in gguf) c=$T/c-gguf ;; model) c=$T/c-model ;; *) c=$T/c-tok ;; esac
 	if (cd "$out" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
-		./fuzz_$h -max_total_time="$secs" -max_len=16384 -rss_limit_mb=1024 \
+		./fuzz_$h -max_total_time="$secs" -max_len=131072 -rss_limit_mb=1024 \
 		-malloc_limit_mb=512 -timeout=10 -print_final_stats=1 "$c" \
 		>"$T/$h.log" 2>&1); then
 		check "fuzz_$h: ${secs}s, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$T/$h.log" | grep -o '[0-9]*$') runs, no findings" true

@@ -1349,7 +1349,7 @@ static int t_race(void)
 	CHECK(!pthread_create(&th[1], NULL, race_agent, NULL));
 	CHECK(!pthread_create(&th[2], NULL, race_client, &submits[0]));
 	CHECK(!pthread_create(&th[3], NULL, race_client, &submits[1]));
-	msleep(3000);
+	msleep(getenv("EDGEQ_RACE_MS") ? atoi(getenv("EDGEQ_RACE_MS")) : 3000);
 	race_stop = 1;
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);

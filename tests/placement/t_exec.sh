@@ -65,4 +65,12 @@ assert d['calibrated'] and mm and all('measured_ns' in o for o in mm), mm[:2]
 # calibrated predictions follow the measurements (same device, same op)
 assert all(abs(o['predicted_ns']-o['measured_ns']) <= 0.5*o['measured_ns'] for o in mm), mm[:2]
 "
+# edgeq run --queue without the module: refused with what to do
+"${EDGEQ:-$B/edgeq}" run -m "$T/tiny.gguf" -p a -n 2 --temp 0 --queue npu0 \
+	--no-roofline >/dev/null 2>"$T/err"
+check "edgeq run --queue without a queue: exit 6" test $? -eq 6
+check "... naming the queue" grep -q "npu0: no such queue" "$T/err"
+"${EDGEQ:-$B/edgeq}" run -m "$T/tiny.gguf" -p a -n 2 --temp 0 --queue tpu0 \
+	--no-roofline >/dev/null 2>"$T/err"
+check "edgeq run --queue with an unknown profile: exit 2" test $? -eq 2
 summary

@@ -68,6 +68,21 @@ kill $agent 2>/dev/null # still there if place-run failed before killing it
 wait $agent 2>/dev/null
 log "kill run done"
 
+# --- 3. edgeq run --queue: the command itself, tokens as without a queue
+"$EDGEQ" agent --queue npu0 --profile npu >"$T/agent3.log" 2>&1 &
+agent=$!
+what="an agent for edgeq run" ok agent_up
+"$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 --json --no-roofline >"$T/run-cpu.json" 2>/dev/null
+EDGEQ_DEVICES=$T/npu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 --json \
+	--no-roofline --queue npu0 >"$T/run-npu.json" 2>"$T/run-npu.err"
+what="edgeq run --queue npu0 succeeded" ok test $? -eq 0
+EDGEQ_DEVICES=$T/npu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 \
+	--no-roofline --queue npu0 >/dev/null 2>"$T/run-npu.txt"
+what="edgeq run --queue npu0 ran matrix ops on npu0" ok \
+	grep -Eq 'placement: [0-9]+ decode steps, [1-9][0-9]* matrix ops on queues' "$T/run-npu.txt"
+kill $agent 2>/dev/null; wait $agent 2>/dev/null
+log "edgeq run done"
+
 count python3 - "$T" <<'PY'
 import json, sys
 T = sys.argv[1]
@@ -104,6 +119,9 @@ if kill:
     check("killed agent: generation finished on the cpu",
           p[-1]["off_cpu"] == 0 and s["fallbacks"] >= 1 and s["last_error"] == -19 and len(p) == 40)
     check("killed agent: tokens equal the all-cpu run", [t["tok"] for t in p] == ref[:40])
+rc, rn = load("run-cpu"), load("run-npu")
+check("edgeq run --queue npu0: tokens equal the cpu run and place-run's",
+      rc and rn and rc["tokens"] == rn["tokens"] == ref[:len(rc["tokens"])] and len(rc["tokens"]) == 12)
 PY
 for f in "$T"/*.err "$T"/agent*.log; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
 log "checks done"

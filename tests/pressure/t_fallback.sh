@@ -69,6 +69,17 @@ check "90 C is past the passive trip: level 1" test "$(jget "$T/last.json" 'd["z
 check "trend is rising" test "$(jget "$T/last.json" 'd["zones"][0]["trend_mcps"] > 0')" = True
 check "cooling 6/10 -> cpu throttle 0.4" test "$(jget "$T/last.json" '[x for x in d["devices"] if x["name"]=="cpu"][0]["throttle"]')" = 0.4
 
+# Without privilege BPF cannot load: the monitor falls back and says why.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	chmod 755 "$T"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$EDGEQ" status --json >"$T/np.json" 2>"$T/err"
+	check "as nobody: status exits 0" test $? -eq 0 || cat "$T/err"
+	check "as nobody: source psi" test "$(jget "$T/np.json" 'd["source"]')" = psi
+	r=$(jget "$T/np.json" 'd["fallback_reason"]')
+	check "as nobody: the reason names the privilege or the build ($r)" \
+		grep -qE 'CAP_BPF|not permitted|without BPF|BTF' <<<"$r"
+fi
+
 EDGEQ_NO_BPF=1 "$EDGEQ" top -n 1 >"$T/top" 2>&1
 check "top draws a frame without a terminal" grep -q 'cpu-thermal' "$T/top"
 check "top leaves a spot for the engine" grep -q 'tok/s' "$T/top"

@@ -230,7 +230,7 @@ static void random_case(unsigned *seed, struct edgeq_devices *d,
 		if (!k) {
 			edgeq_devices_init(d, &p);
 		} else {
-			char name[16];
+			char name[32];
 
 			snprintf(name, sizeof(name), "dev%zu", k);
 			assert_int_equal(edgeq_devices_add(d, name, &p),

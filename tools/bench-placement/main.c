@@ -13,7 +13,11 @@
  *     the ring buffer. Tokens are simulated: each op of the plan spins for
  *     its predicted time, scaled so that a step takes --token-us.
  *
- *   bench-placement [--token-us N] [--events N] [--no-bpf]
+ *  4. with --model FILE: the same reaction with the real decoder generating
+ *     from FILE (1 thread, npu0 as the in-process backend), the state set
+ *     from another thread as the monitor does.
+ *
+ *   bench-placement [--token-us N] [--events N] [--no-bpf] [--model FILE]
  */
 #include <errno.h>
 #include <math.h>
@@ -28,6 +32,7 @@
 
 #include <liburing.h>
 
+#include <edgeq/engine.h>
 #include <edgeq/placement.h>
 #include <edgeq/pressure.h>
 
@@ -428,10 +433,145 @@ static int bench_reaction(uint32_t token_us, uint32_t n_events, bool no_bpf)
 	return n == r.n_events ? 0 : 1;
 }
 
+/* ---- 4. reaction with the real decoder ---- */
+struct eng {
+	struct edgeq_place_exec *x;
+	struct edgeq_placer *pl;
+	atomic_uint_fast64_t t_event; /* set_state time, 0 when answered */
+	atomic_bool stop;
+	uint64_t seen_replans;
+	uint64_t react[4096], tok_ns[4096];
+	size_t n, n_tok;
+	uint64_t last_tok;
+	uint32_t n_events;
+};
+
+static int eng_token(void *user, int32_t tok, const char *piece, size_t len)
+{
+	struct eng *e = user;
+	struct edgeq_place_stats st;
+	uint64_t now = edgeq_now_ns(), t_ev;
+
+	if (e->last_tok && e->n_tok < 4096)
+		e->tok_ns[e->n_tok++] = now - e->last_tok;
+	e->last_tok = now;
+	edgeq_place_stats(e->x, &st);
+	t_ev = atomic_load(&e->t_event);
+	if (st.replans != e->seen_replans) {
+		e->seen_replans = st.replans;
+		if (t_ev && e->n < e->n_events)
+			e->react[e->n++] = now - t_ev;
+		atomic_store(&e->t_event, 0);
+	}
+	return atomic_load(&e->stop);
+}
+
+/* The thermal side: alternate npu0 between cool and cooling state 3/4. */
+static void *eng_heater(void *arg)
+{
+	struct eng *e = arg;
+	struct edgeq_device_state st;
+	unsigned seed = 11;
+
+	edgeq_device_state_init(&st);
+	st.cooling_max = 4;
+	for (uint32_t i = 0; i < e->n_events; i++) {
+		usleep(1000 + (unsigned)(rand_r(&seed) % 2000));
+		st.cooling_state = i % 2 ? 0 : 3;
+		atomic_store(&e->t_event, edgeq_now_ns());
+		edgeq_placer_set_state(e->pl, 1, &st);
+		for (int w = 0; w < 5000 && atomic_load(&e->t_event); w++)
+			usleep(100);
+		atomic_store(&e->t_event, 0);
+	}
+	atomic_store(&e->stop, true);
+	return NULL;
+}
+
+static int bench_engine(const char *model, uint32_t n_events)
+{
+	static struct eng e;
+	struct edgeq_device_profile npu;
+	struct edgeq_model_params mp;
+	struct edgeq_ctx_params cp;
+	struct edgeq_gen_params gp;
+	struct edgeq_error err = { 0 };
+	struct edgeq_place_backend be;
+	struct edgeq_place_inline inl;
+	struct edgeq_placer_params pp;
+	struct edgeq_devices d;
+	struct edgeq_model *m;
+	struct edgeq_ctx *c;
+	pthread_t th;
+	int ret;
+
+	edgeq_model_params_init(&mp);
+	mp.path = model;
+	mp.n_threads = 1;
+	if (edgeq_model_load(&mp, &m, &err)) {
+		fprintf(stderr, "bench-placement: %s\n", err.msg);
+		return 1;
+	}
+	edgeq_ctx_params_init(&cp);
+	cp.n_ctx = 512;
+	if (edgeq_ctx_new(m, &cp, &c, &err)) {
+		fprintf(stderr, "bench-placement: %s\n", err.msg);
+		edgeq_model_free(m);
+		return 1;
+	}
+	/* an npu0 twice the cpu's bandwidth, free to call: matmuls go there
+	 * until its cooling state says otherwise */
+	npu = *prof("npu");
+	npu.mem_gbs = 2 * prof("cpu")->mem_gbs;
+	npu.launch_us = npu.op_us = npu.sync_us = 0;
+	edgeq_devices_init(&d, prof("cpu"));
+	edgeq_devices_add(&d, "npu0", &npu);
+	edgeq_place_backend_inline(&be, &inl);
+	edgeq_placer_params_init(&pp);
+	pp.calibrate = false;
+	ret = edgeq_place_attach(c, &d, &pp, &be, &e.x, &err);
+	if (ret) {
+		fprintf(stderr, "bench-placement: %s\n", err.msg);
+		return 1;
+	}
+	e.pl = edgeq_place_placer(e.x);
+	e.n_events = n_events > 4096 ? 4096 : n_events;
+	edgeq_sampler_params_init(&gp.sampling);
+	gp.sampling.temp = 0;
+	gp.prompt = "a";
+	gp.add_bos = true;
+	gp.n_predict = 400;
+	pthread_create(&th, NULL, eng_heater, &e);
+	while (!atomic_load(&e.stop)) {
+		edgeq_ctx_truncate(c, 0);
+		e.last_tok = 0;
+		if (edgeq_generate(c, &gp, eng_token, &e, NULL, &err))
+			break;
+	}
+	atomic_store(&e.stop, true);
+	pthread_join(th, NULL);
+	printf("\nreaction with the real decoder (%s, 1 thread, inline npu0; "
+	       "state set as the monitor would):\n",
+	       model);
+	printf("  token time: median %.1f us  p99 %.1f us (%zu tokens)\n",
+	       pct(e.tok_ns, e.n_tok, 0.5) / 1e3,
+	       pct(e.tok_ns, e.n_tok, 0.99) / 1e3, e.n_tok);
+	printf("  change -> first token under the new placement: median %.1f "
+	       "us  p99 %.1f us (%zu of %u changes)\n",
+	       pct(e.react, e.n, 0.5) / 1e3, pct(e.react, e.n, 0.99) / 1e3, e.n,
+	       e.n_events);
+	edgeq_place_detach(e.x);
+	edgeq_ctx_free(c);
+	edgeq_model_free(m);
+	return e.n ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	uint32_t token_us = 1000, events = 200;
+	const char *model = NULL;
 	bool no_bpf = false;
+	int ret;
 	struct edgeq_error err = { 0 };
 
 	for (int i = 1; i < argc; i++) {
@@ -441,9 +581,12 @@ int main(int argc, char **argv)
 			events = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--no-bpf"))
 			no_bpf = true;
+		else if (!strcmp(argv[i], "--model") && i + 1 < argc)
+			model = argv[++i];
 		else {
-			fprintf(stderr, "usage: bench-placement [--token-us N] "
-					"[--events N] [--no-bpf]\n");
+			fprintf(stderr,
+				"usage: bench-placement [--token-us N] "
+				"[--events N] [--no-bpf] [--model FILE]\n");
 			return 2;
 		}
 	}
@@ -454,5 +597,8 @@ int main(int argc, char **argv)
 	}
 	bench_planner();
 	bench_tax();
-	return bench_reaction(token_us ? token_us : 1, events, no_bpf);
+	ret = bench_reaction(token_us ? token_us : 1, events, no_bpf);
+	if (model && bench_engine(model, events))
+		ret = 1;
+	return ret;
 }

@@ -2,7 +2,7 @@
 /*
  * gguf-gen: write a deterministic synthetic llama-family GGUF model.
  *
- *   gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]
+ *   gguf-gen -o FILE [--shape tiny|1b|micro] [--type f32|f16|bf16|q8_0|q4_0|q4_k]
  *            [--seed N] [--arch llama|qwen2] [--tied] [--vocab N]
  *
  * Weights are uniform random from the seed, scaled by 1/sqrt(fan-in) so
@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <edgeq/gguf.h>
+
 #include "kernels/kernels.h"
 
 struct shape {
@@ -32,6 +34,7 @@ struct shape {
 static const struct shape shapes[] = {
 	{ "tiny", 256, 512, 2, 4, 2, 512, 256 },
 	{ "1b", 2048, 8192, 16, 32, 8, 32000, 4096 },
+	{ "micro", 32, 64, 1, 2, 1, 300, 64 }, /* fuzz seed; no K-quants */
 };
 
 struct tensor {
@@ -251,11 +254,63 @@ static void *fill_rows(void *arg)
 	return NULL;
 }
 
+/* Take the pieces, scores and types of another GGUF's SentencePiece vocabulary. */
+static uint32_t vocab_from(const char *path)
+{
+	const struct edgeq_gguf_kv *tk, *sc = NULL, *ty = NULL;
+	struct edgeq_gguf_str *strs;
+	struct edgeq_error err = { 0 };
+	struct edgeq_gguf_str model;
+	struct edgeq_gguf *g;
+	uint32_t n, i;
+
+	if (edgeq_gguf_open(path, &g, &err) ||
+	    edgeq_gguf_get_str(g, "tokenizer.ggml.model", &model, &err) ||
+	    !edgeq_gguf_str_eq(model, "llama") ||
+	    edgeq_gguf_get_arr(g, "tokenizer.ggml.tokens", EDGEQ_GGUF_STRING,
+			       &tk, &err)) {
+		fprintf(stderr,
+			"gguf-gen: %s: no SentencePiece vocabulary %s\n", path,
+			err.msg);
+		exit(1);
+	}
+	edgeq_gguf_get_arr(g, "tokenizer.ggml.scores", EDGEQ_GGUF_FLOAT32, &sc,
+			   &err);
+	edgeq_gguf_get_arr(g, "tokenizer.ggml.token_type", EDGEQ_GGUF_INT32,
+			   &ty, &err);
+	n = (uint32_t)tk->arr_n;
+	strs = calloc(n, sizeof(*strs));
+	vocab = calloc(n, sizeof(*vocab));
+	vocab_len = calloc(n, sizeof(*vocab_len));
+	vocab_score = calloc(n, sizeof(*vocab_score));
+	vocab_type = calloc(n, sizeof(*vocab_type));
+	if (!strs || !vocab || !vocab_len || !vocab_score || !vocab_type)
+		exit(1);
+	edgeq_gguf_arr_strings(tk, strs);
+	for (i = 0; i < n; i++) {
+		vocab[i] = malloc(strs[i].len + 1);
+		if (!vocab[i])
+			exit(1);
+		memcpy(vocab[i], strs[i].ptr, strs[i].len);
+		vocab_len[i] = (uint32_t)strs[i].len;
+		vocab_score[i] = sc && sc->arr_n == n ?
+					 (float)edgeq_gguf_arr_num(sc, i) :
+					 0.0f;
+		vocab_type[i] = ty && ty->arr_n == n ?
+					(int32_t)edgeq_gguf_arr_num(ty, i) :
+					1;
+	}
+	free(strs);
+	edgeq_gguf_close(g);
+	return n;
+}
+
 static int usage(int st)
 {
 	fprintf(st ? stderr : stdout,
-		"usage: gguf-gen -o FILE [--shape tiny|1b] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
+		"usage: gguf-gen -o FILE [--shape tiny|1b|micro] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
 		"                [--seed N] [--arch llama|qwen2] [--tied] [--rope-freqs]\n"
+		"                [--vocab-from GGUF] (a SentencePiece vocabulary to use)\n"
 		"                [--layers N]\n");
 	return st;
 }
@@ -295,6 +350,7 @@ int main(int argc, char **argv)
 		{ "arch", required_argument, NULL, 'a' },
 		{ "tied", no_argument, NULL, 'T' },
 		{ "rope-freqs", no_argument, NULL, 'R' },
+		{ "vocab-from", required_argument, NULL, 'V' },
 		{ "layers", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -305,10 +361,11 @@ int main(int argc, char **argv)
 	uint64_t seed = 1, off = 0;
 	struct tensor *ts;
 	int tied = 0, rope_freqs = 0, c, qwen;
+	const char *vfrom = NULL;
 	long nthr;
 	char key[128], tmp[200];
 
-	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TRL:h", lo, NULL)) !=
+	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TRV:L:h", lo, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'o':
@@ -319,6 +376,8 @@ int main(int argc, char **argv)
 				sh = shapes[0];
 			else if (!strcmp(optarg, "1b"))
 				sh = shapes[1];
+			else if (!strcmp(optarg, "micro"))
+				sh = shapes[2];
 			else
 				return usage(2);
 			break;
@@ -333,6 +392,9 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			tied = 1;
+			break;
+		case 'V':
+			vfrom = optarg;
 			break;
 		case 'R':
 			rope_freqs = 1;
@@ -351,6 +413,8 @@ int main(int argc, char **argv)
 	if (strcmp(arch, "llama") && strcmp(arch, "qwen2"))
 		return usage(2);
 	qwen = !strcmp(arch, "qwen2");
+	if (vfrom)
+		sh.n_vocab = vocab_from(vfrom);
 
 	ts = calloc(16 * sh.n_layer + 8, sizeof(*ts));
 	if (!ts)
@@ -427,7 +491,8 @@ int main(int argc, char **argv)
 		off = (off + ts[i].size + 31) & ~31ull;
 	}
 
-	vocab_build(sh.n_vocab);
+	if (!vfrom)
+		vocab_build(sh.n_vocab);
 	out = fopen(path, "wbe");
 	if (!out) {
 		perror(path);

@@ -239,6 +239,7 @@ int main(int argc, char **argv)
 	ret = edgeq_ctx_new(m, &cp, &c, &err);
 	if (ret) {
 		fprintf(stderr, "place-run: %s\n", err.msg);
+		edgeq_model_free(m);
 		return 1;
 	}
 	if (!strcmp(backend, "inline")) {
@@ -250,7 +251,7 @@ int main(int argc, char **argv)
 		if (ret) {
 			fprintf(stderr, "place-run: kq backend: %s\n",
 				strerror(-ret));
-			return 1;
+			goto fail;
 		}
 	} else if (strcmp(backend, "none")) {
 		usage();
@@ -259,7 +260,7 @@ int main(int argc, char **argv)
 		ret = edgeq_place_attach(c, &d, &pp, &be, &r.x, &err);
 		if (ret) {
 			fprintf(stderr, "place-run: %s\n", err.msg);
-			return 1;
+			goto fail;
 		}
 		r.pl = edgeq_place_placer(r.x);
 		if (watch) {
@@ -267,7 +268,7 @@ int main(int argc, char **argv)
 			if (ret) {
 				fprintf(stderr, "place-run: monitor: %s\n",
 					err.msg);
-				return 1;
+				goto fail;
 			}
 			edgeq_place_watch(r.x, pm, r.sysfs);
 		}
@@ -320,4 +321,11 @@ int main(int argc, char **argv)
 	edgeq_ctx_free(c);
 	edgeq_model_free(m);
 	return ret ? 1 : 0;
+
+fail:
+	edgeq_place_detach(r.x);
+	place_kq_free(kqb);
+	edgeq_ctx_free(c);
+	edgeq_model_free(m);
+	return 1;
 }

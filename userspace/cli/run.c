@@ -17,9 +17,10 @@
 #include <edgeq/stream.h>
 
 #include "cli.h"
+#include "run_placement.h"
 
 static const char *o_model, *o_prompt = "", *o_kv = "f16", *o_weights = "auto";
-static const char *o_budget, *o_dump;
+static const char *o_budget, *o_dump, *o_queue;
 static int o_n = 64, o_threads, o_top_k = 40, o_ctx, o_batch = 64,
 	   o_last_n = 64;
 static double o_temp = 0.8, o_top_p = 0.95, o_min_p = 0.05, o_rep = 1.0;
@@ -58,6 +59,8 @@ static const struct cli_option run_opts[] = {
 	{ "no-roofline", 0, CLI_FLAG, &o_no_roof, NULL,
 	  "skip the memory-bandwidth measurement" },
 	{ "no-bos", 0, CLI_FLAG, &o_no_bos, NULL, "do not prepend BOS" },
+	{ "queue", 0, CLI_STR, &o_queue, "NAME[=PROFILE],...",
+	  "also use these edgeq queues, placed op by op (Documentation/placement.rst)" },
 	{ "dump-logits", 0, CLI_STR, &o_dump, "FILE",
 	  "(testing) greedy run writing every step's logits as float32 rows" },
 	CLI_OPTIONS_END
@@ -210,6 +213,7 @@ static int cmd_run(int argc, char **argv)
 	const struct edgeq_model_info *in;
 	struct edgeq_model *m = NULL;
 	struct edgeq_ctx *c = NULL;
+	struct run_placement *rp = NULL;
 	double bw = 0, pps, dps;
 	int first, ret, status = EXIT_OK;
 	struct edgeq_stream_status ws;
@@ -311,6 +315,11 @@ static int cmd_run(int argc, char **argv)
 		status = dump_logits(m, c, in, gp.add_bos);
 		goto out;
 	}
+	if (o_queue) {
+		status = run_placement_start(c, o_queue, &rp);
+		if (status)
+			goto out;
+	}
 	rs.stream = !o_json;
 	if (!o_json) {
 		fputs(o_prompt, stdout);
@@ -401,6 +410,7 @@ static int cmd_run(int argc, char **argv)
 	else
 		fputc('\n', stderr);
 out:
+	run_placement_stop(rp, o_json);
 	edgeq_ctx_free(c);
 	edgeq_model_free(m);
 	free(rs.toks);

@@ -236,21 +236,37 @@ struct edgeq_agent_tensor_fd {
 	__u64 reserved[2];
 };
 
+/*
+ * Ioctls. Numbers are never reused. Unless said otherwise they return 0 or
+ * -1 with errno: EFAULT (unreadable argument), EINVAL (bad size, flags or
+ * reserved words), ENODEV (queue destroyed), ENOTTY (unknown command).
+ */
 #define EDGEQ_IOC_MAGIC 0xEE
+/* Any file. In: size. Out: the whole struct edgeq_features. */
 #define EDGEQ_IOC_GET_FEATURES \
 	_IOWR(EDGEQ_IOC_MAGIC, 0x00, struct edgeq_features)
+/* Control file, CAP_SYS_ADMIN. In: name, limits. Out: id. EEXIST, ENOSPC. */
 #define EDGEQ_IOC_QUEUE_CREATE \
 	_IOWR(EDGEQ_IOC_MAGIC, 0x01, struct edgeq_queue_ctl)
+/* Control file, CAP_SYS_ADMIN. In: name. ENOENT. */
 #define EDGEQ_IOC_QUEUE_DESTROY \
 	_IOW(EDGEQ_IOC_MAGIC, 0x02, struct edgeq_queue_ctl)
+/* Client. In: fd. Out: handle, length. EBADF, EINVAL (not a sealed memfd),
+ * EMFILE (256 per file), EBUSY (the agent's file).
+ */
 #define EDGEQ_IOC_TENSOR_REGISTER \
 	_IOWR(EDGEQ_IOC_MAGIC, 0x10, struct edgeq_tensor_reg)
+/* Client. In: handle. ENOENT, EBUSY (an op uses it). */
 #define EDGEQ_IOC_TENSOR_UNREGISTER \
 	_IOW(EDGEQ_IOC_MAGIC, 0x11, struct edgeq_tensor_unreg)
+/* Client. In: count, ops. Out: submitted. Errors as write(). */
 #define EDGEQ_IOC_SUBMIT _IOWR(EDGEQ_IOC_MAGIC, 0x12, struct edgeq_submit)
+/* Any file without tensors or ops, CAP_SYS_ADMIN. In: op_mask. EBUSY. */
 #define EDGEQ_IOC_AGENT_ATTACH \
 	_IOW(EDGEQ_IOC_MAGIC, 0x20, struct edgeq_agent_attach)
+/* The agent; argument 0. As closing: in-flight ops fail or are requeued. */
 #define EDGEQ_IOC_AGENT_DETACH _IO(EDGEQ_IOC_MAGIC, 0x21)
+/* The agent. In: handle. Out: fd (O_CLOEXEC), length. ENOENT, EPERM. */
 #define EDGEQ_IOC_AGENT_TENSOR_FD \
 	_IOWR(EDGEQ_IOC_MAGIC, 0x22, struct edgeq_agent_tensor_fd)
 

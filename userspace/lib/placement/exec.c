@@ -50,11 +50,8 @@ struct edgeq_place_exec {
 	struct edgeq_place_stats st;
 };
 
-int edgeq_place_shape_from_model(const struct edgeq_model *m,
-				 struct edgeq_place_shape *s);
-
-int edgeq_place_shape_from_model(const struct edgeq_model *m,
-				 struct edgeq_place_shape *s)
+static int shape_from_model(const struct edgeq_model *m,
+			    struct edgeq_place_shape *s)
 {
 	const struct edgeq_hparams *hp = &m->hp;
 
@@ -236,7 +233,7 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 
 	if (!be || !be->matvec)
 		return edgeq_error_set(err, EINVAL, "placement: no backend");
-	ret = edgeq_place_shape_from_model(m, &s);
+	ret = shape_from_model(m, &s);
 	if (ret)
 		return edgeq_error_set(err, EINVAL,
 				       "placement: model shape unusable");

@@ -253,7 +253,7 @@ int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 		snprintf(why, len, "bpf load: %s%s%s%s", strerror(-ret),
 			 ret == -EPERM ? " (needs CAP_BPF and CAP_PERFMON)" :
 					 "",
-			 libbpf_last[0] ? "; libbpf: " : "", libbpf_last);
+			 libbpf_last[0] ? "; " : "", libbpf_last);
 		pressure_bpf__destroy(b->skel);
 		free(b);
 		return ret;

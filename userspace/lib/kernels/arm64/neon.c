@@ -365,10 +365,121 @@ static void matvec_neon(enum edgeq_type type, const void *w, int64_t n,
 			     y);
 }
 
+/* Weight block i of a Q8_0 or Q4_0 row as two 16-byte signed halves. */
+static inline void wblock(enum edgeq_type t, const void *row, int64_t i,
+			  int8x16_t *x0, int8x16_t *x1, float *d)
+{
+	if (t == EDGEQ_TYPE_Q4_0) {
+		const struct edgeq_block_q4_0 *b =
+			(const struct edgeq_block_q4_0 *)row + i;
+		uint8x16_t q = vld1q_u8(b->qs);
+
+		*x0 = vsubq_s8(
+			vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f))),
+			vdupq_n_s8(8));
+		*x1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)),
+			       vdupq_n_s8(8));
+		*d = h2f(b->d);
+	} else {
+		const struct edgeq_block_q8_0 *b =
+			(const struct edgeq_block_q8_0 *)row + i;
+
+		*x0 = vld1q_s8(b->qs);
+		*x1 = vld1q_s8(b->qs + 16);
+		*d = h2f(b->d);
+	}
+}
+
+/* 2 rows x 2 tokens x 2 sets (16 q-register accumulators): each weight
+ * block is unpacked once for both tokens, each activation block loaded
+ * once for both rows. Same lanes and fmas as vec_dot: identical results. */
+static inline void tile_neon(enum edgeq_type t, int64_t nb, const char *w,
+			     size_t rs, const char *a, size_t as, float *y,
+			     int64_t ldy)
+{
+	struct acc8 acc[2][2][2];
+
+	for (int r = 0; r < 2; r++)
+		for (int k = 0; k < 2; k++)
+			for (int s = 0; s < 2; s++)
+				acc[r][k][s].lo = acc[r][k][s].hi =
+					vdupq_n_f32(0);
+	for (int64_t i = 0; i < nb; i++) {
+		int s = (int)(i & 1);
+
+		for (int r = 0; r < 2; r++) {
+			int8x16_t x0, x1;
+			float dx;
+
+			wblock(t, w + r * rs, i, &x0, &x1, &dx);
+			for (int k = 0; k < 2; k++) {
+				const struct edgeq_block_q8_0 *yb =
+					(const struct edgeq_block_q8_0
+						 *)(a + k * as) +
+					i;
+
+				block_step(&acc[r][k][s], x0, x1, yb->qs,
+					   dx * h2f(yb->d));
+			}
+		}
+	}
+	for (int r = 0; r < 2; r++)
+		for (int k = 0; k < 2; k++)
+			y[k * ldy + r] = reduce8(
+				vaddq_f32(acc[r][k][0].lo, acc[r][k][1].lo),
+				vaddq_f32(acc[r][k][0].hi, acc[r][k][1].hi));
+}
+
+#define TOK_BLK 64
+static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const char *a,
+			    size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	edgeq_vec_dot_fn dot = edgeq_kernel_ops_neon.vec_dot[t];
+	size_t rs = edgeq_row_size(t, n);
+	int64_t nblk = n / EDGEQ_QK8_0;
+
+	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
+		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
+		int64_t r = row0;
+
+		for (; r + 2 <= row1; r += 2) {
+			const char *wr = (const char *)w + r * rs;
+			int64_t b = b0;
+
+			if (t == EDGEQ_TYPE_Q4_0)
+				for (; b + 2 <= b1; b += 2)
+					tile_neon(EDGEQ_TYPE_Q4_0, nblk, wr, rs,
+						  a + b * as, as,
+						  y + b * ldy + r, ldy);
+			else
+				for (; b + 2 <= b1; b += 2)
+					tile_neon(EDGEQ_TYPE_Q8_0, nblk, wr, rs,
+						  a + b * as, as,
+						  y + b * ldy + r, ldy);
+			for (; b < b1; b++) {
+				y[b * ldy + r] = dot(n, wr, a + b * as);
+				y[b * ldy + r + 1] =
+					dot(n, wr + rs, a + b * as);
+			}
+		}
+		for (; r < row1; r++)
+			for (int64_t b = b0; b < b1; b++)
+				y[b * ldy + r] = dot(n,
+						     (const char *)w + r * rs,
+						     a + b * as);
+	}
+}
+
 static void matmul_neon(enum edgeq_type type, const void *w, int64_t n,
 			int64_t row0, int64_t row1, const void *a,
 			size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
+	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
+		matmul_q80_like(type, w, n, row0, row1, a, a_stride, nb, y,
+				ldy);
+		return;
+	}
 	edgeq_matmul_generic(&edgeq_kernel_ops_neon, type, w, n, row0, row1, a,
 			     a_stride, nb, y, ldy);
 }

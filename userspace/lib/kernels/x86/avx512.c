@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * x86-64 AVX-512 VNNI additions to the AVX2 table (Zen 4/5, Ice Lake and
- * later): Q8_0/Q4_0 dots and prefill matmul tiles with vpdpbusd. The
+ * later): Q8_0/Q4_0 dots and prefill matmul tiles with vpdpbusd. Decode
+ * matvec stays on the AVX2 row loop: a VNNI row loop was faster in cache
+ * but not when streaming 0.5-1 GiB from memory on this host. The
  * canonical order's two block-parity sets of 8 lanes are exactly the two
  * 256-bit halves of one zmm accumulator: lanes 0-7 take block i, lanes 8-15
  * block i+1, each lane the exact integer dot of 4 elements; the halves add
@@ -138,54 +140,6 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 	return dot512(EDGEQ_TYPE_Q4_0, n, w, a);
 }
 
-/* Decode: the activation pairs are prepared once per call (on the stack,
- * 192 bytes per 64 elements), then each row is one pass of pair steps. */
-#define MV_PAIRS 256 /* rows up to 16384 elements use the fast path */
-struct act_pair {
-	__m512i y, bias;
-	__m512 dy;
-};
-
-static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
-		      int64_t row1, const void *a, float *y)
-{
-	size_t rs = edgeq_row_size(t, n);
-	int64_t nb = n / EDGEQ_QK8_0, np = (nb + 1) / 2;
-	struct act_pair ap[MV_PAIRS];
-
-	if (np > MV_PAIRS) {
-		for (int64_t r = row0; r < row1; r++)
-			y[r] = dot512(t, n, (const char *)w + r * rs, a);
-		return;
-	}
-	for (int64_t p = 0; p < np; p++)
-		ap[p].y = ypair(a, 2 * p, 2 * p + 1 < nb, bias_shift(t),
-				&ap[p].bias, &ap[p].dy);
-	for (int64_t r = row0; r < row1; r++) {
-		const char *wr = (const char *)w + r * rs;
-		__m512 acc = _mm512_setzero_ps();
-
-		for (int64_t p = 0; p < np; p++) {
-			__m512 dx;
-			__m512i wv = wpair(t, wr, 2 * p, 2 * p + 1 < nb, &dx);
-
-			acc = pair_step(acc, wv, dx, ap[p].y, ap[p].bias,
-					ap[p].dy);
-		}
-		y[r] = reduce16(acc);
-	}
-}
-
-static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
-			  int64_t row0, int64_t row1, const void *a, float *y)
-{
-	/* Q8_0 streams faster with the AVX2 row loop (32 vs 26 GB/s here) */
-	if (type == EDGEQ_TYPE_Q4_0)
-		matvec512(EDGEQ_TYPE_Q4_0, w, n, row0, row1, a, y);
-	else
-		edgeq_kernel_ops_avx2.matvec(type, w, n, row0, row1, a, y);
-}
-
 /* 4 rows x 4 tokens: weight pairs prepared once for 4 tokens, activation
  * pairs (bytes, sums, scales) once for 4 rows; 16 zmm accumulators. */
 #define R4 4
@@ -282,7 +236,6 @@ static void table_init(void)
 	table.vec_dot[EDGEQ_TYPE_Q8_0] = vec_dot_q8_0;
 	table.vec_dot[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0;
 	table.matmul = matmul_avx512;
-	table.matvec = matvec_avx512;
 }
 
 const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void)

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * `edgeq run --queue npu0`: the decode steps run on the CPU and the given
+ * edgeq queues as placement decides (Documentation/placement.rst), re-placed
+ * at token boundaries as the queues throttle or lose their agent.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <edgeq/placement.h>
+#include <edgeq/pressure.h>
+
+#include "cli.h"
+#include "run_placement.h"
+
+#define SYSFS_EDGEQ "/sys/class/edgeq"
+
+struct run_placement {
+	struct edgeq_place_exec *x;
+	struct edgeq_place_kq *kq;
+	struct edgeq_pressure *pm;
+};
+
+static int add_queues(struct edgeq_devices *d, const char *list,
+		      const struct edgeq_device_profile *profs, size_t n_profs)
+{
+	char buf[512], *save = NULL, *tok;
+
+	if (strlen(list) >= sizeof(buf))
+		return cli_error(EXIT_USAGE, "run", "--queue: too long");
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		const struct edgeq_device_profile *p;
+		char *eq = strchr(tok, '='), pn[EDGEQ_DEV_NAME_MAX], *e;
+		int k;
+
+		snprintf(pn, sizeof(pn), "%s", eq ? eq + 1 : tok);
+		if (eq) {
+			*eq = '\0';
+		} else {
+			for (e = pn + strlen(pn);
+			     e > pn && e[-1] >= '0' && e[-1] <= '9'; e--)
+				;
+			*e = '\0';
+		}
+		p = edgeq_devprof_find(profs, n_profs, pn);
+		if (!p)
+			return cli_error(EXIT_USAGE, "run",
+					 "--queue %s: no device profile '%s' "
+					 "(share/edgeq/devices.ini)",
+					 tok, pn);
+		k = edgeq_devices_add(d, tok, p);
+		if (k == -EEXIST)
+			continue;
+		if (k < 0)
+			return cli_error(EXIT_USAGE, "run", "--queue %s: %s",
+					 tok, strerror(-k));
+		if (edgeq_device_read_state(SYSFS_EDGEQ, tok,
+					    &d->dev[k].state) == -ENOENT)
+			return cli_error(
+				EXIT_UNAVAIL, "run",
+				"--queue %s: no such queue (is edgeq.ko "
+				"loaded and the queue created?)",
+				tok);
+	}
+	return 0;
+}
+
+int run_placement_start(struct edgeq_ctx *c, const char *queues,
+			struct run_placement **out)
+{
+	struct edgeq_device_profile profs[EDGEQ_MAX_DEVICES * 2];
+	struct edgeq_error err = { 0 };
+	const struct edgeq_device_profile *cpu;
+	struct edgeq_place_backend be;
+	struct edgeq_devices d;
+	struct run_placement *rp;
+	int n, ret;
+
+	n = edgeq_devprofs_load(edgeq_devprofs_default_path(), profs,
+				sizeof(profs) / sizeof(profs[0]), &err);
+	if (n < 0)
+		return cli_error(cli_exit_for(n), "run", "%s", err.msg);
+	cpu = edgeq_devprof_find(profs, (size_t)n, "cpu");
+	if (!cpu)
+		return cli_error(EXIT_BADINPUT, "run",
+				 "device profiles: no [device.cpu]");
+	edgeq_devices_init(&d, cpu);
+	ret = add_queues(&d, queues, profs, (size_t)n);
+	if (ret)
+		return ret;
+	rp = calloc(1, sizeof(*rp));
+	if (!rp)
+		return cli_error(EXIT_NORES, "run", "out of memory");
+	ret = edgeq_place_kq_new(&d, &rp->kq, &be, &err);
+	if (ret) {
+		free(rp);
+		return cli_error(cli_exit_for(ret) == EXIT_FAIL ?
+					 EXIT_UNAVAIL :
+					 cli_exit_for(ret),
+				 "run", "%s", err.msg);
+	}
+	ret = edgeq_place_attach(c, &d, NULL, &be, &rp->x, &err);
+	if (ret) {
+		edgeq_place_kq_free(rp->kq);
+		free(rp);
+		return cli_error(cli_exit_for(ret), "run", "%s", err.msg);
+	}
+	/* throttling and agent loss reach the placer through the monitor;
+	 * without it the plan still survives a lost agent (op errors) */
+	if (!edgeq_pressure_new(NULL, &rp->pm, &err))
+		edgeq_place_watch(rp->x, rp->pm, SYSFS_EDGEQ);
+	else
+		fprintf(stderr,
+			"edgeq run: no pressure monitor (%s); "
+			"throttling is not followed\n",
+			err.msg);
+	*out = rp;
+	return 0;
+}
+
+void run_placement_stop(struct run_placement *rp, bool quiet)
+{
+	struct edgeq_place_stats st;
+
+	if (!rp)
+		return;
+	edgeq_place_stats(rp->x, &st);
+	if (!quiet)
+		fprintf(stderr,
+			"placement: %llu decode steps, %llu matrix ops on "
+			"queues, %llu re-placements, %llu ops fallen back to "
+			"the cpu%s\n",
+			(unsigned long long)st.tokens,
+			(unsigned long long)st.offloaded,
+			(unsigned long long)st.replans,
+			(unsigned long long)st.fallbacks,
+			st.fallbacks ? " (a queue lost its agent)" : "");
+	edgeq_place_detach(rp->x);
+	edgeq_place_kq_free(rp->kq);
+	edgeq_pressure_free(rp->pm);
+	free(rp);
+}
