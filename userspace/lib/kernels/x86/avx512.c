@@ -17,6 +17,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "kernels/kernels.h"
 
@@ -176,6 +177,99 @@ static inline void tile512(enum edgeq_type t, int64_t nb, const char *w,
 }
 
 #define TOK_BLK 64
+/* An activation pair prepared once per token block: bytes, minus the bias,
+ * scales (192 bytes, read by the tiles as memory operands). */
+struct act_pair {
+	__m512i y, nbias;
+	__m512 dy;
+};
+
+/* The 4x4 tile over prepared activations: ap[k * np + p] is token k's
+ * pair p. Same steps, same order as tile512(). */
+static inline void tile512p(enum edgeq_type t, int64_t nb, const char *w,
+			    size_t rs, const struct act_pair *ap, int64_t np,
+			    float *y, int64_t ldy)
+{
+	__m512 acc[R4][T4];
+
+	for (int r = 0; r < R4; r++)
+		for (int k = 0; k < T4; k++)
+			acc[r][k] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < np; p++) {
+		bool two = 2 * p + 1 < nb;
+		__m512i wv[R4];
+		__m512 dx[R4];
+
+		for (int r = 0; r < R4; r++)
+			wv[r] = wpair(t, w + r * rs, 2 * p, two, &dx[r]);
+		for (int k = 0; k < T4; k++) {
+			const struct act_pair *q = &ap[k * np + p];
+
+			for (int r = 0; r < R4; r++)
+				acc[r][k] = pair_step(acc[r][k], wv[r], dx[r],
+						      q->y, q->nbias, q->dy);
+		}
+	}
+	for (int r = 0; r < R4; r++)
+		for (int k = 0; k < T4; k++)
+			y[k * ldy + r] = reduce16(acc[r][k]);
+}
+
+/* Tokens per prepared block: 16 x 192 bytes per 64 columns stays in L2. */
+#define PREP_TOK 16
+static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
+			       int64_t row0, int64_t row1, const char *a,
+			       size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t nblk = n / EDGEQ_QK8_0, np = (nblk + 1) / 2;
+	struct act_pair *ap =
+		aligned_alloc(64, sizeof(*ap) * (size_t)(PREP_TOK * np));
+
+	if (!ap)
+		return false;
+	for (int64_t b0 = 0; b0 + T4 <= nb; b0 += PREP_TOK) {
+		int64_t b1 = b0 + PREP_TOK < nb ? b0 + PREP_TOK : nb;
+
+		b1 = b0 + (b1 - b0) / T4 * T4; /* whole tiles; the rest below */
+		for (int64_t b = b0; b < b1; b++)
+			for (int64_t p = 0; p < np; p++) {
+				struct act_pair *q = &ap[(b - b0) * np + p];
+
+				q->y = ypair(a + b * as, 2 * p,
+					     2 * p + 1 < nblk, bias_shift(t),
+					     &q->nbias, &q->dy);
+			}
+		for (int64_t r = row0; r + R4 <= row1; r += R4) {
+			const char *wr = (const char *)w + r * rs;
+
+			for (int64_t b = b0; b < b1; b += T4)
+				if (t == EDGEQ_TYPE_Q4_0)
+					tile512p(EDGEQ_TYPE_Q4_0, nblk, wr, rs,
+						 ap + (b - b0) * np, np,
+						 y + b * ldy + r, ldy);
+				else
+					tile512p(EDGEQ_TYPE_Q8_0, nblk, wr, rs,
+						 ap + (b - b0) * np, np,
+						 y + b * ldy + r, ldy);
+		}
+		if (b1 - b0 < PREP_TOK)
+			break;
+	}
+	free(ap);
+	/* leftovers: tokens past the last whole tile, rows past the last tile */
+	{
+		int64_t bt = nb / T4 * T4, rt = row0 + (row1 - row0) / R4 * R4;
+
+		for (int64_t r = row0; r < row1; r++)
+			for (int64_t b = (r < rt ? bt : 0); b < nb; b++)
+				y[b * ldy + r] =
+					dot512(t, n, (const char *)w + r * rs,
+					       a + b * as);
+	}
+	return true;
+}
+
 static void matmul512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 		      int64_t row1, const char *a, size_t as, int64_t nb,
 		      float *y, int64_t ldy)
@@ -219,7 +313,10 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
 	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
-		matmul512(type, w, n, row0, row1, a, a_stride, nb, y, ldy);
+		if (!matmul512_prepared(type, w, n, row0, row1, a, a_stride, nb,
+					y, ldy))
+			matmul512(type, w, n, row0, row1, a, a_stride, nb, y,
+				  ldy);
 		return;
 	}
 	edgeq_kernel_ops_avx2.matmul(type, w, n, row0, row1, a, a_stride, nb, y,
