@@ -284,6 +284,27 @@ static void rmsnorm(float *o, const float *x, const float *w, uint32_t n,
 		o[i] = x[i] * s * w[i];
 }
 
+struct quant_arg {
+	const struct edgeq_kernel_ops *ops;
+	enum edgeq_type vdt;
+	const float *x;
+	int ldx;
+	uint8_t *out;
+	size_t stride;
+	int64_t n;
+	int nb;
+};
+
+static void quant_task(void *arg, int ith, int nth)
+{
+	const struct quant_arg *q = arg;
+	int b;
+
+	for (b = ith; b < q->nb; b += nth)
+		q->ops->quantize_act(q->vdt, q->x + (size_t)b * q->ldx,
+				     q->out + (size_t)b * q->stride, q->n);
+}
+
 /*
  * y[b][0..rows) = W x[b] for b < nb; x rows are ldx floats apart, y rows ldy.
  * The activations are quantized once into W's vec_dot type and reused by
@@ -297,15 +318,19 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 	enum edgeq_type vdt = tr->vec_dot_type;
 	int64_t n = (int64_t)t->ne[0];
 	size_t astride = edgeq_row_size(vdt, n);
-	int b;
 
 	if (c->hooks && c->hooks->linear &&
 	    !c->hooks->linear(c->hooks_arg, t, x, nb, ldx, y, ldy))
 		return; /* placement ran it on another device */
 	if (c->qa_src != x || c->qa_type != (int)vdt || c->qa_nb != nb) {
-		for (b = 0; b < nb; b++)
-			m->ops->quantize_act(vdt, x + (size_t)b * ldx,
-					     c->qa + (size_t)b * astride, n);
+		if (nb == 1) {
+			m->ops->quantize_act(vdt, x, c->qa, n);
+		} else { /* prefill: rows spread over the pool */
+			struct quant_arg qa = { m->ops, vdt,	 x, ldx,
+						c->qa,	astride, n, nb };
+
+			par_run(m, quant_task, &qa);
+		}
 		c->qa_src = x;
 		c->qa_type = (int)vdt;
 		c->qa_nb = nb;
@@ -615,16 +640,21 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 				err, EINVAL,
 				"decode: token id %d is out of range (vocabulary of %u)",
 				toks[i], c->m->hp.n_vocab);
+	/* contexts of one model share its thread pool: one pass at a time */
+	pthread_mutex_lock(&c->m->lock);
 	while (done < n) {
 		size_t nb = n - done;
 
 		if (nb > c->n_batch)
 			nb = c->n_batch;
 		ret = forward(c, toks + done, (int)nb, done + nb == n, err);
-		if (ret)
+		if (ret) {
+			pthread_mutex_unlock(&c->m->lock);
 			return ret;
+		}
 		done += nb;
 	}
+	pthread_mutex_unlock(&c->m->lock);
 	if (logits)
 		*logits = c->logits;
 	return 0;
