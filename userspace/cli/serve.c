@@ -201,6 +201,7 @@ static size_t device_ops(const char **names, uint64_t *ops, size_t max,
 
 /* the bundle on probation was rolled back: stop, exit non-zero */
 static _Atomic bool rolled_back;
+static _Atomic uint64_t rolled_back_ns;
 
 static void hook_generation(void *arg, double tok_s, int n_gen)
 {
@@ -221,11 +222,10 @@ static void hook_generation(void *arg, double tok_s, int n_gen)
 	if (tok_s > 0 &&
 	    serve_bundle_report(EDGEQ_PROBATION_THROUGHPUT, tok_s))
 		rolled_back = true;
-	if (rolled_back) {
-		/* stop as on SIGTERM (in-flight requests finish), exit
-		 * non-zero: the restart serves the previous bundle */
-		kill(getpid(), SIGTERM);
-	}
+	/* the event loop stops as on SIGTERM (in-flight requests finish)
+	 * and exits non-zero: the restart serves the previous bundle */
+	if (rolled_back && !rolled_back_ns)
+		rolled_back_ns = edgeq_now_ns();
 }
 
 static void hook_metrics(void *arg, struct srv_buf *out)
@@ -652,7 +652,10 @@ static int serve_main(int argc, char **argv)
 	pfd[2].events = POLLIN;
 	pfd[2].revents = 0;
 	while (!stop) {
-		ret = poll(pfd, 3, wd_usec ? (int)(wd_usec / 2000) : 1000);
+		ret = poll(pfd, 3,
+			   rolled_back_ns ? 100 :
+			   wd_usec	  ? (int)(wd_usec / 2000) :
+					    1000);
 		if (pm && pfd[2].revents & POLLIN &&
 		    edgeq_pressure_consume(pm) > 0)
 			push_pressure(srv, pm);
@@ -695,6 +698,11 @@ static int serve_main(int argc, char **argv)
 		}
 		if (wd_usec && srv_alive(srv, stall_ns))
 			sd_notify(0, "WATCHDOG=1");
+		/* a bundle rolled back by its probation: let the answer that
+		 * reported it go out, then stop */
+		if (rolled_back_ns &&
+		    edgeq_now_ns() - rolled_back_ns > 200000000ull)
+			stop = true;
 	}
 
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
