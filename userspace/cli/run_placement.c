@@ -62,8 +62,8 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 		if (k == -EEXIST)
 			continue;
 		if (k < 0)
-			return cli_error(EXIT_USAGE, who, "--queue %s: %s",
-					 tok, strerror(-k));
+			return cli_error(EXIT_USAGE, who, "--queue %s: %s", tok,
+					 strerror(-k));
 		if (!o->inline_be &&
 		    edgeq_device_read_state(SYSFS_EDGEQ, tok,
 					    &d->dev[k].state) == -ENOENT)

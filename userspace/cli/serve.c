@@ -158,9 +158,10 @@ static int hook_ctx(void *arg, struct edgeq_ctx *c, int slot,
 	}
 	ret = run_placement_start_opts(c, opt_device_queue, &o, &pl.rp[slot]);
 	if (ret)
-		return edgeq_error_set(err, ret == EXIT_UNAVAIL ? ENODEV : EINVAL,
-				       "--device-queue %s: placement failed",
-				       opt_device_queue ? opt_device_queue : "");
+		return edgeq_error_set(
+			err, ret == EXIT_UNAVAIL ? ENODEV : EINVAL,
+			"--device-queue %s: placement failed",
+			opt_device_queue ? opt_device_queue : "");
 	return 0;
 }
 
@@ -219,8 +220,7 @@ static void hook_generation(void *arg, double tok_s, int n_gen)
 			rolled_back = true;
 	}
 	pthread_mutex_unlock(&pl.lock);
-	if (tok_s > 0 &&
-	    serve_bundle_report(EDGEQ_PROBATION_THROUGHPUT, tok_s))
+	if (tok_s > 0 && serve_bundle_report(EDGEQ_PROBATION_THROUGHPUT, tok_s))
 		rolled_back = true;
 	/* the event loop stops as on SIGTERM (in-flight requests finish)
 	 * and exits non-zero: the restart serves the previous bundle */
@@ -242,9 +242,10 @@ static void hook_metrics(void *arg, struct srv_buf *out)
 			"# HELP edgeq_device_ops_total Decode-step matrix ops run per device (placement executor).\n"
 			"# TYPE edgeq_device_ops_total counter\n");
 		for (k = 0; k < n; k++)
-			srv_buf_printf(out,
-				       "edgeq_device_ops_total{device=\"%s\"} %llu\n",
-				       names[k], (unsigned long long)ops[k]);
+			srv_buf_printf(
+				out,
+				"edgeq_device_ops_total{device=\"%s\"} %llu\n",
+				names[k], (unsigned long long)ops[k]);
 		srv_buf_printf(
 			out,
 			"# HELP edgeq_device_agents_lost_total Device agents lost (an op failed; the cpu ran it).\n"
