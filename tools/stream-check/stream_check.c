@@ -8,7 +8,7 @@
  *
  *   stream-check FILE [--layers N] [--mode mmap|preload|stream|auto]
  *                [--budget BYTES|NN%] [--tokens T] [--prefetch K]
- *                [--no-io-uring]
+ *                [--depth D] [--no-io-uring]
  *
  * Prints one line of key=value figures; exit 0 when every token matched,
  * 1 on a mismatch, 2 on usage, 3 on a streamer error (message on stderr).
@@ -87,6 +87,7 @@ int main(int argc, char **argv)
 		{ "budget", required_argument, NULL, 'b' },
 		{ "tokens", required_argument, NULL, 't' },
 		{ "prefetch", required_argument, NULL, 'k' },
+		{ "depth", required_argument, NULL, 'd' },
 		{ "no-io-uring", no_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -121,6 +122,9 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			p.prefetch = (uint32_t)atoi(optarg);
+			break;
+		case 'd':
+			p.queue_depth = (uint32_t)atoi(optarg);
 			break;
 		case 'U':
 			p.use_io_uring = false;

@@ -640,16 +640,21 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 				err, EINVAL,
 				"decode: token id %d is out of range (vocabulary of %u)",
 				toks[i], c->m->hp.n_vocab);
+	/* contexts of one model share its thread pool: one pass at a time */
+	pthread_mutex_lock(&c->m->lock);
 	while (done < n) {
 		size_t nb = n - done;
 
 		if (nb > c->n_batch)
 			nb = c->n_batch;
 		ret = forward(c, toks + done, (int)nb, done + nb == n, err);
-		if (ret)
+		if (ret) {
+			pthread_mutex_unlock(&c->m->lock);
 			return ret;
+		}
 		done += nb;
 	}
+	pthread_mutex_unlock(&c->m->lock);
 	if (logits)
 		*logits = c->logits;
 	return 0;

@@ -367,6 +367,7 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 		return edgeq_error_set(err, ENOMEM, "model: out of memory");
 	m->params = *p;
 	m->vocab_only = p->vocab_only;
+	pthread_mutex_init(&m->lock, NULL);
 	ret = edgeq_gguf_open(p->path, &m->gguf, err);
 	if (ret)
 		goto fail;
@@ -433,6 +434,7 @@ void edgeq_model_free(struct edgeq_model *m)
 {
 	if (!m)
 		return;
+	pthread_mutex_destroy(&m->lock);
 	edgeq_decode_exit_model(m);
 	edgeq_weights_free(m->weights);
 	vocab_free(&m->vocab);

@@ -12,6 +12,7 @@
 #ifndef EDGEQ_MODEL_MODEL_H
 #define EDGEQ_MODEL_MODEL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -90,6 +91,7 @@ struct edgeq_model {
 	struct edgeq_threadpool *pool; /* NULL: one thread */
 	int n_threads;
 	bool vocab_only;
+	pthread_mutex_t lock; /* one forward pass at a time (shared pool) */
 };
 
 /*

@@ -274,6 +274,83 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 	return dot_q80_like(EDGEQ_TYPE_Q4_0, n, w, a);
 }
 
+/*
+ * Q4_0 decode rows: the nibbles stay unsigned (0..15) and 8 times the
+ * activation's 4-element lane sums, prepared once per call in ys[], is
+ * subtracted: the same exact lane sums as (q - 8) * y, with fewer
+ * instructions per block; two blocks are unpacked from one 256-bit load.
+ */
+static inline float row_q4_0(int64_t nb, const void *w, const void *a,
+			     const float *dy, const __m256i *ys)
+{
+	const struct edgeq_block_q4_0 *x = w;
+	const struct edgeq_block_q8_0 *ya = a;
+	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	int64_t i = 0;
+
+	for (; i + 2 <= nb; i += 2) {
+		__m256i v = _mm256_inserti128_si256(
+			_mm256_castsi128_si256(
+				_mm_loadu_si128((const __m128i *)x[i].qs)),
+			_mm_loadu_si128((const __m128i *)x[i + 1].qs), 1);
+		__m256i lo = _mm256_and_si256(v, m4);
+		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+		__m256i q0 = _mm256_permute2x128_si256(lo, hi, 0x20);
+		__m256i q1 = _mm256_permute2x128_si256(lo, hi, 0x31);
+		__m256i p0 = _mm256_madd_epi16(
+			_mm256_maddubs_epi16(
+				q0,
+				_mm256_loadu_si256((const __m256i *)ya[i].qs)),
+			ones);
+		__m256i p1 = _mm256_madd_epi16(
+			_mm256_maddubs_epi16(
+				q1, _mm256_loadu_si256(
+					    (const __m256i *)ya[i + 1].qs)),
+			ones);
+
+		p0 = _mm256_sub_epi32(p0, ys[i]);
+		p1 = _mm256_sub_epi32(p1, ys[i + 1]);
+		acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * dy[i]),
+				       _mm256_cvtepi32_ps(p0), acc0);
+		acc1 = _mm256_fmadd_ps(
+			_mm256_set1_ps(h2f(x[i + 1].d) * dy[i + 1]),
+			_mm256_cvtepi32_ps(p1), acc1);
+	}
+	if (i < nb) {
+		__m128i b = _mm_loadu_si128((const __m128i *)x[i].qs);
+		__m256i q =
+			_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4),
+						       _mm_set1_epi8(0x0f)),
+					 _mm_and_si128(b, _mm_set1_epi8(0x0f)));
+		__m256i p = _mm256_madd_epi16(
+			_mm256_maddubs_epi16(
+				q,
+				_mm256_loadu_si256((const __m256i *)ya[i].qs)),
+			ones);
+
+		p = _mm256_sub_epi32(p, ys[i]);
+		acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * dy[i]),
+				       _mm256_cvtepi32_ps(p), acc0);
+	}
+	return reduce8(_mm256_add_ps(acc0, acc1));
+}
+
+/* 8 x the 4-element lane sums of each activation block. */
+static void act_lane_sums8(const void *a, int64_t nb, __m256i *ys)
+{
+	const struct edgeq_block_q8_0 *y = a;
+
+	for (int64_t i = 0; i < nb; i++) {
+		__m256i s = _mm256_maddubs_epi16(
+			_mm256_set1_epi8(1),
+			_mm256_loadu_si256((const __m256i *)y[i].qs));
+
+		ys[i] = _mm256_slli_epi32(
+			_mm256_madd_epi16(s, _mm256_set1_epi16(1)), 3);
+	}
+}
+
 static void matvec_q80_like(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const void *a, float *y)
 {
@@ -286,7 +363,14 @@ static void matvec_q80_like(enum edgeq_type t, const void *w, int64_t n,
 			y[r] = dot_q80_like(t, n, (const char *)w + r * rs, a);
 		return;
 	}
-	if (t == EDGEQ_TYPE_Q4_0)
+	if (t == EDGEQ_TYPE_Q4_0 && nb <= DY_STACK) {
+		__m256i ys[DY_STACK];
+
+		act_lane_sums8(a, nb, ys);
+		for (int64_t r = row0; r < row1; r++)
+			y[r] = row_q4_0(nb, (const char *)w + r * rs, a, dy,
+					ys);
+	} else if (t == EDGEQ_TYPE_Q4_0)
 		for (int64_t r = row0; r < row1; r++)
 			y[r] = row_q80_like(EDGEQ_TYPE_Q4_0, nb,
 					    (const char *)w + r * rs, a, dy);
@@ -579,6 +663,108 @@ static void matvec_avx2(enum edgeq_type type, const void *w, int64_t n,
 			     y);
 }
 
+/* Q4_K prefill: one weight row x 4 tokens. The nibbles and scales of each
+ * super-block are unpacked once for the four tokens; each output keeps the
+ * exact integer super-block sums and the float chain of vec_dot_q4_K, so
+ * the results are bit-identical to it. */
+#define TK4 4
+static void tile_q4_K(int64_t n, const void *w, const char *a, size_t as,
+		      float *y, int64_t ldy)
+{
+	const struct edgeq_block_q4_K *x = w;
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	float acc[TK4] = { 0 };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *q4 = x[i].qs;
+		const struct edgeq_block_q8_K *yk[TK4];
+		__m256i sumi[TK4];
+		uint8_t sc[8], mn[8];
+		__m128i mins16;
+		float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
+
+		edgeq_q4_K_unpack_scales(x[i].scales, sc, mn);
+		mins16 =
+			_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+		_Pragma("GCC unroll 4") for (int k = 0; k < TK4; k++)
+		{
+			yk[k] = (const struct edgeq_block_q8_K *)(a + k * as) +
+				i;
+			sumi[k] = _mm256_setzero_si256();
+		}
+		for (int j = 0; j < 4; j++) {
+			__m256i b = _mm256_loadu_si256(
+				(const __m256i *)(q4 + 32 * j));
+			__m256i lo = _mm256_and_si256(b, m4);
+			__m256i hi =
+				_mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+			__m256i s0 = _mm256_set1_epi16(sc[2 * j]);
+			__m256i s1 = _mm256_set1_epi16(sc[2 * j + 1]);
+
+			_Pragma("GCC unroll 4") for (int k = 0; k < TK4; k++)
+			{
+				const int8_t *q8 = yk[k]->qs;
+				__m256i pl = _mm256_maddubs_epi16(
+					lo, _mm256_loadu_si256(
+						    (const __m256i *)(q8 +
+								      64 * j)));
+				__m256i ph = _mm256_maddubs_epi16(
+					hi, _mm256_loadu_si256(
+						    (const __m256i *)(q8 + 64 * j +
+								      32)));
+
+				pl = _mm256_madd_epi16(pl, s0);
+				ph = _mm256_madd_epi16(ph, s1);
+				sumi[k] = _mm256_add_epi32(
+					sumi[k], _mm256_add_epi32(pl, ph));
+			}
+		}
+		_Pragma("GCC unroll 4") for (int k = 0; k < TK4; k++)
+		{
+			int32_t isum = hsum_i32(sumi[k]), summs;
+			__m128i bs = _mm_hadd_epi16(
+				_mm_loadu_si128(
+					(const __m128i *)yk[k]->bsums),
+				_mm_loadu_si128(
+					(const __m128i *)(yk[k]->bsums + 8)));
+			float dall = dx * yk[k]->d, dmin = dmx * yk[k]->d;
+
+			bs = _mm_madd_epi16(bs, mins16);
+			bs = _mm_add_epi32(bs, _mm_shuffle_epi32(
+						       bs, _MM_SHUFFLE(1, 0, 3, 2)));
+			bs = _mm_add_epi32(bs, _mm_shuffle_epi32(
+						       bs, _MM_SHUFFLE(2, 3, 0, 1)));
+			summs = _mm_cvtsi128_si32(bs);
+			acc[k] = fmaf(dall, (float)isum, acc[k]);
+			acc[k] = fmaf(-dmin, (float)summs, acc[k]);
+		}
+	}
+	for (int k = 0; k < TK4; k++)
+		y[k * ldy] = acc[k];
+}
+
+static void matmul_q4_K(const void *w, int64_t n, int64_t row0, int64_t row1,
+			const char *a, size_t as, int64_t nb, float *y,
+			int64_t ldy)
+{
+	size_t rs = edgeq_row_size(EDGEQ_TYPE_Q4_K, n);
+
+	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
+		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
+
+		for (int64_t r = row0; r < row1; r++) {
+			const char *wr = (const char *)w + r * rs;
+			int64_t b = b0;
+
+			for (; b + TK4 <= b1; b += TK4)
+				tile_q4_K(n, wr, a + b * as, as,
+					  y + b * ldy + r, ldy);
+			for (; b < b1; b++)
+				y[b * ldy + r] = vec_dot_q4_K(n, wr, a + b * as);
+		}
+	}
+}
+
 static void matmul_avx2(enum edgeq_type type, const void *w, int64_t n,
 			int64_t row0, int64_t row1, const void *a,
 			size_t a_stride, int64_t nb, float *y, int64_t ldy)
@@ -586,6 +772,10 @@ static void matmul_avx2(enum edgeq_type type, const void *w, int64_t n,
 	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
 		matmul_q80_like(type, w, n, row0, row1, a, a_stride, nb, y,
 				ldy);
+		return;
+	}
+	if (type == EDGEQ_TYPE_Q4_K) {
+		matmul_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
 		return;
 	}
 	edgeq_matmul_generic(&edgeq_kernel_ops_avx2, type, w, n, row0, row1, a,

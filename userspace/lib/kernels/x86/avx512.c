@@ -192,26 +192,26 @@ static inline void tile512p(enum edgeq_type t, int64_t nb, const char *w,
 {
 	__m512 acc[R4][T4];
 
-	for (int r = 0; r < R4; r++)
-		for (int k = 0; k < T4; k++)
+	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
 			acc[r][k] = _mm512_setzero_ps();
 	for (int64_t p = 0; p < np; p++) {
 		bool two = 2 * p + 1 < nb;
 		__m512i wv[R4];
 		__m512 dx[R4];
 
-		for (int r = 0; r < R4; r++)
+		_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
 			wv[r] = wpair(t, w + r * rs, 2 * p, two, &dx[r]);
-		for (int k = 0; k < T4; k++) {
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++) {
 			const struct act_pair *q = &ap[k * np + p];
 
-			for (int r = 0; r < R4; r++)
+			_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
 				acc[r][k] = pair_step(acc[r][k], wv[r], dx[r],
 						      q->y, q->nbias, q->dy);
 		}
 	}
-	for (int r = 0; r < R4; r++)
-		for (int k = 0; k < T4; k++)
+	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
 			y[k * ldy + r] = reduce16(acc[r][k]);
 }
 
