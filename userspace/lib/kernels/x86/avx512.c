@@ -216,6 +216,46 @@ static inline void tile512p(enum edgeq_type t, int64_t nb, const char *w,
 			y[k * ldy + r] = reduce16(acc[r][k]);
 }
 
+/* A weight pair prepared once per 4-row tile and token block: unsigned
+ * bytes and scales (128 bytes). */
+struct w_pair {
+	__m512i w;
+	__m512 dx;
+};
+
+/* The 4x4 tile over prepared weights (wp[r * np + p]) and activations:
+ * the same values, steps and order as tile512p(). */
+static inline void tile512pp(const struct w_pair *wp,
+			     const struct act_pair *ap, int64_t np, float *y,
+			     int64_t ldy)
+{
+	__m512 acc[R4][T4];
+
+	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
+			acc[r][k] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < np; p++) {
+		__m512i wv[R4];
+		__m512 dx[R4];
+
+		_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+		{
+			wv[r] = wp[r * np + p].w;
+			dx[r] = wp[r * np + p].dx;
+		}
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++) {
+			const struct act_pair *q = &ap[k * np + p];
+
+			_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+				acc[r][k] = pair_step(acc[r][k], wv[r], dx[r],
+						      q->y, q->nbias, q->dy);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
+			y[k * ldy + r] = reduce16(acc[r][k]);
+}
+
 /* Tokens per prepared block: 16 x 192 bytes per 64 columns stays in L2. */
 #define PREP_TOK 16
 static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
@@ -226,9 +266,14 @@ static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
 	int64_t nblk = n / EDGEQ_QK8_0, np = (nblk + 1) / 2;
 	struct act_pair *ap =
 		aligned_alloc(64, sizeof(*ap) * (size_t)(PREP_TOK * np));
+	struct w_pair *wp =
+		aligned_alloc(64, sizeof(*wp) * (size_t)(R4 * np));
 
-	if (!ap)
+	if (!ap || !wp) {
+		free(ap);
+		free(wp);
 		return false;
+	}
 	for (int64_t b0 = 0; b0 + T4 <= nb; b0 += PREP_TOK) {
 		int64_t b1 = b0 + PREP_TOK < nb ? b0 + PREP_TOK : nb;
 
@@ -244,6 +289,18 @@ static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
 		for (int64_t r = row0; r + R4 <= row1; r += R4) {
 			const char *wr = (const char *)w + r * rs;
 
+			if (b1 - b0 > T4) { /* weights prepared once */
+				for (int k = 0; k < R4; k++)
+					for (int64_t p = 0; p < np; p++)
+						wp[k * np + p].w = wpair(
+							t, wr + k * rs, 2 * p,
+							2 * p + 1 < nblk,
+							&wp[k * np + p].dx);
+				for (int64_t b = b0; b < b1; b += T4)
+					tile512pp(wp, ap + (b - b0) * np, np,
+						  y + b * ldy + r, ldy);
+				continue;
+			}
 			for (int64_t b = b0; b < b1; b += T4)
 				if (t == EDGEQ_TYPE_Q4_0)
 					tile512p(EDGEQ_TYPE_Q4_0, nblk, wr, rs,
@@ -258,6 +315,7 @@ static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
 			break;
 	}
 	free(ap);
+	free(wp);
 	/* leftovers: tokens past the last whole tile, rows past the last tile */
 	{
 		int64_t bt = nb / T4 * T4, rt = row0 + (row1 - row0) / R4 * R4;
