@@ -104,6 +104,7 @@ struct edgeq_stream_status {
 	uint64_t stalls;	 /* layer_begin that had to wait for a read */
 	uint64_t alloc_failures; /* budget growth refused for lack of memory */
 	char fallback[256];	 /* "" or why io_uring/O_DIRECT are not used */
+	char why[160];		 /* why this mode ("requested" unless auto) */
 };
 
 void edgeq_stream_status(struct edgeq_stream *s,
@@ -141,6 +142,25 @@ uint64_t edgeq_weights_default_budget(const struct edgeq_mem_info *mi,
 enum edgeq_weights_mode edgeq_weights_choose_mode(uint64_t budget,
 						  uint64_t model_bytes,
 						  bool direct_ok);
+/*
+ * The same with the page cache in view: @cached is the share (0..1) of the
+ * model's bytes already in the page cache, negative when unknown. A model
+ * that fits and is at least EDGEQ_WEIGHTS_WARM resident costs mmap nothing
+ * (its faults are minor), so mmap; cold, preload; too big, stream. @why
+ * (@len bytes, may be NULL) says which rule decided.
+ */
+#define EDGEQ_WEIGHTS_WARM 0.9
+enum edgeq_weights_mode edgeq_weights_choose(uint64_t budget,
+					     uint64_t model_bytes,
+					     bool direct_ok, double cached,
+					     char *why, size_t len);
+/*
+ * The share of [@off, @off + @len) of @fd that is in the page cache,
+ * estimated from up to @samples pages spread evenly over the range
+ * (mincore on a mapping of the file; nothing is read). 0 or -errno.
+ */
+int edgeq_file_cached_share(int fd, uint64_t off, uint64_t len,
+			    unsigned int samples, double *share);
 
 #ifdef __cplusplus
 }

@@ -254,24 +254,127 @@ static void test_env_forces_pread(void **state)
 	edgeq_stream_close(s);
 }
 
+/* Drop the file's pages from the page cache (it is written and synced). */
+static void make_cold(struct fixture *f)
+{
+	int fd = open(f->path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fdatasync(fd), 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	close(fd);
+}
+
+static void make_warm(struct fixture *f)
+{
+	char buf[65536];
+	int fd = open(f->path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
+
+static void test_cached_share(void **state)
+{
+	struct fixture *f = *state;
+	double share;
+	int fd;
+
+	make_warm(f);
+	fd = open(f->path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(edgeq_file_cached_share(fd, 1000, f->size - 1000, 64,
+						 &share),
+			 0);
+	assert_true(share >= 0.99);
+	make_cold(f);
+	assert_int_equal(edgeq_file_cached_share(fd, 1000, f->size - 1000, 64,
+						 &share),
+			 0);
+	if (share > 0.5) {
+		close(fd);
+		skip(); /* a file system that ignores POSIX_FADV_DONTNEED */
+	}
+	assert_true(share < 0.1);
+	/* beyond the end: nothing to look at */
+	assert_int_equal(
+		edgeq_file_cached_share(fd, f->size + 1, 10, 8, &share), 0);
+	close(fd);
+}
+
+static void test_choose(void **state)
+{
+	char why[160];
+
+	assert_int_equal(edgeq_weights_choose(100, 200, true, 1.0, why,
+					      sizeof(why)),
+			 EDGEQ_WEIGHTS_STREAM);
+	assert_non_null(strstr(why, "budget"));
+	assert_int_equal(edgeq_weights_choose(200, 200, true, 0.95, why,
+					      sizeof(why)),
+			 EDGEQ_WEIGHTS_MMAP);
+	assert_non_null(strstr(why, "page cache"));
+	assert_int_equal(edgeq_weights_choose(200, 200, true, 0.2, why,
+					      sizeof(why)),
+			 EDGEQ_WEIGHTS_PRELOAD);
+	assert_non_null(strstr(why, "cold"));
+	assert_int_equal(edgeq_weights_choose(200, 200, true, -1, NULL, 0),
+			 EDGEQ_WEIGHTS_PRELOAD);
+	assert_int_equal(edgeq_weights_choose(200, 200, false, 0, why,
+					      sizeof(why)),
+			 EDGEQ_WEIGHTS_MMAP);
+	assert_non_null(strstr(why, "O_DIRECT"));
+}
+
+/* auto: warm and fitting -> mmap, cold -> preload, too big -> stream;
+ * the same bytes in each */
 static void test_auto_mode(void **state)
 {
 	struct fixture *f = *state;
 	struct edgeq_stream_status st;
 	struct edgeq_stream *s;
 
+	make_warm(f);
 	assert_int_equal(open_stream(f, EDGEQ_WEIGHTS_AUTO, 4ull << 30, true,
 				     &s, NULL),
 			 0);
 	edgeq_stream_status(s, &st);
-	assert_true(st.mode == EDGEQ_WEIGHTS_PRELOAD || !st.direct);
+	assert_int_equal(st.mode, EDGEQ_WEIGHTS_MMAP);
+	assert_true(strstr(st.why, "page cache") || !st.direct);
+	assert_int_equal(pass(f, s, NULL), 0);
 	edgeq_stream_close(s);
+
+	make_cold(f);
+	assert_int_equal(open_stream(f, EDGEQ_WEIGHTS_AUTO, 4ull << 30, true,
+				     &s, NULL),
+			 0);
+	edgeq_stream_status(s, &st);
+	if (st.direct) {
+		assert_int_equal(st.mode, EDGEQ_WEIGHTS_PRELOAD);
+		assert_non_null(strstr(st.why, "cold"));
+	} else {
+		assert_int_equal(st.mode, EDGEQ_WEIGHTS_MMAP);
+	}
+	assert_int_equal(pass(f, s, NULL), 0);
+	edgeq_stream_close(s);
+
+	make_warm(f);
 	assert_int_equal(open_stream(f, EDGEQ_WEIGHTS_AUTO, f->model_bytes / 3,
 				     true, &s, NULL),
 			 0);
 	edgeq_stream_status(s, &st);
 	assert_int_equal(st.mode, EDGEQ_WEIGHTS_STREAM);
+	assert_non_null(strstr(st.why, "budget"));
 	assert_int_equal(pass(f, s, NULL), 0);
+	edgeq_stream_close(s);
+
+	/* a requested mode says so */
+	assert_int_equal(
+		open_stream(f, EDGEQ_WEIGHTS_PRELOAD, 0, true, &s, NULL), 0);
+	edgeq_stream_status(s, &st);
+	assert_string_equal(st.why, "requested");
 	edgeq_stream_close(s);
 }
 
@@ -521,6 +624,8 @@ int main(void)
 		cmocka_unit_test(test_modes_uring),
 		cmocka_unit_test(test_modes_pread),
 		cmocka_unit_test(test_env_forces_pread),
+		cmocka_unit_test(test_cached_share),
+		cmocka_unit_test(test_choose),
 		cmocka_unit_test(test_auto_mode),
 		cmocka_unit_test(test_short_reads_retried),
 		cmocka_unit_test(test_eio_retried),

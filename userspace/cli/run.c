@@ -49,7 +49,7 @@ static const struct cli_option run_opts[] = {
 	{ "batch-size", 'b', CLI_INT, &o_batch, "N", "prefill batch (64)" },
 	{ "kv-type", 0, CLI_STR, &o_kv, "f16|q8_0|f32", "KV cache type (f16)" },
 	{ "weights", 0, CLI_STR, &o_weights, "auto|mmap|preload|stream",
-	  "how weights reach memory (auto: preload when the budget holds the model, else stream)" },
+	  "how weights reach memory (auto: mmap when the model fits and is in the page cache, preload when it fits cold, else stream)" },
 	{ "weights-budget", 0, CLI_RAW, &o_budget, "SIZE|PCT",
 	  "resident weight budget, bytes or percent of the model (default: from the memory cgroup and MemAvailable)" },
 	{ "no-io-uring", 0, CLI_FLAG, &o_no_uring, NULL,
@@ -372,6 +372,8 @@ static int cmd_run(int argc, char **argv)
 			json_object_set_new(
 				tm, "weights",
 				json_string(edgeq_weights_mode_name(ws.mode)));
+			json_object_set_new(tm, "weights_why",
+					    json_string(ws.why));
 			json_object_set_new(
 				tm, "weights_bytes_read",
 				json_integer((json_int_t)ws.bytes_read));
@@ -404,11 +406,13 @@ static int cmd_run(int argc, char **argv)
 		st.n_prompt, pps, st.n_gen, dps, st.ttft_ns / 1e6,
 		st.peak_rss / 1048576.0, st.bytes_per_token / 1048576.0);
 	if (bw > 0)
-		fprintf(stderr, " | roofline %.0f%% of %.1f GB/s\n",
+		fprintf(stderr, " | roofline %.0f%% of %.1f GB/s",
 			100.0 * dps * (double)st.bytes_per_token / bw,
 			bw / 1e9);
-	else
-		fputc('\n', stderr);
+	if (!edgeq_model_weights_status(m, &ws))
+		fprintf(stderr, " | weights %s (%s)",
+			edgeq_weights_mode_name(ws.mode), ws.why);
+	fputc('\n', stderr);
 out:
 	run_placement_stop(rp, o_json);
 	edgeq_ctx_free(c);

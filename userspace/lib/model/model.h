@@ -92,6 +92,7 @@ struct edgeq_model {
 	int n_threads;
 	bool vocab_only;
 	pthread_mutex_t lock; /* one forward pass at a time (shared pool) */
+	char weights_why[160]; /* why the weights mode (the streamer's auto) */
 };
 
 /*
@@ -101,7 +102,7 @@ struct edgeq_model {
  */
 int edgeq_weights_mmap_new(const struct edgeq_model *m,
 			   struct edgeq_weights **out, struct edgeq_error *err);
-int edgeq_weights_stream_new(const struct edgeq_model *m,
+int edgeq_weights_stream_new(struct edgeq_model *m,
 			     const struct edgeq_model_params *p,
 			     struct edgeq_weights **out,
 			     struct edgeq_error *err);

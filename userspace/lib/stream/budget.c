@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <edgeq/stream.h>
 
@@ -297,7 +300,75 @@ uint64_t edgeq_weights_default_budget(const struct edgeq_mem_info *mi,
 enum edgeq_weights_mode
 edgeq_weights_choose_mode(uint64_t budget, uint64_t model_bytes, bool direct_ok)
 {
-	if (budget >= model_bytes)
-		return direct_ok ? EDGEQ_WEIGHTS_PRELOAD : EDGEQ_WEIGHTS_MMAP;
-	return EDGEQ_WEIGHTS_STREAM;
+	return edgeq_weights_choose(budget, model_bytes, direct_ok, -1, NULL,
+				    0);
+}
+
+enum edgeq_weights_mode edgeq_weights_choose(uint64_t budget,
+					     uint64_t model_bytes,
+					     bool direct_ok, double cached,
+					     char *why, size_t len)
+{
+	char dummy[8];
+	double mib = 1048576.0;
+
+	if (!why) {
+		why = dummy;
+		len = sizeof(dummy);
+	}
+	if (budget < model_bytes) {
+		snprintf(why, len, "model %.0f MiB > budget %.0f MiB",
+			 model_bytes / mib, budget / mib);
+		return EDGEQ_WEIGHTS_STREAM;
+	}
+	if (!direct_ok) {
+		snprintf(why, len, "fits; file cannot take O_DIRECT");
+		return EDGEQ_WEIGHTS_MMAP;
+	}
+	if (cached >= EDGEQ_WEIGHTS_WARM) {
+		snprintf(why, len, "fits; %.0f%% in page cache", cached * 100);
+		return EDGEQ_WEIGHTS_MMAP;
+	}
+	if (cached >= 0)
+		snprintf(why, len, "fits; cold (%.0f%% in page cache)",
+			 cached * 100);
+	else
+		snprintf(why, len, "fits");
+	return EDGEQ_WEIGHTS_PRELOAD;
+}
+
+int edgeq_file_cached_share(int fd, uint64_t off, uint64_t len,
+			    unsigned int samples, double *share)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t start, end, pages, hit = 0;
+	struct stat sb;
+	uint8_t *map;
+
+	*share = 0;
+	if (fstat(fd, &sb))
+		return -errno;
+	if (off >= (uint64_t)sb.st_size || !len)
+		return 0;
+	if (len > (uint64_t)sb.st_size - off)
+		len = (uint64_t)sb.st_size - off;
+	start = off / pg * pg;
+	end = off + len;
+	pages = (end - start + pg - 1) / pg;
+	if (!samples || samples > pages)
+		samples = (unsigned int)pages;
+	/* a mapping costs no I/O; mincore only looks at the page cache */
+	map = mmap(NULL, end - start, PROT_READ, MAP_SHARED, fd, (off_t)start);
+	if (map == MAP_FAILED)
+		return -errno;
+	for (unsigned int i = 0; i < samples; i++) {
+		uint64_t p = (uint64_t)i * pages / samples;
+		unsigned char v = 0;
+
+		if (!mincore(map + p * pg, (size_t)pg, &v) && (v & 1))
+			hit++;
+	}
+	munmap(map, end - start);
+	*share = (double)hit / samples;
+	return 0;
 }

@@ -109,6 +109,7 @@ struct edgeq_stream {
 	uint64_t budget; /* applied */
 	uint64_t resident_bytes;
 	uint64_t stalls, alloc_failures;
+	char why[160]; /* why this mode */
 };
 
 static uint64_t align_down(uint64_t v, uint64_t a)
@@ -807,6 +808,36 @@ static int make_pool(struct edgeq_stream *s, struct edgeq_error *err)
 	return 0;
 }
 
+/*
+ * AUTO: a model that fits and whose file is already in the page cache is
+ * mapped (mmap costs minor faults only, a preload would copy it again);
+ * a cold one is preloaded with O_DIRECT; one that does not fit, streamed.
+ */
+static enum edgeq_weights_mode choose_auto(struct edgeq_stream *s)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	double cached = -1;
+	int fd;
+
+	if (s->p.budget >= cycle_bytes(s) && sio_is_direct(s->io)) {
+		for (size_t i = 0; i < s->n_ext; i++) {
+			if (s->ext[i].off < lo)
+				lo = s->ext[i].off;
+			if (s->ext[i].off + s->ext[i].size > hi)
+				hi = s->ext[i].off + s->ext[i].size;
+		}
+		fd = open(s->p.path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && hi > lo &&
+		    edgeq_file_cached_share(fd, lo, hi - lo, 1024, &cached))
+			cached = -1;
+		if (fd >= 0)
+			close(fd);
+	}
+	return edgeq_weights_choose(s->p.budget, cycle_bytes(s),
+				    sio_is_direct(s->io), cached, s->why,
+				    sizeof(s->why));
+}
+
 int edgeq_stream_open(const struct edgeq_stream_params *p,
 		      const struct edgeq_stream_extent *ext, size_t n,
 		      struct edgeq_stream **out, struct edgeq_error *err)
@@ -866,9 +897,9 @@ int edgeq_stream_open(const struct edgeq_stream_params *p,
 			s->p.budget = edgeq_weights_default_budget(&mi, 0);
 	}
 	s->mode = p->mode;
+	snprintf(s->why, sizeof(s->why), "requested");
 	if (s->mode == EDGEQ_WEIGHTS_AUTO)
-		s->mode = edgeq_weights_choose_mode(s->p.budget, cycle_bytes(s),
-						    sio_is_direct(s->io));
+		s->mode = choose_auto(s);
 	if (s->mode == EDGEQ_WEIGHTS_MMAP) {
 		ret = open_mmap(s, err);
 		if (ret)
@@ -948,6 +979,7 @@ void edgeq_stream_status(struct edgeq_stream *s, struct edgeq_stream_status *st)
 	st->mode = s->mode;
 	st->model_bytes = s->model_bytes;
 	st->prefetch = s->p.prefetch;
+	snprintf(st->why, sizeof(st->why), "%s", s->why);
 	if (s->io) {
 		st->io_uring = sio_is_uring(s->io);
 		st->direct = sio_is_direct(s->io);

@@ -8,6 +8,7 @@
  * decoder's own mmap backend is used.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,7 +67,7 @@ static const struct edgeq_weights_ops stream_ops = {
 	.free = sw_free,
 };
 
-int edgeq_weights_stream_new(const struct edgeq_model *m,
+int edgeq_weights_stream_new(struct edgeq_model *m,
 			     const struct edgeq_model_params *p,
 			     struct edgeq_weights **out,
 			     struct edgeq_error *err)
@@ -115,6 +116,7 @@ int edgeq_weights_stream_new(const struct edgeq_model *m,
 		return ret;
 	}
 	edgeq_stream_status(w->s, &st);
+	snprintf(m->weights_why, sizeof(m->weights_why), "%s", st.why);
 	if (st.mode == EDGEQ_WEIGHTS_MMAP) {
 		/* AUTO chose the baseline: the decoder's backend does it */
 		edgeq_stream_close(w->s);
@@ -136,6 +138,8 @@ int edgeq_model_weights_status(const struct edgeq_model *m,
 	if (m->weights->ops != &stream_ops) {
 		st->mode = EDGEQ_WEIGHTS_MMAP;
 		st->model_bytes = m->info.weight_bytes;
+		snprintf(st->why, sizeof(st->why), "%s",
+			 m->weights_why[0] ? m->weights_why : "requested");
 		return 0;
 	}
 	edgeq_stream_status(sw_of(m->weights)->s, st);
