@@ -16,6 +16,7 @@
  */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 #include <immintrin.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -215,6 +216,46 @@ static inline void tile512p(enum edgeq_type t, int64_t nb, const char *w,
 			y[k * ldy + r] = reduce16(acc[r][k]);
 }
 
+/* A weight pair prepared once per 4-row tile and token block: unsigned
+ * bytes and scales (128 bytes). */
+struct w_pair {
+	__m512i w;
+	__m512 dx;
+};
+
+/* The 4x4 tile over prepared weights (wp[r * np + p]) and activations:
+ * the same values, steps and order as tile512p(). */
+static inline void tile512pp(const struct w_pair *wp,
+			     const struct act_pair *ap, int64_t np, float *y,
+			     int64_t ldy)
+{
+	__m512 acc[R4][T4];
+
+	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
+			acc[r][k] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < np; p++) {
+		__m512i wv[R4];
+		__m512 dx[R4];
+
+		_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+		{
+			wv[r] = wp[r * np + p].w;
+			dx[r] = wp[r * np + p].dx;
+		}
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++) {
+			const struct act_pair *q = &ap[k * np + p];
+
+			_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+				acc[r][k] = pair_step(acc[r][k], wv[r], dx[r],
+						      q->y, q->nbias, q->dy);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
+			y[k * ldy + r] = reduce16(acc[r][k]);
+}
+
 /* Tokens per prepared block: 16 x 192 bytes per 64 columns stays in L2. */
 #define PREP_TOK 16
 static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
@@ -225,9 +266,14 @@ static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
 	int64_t nblk = n / EDGEQ_QK8_0, np = (nblk + 1) / 2;
 	struct act_pair *ap =
 		aligned_alloc(64, sizeof(*ap) * (size_t)(PREP_TOK * np));
+	struct w_pair *wp =
+		aligned_alloc(64, sizeof(*wp) * (size_t)(R4 * np));
 
-	if (!ap)
+	if (!ap || !wp) {
+		free(ap);
+		free(wp);
 		return false;
+	}
 	for (int64_t b0 = 0; b0 + T4 <= nb; b0 += PREP_TOK) {
 		int64_t b1 = b0 + PREP_TOK < nb ? b0 + PREP_TOK : nb;
 
@@ -243,6 +289,18 @@ static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
 		for (int64_t r = row0; r + R4 <= row1; r += R4) {
 			const char *wr = (const char *)w + r * rs;
 
+			if (b1 - b0 > T4) { /* weights prepared once */
+				for (int k = 0; k < R4; k++)
+					for (int64_t p = 0; p < np; p++)
+						wp[k * np + p].w = wpair(
+							t, wr + k * rs, 2 * p,
+							2 * p + 1 < nblk,
+							&wp[k * np + p].dx);
+				for (int64_t b = b0; b < b1; b += T4)
+					tile512pp(wp, ap + (b - b0) * np, np,
+						  y + b * ldy + r, ldy);
+				continue;
+			}
 			for (int64_t b = b0; b < b1; b += T4)
 				if (t == EDGEQ_TYPE_Q4_0)
 					tile512p(EDGEQ_TYPE_Q4_0, nblk, wr, rs,
@@ -257,6 +315,7 @@ static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
 			break;
 	}
 	free(ap);
+	free(wp);
 	/* leftovers: tokens past the last whole tile, rows past the last tile */
 	{
 		int64_t bt = nb / T4 * T4, rt = row0 + (row1 - row0) / R4 * R4;
@@ -308,6 +367,123 @@ static void matmul512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 	}
 }
 
+/*
+ * Q4_K prefill: one weight row x NT tokens. Each 64-element half of a
+ * super-block's nibbles becomes one zmm (low nibbles of 32 bytes, then the
+ * high ones: elements in order), multiplied by the token's 64 bytes with
+ * vpmaddubsw and weighted by the two 6-bit group scales with vpdpwssd. The
+ * integer super-block sums are exact, so any grouping gives the same
+ * int32; the float chain per output is vec_dot_q4_K's (dall * isum, then
+ * -dmin * summs): bit-identical to every other table.
+ */
+static inline int32_t hsum512_i32(__m512i v)
+{
+	__m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v),
+				     _mm512_extracti64x4_epi64(v, 1));
+	__m128i q = _mm_add_epi32(_mm256_castsi256_si128(h),
+				  _mm256_extracti128_si256(h, 1));
+
+	q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+	q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+	return _mm_cvtsi128_si32(q);
+}
+
+static inline __attribute__((always_inline)) void
+tile_q4_K(int nt, int64_t n, const void *w, const char *a, size_t as,
+	  float *y, int64_t ldy)
+{
+	const struct edgeq_block_q4_K *x = w;
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	float acc[8] = { 0 };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *q4 = x[i].qs;
+		const struct edgeq_block_q8_K *yk[8];
+		__m512i sumi[8];
+		uint8_t sc[8], mn[8];
+		__m128i mins16;
+		float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
+
+		edgeq_q4_K_unpack_scales(x[i].scales, sc, mn);
+		mins16 =
+			_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+		_Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
+		{
+			yk[k] = (const struct edgeq_block_q8_K *)(a + k * as) +
+				i;
+			sumi[k] = _mm512_setzero_si512();
+		}
+		for (int j = 0; j < 4; j++) {
+			__m256i b = _mm256_loadu_si256(
+				(const __m256i *)(q4 + 32 * j));
+			__m512i wv = _mm512_and_si512(
+				_mm512_inserti64x4(_mm512_castsi256_si512(b),
+						   _mm256_srli_epi16(b, 4), 1),
+				m4);
+			__m512i scv = _mm512_inserti64x4(
+				_mm512_castsi256_si512(
+					_mm256_set1_epi16(sc[2 * j])),
+				_mm256_set1_epi16(sc[2 * j + 1]), 1);
+
+			_Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
+			{
+				__m512i p = _mm512_maddubs_epi16(
+					wv, _mm512_loadu_si512(yk[k]->qs +
+							       64 * j));
+
+				sumi[k] = _mm512_dpwssd_epi32(sumi[k], p, scv);
+			}
+		}
+		_Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
+		{
+			int32_t isum = hsum512_i32(sumi[k]), summs;
+			__m128i bs = _mm_hadd_epi16(
+				_mm_loadu_si128(
+					(const __m128i *)yk[k]->bsums),
+				_mm_loadu_si128(
+					(const __m128i *)(yk[k]->bsums + 8)));
+			float dall = dx * yk[k]->d, dmin = dmx * yk[k]->d;
+
+			bs = _mm_madd_epi16(bs, mins16);
+			bs = _mm_add_epi32(bs, _mm_shuffle_epi32(
+						       bs, _MM_SHUFFLE(1, 0, 3, 2)));
+			bs = _mm_add_epi32(bs, _mm_shuffle_epi32(
+						       bs, _MM_SHUFFLE(2, 3, 0, 1)));
+			summs = _mm_cvtsi128_si32(bs);
+			acc[k] = fmaf(dall, (float)isum, acc[k]);
+			acc[k] = fmaf(-dmin, (float)summs, acc[k]);
+		}
+	}
+	for (int k = 0; k < nt; k++)
+		y[k * ldy] = acc[k];
+}
+
+static void matmul_q4_K(const void *w, int64_t n, int64_t row0, int64_t row1,
+			const char *a, size_t as, int64_t nb, float *y,
+			int64_t ldy)
+{
+	size_t rs = edgeq_row_size(EDGEQ_TYPE_Q4_K, n);
+
+	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
+		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
+
+		for (int64_t r = row0; r < row1; r++) {
+			const char *wr = (const char *)w + r * rs;
+			int64_t b = b0;
+
+			for (; b + 8 <= b1; b += 8)
+				tile_q4_K(8, n, wr, a + b * as, as,
+					  y + b * ldy + r, ldy);
+			for (; b + 4 <= b1; b += 4)
+				tile_q4_K(4, n, wr, a + b * as, as,
+					  y + b * ldy + r, ldy);
+			for (; b < b1; b++)
+				tile_q4_K(1, n, wr, a + b * as, as,
+					  y + b * ldy + r, ldy);
+		}
+	}
+}
+
 static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
@@ -317,6 +493,10 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 					y, ldy))
 			matmul512(type, w, n, row0, row1, a, a_stride, nb, y,
 				  ldy);
+		return;
+	}
+	if (type == EDGEQ_TYPE_Q4_K) {
+		matmul_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
 		return;
 	}
 	edgeq_kernel_ops_avx2.matmul(type, w, n, row0, row1, a, a_stride, nb, y,
