@@ -405,6 +405,9 @@ struct edgeq_place_stats {
 	int last_error;		  /* the backend's last error (-errno) */
 	uint64_t pressure_events; /* monitor updates applied */
 	uint32_t ops_off_cpu;	  /* ops of the plan in force off the CPU */
+	/* decode-step matrix ops run per device (index as in the devices
+	 * given to attach; 0 is the CPU, fallbacks included) */
+	uint64_t dev_ops[EDGEQ_MAX_DEVICES];
 };
 
 /*

@@ -19,18 +19,23 @@
 #define SYSFS_EDGEQ "/sys/class/edgeq"
 
 struct run_placement {
+	struct edgeq_devices d;
+	struct edgeq_place_inline inl;
 	struct edgeq_place_exec *x;
 	struct edgeq_place_kq *kq;
 	struct edgeq_pressure *pm;
 };
 
 static int add_queues(struct edgeq_devices *d, const char *list,
-		      const struct edgeq_device_profile *profs, size_t n_profs)
+		      const struct edgeq_device_profile *profs, size_t n_profs,
+		      const struct run_placement_opts *o)
 {
+	const char *who = o->who;
+
 	char buf[512], *save = NULL, *tok;
 
 	if (strlen(list) >= sizeof(buf))
-		return cli_error(EXIT_USAGE, "run", "--queue: too long");
+		return cli_error(EXIT_USAGE, who, "--queue: too long");
 	strcpy(buf, list);
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
@@ -49,7 +54,7 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 		}
 		p = edgeq_devprof_find(profs, n_profs, pn);
 		if (!p)
-			return cli_error(EXIT_USAGE, "run",
+			return cli_error(EXIT_USAGE, who,
 					 "--queue %s: no device profile '%s' "
 					 "(share/edgeq/devices.ini)",
 					 tok, pn);
@@ -57,12 +62,13 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 		if (k == -EEXIST)
 			continue;
 		if (k < 0)
-			return cli_error(EXIT_USAGE, "run", "--queue %s: %s",
-					 tok, strerror(-k));
-		if (edgeq_device_read_state(SYSFS_EDGEQ, tok,
+			return cli_error(EXIT_USAGE, who, "--queue %s: %s", tok,
+					 strerror(-k));
+		if (!o->inline_be &&
+		    edgeq_device_read_state(SYSFS_EDGEQ, tok,
 					    &d->dev[k].state) == -ENOENT)
 			return cli_error(
-				EXIT_UNAVAIL, "run",
+				EXIT_UNAVAIL, who,
 				"--queue %s: no such queue (is edgeq.ko "
 				"loaded and the queue created?)",
 				tok);
@@ -73,6 +79,16 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 int run_placement_start(struct edgeq_ctx *c, const char *queues,
 			struct run_placement **out)
 {
+	const struct run_placement_opts o = { .who = "run" };
+
+	return run_placement_start_opts(c, queues, &o, out);
+}
+
+int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
+			     const struct run_placement_opts *o,
+			     struct run_placement **out)
+{
+	const char *who = o->who;
 	struct edgeq_device_profile profs[EDGEQ_MAX_DEVICES * 2];
 	struct edgeq_error err = { 0 };
 	const struct edgeq_device_profile *cpu;
@@ -84,41 +100,52 @@ int run_placement_start(struct edgeq_ctx *c, const char *queues,
 	n = edgeq_devprofs_load(edgeq_devprofs_default_path(), profs,
 				sizeof(profs) / sizeof(profs[0]), &err);
 	if (n < 0)
-		return cli_error(cli_exit_for(n), "run", "%s", err.msg);
+		return cli_error(cli_exit_for(n), who, "%s", err.msg);
 	cpu = edgeq_devprof_find(profs, (size_t)n, "cpu");
 	if (!cpu)
-		return cli_error(EXIT_BADINPUT, "run",
+		return cli_error(EXIT_BADINPUT, who,
 				 "device profiles: no [device.cpu]");
 	edgeq_devices_init(&d, cpu);
-	ret = add_queues(&d, queues, profs, (size_t)n);
+	ret = add_queues(&d, queues ? queues : "", profs, (size_t)n, o);
 	if (ret)
 		return ret;
 	rp = calloc(1, sizeof(*rp));
 	if (!rp)
-		return cli_error(EXIT_NORES, "run", "out of memory");
-	ret = edgeq_place_kq_new(&d, &rp->kq, &be, &err);
+		return cli_error(EXIT_NORES, who, "out of memory");
+	rp->d = d;
+	if (o->inline_be || d.n == 1) {
+		/* in-process queues (test hook), or the CPU alone */
+		edgeq_place_backend_inline(&be, &rp->inl);
+		rp->inl.fail_after = o->fail_after;
+		ret = 0;
+	} else {
+		ret = edgeq_place_kq_new(&d, &rp->kq, &be, &err);
+	}
 	if (ret) {
 		free(rp);
 		return cli_error(cli_exit_for(ret) == EXIT_FAIL ?
 					 EXIT_UNAVAIL :
 					 cli_exit_for(ret),
-				 "run", "%s", err.msg);
+				 who, "%s", err.msg);
 	}
 	ret = edgeq_place_attach(c, &d, NULL, &be, &rp->x, &err);
 	if (ret) {
-		edgeq_place_kq_free(rp->kq);
+		if (rp->kq)
+			edgeq_place_kq_free(rp->kq);
 		free(rp);
-		return cli_error(cli_exit_for(ret), "run", "%s", err.msg);
+		return cli_error(cli_exit_for(ret), who, "%s", err.msg);
 	}
 	/* throttling and agent loss reach the placer through the monitor;
 	 * without it the plan still survives a lost agent (op errors) */
-	if (!edgeq_pressure_new(NULL, &rp->pm, &err))
+	if (o->no_pressure || d.n == 1)
+		; /* nothing to re-place on */
+	else if (!edgeq_pressure_new(NULL, &rp->pm, &err))
 		edgeq_place_watch(rp->x, rp->pm, SYSFS_EDGEQ);
 	else
 		fprintf(stderr,
-			"edgeq run: no pressure monitor (%s); "
+			"edgeq %s: no pressure monitor (%s); "
 			"throttling is not followed\n",
-			err.msg);
+			who, err.msg);
 	*out = rp;
 	return 0;
 }
@@ -141,7 +168,24 @@ void run_placement_stop(struct run_placement *rp, bool quiet)
 			(unsigned long long)st.fallbacks,
 			st.fallbacks ? " (a queue lost its agent)" : "");
 	edgeq_place_detach(rp->x);
-	edgeq_place_kq_free(rp->kq);
+	if (rp->kq)
+		edgeq_place_kq_free(rp->kq);
 	edgeq_pressure_free(rp->pm);
 	free(rp);
+}
+
+size_t run_placement_ops(struct run_placement *rp, const char **names,
+			 uint64_t *ops, size_t max, uint64_t *lost)
+{
+	struct edgeq_place_stats st;
+	size_t k, n;
+
+	edgeq_place_stats(rp->x, &st);
+	n = rp->d.n < max ? rp->d.n : max;
+	for (k = 0; k < n; k++) {
+		names[k] = k ? rp->d.dev[k].name : "cpu";
+		ops[k] = st.dev_ops[k];
+	}
+	*lost = st.fallbacks;
+	return n;
 }

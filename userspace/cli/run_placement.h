@@ -3,6 +3,10 @@
 #ifndef EDGEQ_CLI_RUN_PLACEMENT_H
 #define EDGEQ_CLI_RUN_PLACEMENT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 struct edgeq_ctx;
 struct run_placement;
 
@@ -14,6 +18,23 @@ struct run_placement;
  */
 int run_placement_start(struct edgeq_ctx *c, const char *queues,
 			struct run_placement **out);
+/* How edgeq serve uses it: @who names the command in messages; @inline_be
+ * runs the queues in-process (no edgeq.ko: a test hook), whose ops fail
+ * with -ENODEV from the @fail_after'th on (0: never), as a dying agent's
+ * would; @no_pressure skips the monitor. @queues NULL or "": the CPU only,
+ * still counted. */
+struct run_placement_opts {
+	const char *who;
+	bool inline_be, no_pressure;
+	uint64_t fail_after;
+};
+int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
+			     const struct run_placement_opts *o,
+			     struct run_placement **out);
+/* Matrix ops run so far per device (names[0] is "cpu") and agent losses
+ * seen (ops a queue failed); returns the number of devices. */
+size_t run_placement_ops(struct run_placement *rp, const char **names,
+			 uint64_t *ops, size_t max, uint64_t *lost);
 /* A summary line on stderr (unless @quiet), then undo start. NULL is fine. */
 void run_placement_stop(struct run_placement *rp, bool quiet);
 

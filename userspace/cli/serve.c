@@ -25,11 +25,13 @@
 #include <systemd/sd-daemon.h>
 
 #include <edgeq/edgeq.h>
+#include <edgeq/placement.h>
 #include <edgeq/pressure.h>
 #include <edgeq/router.h>
 #include <edgeq/stream.h>
 
 #include "cli.h"
+#include "run_placement.h"
 #include "serve_bundle.h"
 #include "server/server.h"
 
@@ -42,6 +44,7 @@ static uint64_t opt_max_body = 1 << 20;
 static bool opt_no_prefix_cache;
 static const char *opt_pressure = "auto";
 static const char *opt_weights = "auto", *opt_weights_budget;
+static const char *opt_device_queue;
 
 static const struct cli_option serve_opts[] = {
 	{ "config", 'c', CLI_STR, &opt_config, "FILE",
@@ -110,6 +113,8 @@ static const struct cli_option serve_opts[] = {
 	  "whole-request timeout for endpoints (60)" },
 	{ "local-tok-s", 0, CLI_DOUBLE, &cfg.local_tok_s, "TOK_S",
 	  "fixed local decode speed for the router (0: measure)" },
+	{ "device-queue", 0, CLI_STR, &opt_device_queue, "Q[=PROFILE],...",
+	  "run decode-step matrix ops on these edgeq queues as placement decides (as edgeq run --queue)" },
 	{ "pressure", 0, CLI_STR, &opt_pressure, "SOURCE",
 	  "pressure monitor: auto (BPF, else PSI), psi or off" },
 	{ "log-prompts", 0, CLI_FLAG, &cfg.log_prompts, NULL,
@@ -122,6 +127,134 @@ static const struct cli_option serve_opts[] = {
 	  "test hook: sleep MS before each generated token" },
 	CLI_OPTIONS_END
 };
+
+/* ---- placement and probation hooks of the server library */
+
+/*
+ * Every slot's context gets a placement executor: the CPU alone without
+ * --device-queue (its ops are still counted for /metrics), else the queues
+ * through edgeq.ko. Test hook EDGEQ_TEST_INLINE_AGENT=N runs the queues
+ * in-process with an agent that dies at its Nth op (0: never).
+ */
+static struct {
+	pthread_mutex_t lock;
+	struct run_placement *rp[64];
+	uint64_t lost_seen;
+} pl = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int hook_ctx(void *arg, struct edgeq_ctx *c, int slot,
+		    struct edgeq_error *err)
+{
+	struct run_placement_opts o = { .who = "serve" };
+	const char *t = getenv("EDGEQ_TEST_INLINE_AGENT");
+	int ret;
+
+	if (slot < 0 || slot >= 64)
+		return 0;
+	if (t && *t) {
+		o.inline_be = true;
+		o.no_pressure = true;
+		o.fail_after = strtoull(t, NULL, 10);
+	}
+	ret = run_placement_start_opts(c, opt_device_queue, &o, &pl.rp[slot]);
+	if (ret)
+		return edgeq_error_set(
+			err, ret == EXIT_UNAVAIL ? ENODEV : EINVAL,
+			"--device-queue %s: placement failed",
+			opt_device_queue ? opt_device_queue : "");
+	return 0;
+}
+
+static void hook_ctx_free(void *arg, struct edgeq_ctx *c, int slot)
+{
+	if (slot < 0 || slot >= 64)
+		return;
+	pthread_mutex_lock(&pl.lock);
+	run_placement_stop(pl.rp[slot], true);
+	pl.rp[slot] = NULL;
+	pthread_mutex_unlock(&pl.lock);
+}
+
+/* Per-device ops summed over the slots; agent losses seen. */
+static size_t device_ops(const char **names, uint64_t *ops, size_t max,
+			 uint64_t *lost)
+{
+	const char *nm[EDGEQ_MAX_DEVICES];
+	uint64_t o[EDGEQ_MAX_DEVICES], l;
+	size_t n = 0, k, i;
+
+	*lost = 0;
+	for (i = 0; i < 64; i++) {
+		if (!pl.rp[i])
+			continue;
+		k = run_placement_ops(pl.rp[i], nm, o, EDGEQ_MAX_DEVICES, &l);
+		if (!n) {
+			n = k < max ? k : max;
+			memset(ops, 0, n * sizeof(*ops));
+			memcpy(names, nm, n * sizeof(*names));
+		}
+		for (k = 0; k < n; k++)
+			ops[k] += o[k];
+		*lost += l;
+	}
+	return n;
+}
+
+/* the bundle on probation was rolled back: stop, exit non-zero */
+static _Atomic bool rolled_back;
+static _Atomic uint64_t rolled_back_ns;
+
+static void hook_generation(void *arg, double tok_s, int n_gen)
+{
+	const char *names[EDGEQ_MAX_DEVICES];
+	uint64_t ops[EDGEQ_MAX_DEVICES], lost;
+
+	pthread_mutex_lock(&pl.lock);
+	device_ops(names, ops, EDGEQ_MAX_DEVICES, &lost);
+	/* an op a queue failed is a device agent lost (crashed, killed) */
+	for (; pl.lost_seen < lost; pl.lost_seen++) {
+		srv_log(SRV_WARN,
+			(const char *const[]){ "EDGEQ_EVENT=agent-lost", NULL },
+			"a device agent was lost; its ops run on the cpu");
+		if (serve_bundle_report(EDGEQ_PROBATION_AGENT_CRASH, 0))
+			rolled_back = true;
+	}
+	pthread_mutex_unlock(&pl.lock);
+	if (tok_s > 0 && serve_bundle_report(EDGEQ_PROBATION_THROUGHPUT, tok_s))
+		rolled_back = true;
+	/* the event loop stops as on SIGTERM (in-flight requests finish)
+	 * and exits non-zero: the restart serves the previous bundle */
+	if (rolled_back && !rolled_back_ns)
+		rolled_back_ns = edgeq_now_ns();
+}
+
+static void hook_metrics(void *arg, struct srv_buf *out)
+{
+	const char *names[EDGEQ_MAX_DEVICES];
+	uint64_t ops[EDGEQ_MAX_DEVICES], lost;
+	size_t n, k;
+
+	pthread_mutex_lock(&pl.lock);
+	n = device_ops(names, ops, EDGEQ_MAX_DEVICES, &lost);
+	if (n) {
+		srv_buf_printf(
+			out,
+			"# HELP edgeq_device_ops_total Decode-step matrix ops run per device (placement executor).\n"
+			"# TYPE edgeq_device_ops_total counter\n");
+		for (k = 0; k < n; k++)
+			srv_buf_printf(
+				out,
+				"edgeq_device_ops_total{device=\"%s\"} %llu\n",
+				names[k], (unsigned long long)ops[k]);
+		srv_buf_printf(
+			out,
+			"# HELP edgeq_device_agents_lost_total Device agents lost (an op failed; the cpu ran it).\n"
+			"# TYPE edgeq_device_agents_lost_total counter\n"
+			"edgeq_device_agents_lost_total %llu\n",
+			(unsigned long long)lost);
+	}
+	pthread_mutex_unlock(&pl.lock);
+}
 
 /* ---- configuration file */
 
@@ -255,6 +388,9 @@ static void *load_thread(void *arg)
 	uint64_t one = 1;
 
 	l->ret = srv_load(l->srv, &l->err);
+	/* at once, before any generation can end and report to it */
+	if (!l->ret)
+		serve_bundle_loaded();
 	if (write(l->efd, &one, sizeof(one)) < 0) {
 		/* the main loop also polls; nothing to do */
 	}
@@ -461,6 +597,10 @@ static int serve_main(int argc, char **argv)
 			EXIT_USAGE, "serve",
 			"--log-target must be auto, journal or stderr");
 	srv_log_setup(cfg.log_target);
+	cfg.on_ctx = hook_ctx;
+	cfg.on_ctx_free = hook_ctx_free;
+	cfg.on_generation = hook_generation;
+	cfg.on_metrics = hook_metrics;
 
 	/* signals through a signalfd, read by the loop below */
 	signal(SIGPIPE, SIG_IGN);
@@ -513,7 +653,10 @@ static int serve_main(int argc, char **argv)
 	pfd[2].events = POLLIN;
 	pfd[2].revents = 0;
 	while (!stop) {
-		ret = poll(pfd, 3, wd_usec ? (int)(wd_usec / 2000) : 1000);
+		ret = poll(pfd, 3,
+			   rolled_back_ns ? 100 :
+			   wd_usec	  ? (int)(wd_usec / 2000) :
+					    1000);
 		if (pm && pfd[2].revents & POLLIN &&
 		    edgeq_pressure_consume(pm) > 0)
 			push_pressure(srv, pm);
@@ -540,7 +683,6 @@ static int serve_main(int argc, char **argv)
 				serve_bundle_load_failed(l.err.msg);
 				break;
 			}
-			serve_bundle_loaded();
 			sd_notifyf(0, "READY=1\nSTATUS=serving on port %d",
 				   srv_port(srv));
 			if (pm)
@@ -557,6 +699,11 @@ static int serve_main(int argc, char **argv)
 		}
 		if (wd_usec && srv_alive(srv, stall_ns))
 			sd_notify(0, "WATCHDOG=1");
+		/* a bundle rolled back by its probation: let the answer that
+		 * reported it go out, then stop */
+		if (rolled_back_ns &&
+		    edgeq_now_ns() - rolled_back_ns > 200000000ull)
+			stop = true;
 	}
 
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
@@ -577,6 +724,8 @@ static int serve_main(int argc, char **argv)
 	edgeq_pressure_free(pm);
 	close(sfd);
 	close(l.efd);
+	if (rolled_back && status == EXIT_OK)
+		status = EXIT_FAIL;
 	return status;
 }
 

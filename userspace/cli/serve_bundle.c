@@ -96,7 +96,7 @@ static void note(int state)
 {
 	if (state == EDGEQ_PROBATION_ROLLED_BACK)
 		fprintf(stderr,
-			"edgeq serve: %s; rolled back to the previous bundle (restart to serve it)\n",
+			"edgeq serve: %s; rolled back to the previous bundle (stopping: the restart serves it)\n",
 			sb.prob.reason);
 	else if (state == EDGEQ_PROBATION_PASSED)
 		fprintf(stderr, "edgeq serve: bundle passed its probation\n");
@@ -147,15 +147,22 @@ void serve_bundle_load_failed(const char *why)
 			reason);
 }
 
-void serve_bundle_report(enum edgeq_probation_event ev, double value)
+bool serve_bundle_report(enum edgeq_probation_event ev, double value)
 {
+	struct edgeq_error err = { 0 };
+	bool first;
 	int st;
 
 	if (!sb.active || !sb.probation || !sb.ticking)
-		return;
+		return false;
 	pthread_mutex_lock(&sb.lock);
-	st = edgeq_probation_report(&sb.prob, ev, value, edgeq_now_ns(), NULL);
+	first = sb.prob.state == EDGEQ_PROBATION_RUNNING;
+	st = edgeq_probation_report(&sb.prob, ev, value, edgeq_now_ns(), &err);
 	pthread_mutex_unlock(&sb.lock);
-	if (st == EDGEQ_PROBATION_ROLLED_BACK)
-		note(st);
+	if (st < 0)
+		fprintf(stderr, "edgeq serve: probation: %s\n", err.msg);
+	if (st != EDGEQ_PROBATION_ROLLED_BACK || !first)
+		return false;
+	note(st);
+	return true;
 }

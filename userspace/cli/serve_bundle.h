@@ -20,7 +20,9 @@ int serve_bundle_resolve(const char **model_path);
 void serve_bundle_loaded(void);
 /* The model did not load: a bundle on probation rolls back. */
 void serve_bundle_load_failed(const char *why);
-/* Other probation evidence: agent crashes, decode tok/s samples. */
-void serve_bundle_report(enum edgeq_probation_event ev, double value);
+/* Other probation evidence: agent crashes, decode tok/s samples. Returns
+ * true when it rolled the bundle back: the daemon should then stop (exit
+ * non-zero) so that its restart serves the previous bundle. */
+bool serve_bundle_report(enum edgeq_probation_event ev, double value);
 
 #endif

@@ -163,6 +163,7 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 	t0 = edgeq_now_ns();
 	if (dev == 0) {
 		x->cpu_t0 = t0; /* timed until linear_done */
+		x->st.dev_ops[0]++;
 		return -EAGAIN;
 	}
 	ret = x->be.matvec(x->be.arg, dev, t->type,
@@ -178,9 +179,12 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 		x->st.last_reason = EDGEQ_REPLAN_LOST;
 		count_on_devices(x);
 		x->cpu_t0 = edgeq_now_ns();
+		x->st.dev_ops[0]++;
 		return -EAGAIN;
 	}
 	x->st.offloaded++;
+	if (dev < EDGEQ_MAX_DEVICES)
+		x->st.dev_ops[dev]++;
 	x->acc_ns[i] += edgeq_now_ns() - t0;
 	x->acc_dev[i] = (int8_t)dev;
 	return 0;

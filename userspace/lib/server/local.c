@@ -371,6 +371,14 @@ void srv_local_end(struct srv_req *r)
 	double tps;
 	int active;
 
+	/* the generation's own decode speed, e.g. for a bundle's probation */
+	if (s->cfg.on_generation && !r->counted) {
+		tps = 0;
+		if (r->n_gen > 1 && r->t_last > r->t_decode0)
+			tps = (r->n_gen - 1) * 1e9 /
+			      (double)(r->t_last - r->t_decode0);
+		s->cfg.on_generation(s->cfg.hook_arg, tps, r->n_gen);
+	}
 	if (r->n_gen > 4 && r->t_last > r->t_decode0) {
 		pthread_mutex_lock(&s->lock);
 		active = s->running;

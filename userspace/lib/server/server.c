@@ -453,6 +453,8 @@ static int do_metrics(struct srv_req *r)
 		render_pressure(&pr, &b);
 	render_weights(s, &b);
 	srv_metrics_render(s->metrics, &b);
+	if (s->cfg.on_metrics && srv_ready(s))
+		s->cfg.on_metrics(s->cfg.hook_arg, &b);
 	if (b.oom) {
 		srv_buf_free(&b);
 		return srv_send_error(r, 500, "server_error", NULL,
@@ -1036,6 +1038,12 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 			ret = edgeq_error_set(err, ENOMEM, "out of memory");
 			goto fail;
 		}
+		if (s->cfg.on_ctx) {
+			ret = s->cfg.on_ctx(s->cfg.hook_arg, s->slots[i].ctx, i,
+					    err);
+			if (ret)
+				goto fail;
+		}
 	}
 
 	if (s->cfg.model_name && *s->cfg.model_name) {
@@ -1160,6 +1168,8 @@ void srv_free(struct srv *s)
 	if (s->cfg.unix_socket && s->listen_fd[1] != -1)
 		unlink(s->cfg.unix_socket);
 	for (i = 0; s->slots && i < s->n_slots; i++) {
+		if (s->slots[i].ctx && s->cfg.on_ctx_free)
+			s->cfg.on_ctx_free(s->cfg.hook_arg, s->slots[i].ctx, i);
 		if (s->slots[i].ctx)
 			edgeq_ctx_free(s->slots[i].ctx);
 		free(s->slots[i].hist);

@@ -17,6 +17,9 @@
 #include <edgeq/edgeq.h>
 #include <edgeq/router.h>
 
+struct edgeq_ctx;
+struct srv_buf;
+
 /* ---- configuration (filled by `edgeq serve` from flags, env and file) */
 struct srv_config {
 	const char *model_path;
@@ -50,6 +53,20 @@ struct srv_config {
 	const char *log_target; /* auto, journal, stderr */
 	int weights_mode;	/* enum edgeq_weights_mode */
 	uint64_t weights_budget; /* bytes; 0: derived from memory */
+
+	/*
+	 * Hooks for the daemon (all optional, called with @hook_arg):
+	 * on_ctx after each slot's context is created (placement attaches
+	 * there; non-zero fails the load), on_ctx_free before it is freed,
+	 * on_generation when a local generation ends (its decode tok/s, 0
+	 * when too short to measure), on_metrics to append to /metrics.
+	 */
+	void *hook_arg;
+	int (*on_ctx)(void *arg, struct edgeq_ctx *c, int slot,
+		      struct edgeq_error *err);
+	void (*on_ctx_free)(void *arg, struct edgeq_ctx *c, int slot);
+	void (*on_generation)(void *arg, double decode_tok_s, int n_gen);
+	void (*on_metrics)(void *arg, struct srv_buf *out);
 };
 
 void srv_config_init(struct srv_config *c);
