@@ -103,8 +103,9 @@ struct edgeq_stream_status {
 	uint64_t bytes_read, reads, retries;
 	uint64_t stalls;	 /* layer_begin that had to wait for a read */
 	uint64_t alloc_failures; /* budget growth refused for lack of memory */
-	char fallback[256];	 /* "" or why io_uring/O_DIRECT are not used */
-	char why[160];		 /* why this mode ("requested" unless auto) */
+	uint64_t prefaulted; /* resident bytes faulted in ahead of the reads */
+	char fallback[256];  /* "" or why io_uring/O_DIRECT are not used */
+	char why[160];	     /* why this mode ("requested" unless auto) */
 };
 
 void edgeq_stream_status(struct edgeq_stream *s,

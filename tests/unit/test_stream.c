@@ -378,6 +378,45 @@ static void test_auto_mode(void **state)
 	edgeq_stream_close(s);
 }
 
+/* preload faults its buffers in from a second thread (the last first),
+ * ahead of the reads; the bytes are the same with and without it, and
+ * closing while it runs is safe */
+static void test_preload_prefaults(void **state)
+{
+	struct fixture *f = *state;
+	struct edgeq_stream_status st;
+	struct edgeq_stream *s;
+
+	for (int i = 0; i < 5; i++) { /* close at once, racing the thread */
+		assert_int_equal(open_stream(f, EDGEQ_WEIGHTS_PRELOAD, 0, true,
+					     &s, NULL),
+				 0);
+		edgeq_stream_close(s);
+	}
+	assert_int_equal(
+		open_stream(f, EDGEQ_WEIGHTS_PRELOAD, 0, true, &s, NULL), 0);
+	assert_int_equal(pass(f, s, NULL), 0);
+	for (int i = 0; i < 400; i++) {
+		edgeq_stream_status(s, &st);
+		if (st.prefaulted >= st.resident_bytes)
+			break;
+		usleep(5000);
+	}
+	/* MADV_POPULATE_WRITE is Linux 5.14; the floor is 5.15 */
+	assert_int_equal(st.prefaulted, st.resident_bytes);
+	check_embed(f, s);
+	edgeq_stream_close(s);
+
+	setenv("EDGEQ_WEIGHTS_POPULATE", "0", 1);
+	assert_int_equal(
+		open_stream(f, EDGEQ_WEIGHTS_PRELOAD, 0, true, &s, NULL), 0);
+	unsetenv("EDGEQ_WEIGHTS_POPULATE");
+	assert_int_equal(pass(f, s, NULL), 0);
+	edgeq_stream_status(s, &st);
+	assert_int_equal(st.prefaulted, 0);
+	edgeq_stream_close(s);
+}
+
 static void test_short_reads_retried(void **state)
 {
 	struct fixture *f = *state;
@@ -627,6 +666,7 @@ int main(void)
 		cmocka_unit_test(test_cached_share),
 		cmocka_unit_test(test_choose),
 		cmocka_unit_test(test_auto_mode),
+		cmocka_unit_test(test_preload_prefaults),
 		cmocka_unit_test(test_short_reads_retried),
 		cmocka_unit_test(test_eio_retried),
 		cmocka_unit_test(test_eio_persistent_is_error),
