@@ -81,7 +81,7 @@ def main(t):
     rc = d.proc.wait(timeout=30)
     log = d.logtext()
     t.check("missing queue: serve exits non-zero naming it",
-            rc != 0 and "nosuchq0" in log, (rc, log[-300:]))
+            rc != 0 and "--device-queue nosuchq0: no such queue" in log, (rc, log[-300:]))
     d.stop()
 
 

@@ -35,7 +35,7 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 	char buf[512], *save = NULL, *tok;
 
 	if (strlen(list) >= sizeof(buf))
-		return cli_error(EXIT_USAGE, who, "--queue: too long");
+		return cli_error(EXIT_USAGE, who, "%s: too long", o->opt);
 	strcpy(buf, list);
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
@@ -55,23 +55,23 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 		p = edgeq_devprof_find(profs, n_profs, pn);
 		if (!p)
 			return cli_error(EXIT_USAGE, who,
-					 "--queue %s: no device profile '%s' "
+					 "%s %s: no device profile '%s' "
 					 "(share/edgeq/devices.ini)",
-					 tok, pn);
+					 o->opt, tok, pn);
 		k = edgeq_devices_add(d, tok, p);
 		if (k == -EEXIST)
 			continue;
 		if (k < 0)
-			return cli_error(EXIT_USAGE, who, "--queue %s: %s", tok,
+			return cli_error(EXIT_USAGE, who, "%s %s: %s", o->opt, tok,
 					 strerror(-k));
 		if (!o->inline_be &&
 		    edgeq_device_read_state(SYSFS_EDGEQ, tok,
 					    &d->dev[k].state) == -ENOENT)
 			return cli_error(
 				EXIT_UNAVAIL, who,
-				"--queue %s: no such queue (is edgeq.ko "
+				"%s %s: no such queue (is edgeq.ko "
 				"loaded and the queue created?)",
-				tok);
+				o->opt, tok);
 	}
 	return 0;
 }
@@ -79,7 +79,7 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 int run_placement_start(struct edgeq_ctx *c, const char *queues,
 			struct run_placement **out)
 {
-	const struct run_placement_opts o = { .who = "run" };
+	const struct run_placement_opts o = { .who = "run", .opt = "--queue" };
 
 	return run_placement_start_opts(c, queues, &o, out);
 }

@@ -18,13 +18,14 @@ struct run_placement;
  */
 int run_placement_start(struct edgeq_ctx *c, const char *queues,
 			struct run_placement **out);
-/* How edgeq serve uses it: @who names the command in messages; @inline_be
+/* How edgeq serve uses it: @who and @opt name the command and option in
+ * messages; @inline_be
  * runs the queues in-process (no edgeq.ko: a test hook), whose ops fail
  * with -ENODEV from the @fail_after'th on (0: never), as a dying agent's
  * would; @no_pressure skips the monitor. @queues NULL or "": the CPU only,
  * still counted. */
 struct run_placement_opts {
-	const char *who;
+	const char *who, *opt; /* command and option, for messages */
 	bool inline_be, no_pressure;
 	uint64_t fail_after;
 };

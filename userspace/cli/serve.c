@@ -145,7 +145,8 @@ static struct {
 static int hook_ctx(void *arg, struct edgeq_ctx *c, int slot,
 		    struct edgeq_error *err)
 {
-	struct run_placement_opts o = { .who = "serve" };
+	struct run_placement_opts o = { .who = "serve",
+					.opt = "--device-queue" };
 	const char *t = getenv("EDGEQ_TEST_INLINE_AGENT");
 	int ret;
 
