@@ -765,6 +765,110 @@ static void matmul_q4_K(const void *w, int64_t n, int64_t row0, int64_t row1,
 	}
 }
 
+/* Q6_K prefill: one weight row x 4 tokens, the 6-bit values and scales
+ * unpacked once per super-block for the four tokens; each output keeps
+ * vec_dot_q6_K's exact integer sums and float chain: bit-identical. */
+static void tile_q6_K(int64_t n, const void *w, const char *a, size_t as,
+		      float *y, int64_t ldy)
+{
+	const struct edgeq_block_q6_K *x = w;
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+	float acc[TK4] = { 0 };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+		const int8_t *sc = x[i].scales;
+		const struct edgeq_block_q8_K *yk[TK4];
+		__m256i sumi[TK4], scales16;
+		float dx = h2f(x[i].d);
+
+		_Pragma("GCC unroll 4") for (int k = 0; k < TK4; k++)
+		{
+			yk[k] = (const struct edgeq_block_q8_K *)(a + k * as) +
+				i;
+			sumi[k] = _mm256_setzero_si256();
+		}
+		for (int h2 = 0; h2 < 2; h2++) {
+			__m256i la = _mm256_loadu_si256((const __m256i *)ql);
+			__m256i lb =
+				_mm256_loadu_si256((const __m256i *)(ql + 32));
+			__m256i h = _mm256_loadu_si256((const __m256i *)qh);
+			__m256i q[4];
+
+			q[0] = _mm256_or_si256(
+				_mm256_and_si256(la, m4),
+				_mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+			q[1] = _mm256_or_si256(
+				_mm256_and_si256(lb, m4),
+				_mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+			q[2] = _mm256_or_si256(
+				_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
+				_mm256_and_si256(h, m30));
+			q[3] = _mm256_or_si256(
+				_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+				_mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+			for (int t = 0; t < 4; t++) {
+				__m256i scv = scale_pair(sc + 2 * t);
+
+				_Pragma("GCC unroll 4") for (int k = 0; k < TK4;
+							     k++)
+				{
+					__m256i p = _mm256_maddubs_epi16(
+						q[t],
+						_mm256_loadu_si256(
+							(const __m256i *)(yk[k]->qs +
+									  128 * h2 +
+									  32 * t)));
+
+					p = _mm256_madd_epi16(p, scv);
+					sumi[k] = _mm256_add_epi32(sumi[k], p);
+				}
+			}
+			ql += 64;
+			qh += 32;
+			sc += 8;
+		}
+		scales16 = _mm256_cvtepi8_epi16(
+			_mm_loadu_si128((const __m128i *)x[i].scales));
+		_Pragma("GCC unroll 4") for (int k = 0; k < TK4; k++)
+		{
+			/* the stored values are q + 32 */
+			__m256i bsum = _mm256_madd_epi16(
+				_mm256_loadu_si256(
+					(const __m256i *)yk[k]->bsums),
+				scales16);
+			int32_t isum = hsum_i32(sumi[k]) - 32 * hsum_i32(bsum);
+			float d = dx * yk[k]->d;
+
+			acc[k] = fmaf(d, (float)isum, acc[k]);
+		}
+	}
+	for (int k = 0; k < TK4; k++)
+		y[k * ldy] = acc[k];
+}
+
+static void matmul_q6_K(const void *w, int64_t n, int64_t row0, int64_t row1,
+			const char *a, size_t as, int64_t nb, float *y,
+			int64_t ldy)
+{
+	size_t rs = edgeq_row_size(EDGEQ_TYPE_Q6_K, n);
+
+	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
+		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
+
+		for (int64_t r = row0; r < row1; r++) {
+			const char *wr = (const char *)w + r * rs;
+			int64_t b = b0;
+
+			for (; b + TK4 <= b1; b += TK4)
+				tile_q6_K(n, wr, a + b * as, as,
+					  y + b * ldy + r, ldy);
+			for (; b < b1; b++)
+				y[b * ldy + r] = vec_dot_q6_K(n, wr, a + b * as);
+		}
+	}
+}
+
 static void matmul_avx2(enum edgeq_type type, const void *w, int64_t n,
 			int64_t row0, int64_t row1, const void *a,
 			size_t a_stride, int64_t nb, float *y, int64_t ldy)
@@ -776,6 +880,10 @@ static void matmul_avx2(enum edgeq_type type, const void *w, int64_t n,
 	}
 	if (type == EDGEQ_TYPE_Q4_K) {
 		matmul_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
+		return;
+	}
+	if (type == EDGEQ_TYPE_Q6_K) {
+		matmul_q6_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
 		return;
 	}
 	edgeq_matmul_generic(&edgeq_kernel_ops_avx2, type, w, n, row0, row1, a,
