@@ -454,15 +454,15 @@ int edgeq_manifest_create(const struct edgeq_manifest_params *p, char **out,
 	char sha[65], family[64], model[256], date[32];
 	const char *base;
 	json_t *types, *m, *ev = NULL;
-	struct model_facts g;
+	struct model_facts f;
 	int ret, abi;
 
 	if (!p->model)
 		return edgeq_error_set(err, EINVAL, "a manifest needs a model");
-	ret = model_facts(p->model, &g, err);
+	ret = model_facts(p->model, &f, err);
 	if (ret)
 		return ret;
-	types = g.types;
+	types = f.types;
 	ret = manifest_sha256_file(p->model, sha, err);
 	if (ret) {
 		json_decref(types);
@@ -490,10 +490,10 @@ int edgeq_manifest_create(const struct edgeq_manifest_params *p, char **out,
 		      " s:o, s:o}",
 		      "schema", EDGEQ_MANIFEST_SCHEMA, "name",
 		      p->name ? p->name : base, "created", date, "model",
-		      "file", base, "size", (json_int_t)g.size, "sha256", sha,
-		      "tokenizer_sha256", g.tok, "arch", g.arch, "name", g.name,
-		      "tensor_types", types, "ctx_limit", (int)g.n_ctx,
-		      "params", (json_int_t)g.n_params, "engine", "version",
+		      "file", base, "size", (json_int_t)f.size, "sha256", sha,
+		      "tokenizer_sha256", f.tok, "arch", f.arch, "name", f.name,
+		      "tensor_types", types, "ctx_limit", (int)f.n_ctx,
+		      "params", (json_int_t)f.n_params, "engine", "version",
 		      edgeq_version(), "commit", edgeq_commit(), "kernel",
 		      "module_abi", abi, "bpf_objects",
 		      bpf_hashes(p->bpf_dir ? p->bpf_dir : "build/bpf", err),
