@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Concurrency limit and queue (429), cancellation when the client goes
 # away (generation stops: metric and log), SIGTERM with requests in flight.
-# Uses the --token-delay test hook so generations last long enough.
+# Uses the --token-delay test hook so generations last long enough, and
+# greedy decoding so a sampled end-of-sequence cannot end one early.
 # timeout: 120
 import http.client
 import json
@@ -41,7 +42,7 @@ def main(t):
     # 1 slot, queue of 1, 20 ms per token
     d = Daemon("--slots", "1", "--queue", "1", "--token-delay", "20")
     out = {}
-    a = bg_post(d, {"prompt": "a", "max_tokens": 40}, out, "a")
+    a = bg_post(d, {"prompt": "a", "max_tokens": 40, "temperature": 0}, out, "a")
     wait_metric(d, "edgeq_requests_running", 1)
     b = bg_post(d, {"prompt": "b", "max_tokens": 2}, out, "b")
     wait_metric(d, "edgeq_requests_waiting", 1)
@@ -62,7 +63,7 @@ def main(t):
     # cancellation: stream 200 tokens, read a few, drop the connection
     gen0 = value(d.metrics(), "edgeq_generation_tokens_total")
     c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
-    c.request("POST", "/v1/completions", json.dumps({"prompt": "x", "max_tokens": 200,
+    c.request("POST", "/v1/completions", json.dumps({"prompt": "x", "max_tokens": 200, "temperature": 0,
                                                      "stream": True}),
               {"Content-Type": "application/json"})
     r = c.getresponse()
@@ -81,7 +82,7 @@ def main(t):
     t.check("cancellation logged", "cancelled=1" in d.logtext())
 
     # non-streaming client that gives up once its generation runs
-    body = json.dumps({"prompt": "x", "max_tokens": 200}).encode()
+    body = json.dumps({"prompt": "x", "max_tokens": 200, "temperature": 0}).encode()
     s = socket.create_connection(("127.0.0.1", d.port))
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -92,7 +93,7 @@ def main(t):
 
     # SIGTERM with one in flight: it finishes within the bound, exit 0
     out = {}
-    a = bg_post(d, {"prompt": "a", "max_tokens": 20}, out, "a")
+    a = bg_post(d, {"prompt": "a", "max_tokens": 20, "temperature": 0}, out, "a")
     wait_metric(d, "edgeq_requests_running", 1)
     t0 = time.time()
     rc = d.stop(signal.SIGTERM)
@@ -123,7 +124,7 @@ def main(t):
     # SIGTERM with a request longer than the bound: cancelled, exit 0 within it
     d = Daemon("--slots", "1", "--token-delay", "50", "--shutdown-timeout", "1")
     out = {}
-    a = bg_post(d, {"prompt": "a", "max_tokens": 200}, out, "a")
+    a = bg_post(d, {"prompt": "a", "max_tokens": 200, "temperature": 0}, out, "a")
     wait_metric(d, "edgeq_requests_running", 1)
     t0 = time.time()
     rc = d.stop(signal.SIGTERM)

@@ -24,7 +24,7 @@ def main(t):
     common = ["--private-url", priv.url, "--private-model", "priv-model",
               "--private-key", "pk-123", "--public-url", pub.url,
               "--public-model", "pub-model", "--local-tok-s", "50"]
-    d = Daemon(*common, "--slots", "1", "--queue", "0", "--token-delay", "5")
+    d = Daemon(*common, "--slots", "1", "--queue", "0", "--token-delay", "20")
 
     def post(cls=None, slo=None, stream=False, path="/v1/completions", headers=None, **kw):
         body = {"prompt": MARK if cls in (None, "confidential") else "hello", "max_tokens": 4}
@@ -93,7 +93,7 @@ def main(t):
     out = {}
 
     def long_one():
-        out["r"] = post("confidential", max_tokens=200)
+        out["r"] = post("confidential", max_tokens=200, temperature=0)
     th = threading.Thread(target=long_one)
     th.start()
     deadline = time.time() + 5
