@@ -41,6 +41,7 @@ enum edgeq_gguf_type {
 };
 
 #define EDGEQ_GGUF_MAX_DIMS 4
+#define EDGEQ_GGUF_NTYPES 40   /* ggml type ids edgeq knows are below this */
 #define EDGEQ_GGUF_MAX_NAME 64 /* tensor names, NUL included (as ggml) */
 
 struct edgeq_gguf_str {
@@ -56,6 +57,8 @@ struct edgeq_gguf_kv {
 	uint64_t arr_n;		       /* element count when type == ARRAY */
 	uint64_t val_off;   /* file offset of the value (array: of its data) */
 	const uint8_t *val; /* the value's bytes in the mapping */
+	uint64_t rec_off;   /* file offset of the whole pair (its key length) */
+	uint64_t rec_len;   /* bytes of the pair: key, value type and value */
 };
 
 /* One tensor as the file describes it. */
@@ -80,11 +83,22 @@ struct edgeq_gguf {
 	uint64_t data_offset; /* absolute file offset of the tensor data section */
 	int fd;		      /* -1 for a memory buffer */
 	bool mapped;
+	unsigned int flags; /* EDGEQ_GGUF_* open flags */
 };
+
+/*
+ * Open flag: accept tensors of known ggml types edgeq cannot compute with
+ * (Q5_K ...), for readers that only describe a model (planner, manifest).
+ * Every other check stays.
+ */
+#define EDGEQ_GGUF_ANY_TYPE 0x1u
 
 /* Open and validate a file (mmapped read-only). */
 int edgeq_gguf_open(const char *path, struct edgeq_gguf **out,
 		    struct edgeq_error *err);
+/* The same, with EDGEQ_GGUF_* @flags. */
+int edgeq_gguf_open_flags(const char *path, unsigned int flags,
+			  struct edgeq_gguf **out, struct edgeq_error *err);
 /* Validate a file held in memory (the buffer must outlive the handle). */
 int edgeq_gguf_open_mem(const void *buf, size_t len, struct edgeq_gguf **out,
 			struct edgeq_error *err);
@@ -122,6 +136,12 @@ int edgeq_gguf_get_f32(const struct edgeq_gguf *g, const char *key, float *out,
 		       struct edgeq_error *err);
 int edgeq_gguf_get_bool(const struct edgeq_gguf *g, const char *key, bool *out,
 			struct edgeq_error *err);
+/*
+ * The integer "<general.architecture>.@suffix" ("llama.block_count" for
+ * "block_count"), as edgeq_gguf_get_u32(); -ENOENT when either key is absent.
+ */
+int edgeq_gguf_get_arch_u32(const struct edgeq_gguf *g, const char *suffix,
+			    uint32_t *out, struct edgeq_error *err);
 int edgeq_gguf_get_str(const struct edgeq_gguf *g, const char *key,
 		       struct edgeq_gguf_str *out, struct edgeq_error *err);
 /* An array of @type elements (any count); @kv receives the pair. */

@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <edgeq/gguf.h>
@@ -187,6 +189,57 @@ CASE(test_tensor_name_too_long, gb_put_u64(&g, o.t_name, 70),
 CASE(test_bool_value, gb_put_u32(&g, o.type0, 7);
      g.b[o.arch_val] = 2, "bool value 2")
 
+CASE(test_data_offset_beyond_file, gb_put_u64(&g, o.t_off, 1ull << 40),
+     "data offset 1099511627776 (field at offset")
+
+/* Each pair's record spans key, type and value, back to back. */
+static void test_record_span(void **state)
+{
+	struct edgeq_error err = { 0 };
+	struct edgeq_gguf *f;
+	struct gb g;
+	struct offs o;
+	uint32_t v;
+
+	build(&g, &o);
+	assert_int_equal(open_buf(&g, &err, &f), 0);
+	assert_int_equal(f->kv[0].rec_off, o.key0);
+	assert_int_equal(f->kv[0].rec_off + f->kv[0].rec_len, f->kv[1].rec_off);
+	assert_int_equal(f->kv[1].rec_off + f->kv[1].rec_len, f->kv[2].rec_off);
+	assert_int_equal(f->kv[2].rec_off, o.kv2);
+	assert_int_equal(f->kv[2].rec_off + f->kv[2].rec_len, o.t_name);
+	assert_int_equal(edgeq_gguf_get_arch_u32(f, "block_count", &v, &err),
+			 -ENOENT);
+	edgeq_gguf_close(f);
+	gb_free(&g);
+}
+
+/* EDGEQ_GGUF_ANY_TYPE lets a Q5_0 tensor through, sized by its blocks. */
+static void test_any_type_flag(void **state)
+{
+	char path[] = "/tmp/test_gguf_XXXXXX";
+	struct edgeq_error err = { 0 };
+	struct edgeq_gguf *f = NULL;
+	struct gb g;
+	struct offs o;
+	int fd;
+
+	build(&g, &o);
+	gb_put_u32(&g, o.t_type, 6);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, g.b, g.n), (ssize_t)g.n);
+	close(fd);
+	assert_int_equal(edgeq_gguf_open(path, &f, &err), -EOPNOTSUPP);
+	assert_non_null(strstr(err.msg, "type Q5_0 (id 6"));
+	assert_int_equal(
+		edgeq_gguf_open_flags(path, EDGEQ_GGUF_ANY_TYPE, &f, &err), 0);
+	assert_int_equal(f->tensors[0].size, 2 * 22);
+	edgeq_gguf_close(f);
+	unlink(path);
+	gb_free(&g);
+}
+
 static void test_duplicate_tensor(void **state)
 {
 	struct gb g = { 0 };
@@ -253,6 +306,9 @@ int main(void)
 		cmocka_unit_test(test_tensor_name_too_long),
 		cmocka_unit_test(test_bool_value),
 		cmocka_unit_test(test_duplicate_tensor),
+		cmocka_unit_test(test_data_offset_beyond_file),
+		cmocka_unit_test(test_record_span),
+		cmocka_unit_test(test_any_type_flag),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

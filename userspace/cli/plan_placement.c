@@ -155,26 +155,26 @@ static int builtin_shape(const char *name, struct edgeq_place_shape *s)
 	return 0;
 }
 
-/* "npu0=npu,gpu0" -> queues with their profile. */
-static int add_queues(struct edgeq_devices *d, const char *list,
-		      const struct edgeq_device_profile *profs, size_t n_profs)
+int plan_placement_add_queues(struct edgeq_devices *d, const char *list,
+			      const struct edgeq_device_profile *profs,
+			      size_t n_profs, const char *cmd, const char *opt,
+			      const char *sysfs)
 {
 	char buf[512], *save = NULL, *tok;
 
 	if (strlen(list) >= sizeof(buf))
-		return cli_error(EXIT_USAGE, "plan", "--queue: too long");
+		return cli_error(EXIT_USAGE, cmd, "%s: too long", opt);
 	strcpy(buf, list);
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		const struct edgeq_device_profile *p;
 		char *eq = strchr(tok, '='), pname[EDGEQ_DEV_NAME_MAX], *e;
-		int ret;
+		int k;
 
+		snprintf(pname, sizeof(pname), "%s", eq ? eq + 1 : tok);
 		if (eq) {
 			*eq = '\0';
-			snprintf(pname, sizeof(pname), "%s", eq + 1);
 		} else {
-			snprintf(pname, sizeof(pname), "%s", tok);
 			for (e = pname + strlen(pname);
 			     e > pname && e[-1] >= '0' && e[-1] <= '9'; e--)
 				;
@@ -182,13 +182,23 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 		}
 		p = edgeq_devprof_find(profs, n_profs, pname);
 		if (!p)
-			return cli_error(EXIT_USAGE, "plan",
-					 "--queue %s: no device profile '%s'",
-					 tok, pname);
-		ret = edgeq_devices_add(d, tok, p);
-		if (ret < 0 && ret != -EEXIST)
-			return cli_error(EXIT_USAGE, "plan", "--queue %s: %s",
-					 tok, strerror(-ret));
+			return cli_error(EXIT_USAGE, cmd,
+					 "%s %s: no device profile '%s' "
+					 "(share/edgeq/devices.ini)",
+					 opt, tok, pname);
+		k = edgeq_devices_add(d, tok, p);
+		if (k == -EEXIST)
+			continue;
+		if (k < 0)
+			return cli_error(EXIT_USAGE, cmd, "%s %s: %s", opt, tok,
+					 strerror(-k));
+		if (sysfs && edgeq_device_read_state(
+				     sysfs, tok, &d->dev[k].state) == -ENOENT)
+			return cli_error(
+				EXIT_UNAVAIL, cmd,
+				"%s %s: no such queue (is edgeq.ko "
+				"loaded and the queue created?)",
+				opt, tok);
 	}
 	return 0;
 }
@@ -462,7 +472,8 @@ static int explain_run(struct explain *x, const struct edgeq_device_profile *pro
 		return cli_error(cli_exit_for(ret), "plan", "%s",
 				 err.msg[0] ? err.msg : strerror(-ret));
 	if (opt_queues) {
-		ret = add_queues(&x->devs, opt_queues, profs, n_profs);
+		ret = plan_placement_add_queues(&x->devs, opt_queues, profs,
+						n_profs, "plan", "--queue", NULL);
 		if (ret)
 			return ret;
 	}

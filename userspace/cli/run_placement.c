@@ -14,6 +14,7 @@
 #include <edgeq/pressure.h>
 
 #include "cli.h"
+#include "plan_placement.h"
 #include "run_placement.h"
 
 #define SYSFS_EDGEQ "/sys/class/edgeq"
@@ -25,56 +26,6 @@ struct run_placement {
 	struct edgeq_place_kq *kq;
 	struct edgeq_pressure *pm;
 };
-
-static int add_queues(struct edgeq_devices *d, const char *list,
-		      const struct edgeq_device_profile *profs, size_t n_profs,
-		      const struct run_placement_opts *o)
-{
-	const char *who = o->who;
-
-	char buf[512], *save = NULL, *tok;
-
-	if (strlen(list) >= sizeof(buf))
-		return cli_error(EXIT_USAGE, who, "%s: too long", o->opt);
-	strcpy(buf, list);
-	for (tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		const struct edgeq_device_profile *p;
-		char *eq = strchr(tok, '='), pn[EDGEQ_DEV_NAME_MAX], *e;
-		int k;
-
-		snprintf(pn, sizeof(pn), "%s", eq ? eq + 1 : tok);
-		if (eq) {
-			*eq = '\0';
-		} else {
-			for (e = pn + strlen(pn);
-			     e > pn && e[-1] >= '0' && e[-1] <= '9'; e--)
-				;
-			*e = '\0';
-		}
-		p = edgeq_devprof_find(profs, n_profs, pn);
-		if (!p)
-			return cli_error(EXIT_USAGE, who,
-					 "%s %s: no device profile '%s' "
-					 "(share/edgeq/devices.ini)",
-					 o->opt, tok, pn);
-		k = edgeq_devices_add(d, tok, p);
-		if (k == -EEXIST)
-			continue;
-		if (k < 0)
-			return cli_error(EXIT_USAGE, who, "%s %s: %s", o->opt, tok,
-					 strerror(-k));
-		if (!o->inline_be &&
-		    edgeq_device_read_state(SYSFS_EDGEQ, tok,
-					    &d->dev[k].state) == -ENOENT)
-			return cli_error(
-				EXIT_UNAVAIL, who,
-				"%s %s: no such queue (is edgeq.ko "
-				"loaded and the queue created?)",
-				o->opt, tok);
-	}
-	return 0;
-}
 
 int run_placement_start(struct edgeq_ctx *c, const char *queues,
 			struct run_placement **out)
@@ -106,7 +57,9 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 		return cli_error(EXIT_BADINPUT, who,
 				 "device profiles: no [device.cpu]");
 	edgeq_devices_init(&d, cpu);
-	ret = add_queues(&d, queues ? queues : "", profs, (size_t)n, o);
+	ret = plan_placement_add_queues(&d, queues ? queues : "", profs,
+					(size_t)n, who, o->opt,
+					o->inline_be ? NULL : SYSFS_EDGEQ);
 	if (ret)
 		return ret;
 	rp = calloc(1, sizeof(*rp));

@@ -8,9 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <edgeq/gguf.h>
 #include <edgeq/ledger.h>
 
-#include "ledger/gguf_scan.h"
+#include "ledger/ledger_int.h"
 
 /* Code, tokenizer, thread stacks, io buffers of the engine itself. */
 #define ENGINE_RUNTIME_BYTES (64ull << 20)
@@ -124,36 +125,76 @@ void edgeq_shape_from_params(struct edgeq_model_shape *s, uint64_t n_params,
 	s->n_vocab = 128256;
 }
 
+/* A shape key, 0 when absent or not an unsigned 32-bit integer. */
+static uint32_t arch_u32(const struct edgeq_gguf *g, const char *suffix)
+{
+	uint32_t v = 0;
+
+	edgeq_gguf_get_arch_u32(g, suffix, &v, NULL);
+	return v;
+}
+
+static void copy_str(char *dst, size_t n, const struct edgeq_gguf *g,
+		     const char *key)
+{
+	struct edgeq_gguf_str s;
+
+	if (edgeq_gguf_get_str(g, key, &s, NULL))
+		return;
+	snprintf(dst, n, "%.*s", (int)(s.len < n ? s.len : n - 1), s.ptr);
+}
+
+void ledger_gguf_shape(const struct edgeq_gguf *g, struct edgeq_model_shape *s)
+{
+	const struct edgeq_gguf_tensor *embd;
+	const struct edgeq_gguf_kv *tokens;
+
+	memset(s, 0, sizeof(*s));
+	copy_str(s->arch, sizeof(s->arch), g, "general.architecture");
+	copy_str(s->name, sizeof(s->name), g, "general.name");
+	for (uint64_t i = 0; i < g->n_tensors; i++) {
+		const struct edgeq_gguf_tensor *t = &g->tensors[i];
+
+		s->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+		s->weight_bytes += t->size;
+	}
+	/* An untied model reads one embedding row per token; a tied one reads
+	 * the whole matrix as the output projection. */
+	s->token_bytes = s->weight_bytes;
+	embd = edgeq_gguf_tensor(g, "token_embd.weight");
+	if (embd && edgeq_gguf_tensor(g, "output.weight"))
+		s->token_bytes -= embd->size - embd->size / embd->ne[1];
+	s->n_layer = arch_u32(g, "block_count");
+	s->n_head = arch_u32(g, "attention.head_count");
+	s->n_head_kv = arch_u32(g, "attention.head_count_kv");
+	s->head_dim = arch_u32(g, "attention.key_length");
+	s->n_embd = arch_u32(g, "embedding_length");
+	s->n_ff = arch_u32(g, "feed_forward_length");
+	s->n_ctx_train = arch_u32(g, "context_length");
+	tokens = edgeq_gguf_find(g, "tokenizer.ggml.tokens");
+	if (tokens && tokens->type == EDGEQ_GGUF_ARRAY)
+		s->n_vocab = (uint32_t)tokens->arr_n;
+	if (!s->n_vocab && embd)
+		s->n_vocab = (uint32_t)embd->ne[1];
+	if (!s->head_dim && s->n_head)
+		s->head_dim = s->n_embd / s->n_head;
+	if (!s->n_head_kv)
+		s->n_head_kv = s->n_head;
+	s->bpw = s->n_params ?
+			 8.0 * (double)s->weight_bytes / (double)s->n_params :
+			 0;
+}
+
 int edgeq_shape_from_gguf(const char *path, struct edgeq_model_shape *s,
 			  struct edgeq_error *err)
 {
-	struct gguf_scan g;
-	int ret = gguf_scan_open(path, &g, err);
+	struct edgeq_gguf *g;
+	int ret = edgeq_gguf_open_flags(path, EDGEQ_GGUF_ANY_TYPE, &g, err);
 
 	if (ret)
 		return ret;
-	memset(s, 0, sizeof(*s));
-	snprintf(s->arch, sizeof(s->arch), "%s", g.arch);
-	snprintf(s->name, sizeof(s->name), "%s", g.name);
-	s->n_params = g.n_params;
-	s->weight_bytes = g.weight_bytes;
-	/* An untied model reads one embedding row per token; a tied one reads
-	 * the whole matrix as the output projection. */
-	s->token_bytes = g.weight_bytes;
-	if (g.has_output && g.embd_rows)
-		s->token_bytes -= g.embd_bytes - g.embd_bytes / g.embd_rows;
-	s->n_layer = g.n_layer;
-	s->n_head = g.n_head;
-	s->n_head_kv = g.n_head_kv;
-	s->head_dim = g.head_dim;
-	s->n_embd = g.n_embd;
-	s->n_ff = g.n_ff;
-	s->n_vocab = g.n_vocab;
-	s->n_ctx_train = g.n_ctx;
-	s->bpw = g.n_params ?
-			 8.0 * (double)g.weight_bytes / (double)g.n_params :
-			 0;
-	gguf_scan_close(&g);
+	ledger_gguf_shape(g, s);
+	edgeq_gguf_close(g);
 	if (!s->n_layer || !s->n_head_kv || !s->head_dim)
 		return edgeq_error_set(
 			err, EBADMSG,

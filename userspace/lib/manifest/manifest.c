@@ -21,9 +21,9 @@
 #include <uapi/linux/edgeq.h>
 #include <sodium.h>
 
+#include <edgeq/gguf.h>
 #include <edgeq/manifest.h>
 
-#include "ledger/gguf_scan.h"
 #include "manifest/manifest_int.h"
 
 #define KEY_HEX_MAX 256
@@ -377,27 +377,92 @@ static json_t *evidence_json(const char *path, struct edgeq_error *err)
 	return ev;
 }
 
+/*
+ * sha256 over every tokenizer.* key/value pair, the bytes as they are in the
+ * file, in file order: the tokenizer's identity, whatever else changes.
+ */
+static void tokenizer_sha256(const struct edgeq_gguf *g, char hex[65])
+{
+	crypto_hash_sha256_state st;
+	uint8_t h[32];
+
+	crypto_hash_sha256_init(&st);
+	for (uint64_t i = 0; i < g->n_kv; i++) {
+		const struct edgeq_gguf_kv *kv = &g->kv[i];
+
+		if (kv->key.len >= 10 && !memcmp(kv->key.ptr, "tokenizer.", 10))
+			crypto_hash_sha256_update(&st, g->base + kv->rec_off,
+						  kv->rec_len);
+	}
+	crypto_hash_sha256_final(&st, h);
+	sodium_bin2hex(hex, 65, h, 32);
+}
+
+/* What a manifest says about its model, read from the GGUF header. */
+struct model_facts {
+	char tok[65], arch[32], name[128];
+	uint64_t size, n_params;
+	uint32_t n_ctx;
+	json_t *types; /* type name -> tensor count */
+};
+
+static void gguf_copy_str(char *dst, size_t n, const struct edgeq_gguf *g,
+			  const char *key)
+{
+	struct edgeq_gguf_str s;
+
+	dst[0] = '\0';
+	if (!edgeq_gguf_get_str(g, key, &s, NULL))
+		snprintf(dst, n, "%.*s", (int)(s.len < n ? s.len : n - 1),
+			 s.ptr);
+}
+
+static int model_facts(const char *path, struct model_facts *f,
+		       struct edgeq_error *err)
+{
+	uint32_t counts[EDGEQ_GGUF_NTYPES] = { 0 };
+	struct edgeq_gguf *g;
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	ret = edgeq_gguf_open_flags(path, EDGEQ_GGUF_ANY_TYPE, &g, err);
+	if (ret)
+		return ret;
+	tokenizer_sha256(g, f->tok);
+	gguf_copy_str(f->arch, sizeof(f->arch), g, "general.architecture");
+	gguf_copy_str(f->name, sizeof(f->name), g, "general.name");
+	edgeq_gguf_get_arch_u32(g, "context_length", &f->n_ctx, NULL);
+	f->size = g->size;
+	for (uint64_t i = 0; i < g->n_tensors; i++) {
+		const struct edgeq_gguf_tensor *t = &g->tensors[i];
+
+		counts[t->type]++;
+		f->n_params += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+	}
+	edgeq_gguf_close(g);
+	f->types = json_object();
+	for (uint32_t t = 0; t < EDGEQ_GGUF_NTYPES; t++)
+		if (counts[t])
+			json_object_set_new(f->types, edgeq_gguf_type_name(t),
+					    json_integer(counts[t]));
+	return 0;
+}
+
 int edgeq_manifest_create(const struct edgeq_manifest_params *p, char **out,
 			  struct edgeq_error *err)
 {
-	char sha[65], tok[65], family[64], model[256], date[32];
+	char sha[65], family[64], model[256], date[32];
 	const char *base;
 	json_t *types, *m, *ev = NULL;
-	struct gguf_scan g;
+	struct model_facts f;
 	int ret, abi;
 
 	if (!p->model)
 		return edgeq_error_set(err, EINVAL, "a manifest needs a model");
-	ret = gguf_scan_open(p->model, &g, err);
+	ret = model_facts(p->model, &f, err);
 	if (ret)
 		return ret;
-	sodium_bin2hex(tok, sizeof(tok), g.tokenizer_sha256, 32);
-	types = json_object();
-	for (uint32_t t = 0; t < GGUF_SCAN_NTYPES; t++)
-		if (g.type_counts[t])
-			json_object_set_new(types, gguf_type_name(t),
-					    json_integer(g.type_counts[t]));
-	gguf_scan_close(&g);
+	types = f.types;
 	ret = manifest_sha256_file(p->model, sha, err);
 	if (ret) {
 		json_decref(types);
@@ -425,10 +490,10 @@ int edgeq_manifest_create(const struct edgeq_manifest_params *p, char **out,
 		      " s:o, s:o}",
 		      "schema", EDGEQ_MANIFEST_SCHEMA, "name",
 		      p->name ? p->name : base, "created", date, "model",
-		      "file", base, "size", (json_int_t)g.size, "sha256", sha,
-		      "tokenizer_sha256", tok, "arch", g.arch, "name", g.name,
-		      "tensor_types", types, "ctx_limit", (int)g.n_ctx,
-		      "params", (json_int_t)g.n_params, "engine", "version",
+		      "file", base, "size", (json_int_t)f.size, "sha256", sha,
+		      "tokenizer_sha256", f.tok, "arch", f.arch, "name", f.name,
+		      "tensor_types", types, "ctx_limit", (int)f.n_ctx,
+		      "params", (json_int_t)f.n_params, "engine", "version",
 		      edgeq_version(), "commit", edgeq_commit(), "kernel",
 		      "module_abi", abi, "bpf_objects",
 		      bpf_hashes(p->bpf_dir ? p->bpf_dir : "build/bpf", err),
@@ -568,15 +633,15 @@ static void check_system(json_t *m, const struct edgeq_verify_env *env, char *d,
 	int need, have;
 
 	if (env->model) {
-		struct gguf_scan g;
+		struct edgeq_gguf *g;
 
-		if (gguf_scan_open(env->model, &g, &e2)) {
+		if (edgeq_gguf_open_flags(env->model, EDGEQ_GGUF_ANY_TYPE, &g,
+					  &e2)) {
 			add_diff(d, dlen, "model %s unreadable: %s", env->model,
 				 e2.msg);
 		} else {
-			sodium_bin2hex(hex, sizeof(hex), g.tokenizer_sha256,
-				       32);
-			gguf_scan_close(&g);
+			tokenizer_sha256(g, hex);
+			edgeq_gguf_close(g);
 			if (strcmp(hex, jstr(m, "model", "tokenizer_sha256")))
 				add_diff(d, dlen, "tokenizer hash differs");
 			if (manifest_sha256_file(env->model, hex, &e2))

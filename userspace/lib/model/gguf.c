@@ -70,6 +70,7 @@ static const struct type_desc type_table[] = {
 };
 
 #define N_TYPES (sizeof(type_table) / sizeof(type_table[0]))
+_Static_assert(N_TYPES == EDGEQ_GGUF_NTYPES, "EDGEQ_GGUF_NTYPES");
 
 static const char *const vtype_names[EDGEQ_GGUF_TYPE_COUNT] = {
 	"uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
@@ -112,6 +113,7 @@ struct cur {
 	const uint8_t *b;
 	uint64_t size, pos;
 	struct edgeq_error *err;
+	unsigned int flags;
 };
 
 static uint64_t left(const struct cur *c)
@@ -198,6 +200,7 @@ static int parse_kv(struct cur *c, uint64_t idx, struct edgeq_gguf_kv *kv)
 	uint32_t type, at_type;
 	int ret;
 
+	kv->rec_off = at;
 	ret = rd_str(c, &kv->key, "metadata key");
 	if (ret)
 		return ret;
@@ -291,6 +294,7 @@ static int parse_kv(struct cur *c, uint64_t idx, struct edgeq_gguf_kv *kv)
 	}
 	kv->val_off = voff;
 	kv->val = c->b + voff;
+	kv->rec_len = c->pos - kv->rec_off;
 	return 0;
 }
 
@@ -422,7 +426,7 @@ static int parse_tensor(struct cur *c, uint64_t idx,
 			c->err, EBADMSG,
 			"gguf: tensor '%s': type id %u at offset %llu is unknown",
 			t->name, t->type, (unsigned long long)at);
-	if (!td->supported)
+	if (!td->supported && !(c->flags & EDGEQ_GGUF_ANY_TYPE))
 		return edgeq_error_set(
 			c->err, EOPNOTSUPP,
 			"gguf: tensor '%s': type %s (id %u, at offset %llu) is not supported by edgeq (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_K Q6_K)",
@@ -443,12 +447,23 @@ static int parse_tensor(struct cur *c, uint64_t idx,
 			t->name, (unsigned long long)t->info_off);
 	t->size = rows * blocks * td->size;
 	at = c->pos;
-	return rd_u64(c, &t->offset, "tensor data offset");
+	ret = rd_u64(c, &t->offset, "tensor data offset");
+	if (ret)
+		return ret;
+	/* Named now: in a file cut inside the tensor table, this is the
+	 * first sign of it. The exact extent is checked after the table. */
+	if (t->offset > c->size)
+		return edgeq_error_set(
+			c->err, EBADMSG,
+			"gguf: tensor '%s': data offset %llu (field at offset %llu) is beyond the file: its data extends past the end of the file at %llu",
+			t->name, (unsigned long long)t->offset,
+			(unsigned long long)at, (unsigned long long)c->size);
+	return 0;
 }
 
 static int parse(struct edgeq_gguf *g, struct edgeq_error *err)
 {
-	struct cur c = { g->base, g->size, 0, err };
+	struct cur c = { g->base, g->size, 0, err, g->flags };
 	const struct edgeq_gguf_kv *akv;
 	uint64_t i, at;
 	int ret;
@@ -471,7 +486,7 @@ static int parse(struct edgeq_gguf *g, struct edgeq_error *err)
 	if (g->version != 2 && g->version != 3)
 		return edgeq_error_set(
 			err, EPROTO,
-			"gguf: version %u at offset 4 is not supported (2 or 3)",
+			"gguf: GGUF version %u at offset 4 is not supported (2 or 3)",
 			g->version);
 	ret = rd_u64(&c, &g->n_tensors, "tensor count");
 	if (ret)
@@ -595,6 +610,12 @@ int edgeq_gguf_open_mem(const void *buf, size_t len, struct edgeq_gguf **out,
 int edgeq_gguf_open(const char *path, struct edgeq_gguf **out,
 		    struct edgeq_error *err)
 {
+	return edgeq_gguf_open_flags(path, 0, out, err);
+}
+
+int edgeq_gguf_open_flags(const char *path, unsigned int flags,
+			  struct edgeq_gguf **out, struct edgeq_error *err)
+{
 	struct edgeq_gguf *g;
 	struct stat st;
 	void *p;
@@ -633,6 +654,7 @@ int edgeq_gguf_open(const char *path, struct edgeq_gguf **out,
 	g->size = (uint64_t)st.st_size;
 	g->fd = fd;
 	g->mapped = true;
+	g->flags = flags;
 	return open_common(g, out, err);
 }
 
@@ -785,6 +807,22 @@ int edgeq_gguf_get_u64(const struct edgeq_gguf *g, const char *key,
 		       uint64_t *out, struct edgeq_error *err)
 {
 	return get_int(g, key, 0, UINT64_MAX, out, NULL, err);
+}
+
+int edgeq_gguf_get_arch_u32(const struct edgeq_gguf *g, const char *suffix,
+			    uint32_t *out, struct edgeq_error *err)
+{
+	struct edgeq_gguf_str arch;
+	char key[256];
+	int ret;
+
+	ret = edgeq_gguf_get_str(g, "general.architecture", &arch, err);
+	if (ret)
+		return ret;
+	if (arch.len + strlen(suffix) + 2 > sizeof(key))
+		return -ENOENT;
+	snprintf(key, sizeof(key), "%.*s.%s", (int)arch.len, arch.ptr, suffix);
+	return edgeq_gguf_get_u32(g, key, out, err);
 }
 
 int edgeq_gguf_get_f32(const struct edgeq_gguf *g, const char *key, float *out,
