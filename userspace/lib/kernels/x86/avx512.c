@@ -256,26 +256,32 @@ static inline void tile512pp(const struct w_pair *wp,
 			y[k * ldy + r] = reduce16(acc[r][k]);
 }
 
-/* Tokens per prepared block: 16 x 192 bytes per 64 columns stays in L2. */
+/* Tokens per prepared block: as many as keep their pairs (192 bytes per
+ * 64 columns) within PREP_BYTES of L2, at least 16. */
 #define PREP_TOK 16
+#define PREP_BYTES (384 << 10)
 static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
 			       int64_t row0, int64_t row1, const char *a,
 			       size_t as, int64_t nb, float *y, int64_t ldy)
 {
 	size_t rs = edgeq_row_size(t, n);
 	int64_t nblk = n / EDGEQ_QK8_0, np = (nblk + 1) / 2;
-	struct act_pair *ap =
-		aligned_alloc(64, sizeof(*ap) * (size_t)(PREP_TOK * np));
-	struct w_pair *wp =
-		aligned_alloc(64, sizeof(*wp) * (size_t)(R4 * np));
+	/* as many tokens as fit PREP_BYTES, 16..64, a multiple of T4 */
+	int64_t ptok = PREP_BYTES / ((int64_t)sizeof(struct act_pair) * np);
+	struct act_pair *ap;
+	struct w_pair *wp;
+
+	ptok = ptok < PREP_TOK ? PREP_TOK : ptok > 64 ? 64 : ptok / T4 * T4;
+	ap = aligned_alloc(64, sizeof(*ap) * (size_t)(ptok * np));
+	wp = aligned_alloc(64, sizeof(*wp) * (size_t)(R4 * np));
 
 	if (!ap || !wp) {
 		free(ap);
 		free(wp);
 		return false;
 	}
-	for (int64_t b0 = 0; b0 + T4 <= nb; b0 += PREP_TOK) {
-		int64_t b1 = b0 + PREP_TOK < nb ? b0 + PREP_TOK : nb;
+	for (int64_t b0 = 0; b0 + T4 <= nb; b0 += ptok) {
+		int64_t b1 = b0 + ptok < nb ? b0 + ptok : nb;
 
 		b1 = b0 + (b1 - b0) / T4 * T4; /* whole tiles; the rest below */
 		for (int64_t b = b0; b < b1; b++)
@@ -311,7 +317,7 @@ static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
 						 ap + (b - b0) * np, np,
 						 y + b * ldy + r, ldy);
 		}
-		if (b1 - b0 < PREP_TOK)
+		if (b1 - b0 < ptok)
 			break;
 	}
 	free(ap);
