@@ -28,9 +28,9 @@ struct edgeq_ctx;
 /* How tensor data reaches memory (the weight streamer implements these). */
 enum edgeq_weights_mode {
 	EDGEQ_WEIGHTS_AUTO = 0, /* chosen from the memory budget */
-	EDGEQ_WEIGHTS_MMAP,     /* mmap the file (llama.cpp's way; the baseline) */
-	EDGEQ_WEIGHTS_PRELOAD,  /* read everything with O_DIRECT io_uring */
-	EDGEQ_WEIGHTS_STREAM,   /* resident budget < model; stream the rest */
+	EDGEQ_WEIGHTS_MMAP, /* mmap the file (llama.cpp's way; the baseline) */
+	EDGEQ_WEIGHTS_PRELOAD, /* read everything with O_DIRECT io_uring */
+	EDGEQ_WEIGHTS_STREAM,  /* resident budget < model; stream the rest */
 };
 
 enum edgeq_kv_type {
@@ -41,28 +41,28 @@ enum edgeq_kv_type {
 
 struct edgeq_model_params {
 	const char *path;
-	int n_threads;               /* 0: all cores */
+	int n_threads; /* 0: all cores */
 	enum edgeq_weights_mode weights;
-	uint64_t weights_budget;     /* bytes resident; 0: derive from memory */
-	bool use_io_uring;           /* false forces the pread fallback */
-	bool vocab_only;             /* load the tokenizer only (no weights) */
+	uint64_t weights_budget; /* bytes resident; 0: derive from memory */
+	bool use_io_uring;	 /* false forces the pread fallback */
+	bool vocab_only;	 /* load the tokenizer only (no weights) */
 };
 
 /* What a loaded model is; filled by the loader from GGUF metadata. */
 struct edgeq_model_info {
-	char arch[32];               /* "llama", "qwen2" */
-	char name[128];              /* general.name, may be empty */
+	char arch[32];	/* "llama", "qwen2" */
+	char name[128]; /* general.name, may be empty */
 	uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv;
 	uint32_t n_ff, head_dim;
 	uint64_t n_params;
-	uint64_t file_size;          /* bytes of the file */
-	uint64_t weight_bytes;       /* bytes of all tensor data (quantized) */
-	uint64_t bytes_per_token;    /* weight bytes one decode step reads */
-	uint32_t type_counts[40];    /* tensors per ggml type id */
-	char tokenizer[16];          /* "llama" (SentencePiece) or "gpt2" (BPE) */
-	int32_t bos, eos;            /* -1 when absent */
-	bool add_bos;                /* the tokenizer wants BOS prepended */
-	uint32_t n_rot;              /* rotary dimensions per head */
+	uint64_t file_size;	  /* bytes of the file */
+	uint64_t weight_bytes;	  /* bytes of all tensor data (quantized) */
+	uint64_t bytes_per_token; /* weight bytes one decode step reads */
+	uint32_t type_counts[40]; /* tensors per ggml type id */
+	char tokenizer[16];	  /* "llama" (SentencePiece) or "gpt2" (BPE) */
+	int32_t bos, eos;	  /* -1 when absent */
+	bool add_bos;		  /* the tokenizer wants BOS prepended */
+	uint32_t n_rot;		  /* rotary dimensions per head */
 	float rope_base, rms_eps;
 };
 
@@ -74,7 +74,8 @@ const struct edgeq_model_info *edgeq_model_info(const struct edgeq_model *m);
 
 /* Tokenizer. @n_out receives the count; -ENOSPC when @max is too small. */
 int edgeq_tokenize(const struct edgeq_model *m, const char *text, bool add_bos,
-		   bool parse_special, int32_t *toks, size_t max, size_t *n_out);
+		   bool parse_special, int32_t *toks, size_t max,
+		   size_t *n_out);
 /* The bytes of one token (raw; may be a partial UTF-8 sequence). Returns the
  * length, or -ENOSPC/-EINVAL. */
 int edgeq_token_to_piece(const struct edgeq_model *m, int32_t tok, char *buf,
@@ -82,8 +83,8 @@ int edgeq_token_to_piece(const struct edgeq_model *m, int32_t tok, char *buf,
 bool edgeq_token_is_eog(const struct edgeq_model *m, int32_t tok);
 
 struct edgeq_ctx_params {
-	uint32_t n_ctx;              /* 0: min(model's, what memory allows) */
-	uint32_t n_batch;            /* prefill batch (default 64) */
+	uint32_t n_ctx;	  /* 0: min(model's, what memory allows) */
+	uint32_t n_batch; /* prefill batch (default 64) */
 	enum edgeq_kv_type kv_type;
 };
 
@@ -106,11 +107,11 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 		 const float **logits, struct edgeq_error *err);
 
 struct edgeq_sampler_params {
-	float temp;                  /* 0: greedy */
-	int top_k;                   /* 0: off */
-	float top_p;                 /* 1: off */
-	float min_p;                 /* 0: off */
-	float repeat_penalty;        /* 1: off */
+	float temp;	      /* 0: greedy */
+	int top_k;	      /* 0: off */
+	float top_p;	      /* 1: off */
+	float min_p;	      /* 0: off */
+	float repeat_penalty; /* 1: off */
 	int repeat_last_n;
 	uint64_t seed;
 };
@@ -130,7 +131,7 @@ struct edgeq_gen_stats {
 	uint64_t load_ns, prompt_ns, decode_ns, ttft_ns;
 	uint64_t peak_rss;
 	uint64_t bytes_per_token;
-	uint32_t n_eval;             /* single-token decode steps in decode_ns */
+	uint32_t n_eval; /* single-token decode steps in decode_ns */
 };
 
 /* Called with each new token and its text; return non-zero to stop. */
@@ -140,7 +141,7 @@ typedef int (*edgeq_token_cb)(void *user, int32_t tok, const char *piece,
 struct edgeq_gen_params {
 	const char *prompt;
 	bool add_bos;
-	int n_predict;               /* -1: until EOS or the context is full */
+	int n_predict; /* -1: until EOS or the context is full */
 	struct edgeq_sampler_params sampling;
 };
 

@@ -194,11 +194,10 @@ int plan_placement_add_queues(struct edgeq_devices *d, const char *list,
 					 strerror(-k));
 		if (sysfs && edgeq_device_read_state(
 				     sysfs, tok, &d->dev[k].state) == -ENOENT)
-			return cli_error(
-				EXIT_UNAVAIL, cmd,
-				"%s %s: no such queue (is edgeq.ko "
-				"loaded and the queue created?)",
-				opt, tok);
+			return cli_error(EXIT_UNAVAIL, cmd,
+					 "%s %s: no such queue (is edgeq.ko "
+					 "loaded and the queue created?)",
+					 opt, tok);
 	}
 	return 0;
 }
@@ -209,7 +208,8 @@ static int apply_whatif(struct edgeq_devices *d)
 
 	if (opt_cooling) {
 		if (strlen(opt_cooling) >= sizeof(buf))
-			return cli_error(EXIT_USAGE, "plan", "--cooling: too long");
+			return cli_error(EXIT_USAGE, "plan",
+					 "--cooling: too long");
 		strcpy(buf, opt_cooling);
 		for (tok = strtok_r(buf, ",", &save); tok;
 		     tok = strtok_r(NULL, ",", &save)) {
@@ -219,14 +219,16 @@ static int apply_whatif(struct edgeq_devices *d)
 
 			if (!eq || sscanf(eq + 1, "%u/%u", &s, &m) != 2 || !m ||
 			    s > m)
-				return cli_error(EXIT_USAGE, "plan",
-						 "--cooling '%s': expected NAME=STATE/MAX",
-						 tok);
+				return cli_error(
+					EXIT_USAGE, "plan",
+					"--cooling '%s': expected NAME=STATE/MAX",
+					tok);
 			*eq = '\0';
 			k = edgeq_devices_find(d, tok);
 			if (k < 0)
 				return cli_error(EXIT_USAGE, "plan",
-						 "--cooling: no device '%s'", tok);
+						 "--cooling: no device '%s'",
+						 tok);
 			d->dev[k].state.cooling_state = s;
 			d->dev[k].state.cooling_max = m;
 		}
@@ -234,7 +236,8 @@ static int apply_whatif(struct edgeq_devices *d)
 	if (opt_lost) {
 		save = NULL;
 		if (strlen(opt_lost) >= sizeof(buf))
-			return cli_error(EXIT_USAGE, "plan", "--lost: too long");
+			return cli_error(EXIT_USAGE, "plan",
+					 "--lost: too long");
 		strcpy(buf, opt_lost);
 		for (tok = strtok_r(buf, ",", &save); tok;
 		     tok = strtok_r(NULL, ",", &save)) {
@@ -300,7 +303,8 @@ static void where(const struct explain *x, size_t b, char *buf, size_t len)
 						 x->devs.dev[k].name);
 		else
 			used += (size_t)snprintf(buf + used, len - used,
-						 "%s%s(L%d-%d)", used ? " " : "",
+						 "%s%s(L%d-%d)",
+						 used ? " " : "",
 						 x->devs.dev[k].name,
 						 first_layer[k], last_layer[k]);
 	}
@@ -328,7 +332,8 @@ static void print_human(const struct explain *x)
 			       d->state.cooling_max);
 		putchar('\n');
 	}
-	printf("\n  %-12s %-8s %-22s %10s", "op", "kind", "device", "predicted");
+	printf("\n  %-12s %-8s %-22s %10s", "op", "kind", "device",
+	       "predicted");
 	if (x->have_calib)
 		printf(" %10s", "measured");
 	putchar('\n');
@@ -388,7 +393,8 @@ static void print_human(const struct explain *x)
 	printf("planner: %s per call\n", c);
 }
 
-static json_t *plan_obj(const struct explain *x, const struct edgeq_placement *p)
+static json_t *plan_obj(const struct explain *x,
+			const struct edgeq_placement *p)
 {
 	json_t *o = json_object(), *per = json_object();
 
@@ -417,20 +423,21 @@ static int print_json(const struct explain *x)
 			devs,
 			json_pack("{s:s, s:s, s:f, s:b, s:i, s:i}", "name",
 				  d->name, "profile", d->prof.name, "capacity",
-				  edgeq_device_capacity(&d->state), "agent_alive",
-				  d->state.agent_alive, "cooling_state",
-				  (int)d->state.cooling_state, "cooling_max",
-				  (int)d->state.cooling_max));
+				  edgeq_device_capacity(&d->state),
+				  "agent_alive", d->state.agent_alive,
+				  "cooling_state", (int)d->state.cooling_state,
+				  "cooling_max", (int)d->state.cooling_max));
 	}
 	for (size_t i = 0; i < x->chain.n; i++) {
 		const struct edgeq_op *op = &x->chain.ops[i];
 		int dv = x->opt.dev[i];
-		json_t *o = json_pack(
-			"{s:s, s:i, s:s, s:s, s:s, s:f}", "name", op->name,
-			"layer", op->layer, "kind", edgeq_op_kind_name(op->kind),
-			"dtype", edgeq_dtype_name(op->dtype), "device",
-			x->devs.dev[dv].name, "predicted_ns",
-			edgeq_op_time_ns(&x->devs, dv, op, &x->cal));
+		json_t *o =
+			json_pack("{s:s, s:i, s:s, s:s, s:s, s:f}", "name",
+				  op->name, "layer", op->layer, "kind",
+				  edgeq_op_kind_name(op->kind), "dtype",
+				  edgeq_dtype_name(op->dtype), "device",
+				  x->devs.dev[dv].name, "predicted_ns",
+				  edgeq_op_time_ns(&x->devs, dv, op, &x->cal));
 
 		if (x->cal.count[dv][op->base])
 			json_object_set_new(
@@ -447,14 +454,15 @@ static int print_json(const struct explain *x)
 	json_object_set_new(root, "cpu_only", plan_obj(x, &x->cpu));
 	json_object_set_new(root, "calibrated", json_boolean(x->have_calib));
 	json_object_set_new(root, "planner_ns", json_real(x->planner_ns));
-	ret = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	ret = json_dumpf(root, stdout,
+			 JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	putchar('\n');
 	json_decref(root);
 	return ret ? EXIT_FAIL : EXIT_OK;
 }
 
-static int explain_run(struct explain *x, const struct edgeq_device_profile *profs,
-		       size_t n_profs)
+static int explain_run(struct explain *x,
+		       const struct edgeq_device_profile *profs, size_t n_profs)
 {
 	struct edgeq_error err = { 0 };
 	const struct edgeq_device_profile *cpu;
@@ -473,7 +481,8 @@ static int explain_run(struct explain *x, const struct edgeq_device_profile *pro
 				 err.msg[0] ? err.msg : strerror(-ret));
 	if (opt_queues) {
 		ret = plan_placement_add_queues(&x->devs, opt_queues, profs,
-						n_profs, "plan", "--queue", NULL);
+						n_profs, "plan", "--queue",
+						NULL);
 		if (ret)
 			return ret;
 	}
@@ -489,8 +498,8 @@ static int explain_run(struct explain *x, const struct edgeq_device_profile *pro
 		ret = edgeq_calib_load(&x->cal, &x->devs, &x->chain, opt_calib,
 				       &err);
 		if (ret)
-			return cli_error(cli_exit_for(ret), "plan", "--calib: %s",
-					 err.msg);
+			return cli_error(cli_exit_for(ret), "plan",
+					 "--calib: %s", err.msg);
 		x->have_calib = true;
 	}
 	if (edgeq_placement_alloc(&x->opt, x->chain.n) ||
@@ -550,7 +559,8 @@ int cli_plan_placement(int argc, char **argv)
 					 opt_shape);
 		if (wt < 0)
 			return cli_error(EXIT_USAGE, "plan",
-					 "--wtype '%s': unknown type", opt_wtype);
+					 "--wtype '%s': unknown type",
+					 opt_wtype);
 		x.shape.wtype = x.shape.otype = x.shape.etype = (uint32_t)wt;
 		x.what = opt_shape;
 	} else {

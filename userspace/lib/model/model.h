@@ -91,7 +91,7 @@ struct edgeq_model {
 	struct edgeq_threadpool *pool; /* NULL: one thread */
 	int n_threads;
 	bool vocab_only;
-	pthread_mutex_t lock; /* one forward pass at a time (shared pool) */
+	pthread_mutex_t lock;  /* one forward pass at a time (shared pool) */
 	char weights_why[160]; /* why the weights mode (the streamer's auto) */
 };
 

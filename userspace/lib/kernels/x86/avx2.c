@@ -705,13 +705,14 @@ static void tile_q4_K(int64_t n, const void *w, const char *a, size_t as,
 			{
 				const int8_t *q8 = yk[k]->qs;
 				__m256i pl = _mm256_maddubs_epi16(
-					lo, _mm256_loadu_si256(
-						    (const __m256i *)(q8 +
-								      64 * j)));
+					lo,
+					_mm256_loadu_si256((
+						const __m256i *)(q8 + 64 * j)));
 				__m256i ph = _mm256_maddubs_epi16(
-					hi, _mm256_loadu_si256(
-						    (const __m256i *)(q8 + 64 * j +
-								      32)));
+					hi,
+					_mm256_loadu_si256(
+						(const __m256i *)(q8 + 64 * j +
+								  32)));
 
 				pl = _mm256_madd_epi16(pl, s0);
 				ph = _mm256_madd_epi16(ph, s1);
@@ -723,17 +724,18 @@ static void tile_q4_K(int64_t n, const void *w, const char *a, size_t as,
 		{
 			int32_t isum = hsum_i32(sumi[k]), summs;
 			__m128i bs = _mm_hadd_epi16(
-				_mm_loadu_si128(
-					(const __m128i *)yk[k]->bsums),
+				_mm_loadu_si128((const __m128i *)yk[k]->bsums),
 				_mm_loadu_si128(
 					(const __m128i *)(yk[k]->bsums + 8)));
 			float dall = dx * yk[k]->d, dmin = dmx * yk[k]->d;
 
 			bs = _mm_madd_epi16(bs, mins16);
-			bs = _mm_add_epi32(bs, _mm_shuffle_epi32(
-						       bs, _MM_SHUFFLE(1, 0, 3, 2)));
-			bs = _mm_add_epi32(bs, _mm_shuffle_epi32(
-						       bs, _MM_SHUFFLE(2, 3, 0, 1)));
+			bs = _mm_add_epi32(
+				bs,
+				_mm_shuffle_epi32(bs, _MM_SHUFFLE(1, 0, 3, 2)));
+			bs = _mm_add_epi32(
+				bs,
+				_mm_shuffle_epi32(bs, _MM_SHUFFLE(2, 3, 0, 1)));
 			summs = _mm_cvtsi128_si32(bs);
 			acc[k] = fmaf(dall, (float)isum, acc[k]);
 			acc[k] = fmaf(-dmin, (float)summs, acc[k]);
@@ -760,7 +762,8 @@ static void matmul_q4_K(const void *w, int64_t n, int64_t row0, int64_t row1,
 				tile_q4_K(n, wr, a + b * as, as,
 					  y + b * ldy + r, ldy);
 			for (; b < b1; b++)
-				y[b * ldy + r] = vec_dot_q4_K(n, wr, a + b * as);
+				y[b * ldy + r] =
+					vec_dot_q4_K(n, wr, a + b * as);
 		}
 	}
 }
@@ -816,9 +819,10 @@ static void tile_q6_K(int64_t n, const void *w, const char *a, size_t as,
 					__m256i p = _mm256_maddubs_epi16(
 						q[t],
 						_mm256_loadu_si256(
-							(const __m256i *)(yk[k]->qs +
-									  128 * h2 +
-									  32 * t)));
+							(const __m256i
+								 *)(yk[k]->qs +
+								    128 * h2 +
+								    32 * t)));
 
 					p = _mm256_madd_epi16(p, scv);
 					sumi[k] = _mm256_add_epi32(sumi[k], p);
@@ -864,7 +868,8 @@ static void matmul_q6_K(const void *w, int64_t n, int64_t row0, int64_t row1,
 				tile_q6_K(n, wr, a + b * as, as,
 					  y + b * ldy + r, ldy);
 			for (; b < b1; b++)
-				y[b * ldy + r] = vec_dot_q6_K(n, wr, a + b * as);
+				y[b * ldy + r] =
+					vec_dot_q6_K(n, wr, a + b * as);
 		}
 	}
 }

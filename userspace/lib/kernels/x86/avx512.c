@@ -203,7 +203,8 @@ static inline void tile512p(enum edgeq_type t, int64_t nb, const char *w,
 
 		_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
 			wv[r] = wpair(t, w + r * rs, 2 * p, two, &dx[r]);
-		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++) {
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
+		{
 			const struct act_pair *q = &ap[k * np + p];
 
 			_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
@@ -225,9 +226,8 @@ struct w_pair {
 
 /* The 4x4 tile over prepared weights (wp[r * np + p]) and activations:
  * the same values, steps and order as tile512p(). */
-static inline void tile512pp(const struct w_pair *wp,
-			     const struct act_pair *ap, int64_t np, float *y,
-			     int64_t ldy)
+static inline void tile512pp(const struct w_pair *wp, const struct act_pair *ap,
+			     int64_t np, float *y, int64_t ldy)
 {
 	__m512 acc[R4][T4];
 
@@ -243,7 +243,8 @@ static inline void tile512pp(const struct w_pair *wp,
 			wv[r] = wp[r * np + p].w;
 			dx[r] = wp[r * np + p].dx;
 		}
-		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++) {
+		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
+		{
 			const struct act_pair *q = &ap[k * np + p];
 
 			_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
@@ -395,8 +396,8 @@ static inline int32_t hsum512_i32(__m512i v)
 }
 
 static inline __attribute__((always_inline)) void
-tile_q4_K(int nt, int64_t n, const void *w, const char *a, size_t as,
-	  float *y, int64_t ldy)
+tile_q4_K(int nt, int64_t n, const void *w, const char *a, size_t as, float *y,
+	  int64_t ldy)
 {
 	const struct edgeq_block_q4_K *x = w;
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -434,8 +435,8 @@ tile_q4_K(int nt, int64_t n, const void *w, const char *a, size_t as,
 			_Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
 			{
 				__m512i p = _mm512_maddubs_epi16(
-					wv, _mm512_loadu_si512(yk[k]->qs +
-							       64 * j));
+					wv,
+					_mm512_loadu_si512(yk[k]->qs + 64 * j));
 
 				sumi[k] = _mm512_dpwssd_epi32(sumi[k], p, scv);
 			}
@@ -444,17 +445,18 @@ tile_q4_K(int nt, int64_t n, const void *w, const char *a, size_t as,
 		{
 			int32_t isum = hsum512_i32(sumi[k]), summs;
 			__m128i bs = _mm_hadd_epi16(
-				_mm_loadu_si128(
-					(const __m128i *)yk[k]->bsums),
+				_mm_loadu_si128((const __m128i *)yk[k]->bsums),
 				_mm_loadu_si128(
 					(const __m128i *)(yk[k]->bsums + 8)));
 			float dall = dx * yk[k]->d, dmin = dmx * yk[k]->d;
 
 			bs = _mm_madd_epi16(bs, mins16);
-			bs = _mm_add_epi32(bs, _mm_shuffle_epi32(
-						       bs, _MM_SHUFFLE(1, 0, 3, 2)));
-			bs = _mm_add_epi32(bs, _mm_shuffle_epi32(
-						       bs, _MM_SHUFFLE(2, 3, 0, 1)));
+			bs = _mm_add_epi32(
+				bs,
+				_mm_shuffle_epi32(bs, _MM_SHUFFLE(1, 0, 3, 2)));
+			bs = _mm_add_epi32(
+				bs,
+				_mm_shuffle_epi32(bs, _MM_SHUFFLE(2, 3, 0, 1)));
 			summs = _mm_cvtsi128_si32(bs);
 			acc[k] = fmaf(dall, (float)isum, acc[k]);
 			acc[k] = fmaf(-dmin, (float)summs, acc[k]);
