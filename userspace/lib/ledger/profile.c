@@ -15,6 +15,8 @@
 
 #include <ini.h>
 
+#include "kernels/kernels.h"
+
 #include <edgeq/ledger.h>
 
 #ifndef EDGEQ_DATADIR
@@ -377,6 +379,25 @@ static double cpu_hz(void)
 	return mhz > 0 ? mhz * 1e6 : 3e9;
 }
 
+/*
+ * Peak 8-bit multiply-add operations (2 per MAC) per cycle and core of the
+ * kernel table this machine runs, so the prefill bound is an upper bound:
+ * AVX-512 VNNI, two 64-lane vpdpbusd per cycle; AVX2, two 32-lane
+ * vpmaddubsw; NEON dotprod, two 16-lane sdot; scalar, a generous 16.
+ */
+static double peak_ops_per_cycle(void)
+{
+	const char *isa = edgeq_kernels_select()->name;
+
+	if (!strcmp(isa, "avx512"))
+		return 256;
+	if (!strcmp(isa, "avx2"))
+		return 128;
+	if (!strcmp(isa, "neon"))
+		return 64;
+	return 16;
+}
+
 int edgeq_profile_local(struct edgeq_profile *p, const char *disk_file,
 			struct edgeq_error *err)
 {
@@ -392,9 +413,7 @@ int edgeq_profile_local(struct edgeq_profile *p, const char *disk_file,
 	if (p->cores < 1)
 		p->cores = 1;
 	p->ram = ram;
-	/* 64 FLOP per cycle and core: two 8-wide FMA pipes, doubled for the
-	 * 8-bit integer dot products the quantized kernels use */
-	p->compute = p->cores * cpu_hz() * 64;
+	p->compute = p->cores * cpu_hz() * peak_ops_per_cycle();
 	bw = edgeq_ledger_membw();
 	if (!(bw > 0))
 		return edgeq_error_set(
