@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/q4k_mins.h"
 
 static inline float h2f(uint16_t h)
 {
@@ -477,7 +478,7 @@ static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
 		const int8_t *q8 = y[i].qs;
 		uint8_t sc[8], mn[8];
 		__m256i sumi = _mm256_setzero_si256();
-		__m128i bs, mins16;
+		__m128i mins16;
 		int32_t isum, summs;
 		float dall = h2f(x[i].d) * y[i].d;
 		float dmin = h2f(x[i].dmin) * y[i].d;
@@ -504,18 +505,9 @@ static float vec_dot_q4_K(int64_t n, const void *w, const void *a)
 			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
 		}
 		isum = hsum_i32(sumi);
-		/* sum over j of m_j * (bsums[2j] + bsums[2j+1]) */
-		bs = _mm_hadd_epi16(
-			_mm_loadu_si128((const __m128i *)y[i].bsums),
-			_mm_loadu_si128((const __m128i *)(y[i].bsums + 8)));
 		mins16 =
 			_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
-		bs = _mm_madd_epi16(bs, mins16);
-		bs = _mm_add_epi32(
-			bs, _mm_shuffle_epi32(bs, _MM_SHUFFLE(1, 0, 3, 2)));
-		bs = _mm_add_epi32(
-			bs, _mm_shuffle_epi32(bs, _MM_SHUFFLE(2, 3, 0, 1)));
-		summs = _mm_cvtsi128_si32(bs);
+		summs = q4k_mins_dot(y[i].bsums, mins16);
 		acc = fmaf(dall, (float)isum, acc);
 		acc = fmaf(-dmin, (float)summs, acc);
 	}
@@ -722,21 +714,10 @@ static void tile_q4_K(int64_t n, const void *w, const char *a, size_t as,
 		}
 		_Pragma("GCC unroll 4") for (int k = 0; k < TK4; k++)
 		{
-			int32_t isum = hsum_i32(sumi[k]), summs;
-			__m128i bs = _mm_hadd_epi16(
-				_mm_loadu_si128((const __m128i *)yk[k]->bsums),
-				_mm_loadu_si128(
-					(const __m128i *)(yk[k]->bsums + 8)));
+			int32_t isum = hsum_i32(sumi[k]);
+			int32_t summs = q4k_mins_dot(yk[k]->bsums, mins16);
 			float dall = dx * yk[k]->d, dmin = dmx * yk[k]->d;
 
-			bs = _mm_madd_epi16(bs, mins16);
-			bs = _mm_add_epi32(
-				bs,
-				_mm_shuffle_epi32(bs, _MM_SHUFFLE(1, 0, 3, 2)));
-			bs = _mm_add_epi32(
-				bs,
-				_mm_shuffle_epi32(bs, _MM_SHUFFLE(2, 3, 0, 1)));
-			summs = _mm_cvtsi128_si32(bs);
 			acc[k] = fmaf(dall, (float)isum, acc[k]);
 			acc[k] = fmaf(-dmin, (float)summs, acc[k]);
 		}

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/q4k_mins.h"
 
 static inline float h2f(uint16_t h)
 {
@@ -443,21 +444,10 @@ tile_q4_K(int nt, int64_t n, const void *w, const char *a, size_t as, float *y,
 		}
 		_Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
 		{
-			int32_t isum = hsum512_i32(sumi[k]), summs;
-			__m128i bs = _mm_hadd_epi16(
-				_mm_loadu_si128((const __m128i *)yk[k]->bsums),
-				_mm_loadu_si128(
-					(const __m128i *)(yk[k]->bsums + 8)));
+			int32_t isum = hsum512_i32(sumi[k]);
+			int32_t summs = q4k_mins_dot(yk[k]->bsums, mins16);
 			float dall = dx * yk[k]->d, dmin = dmx * yk[k]->d;
 
-			bs = _mm_madd_epi16(bs, mins16);
-			bs = _mm_add_epi32(
-				bs,
-				_mm_shuffle_epi32(bs, _MM_SHUFFLE(1, 0, 3, 2)));
-			bs = _mm_add_epi32(
-				bs,
-				_mm_shuffle_epi32(bs, _MM_SHUFFLE(2, 3, 0, 1)));
-			summs = _mm_cvtsi128_si32(bs);
 			acc[k] = fmaf(dall, (float)isum, acc[k]);
 			acc[k] = fmaf(-dmin, (float)summs, acc[k]);
 		}
