@@ -298,6 +298,9 @@ static int cmd_run(int argc, char **argv)
 
 		if (ret == -EOPNOTSUPP || ret == -EBADMSG || ret == -EPROTO)
 			st2 = EXIT_BADINPUT;
+		/* open errors already name the file; format errors do not */
+		if (strstr(err.msg, o_model))
+			return cli_error(st2, "run", "%s", err.msg);
 		return cli_error(st2, "run", "%s: %s", o_model, err.msg);
 	}
 	in = edgeq_model_info(m);

@@ -635,7 +635,7 @@ int edgeq_gguf_open_flags(const char *path, unsigned int flags,
 		close(fd);
 		return edgeq_error_set(
 			err, EBADMSG,
-			"gguf: %s: magic at offset 0: the file is empty", path);
+			"gguf: magic at offset 0: the file is empty");
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED) {
