@@ -726,11 +726,20 @@ static void tile_q4_K(int64_t n, const void *w, const char *a, size_t as,
 		y[k * ldy] = acc[k];
 }
 
-static void matmul_q4_K(const void *w, int64_t n, int64_t row0, int64_t row1,
-			const char *a, size_t as, int64_t nb, float *y,
-			int64_t ldy)
+/*
+ * Prefill driver of the K-quant tiles: token blocks of TOK_BLK, each weight
+ * row against TK4 tokens at a time with @tile, the rest token by token with
+ * @dot (the same sums and chain, so every output is bit-identical).
+ */
+static void matmul_rows_tk4(enum edgeq_type type,
+			    void (*tile)(int64_t, const void *, const char *,
+					 size_t, float *, int64_t),
+			    float (*dot)(int64_t, const void *, const void *),
+			    const void *w, int64_t n, int64_t row0,
+			    int64_t row1, const char *a, size_t as, int64_t nb,
+			    float *y, int64_t ldy)
 {
-	size_t rs = edgeq_row_size(EDGEQ_TYPE_Q4_K, n);
+	size_t rs = edgeq_row_size(type, n);
 
 	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
 		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
@@ -740,13 +749,20 @@ static void matmul_q4_K(const void *w, int64_t n, int64_t row0, int64_t row1,
 			int64_t b = b0;
 
 			for (; b + TK4 <= b1; b += TK4)
-				tile_q4_K(n, wr, a + b * as, as,
-					  y + b * ldy + r, ldy);
+				tile(n, wr, a + b * as, as, y + b * ldy + r,
+				     ldy);
 			for (; b < b1; b++)
-				y[b * ldy + r] =
-					vec_dot_q4_K(n, wr, a + b * as);
+				y[b * ldy + r] = dot(n, wr, a + b * as);
 		}
 	}
+}
+
+static void matmul_q4_K(const void *w, int64_t n, int64_t row0, int64_t row1,
+			const char *a, size_t as, int64_t nb, float *y,
+			int64_t ldy)
+{
+	matmul_rows_tk4(EDGEQ_TYPE_Q4_K, tile_q4_K, vec_dot_q4_K, w, n, row0,
+			row1, a, as, nb, y, ldy);
 }
 
 /* Q6_K prefill: one weight row x 4 tokens, the 6-bit values and scales
@@ -836,23 +852,8 @@ static void matmul_q6_K(const void *w, int64_t n, int64_t row0, int64_t row1,
 			const char *a, size_t as, int64_t nb, float *y,
 			int64_t ldy)
 {
-	size_t rs = edgeq_row_size(EDGEQ_TYPE_Q6_K, n);
-
-	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
-		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
-
-		for (int64_t r = row0; r < row1; r++) {
-			const char *wr = (const char *)w + r * rs;
-			int64_t b = b0;
-
-			for (; b + TK4 <= b1; b += TK4)
-				tile_q6_K(n, wr, a + b * as, as,
-					  y + b * ldy + r, ldy);
-			for (; b < b1; b++)
-				y[b * ldy + r] =
-					vec_dot_q6_K(n, wr, a + b * as);
-		}
-	}
+	matmul_rows_tk4(EDGEQ_TYPE_Q6_K, tile_q6_K, vec_dot_q6_K, w, n, row0,
+			row1, a, as, nb, y, ldy);
 }
 
 static void matmul_avx2(enum edgeq_type type, const void *w, int64_t n,
