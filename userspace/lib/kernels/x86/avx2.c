@@ -519,6 +519,27 @@ static inline __m256i scale_pair(const int8_t *sc)
 	return _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
 }
 
+/*
+ * 128 Q6_K quants (64 bytes of ql, 32 of qh) as four vectors of 32 unsigned
+ * 6-bit values, in the order the scales and activations pair with them.
+ */
+static inline void q6k_unpack(const uint8_t *ql, const uint8_t *qh, __m256i m4,
+			      __m256i m30, __m256i q[4])
+{
+	__m256i la = _mm256_loadu_si256((const __m256i *)ql);
+	__m256i lb = _mm256_loadu_si256((const __m256i *)(ql + 32));
+	__m256i h = _mm256_loadu_si256((const __m256i *)qh);
+
+	q[0] = _mm256_or_si256(_mm256_and_si256(la, m4),
+			       _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+	q[1] = _mm256_or_si256(_mm256_and_si256(lb, m4),
+			       _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+	q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
+			       _mm256_and_si256(h, m30));
+	q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+			       _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+}
+
 static float vec_dot_q6_K(int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q6_K *x = w;
@@ -534,24 +555,9 @@ static float vec_dot_q6_K(int64_t n, const void *w, const void *a)
 		float d = h2f(x[i].d) * y[i].d;
 
 		for (int k = 0; k < 2; k++) {
-			__m256i la = _mm256_loadu_si256((const __m256i *)ql);
-			__m256i lb =
-				_mm256_loadu_si256((const __m256i *)(ql + 32));
-			__m256i h = _mm256_loadu_si256((const __m256i *)qh);
 			__m256i q[4];
 
-			q[0] = _mm256_or_si256(
-				_mm256_and_si256(la, m4),
-				_mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
-			q[1] = _mm256_or_si256(
-				_mm256_and_si256(lb, m4),
-				_mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
-			q[2] = _mm256_or_si256(
-				_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
-				_mm256_and_si256(h, m30));
-			q[3] = _mm256_or_si256(
-				_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
-				_mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+			q6k_unpack(ql, qh, m4, m30, q);
 			for (int t = 0; t < 4; t++) {
 				__m256i p = _mm256_maddubs_epi16(
 					q[t],
@@ -789,24 +795,9 @@ static void tile_q6_K(int64_t n, const void *w, const char *a, size_t as,
 			sumi[k] = _mm256_setzero_si256();
 		}
 		for (int h2 = 0; h2 < 2; h2++) {
-			__m256i la = _mm256_loadu_si256((const __m256i *)ql);
-			__m256i lb =
-				_mm256_loadu_si256((const __m256i *)(ql + 32));
-			__m256i h = _mm256_loadu_si256((const __m256i *)qh);
 			__m256i q[4];
 
-			q[0] = _mm256_or_si256(
-				_mm256_and_si256(la, m4),
-				_mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
-			q[1] = _mm256_or_si256(
-				_mm256_and_si256(lb, m4),
-				_mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
-			q[2] = _mm256_or_si256(
-				_mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
-				_mm256_and_si256(h, m30));
-			q[3] = _mm256_or_si256(
-				_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
-				_mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+			q6k_unpack(ql, qh, m4, m30, q);
 			for (int t = 0; t < 4; t++) {
 				__m256i scv = scale_pair(sc + 2 * t);
 
