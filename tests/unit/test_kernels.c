@@ -582,12 +582,57 @@ static void matmul_check(const struct edgeq_kernel_ops *ops)
 	}
 }
 
+/* Every table's activation quantizer writes the reference's bytes and
+ * return value: random rows, exact halves (roundf ties), +-amax twice (the
+ * first wins in Q8_K), zeros, subnormals, huge values and a NaN block. */
+static void quantize_act_check(const struct edgeq_kernel_ops *ops)
+{
+	enum { N = 1024 };
+	static float x[N];
+	static uint8_t a0[N * 2], a1[N * 2];
+	static const enum edgeq_type vdts[] = { EDGEQ_TYPE_Q8_0,
+						EDGEQ_TYPE_Q8_K };
+
+	for (int rep = 0; rep < 64; rep++) {
+		for (int i = 0; i < N; i++)
+			x[i] = rnd_normal() * (rep % 5 == 1 ? 1e-41f :
+					       rep % 5 == 2 ? 3e37f :
+							      1.0f);
+		if (rep % 4 == 0) /* values landing on .5 after scaling */
+			for (int i = 0; i < N; i++)
+				x[i] = (float)((int)(rnd() % 255) - 127) / 2;
+		if (rep % 8 == 3) { /* +-amax in one block, both signs */
+			x[5] = 1000.0f;
+			x[9] = -1000.0f;
+			x[300] = -1000.0f;
+			x[301] = 1000.0f;
+		}
+		if (rep % 8 == 5)
+			memset(x + 256, 0, 256 * sizeof(float));
+		if (rep % 16 == 7)
+			x[600] = (rep & 16) ? NAN : INFINITY;
+		for (size_t v = 0; v < 2; v++) {
+			int r0, r1;
+
+			memset(a0, 0x5a, sizeof(a0));
+			memset(a1, 0x5a, sizeof(a1));
+			r0 = edgeq_quantize_act_ref(vdts[v], x, a0, N);
+			r1 = ops->quantize_act(vdts[v], x, a1, N);
+			assert_int_equal(r0, r1);
+			if (memcmp(a0, a1, edgeq_row_size(vdts[v], N)))
+				fail_msg("%s quantize_act %s rep %d differs",
+					 ops->name, edgeq_type_name(vdts[v]),
+					 rep);
+		}
+	}
+}
+
 static void test_simd_tables(void **state)
 {
 	static const char *const names[] = { "avx2", "avx512", "neon" };
 	int tested = 0;
 
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const struct edgeq_kernel_ops *ops =
 			edgeq_kernels_by_name(names[i]);
 
@@ -595,6 +640,7 @@ static void test_simd_tables(void **state)
 			continue;
 		compare_tables(ops);
 		test_attention_helpers(ops);
+		quantize_act_check(ops);
 		matmul_check(ops);
 		tested++;
 	}

@@ -241,6 +241,11 @@ void edgeq_par_matmul(struct edgeq_threadpool *tp,
 uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);
 int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
 			   int64_t n);
+#if defined(__x86_64__)
+/* The same values as edgeq_quantize_act_ref, with AVX2 (x86/quant_act.c). */
+int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
+			    int64_t n);
+#endif
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
 			  enum edgeq_type type, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a, float *y);

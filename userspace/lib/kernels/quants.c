@@ -565,8 +565,10 @@ static int quantize_act_q8_0(const float *x, struct edgeq_block_q8_0 *y,
 		for (int j = 0; j < EDGEQ_QK8_0; j++)
 			amax = fmaxf(amax, fabsf(x[j]));
 		d = amax / 127;
-		id = d ? 1.0f / d : 0.0f;
 		y[i].d = edgeq_fp32_to_fp16(d);
+		/* a scale that is 0 as fp16 zeroes the block in every dot;
+		 * its 1/d may be infinite, so write zeros */
+		id = y[i].d ? 1.0f / d : 0.0f;
 		for (int j = 0; j < EDGEQ_QK8_0; j++)
 			y[i].qs[j] = (int8_t)roundf(x[j] * id);
 	}
@@ -599,6 +601,10 @@ static int quantize_act_q8_K(const float *x, struct edgeq_block_q8_K *y,
 			continue;
 		}
 		iscale = -127.f / max;
+		if (!isfinite(iscale)) { /* |max| < 2^-120: d = 0 */
+			y[i].d = 0;
+			continue;
+		}
 		for (int j = 0; j < EDGEQ_QK_K; j++)
 			y[i].qs[j] =
 				(int8_t)imin(127, nearest_int(iscale * x[j]));

@@ -879,7 +879,7 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 		[EDGEQ_TYPE_Q4_K] = vec_dot_q4_K,
 		[EDGEQ_TYPE_Q6_K] = vec_dot_q6_K,
 	},
-	.quantize_act = edgeq_quantize_act_ref,
+	.quantize_act = edgeq_quantize_act_avx2,
 	.matvec = matvec_avx2,
 	.matmul = matmul_avx2,
 	.dot_f32 = dot_f32,
