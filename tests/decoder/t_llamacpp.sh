@@ -15,11 +15,23 @@ VOCAB=$EDGEQ_TEST_MODELS/ggml-vocab-llama-spm.gguf
 GEN=${O:-build}/tools/gguf-gen
 "$GEN" -o "$T/lv.gguf" --type q8_0 --vocab-from "$VOCAB" --seed 2
 lc() { LD_LIBRARY_PATH=$LC timeout 60 "$LC/llama-completion" -t 1 -no-cnv --no-warmup --no-escape --temp 0 "$@" </dev/null; }
-lc_ids() { # prompt -> "1,2,3"
+# llama-completion now and then exits printing nothing on this shared,
+# loaded machine; an empty answer is retried, never compared.
+lc_retry() {
+	local out i
+	for i in 1 2 3; do
+		out=$("$@")
+		[ -n "$out" ] && break
+		echo "  (llama.cpp printed nothing, try $i of 3)" >&2
+	done
+	printf '%s' "$out"
+}
+lc_ids1() {
 	lc -m "$T/lv.gguf" -p "$1" -n 1 --verbose-prompt 2>&1 |
 		LC_ALL=C sed -n '/number of tokens in prompt/,/ I $/p' |
 		LC_ALL=C sed -n 's/^.* I  *\([0-9][0-9]*\) -> .*/\1/p' | paste -sd, -
 }
+lc_ids() { lc_retry lc_ids1 "$1"; } # prompt -> "1,2,3"
 ed_ids() {
 	"$EDGEQ" run -m "$T/lv.gguf" -p "$1" -n 0 --json --weights mmap --no-roofline 2>/dev/null |
 		/usr/bin/python3 -c 'import json,sys; print(",".join(map(str, json.load(sys.stdin)["prompt_tokens"])))'
@@ -28,7 +40,9 @@ while IFS= read -r s; do
 	s=$(printf '%b' "$s")
 	a=$(lc_ids "$s")
 	b=$(ed_ids "$s")
-	if [ -n "$a" ] && [ "$a" = "$b" ]; then
+	if [ -z "$a" ]; then
+		echo "skip - tokens of '$s': llama.cpp printed nothing 3 times (not compared)"
+	elif [ "$a" = "$b" ]; then
 		check "tokens of '$s'" true
 	else
 		echo "  llama.cpp: $a"
@@ -72,9 +86,13 @@ A
    
 EOF2
 if [ -f "$EDGEQ_TEST_MODELS/stories260K.gguf" ]; then
-	a=$(lc -m "$EDGEQ_TEST_MODELS/stories260K.gguf" -p "Once upon a time" -n 8 2>/dev/null)
+	a=$(lc_retry lc -m "$EDGEQ_TEST_MODELS/stories260K.gguf" -p "Once upon a time" -n 8 2>/dev/null)
 	b=$("$EDGEQ" run -m "$EDGEQ_TEST_MODELS/stories260K.gguf" -p "Once upon a time" -n 8 --temp 0 --weights mmap --no-roofline 2>/dev/null)
 	a=$(printf '%s' "$a" | sed 's/^ //' | tr -d '\n') b=$(printf '%s' "$b" | tr -d '\n')
-	check "stories260K: greedy text of 8 tokens as llama.cpp's ('$b')" test "$a" = "$b"
+	if [ -z "$a" ]; then
+		echo "skip - stories260K greedy text: llama.cpp printed nothing 3 times (not compared)"
+	else
+		check "stories260K: greedy text of 8 tokens as llama.cpp's ('$b')" test "$a" = "$b"
+	fi
 fi
 summary
