@@ -535,6 +535,56 @@ static void test_attention_helpers(const struct edgeq_kernel_ops *ops)
 	}
 }
 
+/* A table's many-key attention helpers equal the per-key scalar ops: head
+ * dimensions with and without a 32/64 multiple, key counts around the
+ * 8-key groups, a stride wider than the head, zero and huge values. */
+static void attn_many_keys_check(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	static const int64_t hds[] = { 8, 32, 64, 96, 128, 40 };
+	enum { KS = 300, NK = 37 };
+	static uint16_t kv[NK * KS];
+	float q[KS], a[NK], s0[NK], s1[NK], o0[KS], o1[KS];
+
+	if (!ops->attn_scores_f16 || !ops->attn_av_f16)
+		return;
+	for (size_t hi = 0; hi < sizeof(hds) / sizeof(hds[0]); hi++) {
+		int64_t hd = hds[hi];
+
+		for (int nk = 1; nk <= NK; nk += (nk < 18 ? 1 : 9)) {
+			for (int i = 0; i < NK * KS; i++)
+				kv[i] = edgeq_fp32_to_fp16(
+					rnd_normal() * (i % 97 ? 1.0f : 3e4f));
+			kv[3] = 0x8000; /* -0 */
+			for (int j = 0; j < hd; j++)
+				q[j] = rnd_normal() * (j % 13 ? 1.0f : 0.0f);
+			for (int t = 0; t < nk; t++) {
+				a[t] = rnd_normal();
+				s0[t] = ref->dot_f16(hd, kv + t * KS, q) *
+					0.125f;
+			}
+			ops->attn_scores_f16(hd, nk, kv, KS, q, 0.125f, s1);
+			for (int j = 0; j < hd; j++)
+				o0[j] = 0;
+			for (int t = 0; t < nk; t++)
+				ref->axpy_f16(hd, a[t], kv + t * KS, o0);
+			ops->attn_av_f16(hd, nk, a, kv, KS, o1);
+			for (int t = 0; t < nk; t++)
+				if (!same_float(s0[t], s1[t]))
+					fail_msg(
+						"%s attn_scores hd=%lld nk=%d key %d: %a, scalar %a",
+						ops->name, (long long)hd, nk, t,
+						s1[t], s0[t]);
+			for (int j = 0; j < hd; j++)
+				if (!same_float(o0[j], o1[j]))
+					fail_msg(
+						"%s attn_av hd=%lld nk=%d [%d]: %a, scalar %a",
+						ops->name, (long long)hd, nk, j,
+						o1[j], o0[j]);
+		}
+	}
+}
+
 /* matvec and matmul of a table equal the scalar dots (70 tokens span two
  * token blocks; 11 rows leave partial row tiles). */
 static void matmul_check(const struct edgeq_kernel_ops *ops)
@@ -640,6 +690,7 @@ static void test_simd_tables(void **state)
 			continue;
 		compare_tables(ops);
 		test_attention_helpers(ops);
+		attn_many_keys_check(ops);
 		quantize_act_check(ops);
 		matmul_check(ops);
 		tested++;

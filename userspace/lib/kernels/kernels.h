@@ -172,6 +172,18 @@ struct edgeq_kernel_ops {
 	void (*axpy_f16)(int64_t n, float a, const uint16_t *v, float *y);
 	/* v: n / 32 Q8_0 blocks */
 	void (*axpy_q8_0)(int64_t n, float a, const void *v, float *y);
+	/*
+	 * Optional (NULL: the caller loops over dot_f16 / axpy_f16): one query
+	 * against nk keys of an F16 cache, key t at k + t * ks (elements):
+	 * s[t] = dot_f16(hd, key t, q) * scale; and the weighted values
+	 * out[j] = 0, then for t in order out[j] = fmaf(a[t], v_t[j], out[j]).
+	 * Bit-identical to those loops.
+	 */
+	void (*attn_scores_f16)(int64_t hd, int64_t nk, const uint16_t *k,
+				size_t ks, const float *q, float scale,
+				float *s);
+	void (*attn_av_f16)(int64_t hd, int64_t nk, const float *a,
+			    const uint16_t *v, size_t vs, float *out);
 
 	/* Read @bytes (a multiple of 128) as fast as loads go; returns a value
 	 * that depends on the data (for memory bandwidth measurements). */
@@ -242,6 +254,12 @@ uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);
 int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
 			   int64_t n);
 #if defined(__x86_64__)
+/* x86/attn512.c: the attention helpers of the AVX-512 table. */
+void edgeq_attn_scores_f16_avx512(int64_t hd, int64_t nk, const uint16_t *k,
+				  size_t ks, const float *q, float scale,
+				  float *s);
+void edgeq_attn_av_f16_avx512(int64_t hd, int64_t nk, const float *a,
+			      const uint16_t *v, size_t vs, float *out);
 /* The same values as edgeq_quantize_act_ref, with AVX2 (x86/quant_act.c). */
 int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n);

@@ -434,6 +434,30 @@ static void att_task(void *arg, int ith, int nth)
 
 		if (c->kv_type == EDGEQ_KV_Q8_0)
 			ops->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, hd);
+		if (c->kv_type == EDGEQ_KV_F16 && ops->attn_scores_f16 &&
+		    ops->attn_av_f16) {
+			/* the same values as the loops below, many keys
+			 * per call */
+			size_t ks = c->kv_row / 2;
+
+			ops->attn_scores_f16(hd, (int64_t)p + 1,
+					     (const uint16_t *)kc + kvh * hd,
+					     ks, q, scale, att);
+			for (t = 0; t <= p; t++)
+				if (att[t] > mx)
+					mx = att[t];
+			for (t = 0; t <= p; t++) {
+				att[t] = expf(att[t] - mx);
+				sum += att[t];
+			}
+			inv = 1.0f / sum;
+			for (t = 0; t <= p; t++)
+				att[t] *= inv;
+			ops->attn_av_f16(hd, (int64_t)p + 1, att,
+					 (const uint16_t *)vc + kvh * hd, ks,
+					 out);
+			continue;
+		}
 		for (t = 0; t <= p; t++) {
 			const uint8_t *kr = kc + (size_t)t * c->kv_row;
 			float s;

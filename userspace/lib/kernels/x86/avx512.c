@@ -511,6 +511,8 @@ static void table_init(void)
 	table.vec_dot[EDGEQ_TYPE_Q8_0] = vec_dot_q8_0;
 	table.vec_dot[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0;
 	table.matmul = matmul_avx512;
+	table.attn_scores_f16 = edgeq_attn_scores_f16_avx512;
+	table.attn_av_f16 = edgeq_attn_av_f16_avx512;
 }
 
 const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void)
