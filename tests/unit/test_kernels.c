@@ -209,6 +209,30 @@ static void test_fp16_nearest_random(void **state)
 	}
 }
 
+/* The row converter (F16C on x86-64 where the CPU has it) writes the
+ * scalar conversion's bits for every kind of value: random bit patterns
+ * (NaNs with payloads, infinities, subnormals), halfway cases, odd tails. */
+static void test_fp16_row(void **state)
+{
+	enum { N = 1 << 16 };
+	static float x[N];
+	static uint16_t y[N];
+
+	for (int rep = 0; rep < 16; rep++) {
+		for (int i = 0; i < N; i++)
+			x[i] = u2f(rep & 1 ? (uint32_t)rnd() :
+					     /* halfway between fp16 values */
+					     ((uint32_t)rnd() & 0xffffe000u) |
+						   0x1000u);
+		edgeq_fp32_to_fp16_row(x, y, N - rep);
+		for (int i = 0; i < N - rep; i++)
+			if (y[i] != edgeq_fp32_to_fp16(x[i]))
+				fail_msg("fp16 row [%d] of %a: %#x, scalar %#x",
+					 i, x[i], y[i],
+					 edgeq_fp32_to_fp16(x[i]));
+	}
+}
+
 static void test_bf16(void **state)
 {
 	assert_int_equal(edgeq_fp32_to_bf16(1.0f), 0x3f80);
@@ -808,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_fp16_exhaustive_roundtrip),
 		cmocka_unit_test(test_fp16_values),
 		cmocka_unit_test(test_fp16_nearest_random),
+		cmocka_unit_test(test_fp16_row),
 		cmocka_unit_test(test_bf16),
 		cmocka_unit_test(test_quantize_error_bounds),
 		cmocka_unit_test(test_quantize_rejects),
