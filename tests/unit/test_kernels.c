@@ -609,6 +609,71 @@ static void attn_many_keys_check(const struct edgeq_kernel_ops *ops)
 	}
 }
 
+/* edgeq_expf within 2 ulp of exp over its whole range (dense sweep and
+ * random), exact at 0, 0 below the range, infinity above, NaN kept. */
+static void test_expf(void **state)
+{
+	double worst = 0;
+
+	for (int i = 0; i < 2000000; i++) {
+		float x = i < 1000000 ?
+				  -104.0f + 193.0f * (float)i / 1e6f :
+				  -104.0f + 193.0f * (float)(rnd() >> 11) /
+						    (float)(1u << 21);
+		double e = exp((double)x), got = edgeq_expf(x), ulp;
+
+		if (e < 0x1p-126) /* subnormal results: absolute error */
+			ulp = fabs(got - e) / 0x1p-149;
+		else
+			ulp = fabs(got - e) / (e * 0x1p-23);
+		if (e > 3e38) /* float overflow: checked below */
+			continue;
+		if (ulp > worst)
+			worst = ulp;
+		if (!(ulp <= 2.0))
+			fail_msg("edgeq_expf(%a) = %a, exp %a (%.2f ulp)", x,
+				 got, e, ulp);
+	}
+	print_message("edgeq_expf: worst %.2f ulp\n", worst);
+	assert_true(edgeq_expf(0.0f) == 1.0f);
+	assert_true(edgeq_expf(-200.0f) == 0.0f);
+	assert_true(edgeq_expf(-INFINITY) == 0.0f);
+	assert_true(isinf(edgeq_expf(100.0f)));
+	assert_true(isnan(edgeq_expf(NAN)));
+}
+
+/* A table's softmax equals edgeq_softmax_ref bit for bit: lengths around
+ * the 16-lane groups, scores spread over exp's whole range, -inf, a NaN. */
+static void softmax_check(const struct edgeq_kernel_ops *ops)
+{
+	enum { N = 600 };
+	static float x0[N], x1[N];
+
+	if (!ops->softmax)
+		return;
+	for (int n = 1; n <= N; n += (n < 40 ? 1 : 37)) {
+		for (int rep = 0; rep < 4; rep++) {
+			for (int i = 0; i < n; i++)
+				x0[i] = rnd_normal() * (rep == 1 ? 40.0f :
+							rep == 2 ? 1e-3f :
+								   3.0f);
+			if (rep == 3) {
+				x0[n / 2] = -INFINITY;
+				x0[n - 1] = n % 3 ? 1e30f : NAN;
+			}
+			memcpy(x1, x0, n * sizeof(float));
+			edgeq_softmax_ref(x0, n);
+			ops->softmax(x1, n);
+			for (int i = 0; i < n; i++)
+				if (!same_float(x0[i], x1[i]))
+					fail_msg(
+						"%s softmax n=%d rep=%d [%d]: %a, scalar %a",
+						ops->name, n, rep, i, x1[i],
+						x0[i]);
+		}
+	}
+}
+
 /* matvec and matmul of a table equal the scalar dots (70 tokens span two
  * token blocks; 11 rows leave partial row tiles). */
 static void matmul_check(const struct edgeq_kernel_ops *ops)
@@ -715,6 +780,7 @@ static void test_simd_tables(void **state)
 		compare_tables(ops);
 		test_attention_helpers(ops);
 		attn_many_keys_check(ops);
+		softmax_check(ops);
 		quantize_act_check(ops);
 		matmul_check(ops);
 		tested++;
@@ -833,6 +899,7 @@ int main(void)
 		cmocka_unit_test(test_fp16_values),
 		cmocka_unit_test(test_fp16_nearest_random),
 		cmocka_unit_test(test_fp16_row),
+		cmocka_unit_test(test_expf),
 		cmocka_unit_test(test_bf16),
 		cmocka_unit_test(test_quantize_error_bounds),
 		cmocka_unit_test(test_quantize_rejects),

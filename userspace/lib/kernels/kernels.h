@@ -184,6 +184,8 @@ struct edgeq_kernel_ops {
 				float *s);
 	void (*attn_av_f16)(int64_t hd, int64_t nk, const float *a,
 			    const uint16_t *v, size_t vs, float *out);
+	/* Optional (NULL: edgeq_softmax_ref): the same values. */
+	void (*softmax)(float *x, int64_t n);
 
 	/* Read @bytes (a multiple of 128) as fast as loads go; returns a value
 	 * that depends on the data (for memory bandwidth measurements). */
@@ -249,6 +251,28 @@ void edgeq_par_matmul(struct edgeq_threadpool *tp,
 
 /* ---- internal: shared by the ISA files ---- */
 
+/*
+ * exp(x) from float operations only (scalar.c), so SIMD lanes can give the
+ * same bits on every ISA; and the attention softmax in place over x[0..n):
+ * m = max x (NaN skipped); e_t = edgeq_expf(x_t - m); sum over 16 lanes
+ * (e_t into lane t % 16, plain adds in t order), folded as
+ * edgeq_reduce8(l[k] + l[k+8]); x_t = e_t * (1 / sum).
+ */
+#define EDGEQ_EXPF_LO (-104.0f) /* below: 0 */
+#define EDGEQ_EXPF_HI 89.0f	/* above: infinity */
+#define EDGEQ_EXPF_LOG2E 0x1.715476p+0f
+#define EDGEQ_EXPF_SHIFT 0x1.8p23f
+#define EDGEQ_EXPF_LN2_HI 0x1.62e4p-1f
+#define EDGEQ_EXPF_LN2_LO 0x1.7f7d1cp-20f
+#define EDGEQ_EXPF_C2 (1.0f / 2)
+#define EDGEQ_EXPF_C3 (1.0f / 6)
+#define EDGEQ_EXPF_C4 (1.0f / 24)
+#define EDGEQ_EXPF_C5 (1.0f / 120)
+#define EDGEQ_EXPF_C6 (1.0f / 720)
+#define EDGEQ_EXPF_C7 (1.0f / 5040)
+float edgeq_expf(float x);
+void edgeq_softmax_ref(float *x, int64_t n);
+
 /* Scalar implementations every table may reuse (exact same results). */
 uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);
 int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
@@ -260,6 +284,7 @@ void edgeq_attn_scores_f16_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 				  float *s);
 void edgeq_attn_av_f16_avx512(int64_t hd, int64_t nk, const float *a,
 			      const uint16_t *v, size_t vs, float *out);
+void edgeq_softmax_avx512(float *x, int64_t n);
 /* The same values as edgeq_quantize_act_ref, with AVX2 (x86/quant_act.c). */
 int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n);

@@ -229,6 +229,66 @@ static void axpy_q8_0(int64_t n, float a, const void *v, float *y)
 	}
 }
 
+/*
+ * exp(x) with float operations only, so that every ISA (and a SIMD lane of
+ * it) gets the same bits: n = rint(x / ln 2) by the 1.5 * 2^23 trick,
+ * r = x - n ln 2 in two fma steps (Cody-Waite), a degree-7 Taylor
+ * polynomial of e^r by Horner fmas (|r| <= 0.35: truncation < 1e-8
+ * relative), then the scale 2^n applied as two exact powers of two so that
+ * subnormal results round once. Within ~2 ulp of exp.
+ */
+float edgeq_expf(float x)
+{
+	float z, n, r, p, s1, s2;
+	int32_t ni, n1;
+	uint32_t b1, b2;
+
+	if (isnan(x))
+		return x;
+	if (x < EDGEQ_EXPF_LO)
+		return 0.0f;
+	if (x > EDGEQ_EXPF_HI)
+		return INFINITY;
+	z = x * EDGEQ_EXPF_LOG2E;
+	n = (z + EDGEQ_EXPF_SHIFT) - EDGEQ_EXPF_SHIFT;
+	r = fmaf(-n, EDGEQ_EXPF_LN2_HI, x);
+	r = fmaf(-n, EDGEQ_EXPF_LN2_LO, r);
+	p = EDGEQ_EXPF_C7;
+	p = fmaf(p, r, EDGEQ_EXPF_C6);
+	p = fmaf(p, r, EDGEQ_EXPF_C5);
+	p = fmaf(p, r, EDGEQ_EXPF_C4);
+	p = fmaf(p, r, EDGEQ_EXPF_C3);
+	p = fmaf(p, r, EDGEQ_EXPF_C2);
+	p = fmaf(p, r, 1.0f);
+	p = fmaf(p, r, 1.0f);
+	ni = (int32_t)n;
+	n1 = ni >> 1; /* floor(n / 2): both halves stay normal powers */
+	b1 = (uint32_t)(n1 + 127) << 23;
+	b2 = (uint32_t)(ni - n1 + 127) << 23;
+	memcpy(&s1, &b1, sizeof(s1));
+	memcpy(&s2, &b2, sizeof(s2));
+	return (p * s1) * s2;
+}
+
+/* The attention softmax's fixed order (see kernels.h). */
+void edgeq_softmax_ref(float *x, int64_t n)
+{
+	float mx = -INFINITY, acc[16] = { 0 }, v[8], inv;
+
+	for (int64_t t = 0; t < n; t++)
+		if (x[t] > mx)
+			mx = x[t];
+	for (int64_t t = 0; t < n; t++) {
+		x[t] = edgeq_expf(x[t] - mx);
+		acc[t % 16] += x[t];
+	}
+	for (int k = 0; k < 8; k++)
+		v[k] = acc[k] + acc[k + 8];
+	inv = 1.0f / edgeq_reduce8(v);
+	for (int64_t t = 0; t < n; t++)
+		x[t] *= inv;
+}
+
 uint64_t edgeq_stream_read_generic(const void *p, size_t bytes)
 {
 	const uint64_t *q = p;

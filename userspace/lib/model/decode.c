@@ -423,6 +423,8 @@ static void att_task(void *arg, int ith, int nth)
 	float scale = 1.0f / sqrtf((float)hd);
 	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
 	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
+	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
+						      edgeq_softmax_ref;
 
 	for (job = ith; job < total; job += nth) {
 		int b = (int)(job / hp->n_head);
@@ -430,7 +432,6 @@ static void att_task(void *arg, int ith, int nth)
 		uint32_t p = aa->pos0 + (uint32_t)b, t;
 		const float *q = c->q + (size_t)b * q_dim + (size_t)h * hd;
 		float *out = c->xb2 + (size_t)b * q_dim + (size_t)h * hd;
-		float mx = -INFINITY, sum = 0, inv;
 
 		if (c->kv_type == EDGEQ_KV_Q8_0)
 			ops->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, hd);
@@ -443,16 +444,7 @@ static void att_task(void *arg, int ith, int nth)
 			ops->attn_scores_f16(hd, (int64_t)p + 1,
 					     (const uint16_t *)kc + kvh * hd,
 					     ks, q, scale, att);
-			for (t = 0; t <= p; t++)
-				if (att[t] > mx)
-					mx = att[t];
-			for (t = 0; t <= p; t++) {
-				att[t] = expf(att[t] - mx);
-				sum += att[t];
-			}
-			inv = 1.0f / sum;
-			for (t = 0; t <= p; t++)
-				att[t] *= inv;
+			sm(att, (int64_t)p + 1);
 			ops->attn_av_f16(hd, (int64_t)p + 1, att,
 					 (const uint16_t *)vc + kvh * hd, ks,
 					 out);
@@ -480,20 +472,13 @@ static void att_task(void *arg, int ith, int nth)
 					q);
 				break;
 			}
-			s *= scale;
-			att[t] = s;
-			if (s > mx)
-				mx = s;
+			att[t] = s * scale;
 		}
-		for (t = 0; t <= p; t++) {
-			att[t] = expf(att[t] - mx);
-			sum += att[t];
-		}
-		inv = 1.0f / sum;
+		sm(att, (int64_t)p + 1);
 		memset(out, 0, hd * sizeof(float));
 		for (t = 0; t <= p; t++) {
 			const uint8_t *vr = vc + (size_t)t * c->kv_row;
-			float a = att[t] * inv;
+			float a = att[t];
 
 			switch (c->kv_type) {
 			case EDGEQ_KV_F16:

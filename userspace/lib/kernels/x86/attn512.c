@@ -11,6 +11,7 @@
  */
 #pragma GCC target("avx512f,avx512vl,avx512dq")
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
@@ -138,4 +139,80 @@ void edgeq_attn_av_f16_avx512(int64_t hd, int64_t nk, const float *a,
 			edgeq_kernel_ops_avx2.axpy_f16(hd - j, a[t],
 						       v + t * vs + j, out + j);
 	}
+}
+
+/* edgeq_expf on 16 lanes: the same operations, lane by lane. */
+static inline __m512 expf16(__m512 x)
+{
+	__m512 z = _mm512_mul_ps(x, _mm512_set1_ps(EDGEQ_EXPF_LOG2E));
+	__m512 sh = _mm512_set1_ps(EDGEQ_EXPF_SHIFT);
+	__m512 n = _mm512_sub_ps(_mm512_add_ps(z, sh), sh);
+	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EDGEQ_EXPF_LN2_HI), x);
+	__m512 p = _mm512_set1_ps(EDGEQ_EXPF_C7);
+	__m512i ni, n1, b1, b2;
+	__mmask16 lo, hi, nan;
+
+	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EDGEQ_EXPF_LN2_LO), r);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EDGEQ_EXPF_C6));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EDGEQ_EXPF_C5));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EDGEQ_EXPF_C4));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EDGEQ_EXPF_C3));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EDGEQ_EXPF_C2));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	/* out-of-range lanes: any n, their result is replaced below */
+	lo = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EDGEQ_EXPF_LO), _CMP_LT_OQ);
+	hi = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EDGEQ_EXPF_HI), _CMP_GT_OQ);
+	nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+	ni = _mm512_cvtps_epi32(
+		_mm512_maskz_mov_ps((__mmask16) ~(lo | hi | nan), n));
+	n1 = _mm512_srai_epi32(ni, 1);
+	b1 = _mm512_slli_epi32(_mm512_add_epi32(n1, _mm512_set1_epi32(127)),
+			       23);
+	b2 = _mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(ni, n1),
+						_mm512_set1_epi32(127)),
+			       23);
+	p = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_castsi512_ps(b1)),
+			  _mm512_castsi512_ps(b2));
+	p = _mm512_mask_mov_ps(p, lo, _mm512_setzero_ps());
+	p = _mm512_mask_mov_ps(p, hi, _mm512_set1_ps(INFINITY));
+	return _mm512_mask_mov_ps(p, nan, x);
+}
+
+void edgeq_softmax_avx512(float *x, int64_t n)
+{
+	__m512 m = _mm512_set1_ps(-INFINITY), acc = _mm512_setzero_ps(), inv;
+	int64_t t;
+	float mx;
+
+	/* max_ps(x, m) = x > m ? x : m, the reference's comparison */
+	for (t = 0; t + 16 <= n; t += 16)
+		m = _mm512_max_ps(_mm512_loadu_ps(x + t), m);
+	mx = _mm512_reduce_max_ps(m);
+	for (; t < n; t++)
+		if (x[t] > mx)
+			mx = x[t];
+	m = _mm512_set1_ps(mx);
+	for (t = 0; t < n; t += 16) {
+		__mmask16 k = n - t >= 16 ? 0xffff :
+					    (__mmask16)((1u << (n - t)) - 1);
+		__m512 e = expf16(
+			_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + t), m));
+
+		_mm512_mask_storeu_ps(x + t, k, e);
+		acc = _mm512_mask_add_ps(acc, k, acc, e);
+	}
+	{
+		__m256 v = _mm256_add_ps(_mm512_castps512_ps256(acc),
+					 _mm512_extractf32x8_ps(acc, 1));
+		float l[8];
+
+		_mm256_storeu_ps(l, v);
+		inv = _mm512_set1_ps(1.0f / edgeq_reduce8(l));
+	}
+	for (t = 0; t + 16 <= n; t += 16)
+		_mm512_storeu_ps(x + t,
+				 _mm512_mul_ps(_mm512_loadu_ps(x + t), inv));
+	for (; t < n; t++)
+		x[t] *= _mm512_cvtss_f32(inv);
 }

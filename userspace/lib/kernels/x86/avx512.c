@@ -513,6 +513,7 @@ static void table_init(void)
 	table.matmul = matmul_avx512;
 	table.attn_scores_f16 = edgeq_attn_scores_f16_avx512;
 	table.attn_av_f16 = edgeq_attn_av_f16_avx512;
+	table.softmax = edgeq_softmax_avx512;
 }
 
 const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void)
