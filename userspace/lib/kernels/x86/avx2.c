@@ -265,7 +265,8 @@ static inline void rows8_q80_like(enum edgeq_type t, int64_t nb, const char *w,
 		__m256i qy = _mm256_loadu_si256((const __m256i *)ya[i].qs);
 		__m256i p[8], s;
 
-		for (int r = 0; r < 8; r++) {
+		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+		{
 			const char *row = w + r * rs;
 
 			if (t == EDGEQ_TYPE_Q4_0) {
@@ -373,7 +374,8 @@ static inline void tile_q80_like(enum edgeq_type t, int64_t nb, const char *w,
 		__m128 dw;
 		__m256 d;
 
-		for (int r = 0; r < 4; r++) {
+		_Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+		{
 			__m256i qx = wblock(t, w + r * rs, i, &dx[r]);
 			__m256i ax = _mm256_sign_epi8(qx, qx);
 

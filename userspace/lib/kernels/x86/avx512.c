@@ -243,9 +243,6 @@ static inline __m512i hsum_4x4(__m512i a, __m512i b, __m512i c, __m512i d)
 				_mm512_unpackhi_epi64(ab, cd));
 }
 
-/* Prefetch distance in bytes ahead of the block pair being read. */
-#define PF_AHEAD 768
-
 static inline __attribute__((always_inline)) void
 rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
 	  const struct act_pair *ap, const void *a, const float *dy, float *y)
@@ -261,30 +258,40 @@ rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
 		t == EDGEQ_TYPE_Q4_0 ?
 			_mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4) :
 			_mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+	/* byte offsets of the scales: block 2p of rows 0-7, then 2p+1 */
+	const __m512i goff = _mm512_add_epi32(
+		_mm512_mullo_epi32(_mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7,
+						    6, 5, 4, 3, 2, 1, 0),
+				   _mm512_set1_epi32((int)rs)),
+		_mm512_maskz_set1_epi32(0xff00, (int)(pb / 2)));
+	const int pf_lines =
+		(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
 	__m256 acc = _mm256_setzero_ps();
 	int64_t p = 0;
 
 	for (; 2 * p + 2 <= nb; p++) {
 		const char *wp = w + p * pb;
+
+		/* the next 8 rows (contiguous), spread over this group */
+		for (int k = 0; k < pf_lines; k++)
+			_mm_prefetch(w + 8 * rs + (p * pf_lines + k) * 64,
+				     _MM_HINT_T0);
 		__m512i s[8], u0, u1, sum;
 		__m512 d, sf;
-		uint16_t h[16];
+		__m256i h = _mm512_cvtepi32_epi16(
+			_mm512_i32gather_epi32(goff, wp, 1));
 
-		for (int r = 0; r < 8; r++) {
-			_mm_prefetch(wp + r * rs + PF_AHEAD, _MM_HINT_T0);
+		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+		{
 			s[r] = _mm512_dpbusd_epi32(
 				ap[p].nbias, wpair(t, wp + r * rs, 0), ap[p].y);
-			memcpy(&h[r], wp + r * rs, 2);
-			memcpy(&h[8 + r], wp + r * rs + pb / 2, 2);
 		}
 		u0 = hsum_4x4(s[0], s[1], s[2], s[3]);
 		u1 = hsum_4x4(s[4], s[5], s[6], s[7]);
 		sum = _mm512_add_epi32(_mm512_permutex2var_epi64(u0, i0, u1),
 				       _mm512_permutex2var_epi64(u0, i1, u1));
 		sf = _mm512_cvtepi32_ps(sum);
-		d = _mm512_mul_ps(
-			_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)),
-			ap[p].dy);
+		d = _mm512_mul_ps(_mm512_cvtph_ps(h), ap[p].dy);
 		acc = _mm256_fmadd_ps(_mm512_castps512_ps256(d),
 				      _mm512_castps512_ps256(sf), acc);
 		acc = _mm256_fmadd_ps(_mm512_extractf32x8_ps(d, 1),
