@@ -258,12 +258,6 @@ rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
 		t == EDGEQ_TYPE_Q4_0 ?
 			_mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4) :
 			_mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
-	/* byte offsets of the scales: block 2p of rows 0-7, then 2p+1 */
-	const __m512i goff = _mm512_add_epi32(
-		_mm512_mullo_epi32(_mm512_set_epi32(7, 6, 5, 4, 3, 2, 1, 0, 7,
-						    6, 5, 4, 3, 2, 1, 0),
-				   _mm512_set1_epi32((int)rs)),
-		_mm512_maskz_set1_epi32(0xff00, (int)(pb / 2)));
 	const int pf_lines =
 		(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
 	__m256 acc = _mm256_setzero_ps();
@@ -278,13 +272,18 @@ rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
 				     _MM_HINT_T0);
 		__m512i s[8], u0, u1, sum;
 		__m512 d, sf;
-		__m256i h = _mm512_cvtepi32_epi16(
-			_mm512_i32gather_epi32(goff, wp, 1));
+		__m256i h = _mm256_setzero_si256();
 
 		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
 		{
 			s[r] = _mm512_dpbusd_epi32(
 				ap[p].nbias, wpair(t, wp + r * rs, 0), ap[p].y);
+			/* word r: block 2p's scale, 8 + r: block 2p+1's */
+			h = _mm256_mask_loadu_epi16(h, (__mmask16)(1u << r),
+						    wp + r * rs - 2 * r);
+			h = _mm256_mask_loadu_epi16(h, (__mmask16)(0x100u << r),
+						    wp + r * rs + pb / 2 -
+							    2 * (8 + r));
 		}
 		u0 = hsum_4x4(s[0], s[1], s[2], s[3]);
 		u1 = hsum_4x4(s[4], s[5], s[6], s[7]);
