@@ -233,17 +233,28 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 	return dot_q80_like(EDGEQ_TYPE_Q4_0, n, w, a);
 }
 
-/* Scales of block i of 8 rows (rs bytes apart) as floats. */
+static inline uint64_t ld16(const char *p)
+{
+	uint16_t h;
+
+	memcpy(&h, p, 2);
+	return h;
+}
+
+/* Scales of block i of 8 rows (rs bytes apart) as floats; packed in
+ * general registers (a vector load of 8 stored words could not forward). */
 static inline __m256 wscales8(enum edgeq_type t, const char *w, size_t rs,
 			      int64_t i)
 {
 	size_t bs = t == EDGEQ_TYPE_Q4_0 ? sizeof(struct edgeq_block_q4_0) :
 					   sizeof(struct edgeq_block_q8_0);
-	uint16_t h[8];
+	const char *p = w + i * bs;
+	uint64_t lo = ld16(p) | ld16(p + rs) << 16 | ld16(p + 2 * rs) << 32 |
+		      ld16(p + 3 * rs) << 48;
+	uint64_t hi = ld16(p + 4 * rs) | ld16(p + 5 * rs) << 16 |
+		      ld16(p + 6 * rs) << 32 | ld16(p + 7 * rs) << 48;
 
-	for (int r = 0; r < 8; r++)
-		memcpy(&h[r], w + r * rs + i * bs, 2);
-	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+	return _mm256_cvtph_ps(_mm_set_epi64x((long long)hi, (long long)lo));
 }
 
 /*
@@ -259,11 +270,17 @@ static inline void rows8_q80_like(enum edgeq_type t, int64_t nb, const char *w,
 {
 	const struct edgeq_block_q8_0 *ya = a;
 	const __m256i ones = _mm256_set1_epi16(1);
+	/* prefetch the next 8 rows (contiguous) over this group's blocks */
+	const int pf_lines = (int)((8 * rs / 64 + nb - 1) / nb);
 	__m256 acc = _mm256_setzero_ps();
 
 	for (int64_t i = 0; i < nb; i++) {
 		__m256i qy = _mm256_loadu_si256((const __m256i *)ya[i].qs);
 		__m256i p[8], s;
+
+		for (int k = 0; k < pf_lines; k++)
+			_mm_prefetch(w + 8 * rs + (i * pf_lines + k) * 64,
+				     _MM_HINT_T0);
 
 		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
 		{
