@@ -245,7 +245,8 @@ static inline __m512i hsum_4x4(__m512i a, __m512i b, __m512i c, __m512i d)
 
 static inline __attribute__((always_inline)) void
 rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
-	  const struct act_pair *ap, const void *a, const float *dy, float *y)
+	  const struct act_pair *ap, const void *a, const float *dy, float *y,
+	  bool prefetch)
 {
 	const size_t pb = t == EDGEQ_TYPE_Q4_0 ?
 				  2 * sizeof(struct edgeq_block_q4_0) :
@@ -259,7 +260,9 @@ rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
 			_mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4) :
 			_mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
 	const int pf_lines =
-		(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
+		!prefetch ?
+			0 :
+			(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
 	__m256 acc = _mm256_setzero_ps();
 	int64_t p = 0;
 
@@ -312,11 +315,35 @@ rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
 	_mm256_storeu_ps(y, acc);
 }
 
-#define AP_STACK 64 /* pairs: n up to 4096 on the stack */
+/* Activation pairs and block scales of one activation row (nb blocks). */
+static void act_prep(enum edgeq_type t, const void *a, int64_t nb,
+		     struct act_pair *ap, float *dy)
+{
+	const struct edgeq_block_q8_0 *ya = a;
+
+	for (int64_t i = 0; i < nb; i++)
+		dy[i] = h2f(ya[i].d);
+	for (int64_t p = 0; p < nb / 2; p++) {
+		ap[p].y = ypair(t, a, p, &ap[p].nbias);
+		ap[p].dy = _mm512_insertf32x8(_mm512_set1_ps(dy[2 * p]),
+					      _mm256_set1_ps(dy[2 * p + 1]), 1);
+	}
+}
+
+static inline void rows8(enum edgeq_type t, int64_t nb, const char *w,
+			 size_t rs, const struct act_pair *ap, const void *a,
+			 const float *dy, float *y, bool prefetch)
+{
+	if (t == EDGEQ_TYPE_Q4_0)
+		rows8_512(EDGEQ_TYPE_Q4_0, nb, w, rs, ap, a, dy, y, prefetch);
+	else
+		rows8_512(EDGEQ_TYPE_Q8_0, nb, w, rs, ap, a, dy, y, prefetch);
+}
+
+#define AP_STACK 128 /* pairs: n up to 8192 on the stack (25 KiB) */
 static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 		      int64_t row1, const void *a, float *y)
 {
-	const struct edgeq_block_q8_0 *ya = a;
 	size_t rs = edgeq_row_size(t, n);
 	int64_t nb = n / EDGEQ_QK8_0, np = nb / 2, r = row0;
 	struct act_pair stack[AP_STACK] __attribute__((aligned(64))), *ap;
@@ -334,20 +361,10 @@ static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 			free(dy);
 		goto rest;
 	}
-	for (int64_t i = 0; i < nb; i++)
-		dy[i] = h2f(ya[i].d);
-	for (int64_t p = 0; p < np; p++) {
-		ap[p].y = ypair(t, a, p, &ap[p].nbias);
-		ap[p].dy = _mm512_insertf32x8(_mm512_set1_ps(dy[2 * p]),
-					      _mm256_set1_ps(dy[2 * p + 1]), 1);
-	}
+	act_prep(t, a, nb, ap, dy);
 	for (; r + 8 <= row1; r += 8)
-		if (t == EDGEQ_TYPE_Q4_0)
-			rows8_512(EDGEQ_TYPE_Q4_0, nb, (const char *)w + r * rs,
-				  rs, ap, a, dy, y + r);
-		else
-			rows8_512(EDGEQ_TYPE_Q8_0, nb, (const char *)w + r * rs,
-				  rs, ap, a, dy, y + r);
+		rows8(t, nb, (const char *)w + r * rs, rs, ap, a, dy, y + r,
+		      true);
 	if (ap != stack)
 		free(ap);
 	if (dy != dy_stack)
@@ -355,6 +372,53 @@ static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 rest:
 	for (; r < row1; r++)
 		y[r] = dot512(t, n, (const char *)w + r * rs, a);
+}
+
+#define TOK_BLK 64
+
+/*
+ * Q8_0/Q4_0 prefill for now (a tile with one output per lane is being
+ * written separately): the matvec's 8-row step for each token of a block
+ * of TOK_BLK, the activations prepared once per block, the group's 8
+ * weight rows staying in L1 across the block's tokens.
+ */
+static void matmul512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
+		      int64_t row1, const char *a, size_t as, int64_t nb,
+		      float *y, int64_t ldy)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t nblk = n / EDGEQ_QK8_0, np = nblk / 2;
+	struct act_pair *ap =
+		aligned_alloc(64, sizeof(*ap) * (size_t)(np * TOK_BLK + 1));
+	float *dy = malloc(sizeof(float) * (size_t)(nblk * TOK_BLK));
+
+	if (!ap || !dy) {
+		free(ap);
+		free(dy);
+		edgeq_kernel_ops_avx2.matmul(t, w, n, row0, row1, a, as, nb, y,
+					     ldy);
+		return;
+	}
+	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
+		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb, r = row0;
+
+		for (int64_t b = b0; b < b1; b++)
+			act_prep(t, a + b * as, nblk, ap + (b - b0) * np,
+				 dy + (b - b0) * nblk);
+		for (; r + 8 <= row1; r += 8)
+			for (int64_t b = b0; b < b1; b++)
+				rows8(t, nblk, (const char *)w + r * rs, rs,
+				      ap + (b - b0) * np, a + b * as,
+				      dy + (b - b0) * nblk, y + b * ldy + r,
+				      false);
+		for (; r < row1; r++)
+			for (int64_t b = b0; b < b1; b++)
+				y[b * ldy + r] =
+					dot512(t, n, (const char *)w + r * rs,
+					       a + b * as);
+	}
+	free(ap);
+	free(dy);
 }
 
 static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
@@ -366,8 +430,6 @@ static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
 	}
 	edgeq_kernel_ops_avx2.matvec(type, w, n, row0, row1, a, y);
 }
-
-#define TOK_BLK 64
 
 /*
  * Q4_K prefill: one weight row x NT tokens. Each 64-element half of a
@@ -480,6 +542,10 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
+	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
+		matmul512(type, w, n, row0, row1, a, a_stride, nb, y, ldy);
+		return;
+	}
 	if (type == EDGEQ_TYPE_Q4_K) {
 		matmul_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
 		return;
