@@ -6,11 +6,13 @@
  *  - Float rows (F32, F16, BF16 weights; F32 activations): 32 float lanes,
  *    element j goes to lane j % 32 with acc = fmaf(w, x, acc). Lanes fold as
  *    v[k] = (l[k] + l[k+8]) + (l[k+16] + l[k+24]), then edgeq_reduce8(v).
- *  - Q8_0 and Q4_0 (x Q8_0 activations): 2 sets of 8 lanes (two chains, so
- *    the fma latency is not the bound); block i goes to set i % 2, lane l
- *    takes the exact integer dot p of elements 4l..4l+3 and
- *    acc = fmaf(d, (float)p, acc) with d = d_w * d_a (exact: two fp16).
- *    The sets add lane-wise (set 0 + set 1), then edgeq_reduce8.
+ *  - Q8_0 and Q4_0 (x Q8_0 activations): per block i the exact integer dot
+ *    isum of its 32 elements (Q4_0 weights q - 8), then one float chain in
+ *    block order: acc = fmaf(d, (float)isum, acc) with d = d_w * d_a (exact:
+ *    two fp16; |isum| < 2^24, so the conversion is exact too). One float
+ *    step per block and output lets the SIMD tables put one output (row or
+ *    token) in each vector lane and do the integer work with dot-product
+ *    instructions, instead of a float step per 4 elements.
  *  - Q4_K and Q6_K (x Q8_K): per super-block an exact integer sum; one
  *    float chain over super-blocks: acc = fmaf(d_w * d_a, isum, acc) (Q4_K
  *    then acc = fmaf(-(dmin_w * d_a), summins, acc)).
@@ -26,15 +28,6 @@ static float fold32(const float acc[32])
 
 	for (int k = 0; k < 8; k++)
 		v[k] = (acc[k] + acc[k + 8]) + (acc[k + 16] + acc[k + 24]);
-	return edgeq_reduce8(v);
-}
-
-static float fold2x8(const float acc[2][8])
-{
-	float v[8];
-
-	for (int k = 0; k < 8; k++)
-		v[k] = acc[0][k] + acc[1][k];
 	return edgeq_reduce8(v);
 }
 
@@ -80,46 +73,38 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *a)
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_0 *x = w, *y = a;
-	float acc[2][8] = { { 0 } };
+	float acc = 0;
 
 	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
 		float d =
 			edgeq_fp16_to_fp32(x[i].d) * edgeq_fp16_to_fp32(y[i].d);
+		int32_t isum = 0;
 
-		for (int l = 0; l < 8; l++) {
-			int p = 0;
-
-			for (int k = 4 * l; k < 4 * l + 4; k++)
-				p += x[i].qs[k] * y[i].qs[k];
-			acc[i & 1][l] = fmaf(d, (float)p, acc[i & 1][l]);
-		}
+		for (int k = 0; k < EDGEQ_QK8_0; k++)
+			isum += x[i].qs[k] * y[i].qs[k];
+		acc = fmaf(d, (float)isum, acc);
 	}
-	return fold2x8(acc);
+	return acc;
 }
 
 static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q4_0 *x = w;
 	const struct edgeq_block_q8_0 *y = a;
-	float acc[2][8] = { { 0 } };
+	float acc = 0;
 
 	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++) {
 		float d =
 			edgeq_fp16_to_fp32(x[i].d) * edgeq_fp16_to_fp32(y[i].d);
+		int32_t isum = 0;
 
-		for (int l = 0; l < 8; l++) {
-			int p = 0;
-
-			for (int k = 4 * l; k < 4 * l + 4; k++) {
-				int q = k < 16 ? (x[i].qs[k] & 0xf) :
-						 (x[i].qs[k - 16] >> 4);
-
-				p += (q - 8) * y[i].qs[k];
-			}
-			acc[i & 1][l] = fmaf(d, (float)p, acc[i & 1][l]);
+		for (int k = 0; k < EDGEQ_QK4_0 / 2; k++) {
+			isum += ((x[i].qs[k] & 0xf) - 8) * y[i].qs[k];
+			isum += ((x[i].qs[k] >> 4) - 8) * y[i].qs[k + 16];
 		}
+		acc = fmaf(d, (float)isum, acc);
 	}
-	return fold2x8(acc);
+	return acc;
 }
 
 static float vec_dot_q4_K(int64_t n, const void *w, const void *a)

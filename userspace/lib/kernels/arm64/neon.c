@@ -2,10 +2,12 @@
 /*
  * aarch64 kernels: NEON with the dot-product extension (sdot), as on the
  * Cortex-A78AE of Jetson Orin. Each function reproduces the canonical
- * reduction order of scalar.c bit for bit: sdot lane l of a 16-byte pair is
- * the exact integer sum of elements 4l..4l+3, float steps are the same fused
- * multiply-adds (vfmaq) on the same lanes, and the final fold is the same
- * tree. Lanes 0-3 live in one float32x4, lanes 4-7 in the next.
+ * reduction order of scalar.c bit for bit: integer sums are exact (sdot per
+ * 16 bytes, lanes added in any order), float steps are the same fused
+ * multiply-adds (vfmaq) in the same order, and the float-row fold is the
+ * same tree (lanes 0-3 in one float32x4, 4-7 in the next). Q8_0/Q4_0
+ * matvec and matmul put one output (row or token) in each float lane, so
+ * several fma chains run side by side.
  */
 #include <arm_neon.h>
 #include <math.h>
@@ -129,59 +131,71 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *act)
 	return fold32_tail(a, wt, y + j, n - j);
 }
 
-/* ---- Q8_0 and Q4_0: 8 lanes, lane l = elements 4l..4l+3 ---- */
+/* ---- Q8_0 and Q4_0: an exact integer sum per block, one float chain ---- */
 
-/* one set of 8 lanes; the dots use two (block parity) */
-struct acc8 {
-	float32x4_t lo, hi;
-};
-
-static inline void block_step(struct acc8 *acc, int8x16_t x0, int8x16_t x1,
-			      const int8_t *y, float d)
+/* Weight block i of a Q8_0 or Q4_0 row as two 16-byte signed halves. */
+static inline void wblock(enum edgeq_type t, const void *row, int64_t i,
+			  int8x16_t *x0, int8x16_t *x1, float *d)
 {
-	int32x4_t p0 = vdotq_s32(vdupq_n_s32(0), x0, vld1q_s8(y));
-	int32x4_t p1 = vdotq_s32(vdupq_n_s32(0), x1, vld1q_s8(y + 16));
-	float32x4_t vd = vdupq_n_f32(d);
+	if (t == EDGEQ_TYPE_Q4_0) {
+		const struct edgeq_block_q4_0 *b =
+			(const struct edgeq_block_q4_0 *)row + i;
+		uint8x16_t q = vld1q_u8(b->qs);
 
-	acc->lo = vfmaq_f32(acc->lo, vd, vcvtq_f32_s32(p0));
-	acc->hi = vfmaq_f32(acc->hi, vd, vcvtq_f32_s32(p1));
+		*x0 = vsubq_s8(
+			vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f))),
+			vdupq_n_s8(8));
+		*x1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)),
+			       vdupq_n_s8(8));
+		*d = h2f(b->d);
+	} else {
+		const struct edgeq_block_q8_0 *b =
+			(const struct edgeq_block_q8_0 *)row + i;
+
+		*x0 = vld1q_s8(b->qs);
+		*x1 = vld1q_s8(b->qs + 16);
+		*d = h2f(b->d);
+	}
+}
+
+/* Lane l = the exact integer dot of elements 4l..4l+3 and 4l+16..4l+19. */
+static inline int32x4_t block_dot(int8x16_t x0, int8x16_t x1, const int8_t *y)
+{
+	return vdotq_s32(vdotq_s32(vdupq_n_s32(0), x0, vld1q_s8(y)), x1,
+			 vld1q_s8(y + 16));
+}
+
+/* Lane j = the sum of p[j]'s 4 lanes (exact). */
+static inline int32x4_t hsum_4x4(const int32x4_t p[4])
+{
+	return vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
+}
+
+static inline float dot_q80_like(enum edgeq_type t, int64_t n, const void *w,
+				 const void *a)
+{
+	const struct edgeq_block_q8_0 *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		int8x16_t x0, x1;
+		float dx;
+
+		wblock(t, w, i, &x0, &x1, &dx);
+		acc = fmaf(dx * h2f(y[i].d),
+			   (float)vaddvq_s32(block_dot(x0, x1, y[i].qs)), acc);
+	}
+	return acc;
 }
 
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
 {
-	const struct edgeq_block_q8_0 *x = w, *y = a;
-	struct acc8 acc[2] = { { vdupq_n_f32(0), vdupq_n_f32(0) },
-			       { vdupq_n_f32(0), vdupq_n_f32(0) } };
-
-	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++)
-		block_step(&acc[i & 1], vld1q_s8(x[i].qs),
-			   vld1q_s8(x[i].qs + 16), y[i].qs,
-			   h2f(x[i].d) * h2f(y[i].d));
-	return reduce8(vaddq_f32(acc[0].lo, acc[1].lo),
-		       vaddq_f32(acc[0].hi, acc[1].hi));
+	return dot_q80_like(EDGEQ_TYPE_Q8_0, n, w, a);
 }
 
 static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 {
-	const struct edgeq_block_q4_0 *x = w;
-	const struct edgeq_block_q8_0 *y = a;
-	const uint8x16_t m4 = vdupq_n_u8(0x0f);
-	const int8x16_t s8 = vdupq_n_s8(8);
-	struct acc8 acc[2] = { { vdupq_n_f32(0), vdupq_n_f32(0) },
-			       { vdupq_n_f32(0), vdupq_n_f32(0) } };
-
-	for (int64_t i = 0; i < n / EDGEQ_QK4_0; i++) {
-		uint8x16_t b = vld1q_u8(x[i].qs);
-		int8x16_t lo =
-			vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, m4)), s8);
-		int8x16_t hi =
-			vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), s8);
-
-		block_step(&acc[i & 1], lo, hi, y[i].qs,
-			   h2f(x[i].d) * h2f(y[i].d));
-	}
-	return reduce8(vaddq_f32(acc[0].lo, acc[1].lo),
-		       vaddq_f32(acc[0].hi, acc[1].hi));
+	return dot_q80_like(EDGEQ_TYPE_Q4_0, n, w, a);
 }
 
 /* ---- Q4_K and Q6_K: exact integer sum per super-block, one float chain ---- */
@@ -358,76 +372,94 @@ static uint64_t stream_read(const void *p, size_t bytes)
 	return vgetq_lane_u64(a, 0) ^ vgetq_lane_u64(a, 1);
 }
 
+/*
+ * Decode: 8 rows at once, one row per float lane (two float32x4 chains
+ * that overlap). Per block the rows' sdot lane sums reduce with pairwise
+ * adds to one vector of exact block sums, then one fma per 4 rows.
+ */
+static inline void rows8_neon(enum edgeq_type t, int64_t nb, const char *w,
+			      size_t rs, const void *a, float *y)
+{
+	const struct edgeq_block_q8_0 *ya = a;
+	float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+
+	for (int64_t i = 0; i < nb; i++) {
+		const int8_t *qy = ya[i].qs;
+		float32x4_t dy = vdupq_n_f32(h2f(ya[i].d));
+		int32x4_t p[8];
+		float dx[8];
+
+		for (int r = 0; r < 8; r++) {
+			int8x16_t x0, x1;
+
+			wblock(t, w + r * rs, i, &x0, &x1, &dx[r]);
+			p[r] = block_dot(x0, x1, qy);
+		}
+		acc0 = vfmaq_f32(acc0, vmulq_f32(vld1q_f32(dx), dy),
+				 vcvtq_f32_s32(hsum_4x4(p)));
+		acc1 = vfmaq_f32(acc1, vmulq_f32(vld1q_f32(dx + 4), dy),
+				 vcvtq_f32_s32(hsum_4x4(p + 4)));
+	}
+	vst1q_f32(y, acc0);
+	vst1q_f32(y + 4, acc1);
+}
+
 static void matvec_neon(enum edgeq_type type, const void *w, int64_t n,
 			int64_t row0, int64_t row1, const void *a, float *y)
 {
-	edgeq_matvec_generic(&edgeq_kernel_ops_neon, type, w, n, row0, row1, a,
-			     y);
-}
+	size_t rs;
+	int64_t r = row0;
 
-/* Weight block i of a Q8_0 or Q4_0 row as two 16-byte signed halves. */
-static inline void wblock(enum edgeq_type t, const void *row, int64_t i,
-			  int8x16_t *x0, int8x16_t *x1, float *d)
-{
-	if (t == EDGEQ_TYPE_Q4_0) {
-		const struct edgeq_block_q4_0 *b =
-			(const struct edgeq_block_q4_0 *)row + i;
-		uint8x16_t q = vld1q_u8(b->qs);
-
-		*x0 = vsubq_s8(
-			vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f))),
-			vdupq_n_s8(8));
-		*x1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)),
-			       vdupq_n_s8(8));
-		*d = h2f(b->d);
-	} else {
-		const struct edgeq_block_q8_0 *b =
-			(const struct edgeq_block_q8_0 *)row + i;
-
-		*x0 = vld1q_s8(b->qs);
-		*x1 = vld1q_s8(b->qs + 16);
-		*d = h2f(b->d);
+	if (type != EDGEQ_TYPE_Q4_0 && type != EDGEQ_TYPE_Q8_0) {
+		edgeq_matvec_generic(&edgeq_kernel_ops_neon, type, w, n, row0,
+				     row1, a, y);
+		return;
 	}
+	rs = edgeq_row_size(type, n);
+	for (; r + 8 <= row1; r += 8)
+		if (type == EDGEQ_TYPE_Q4_0)
+			rows8_neon(EDGEQ_TYPE_Q4_0, n / EDGEQ_QK4_0,
+				   (const char *)w + r * rs, rs, a, y + r);
+		else
+			rows8_neon(EDGEQ_TYPE_Q8_0, n / EDGEQ_QK8_0,
+				   (const char *)w + r * rs, rs, a, y + r);
+	for (; r < row1; r++)
+		y[r] = dot_q80_like(type, n, (const char *)w + r * rs, a);
 }
 
-/* 2 rows x 2 tokens x 2 sets (16 q-register accumulators): each weight
- * block is unpacked once for both tokens, each activation block loaded
- * once for both rows. Same lanes and fmas as vec_dot: identical results. */
+/* Prefill: 4 rows x 2 tokens, one output per lane (a float32x4 of 4 rows
+ * per token, two chains): each weight block unpacked once for both tokens,
+ * each activation block loaded once for the 4 rows. */
 static inline void tile_neon(enum edgeq_type t, int64_t nb, const char *w,
 			     size_t rs, const char *a, size_t as, float *y,
 			     int64_t ldy)
 {
-	struct acc8 acc[2][2][2];
+	float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
 
-	for (int r = 0; r < 2; r++)
-		for (int k = 0; k < 2; k++)
-			for (int s = 0; s < 2; s++)
-				acc[r][k][s].lo = acc[r][k][s].hi =
-					vdupq_n_f32(0);
 	for (int64_t i = 0; i < nb; i++) {
-		int s = (int)(i & 1);
+		const struct edgeq_block_q8_0 *y0 =
+			(const struct edgeq_block_q8_0 *)a + i;
+		const struct edgeq_block_q8_0 *y1 =
+			(const struct edgeq_block_q8_0 *)(a + as) + i;
+		int32x4_t p0[4], p1[4];
+		float dx[4];
+		float32x4_t dw;
 
-		for (int r = 0; r < 2; r++) {
+		for (int r = 0; r < 4; r++) {
 			int8x16_t x0, x1;
-			float dx;
 
-			wblock(t, w + r * rs, i, &x0, &x1, &dx);
-			for (int k = 0; k < 2; k++) {
-				const struct edgeq_block_q8_0 *yb =
-					(const struct edgeq_block_q8_0
-						 *)(a + k * as) +
-					i;
-
-				block_step(&acc[r][k][s], x0, x1, yb->qs,
-					   dx * h2f(yb->d));
-			}
+			wblock(t, w + r * rs, i, &x0, &x1, &dx[r]);
+			p0[r] = block_dot(x0, x1, y0->qs);
+			p1[r] = block_dot(x0, x1, y1->qs);
 		}
+		dw = vld1q_f32(dx);
+		acc0 = vfmaq_f32(acc0, vmulq_n_f32(dw, h2f(y0->d)),
+				 vcvtq_f32_s32(hsum_4x4(p0)));
+		acc1 = vfmaq_f32(acc1, vmulq_n_f32(dw, h2f(y1->d)),
+				 vcvtq_f32_s32(hsum_4x4(p1)));
 	}
-	for (int r = 0; r < 2; r++)
-		for (int k = 0; k < 2; k++)
-			y[k * ldy + r] = reduce8(
-				vaddq_f32(acc[r][k][0].lo, acc[r][k][1].lo),
-				vaddq_f32(acc[r][k][0].hi, acc[r][k][1].hi));
+	vst1q_f32(y, acc0);
+	vst1q_f32(y + ldy, acc1);
 }
 
 #define TOK_BLK 64
@@ -435,7 +467,6 @@ static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const char *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
-	edgeq_vec_dot_fn dot = edgeq_kernel_ops_neon.vec_dot[t];
 	size_t rs = edgeq_row_size(t, n);
 	int64_t nblk = n / EDGEQ_QK8_0;
 
@@ -443,7 +474,7 @@ static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
 		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
 		int64_t r = row0;
 
-		for (; r + 2 <= row1; r += 2) {
+		for (; r + 4 <= row1; r += 4) {
 			const char *wr = (const char *)w + r * rs;
 			int64_t b = b0;
 
@@ -457,17 +488,16 @@ static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
 					tile_neon(EDGEQ_TYPE_Q8_0, nblk, wr, rs,
 						  a + b * as, as,
 						  y + b * ldy + r, ldy);
-			for (; b < b1; b++) {
-				y[b * ldy + r] = dot(n, wr, a + b * as);
-				y[b * ldy + r + 1] =
-					dot(n, wr + rs, a + b * as);
-			}
+			for (; b < b1; b++)
+				for (int k = 0; k < 4; k++)
+					y[b * ldy + r + k] = dot_q80_like(
+						t, n, wr + k * rs, a + b * as);
 		}
 		for (; r < row1; r++)
 			for (int64_t b = b0; b < b1; b++)
-				y[b * ldy + r] = dot(n,
-						     (const char *)w + r * rs,
-						     a + b * as);
+				y[b * ldy + r] = dot_q80_like(
+					t, n, (const char *)w + r * rs,
+					a + b * as);
 	}
 }
 

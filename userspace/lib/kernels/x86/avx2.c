@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * x86-64 kernels: AVX2 + FMA + F16C. Each function reproduces the canonical
- * reduction order of scalar.c bit for bit: integer dot products are exact,
- * every float step is the same fused multiply-add on the same lane, and the
- * final fold is the same tree (see the comment at the top of scalar.c).
+ * reduction order of scalar.c bit for bit: integer dot products are exact
+ * (any grouping), every float step is the same fused multiply-add in the
+ * same order, and the float-row fold is the same tree (see the comment at
+ * the top of scalar.c). Q8_0/Q4_0 matvec and matmul put one output (row or
+ * token) in each float lane: the 8 outputs' lane sums of a block reduce
+ * with one transpose-add tree, then one fma advances 8 chains.
  * Activation Q8_0/Q8_K values are in [-127, 127] (edgeq_quantize_act_ref
  * guarantees it), which keeps maddubs from saturating.
  */
@@ -143,8 +146,7 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *act)
 	return fold32_tail(a, wt, y + j, m);
 }
 
-/* ---- Q8_0 and Q4_0: 2 sets (block parity) x 8 lanes, lane l = elements
- * 4l..4l+3 ---- */
+/* ---- Q8_0 and Q4_0: an exact integer sum per block, one float chain ---- */
 
 /* int32 lane l = sum of qx[k] * qy[k] for k in 4l..4l+3 (exact); ax is
  * |qx|, computed once per weight block and reused across tokens. */
@@ -155,14 +157,14 @@ static inline __m256i dot4_i8(__m256i qx, __m256i ax, __m256i qy)
 	return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
-static inline __m256i q4_0_unpack(const uint8_t *qs)
+/* Q4_0 nibbles as 32 unsigned bytes (0..15), elements in order. */
+static inline __m256i q4_0_nibbles(const uint8_t *qs)
 {
 	__m128i b = _mm_loadu_si128((const __m128i *)qs);
 	__m128i m = _mm_set1_epi8(0x0f);
-	__m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m),
-				     _mm_and_si128(b, m));
 
-	return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+	return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m),
+				_mm_and_si128(b, m));
 }
 
 /* Weight block i of a Q8_0 or Q4_0 row as 32 signed bytes, and its scale. */
@@ -174,7 +176,8 @@ static inline __m256i wblock(enum edgeq_type t, const void *row, int64_t i,
 			(const struct edgeq_block_q4_0 *)row + i;
 
 		*d = h2f(b->d);
-		return q4_0_unpack(b->qs);
+		return _mm256_sub_epi8(q4_0_nibbles(b->qs),
+				       _mm256_set1_epi8(8));
 	} else {
 		const struct edgeq_block_q8_0 *b =
 			(const struct edgeq_block_q8_0 *)row + i;
@@ -184,85 +187,40 @@ static inline __m256i wblock(enum edgeq_type t, const void *row, int64_t i,
 	}
 }
 
-static inline __m256 step(__m256 acc, __m256i qx, __m256i ax, __m256i qy,
-			  float d)
-{
-	return _mm256_fmadd_ps(_mm256_set1_ps(d),
-			       _mm256_cvtepi32_ps(dot4_i8(qx, ax, qy)), acc);
-}
-
 static inline __m256i ablock(const void *a, int64_t i)
 {
 	return _mm256_loadu_si256(
 		(const __m256i *)((const struct edgeq_block_q8_0 *)a)[i].qs);
 }
 
-/* One row; dy[i] is the activation scale of block i as a float. */
-static inline float row_q80_like(enum edgeq_type t, int64_t nb, const void *w,
-				 const void *a, const float *dy)
+/* Lane j = the sum of the 8 int32 lanes of v[j] (exact, wrapping adds). */
+static inline __m256i hsum_8x8(const __m256i v[8])
 {
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-	int64_t i = 0;
+	__m256i t0 = _mm256_hadd_epi32(v[0], v[1]);
+	__m256i t1 = _mm256_hadd_epi32(v[2], v[3]);
+	__m256i t2 = _mm256_hadd_epi32(v[4], v[5]);
+	__m256i t3 = _mm256_hadd_epi32(v[6], v[7]);
+	__m256i u0 = _mm256_hadd_epi32(t0, t1);
+	__m256i u1 = _mm256_hadd_epi32(t2, t3);
 
-	for (; i + 2 <= nb; i += 2) {
-		float d0, d1;
-		__m256i q0 = wblock(t, w, i, &d0),
-			q1 = wblock(t, w, i + 1, &d1);
-
-		acc0 = step(acc0, q0, _mm256_sign_epi8(q0, q0), ablock(a, i),
-			    d0 * dy[i]);
-		acc1 = step(acc1, q1, _mm256_sign_epi8(q1, q1),
-			    ablock(a, i + 1), d1 * dy[i + 1]);
-	}
-	if (i < nb) {
-		float d0;
-		__m256i q0 = wblock(t, w, i, &d0);
-
-		acc0 = step(acc0, q0, _mm256_sign_epi8(q0, q0), ablock(a, i),
-			    d0 * dy[i]);
-	}
-	return reduce8(_mm256_add_ps(acc0, acc1));
-}
-
-/* Activation scales as floats, on the stack when they fit. */
-#define DY_STACK 1024
-static float *act_scales(const void *a, int64_t nb, float *stack)
-{
-	const struct edgeq_block_q8_0 *y = a;
-	float *dy = nb <= DY_STACK ? stack : malloc((size_t)nb * sizeof(float));
-
-	if (!dy)
-		return NULL;
-	for (int64_t i = 0; i < nb; i++)
-		dy[i] = h2f(y[i].d);
-	return dy;
+	return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+				_mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
 static inline float dot_q80_like(enum edgeq_type t, int64_t n, const void *w,
 				 const void *a)
 {
 	const struct edgeq_block_q8_0 *y = a;
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-	int64_t nb = n / EDGEQ_QK8_0, i = 0;
+	float acc = 0;
 
-	for (; i + 2 <= nb; i += 2) {
-		float d0, d1;
-		__m256i q0 = wblock(t, w, i, &d0),
-			q1 = wblock(t, w, i + 1, &d1);
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		float dx;
+		__m256i q = wblock(t, w, i, &dx);
+		__m256i p = dot4_i8(q, _mm256_sign_epi8(q, q), ablock(a, i));
 
-		acc0 = step(acc0, q0, _mm256_sign_epi8(q0, q0), ablock(a, i),
-			    d0 * h2f(y[i].d));
-		acc1 = step(acc1, q1, _mm256_sign_epi8(q1, q1),
-			    ablock(a, i + 1), d1 * h2f(y[i + 1].d));
+		acc = fmaf(dx * h2f(y[i].d), (float)hsum_i32(p), acc);
 	}
-	if (i < nb) {
-		float d0;
-		__m256i q0 = wblock(t, w, i, &d0);
-
-		acc0 = step(acc0, q0, _mm256_sign_epi8(q0, q0), ablock(a, i),
-			    d0 * h2f(y[i].d));
-	}
-	return reduce8(_mm256_add_ps(acc0, acc1));
+	return acc;
 }
 
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
@@ -275,125 +233,152 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 	return dot_q80_like(EDGEQ_TYPE_Q4_0, n, w, a);
 }
 
-/*
- * Q4_0 decode rows: the nibbles stay unsigned (0..15) and 8 times the
- * activation's 4-element lane sums, prepared once per call in ys[], is
- * subtracted: the same exact lane sums as (q - 8) * y, with fewer
- * instructions per block; two blocks are unpacked from one 256-bit load.
- */
-static inline float row_q4_0(int64_t nb, const void *w, const void *a,
-			     const float *dy, const __m256i *ys)
+static inline uint64_t ld16(const char *p)
 {
-	const struct edgeq_block_q4_0 *x = w;
-	const struct edgeq_block_q8_0 *ya = a;
-	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-	int64_t i = 0;
+	uint16_t h;
 
-	for (; i + 2 <= nb; i += 2) {
-		__m256i v = _mm256_inserti128_si256(
-			_mm256_castsi128_si256(
-				_mm_loadu_si128((const __m128i *)x[i].qs)),
-			_mm_loadu_si128((const __m128i *)x[i + 1].qs), 1);
-		__m256i lo = _mm256_and_si256(v, m4);
-		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-		__m256i q0 = _mm256_permute2x128_si256(lo, hi, 0x20);
-		__m256i q1 = _mm256_permute2x128_si256(lo, hi, 0x31);
-		__m256i p0 = _mm256_madd_epi16(
-			_mm256_maddubs_epi16(
-				q0,
-				_mm256_loadu_si256((const __m256i *)ya[i].qs)),
-			ones);
-		__m256i p1 = _mm256_madd_epi16(
-			_mm256_maddubs_epi16(
-				q1, _mm256_loadu_si256(
-					    (const __m256i *)ya[i + 1].qs)),
-			ones);
-
-		p0 = _mm256_sub_epi32(p0, ys[i]);
-		p1 = _mm256_sub_epi32(p1, ys[i + 1]);
-		acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * dy[i]),
-				       _mm256_cvtepi32_ps(p0), acc0);
-		acc1 = _mm256_fmadd_ps(
-			_mm256_set1_ps(h2f(x[i + 1].d) * dy[i + 1]),
-			_mm256_cvtepi32_ps(p1), acc1);
-	}
-	if (i < nb) {
-		__m128i b = _mm_loadu_si128((const __m128i *)x[i].qs);
-		__m256i q =
-			_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4),
-						       _mm_set1_epi8(0x0f)),
-					 _mm_and_si128(b, _mm_set1_epi8(0x0f)));
-		__m256i p = _mm256_madd_epi16(
-			_mm256_maddubs_epi16(
-				q,
-				_mm256_loadu_si256((const __m256i *)ya[i].qs)),
-			ones);
-
-		p = _mm256_sub_epi32(p, ys[i]);
-		acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * dy[i]),
-				       _mm256_cvtepi32_ps(p), acc0);
-	}
-	return reduce8(_mm256_add_ps(acc0, acc1));
+	memcpy(&h, p, 2);
+	return h;
 }
 
-/* 8 x the 4-element lane sums of each activation block. */
-static void act_lane_sums8(const void *a, int64_t nb, __m256i *ys)
+/* Scales of block i of 8 rows (rs bytes apart) as floats; packed in
+ * general registers (a vector load of 8 stored words could not forward). */
+static inline __m256 wscales8(enum edgeq_type t, const char *w, size_t rs,
+			      int64_t i)
+{
+	size_t bs = t == EDGEQ_TYPE_Q4_0 ? sizeof(struct edgeq_block_q4_0) :
+					   sizeof(struct edgeq_block_q8_0);
+	const char *p = w + i * bs;
+	uint64_t lo = ld16(p) | ld16(p + rs) << 16 | ld16(p + 2 * rs) << 32 |
+		      ld16(p + 3 * rs) << 48;
+	uint64_t hi = ld16(p + 4 * rs) | ld16(p + 5 * rs) << 16 |
+		      ld16(p + 6 * rs) << 32 | ld16(p + 7 * rs) << 48;
+
+	return _mm256_cvtph_ps(_mm_set_epi64x((long long)hi, (long long)lo));
+}
+
+/*
+ * Decode: 8 rows at once, one row per float lane. Per block the 8 rows'
+ * lane sums reduce to one vector of exact block sums, and the 8 float
+ * chains advance with one fma. Q4_0 nibbles stay unsigned and 8 x the
+ * block's activation sum (prepared once per call) is subtracted after the
+ * reduction: the same exact integers.
+ */
+static inline void rows8_q80_like(enum edgeq_type t, int64_t nb, const char *w,
+				  size_t rs, const void *a, const float *dy,
+				  const int32_t *ys8, float *y)
+{
+	const struct edgeq_block_q8_0 *ya = a;
+	const __m256i ones = _mm256_set1_epi16(1);
+	/* prefetch the next 8 rows (contiguous) over this group's blocks */
+	const int pf_lines = (int)((8 * rs / 64 + nb - 1) / nb);
+	__m256 acc = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < nb; i++) {
+		__m256i qy = _mm256_loadu_si256((const __m256i *)ya[i].qs);
+		__m256i p[8], s;
+
+		for (int k = 0; k < pf_lines; k++)
+			_mm_prefetch(w + 8 * rs + (i * pf_lines + k) * 64,
+				     _MM_HINT_T0);
+
+		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+		{
+			const char *row = w + r * rs;
+
+			if (t == EDGEQ_TYPE_Q4_0) {
+				const struct edgeq_block_q4_0 *b =
+					(const struct edgeq_block_q4_0 *)row +
+					i;
+
+				p[r] = _mm256_madd_epi16(
+					_mm256_maddubs_epi16(
+						q4_0_nibbles(b->qs), qy),
+					ones);
+			} else {
+				const struct edgeq_block_q8_0 *b =
+					(const struct edgeq_block_q8_0 *)row +
+					i;
+				__m256i q = _mm256_loadu_si256(
+					(const __m256i *)b->qs);
+
+				p[r] = dot4_i8(q, _mm256_sign_epi8(q, q), qy);
+			}
+		}
+		s = hsum_8x8(p);
+		if (t == EDGEQ_TYPE_Q4_0)
+			s = _mm256_sub_epi32(s, _mm256_set1_epi32(ys8[i]));
+		acc = _mm256_fmadd_ps(_mm256_mul_ps(wscales8(t, w, rs, i),
+						    _mm256_set1_ps(dy[i])),
+				      _mm256_cvtepi32_ps(s), acc);
+	}
+	_mm256_storeu_ps(y, acc);
+}
+
+/* Activation scales as floats and 8 x the block sums, on the stack when
+ * they fit. */
+#define DY_STACK 1024
+static float *act_prep(const void *a, int64_t nb, float *stack, int32_t *ys8)
 {
 	const struct edgeq_block_q8_0 *y = a;
+	float *dy =
+		nb <= DY_STACK ?
+			stack :
+			malloc((size_t)nb * (sizeof(float) + sizeof(int32_t)));
 
+	if (!dy)
+		return NULL;
+	if (dy != stack)
+		ys8 = (int32_t *)(dy + nb);
 	for (int64_t i = 0; i < nb; i++) {
 		__m256i s = _mm256_maddubs_epi16(
 			_mm256_set1_epi8(1),
 			_mm256_loadu_si256((const __m256i *)y[i].qs));
 
-		ys[i] = _mm256_slli_epi32(
-			_mm256_madd_epi16(s, _mm256_set1_epi16(1)), 3);
+		dy[i] = h2f(y[i].d);
+		ys8[i] = 8 *
+			 hsum_i32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)));
 	}
+	return dy;
 }
 
 static void matvec_q80_like(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const void *a, float *y)
 {
 	size_t rs = edgeq_row_size(t, n);
-	int64_t nb = n / EDGEQ_QK8_0;
-	float stack[DY_STACK], *dy = act_scales(a, nb, stack);
+	int64_t nb = n / EDGEQ_QK8_0, r = row0;
+	float stack[DY_STACK], *dy;
+	int32_t ys8s[DY_STACK], *ys8 = ys8s;
 
-	if (!dy) {
-		for (int64_t r = row0; r < row1; r++)
-			y[r] = dot_q80_like(t, n, (const char *)w + r * rs, a);
-		return;
+	dy = act_prep(a, nb, stack, ys8s);
+	if (dy && dy != stack)
+		ys8 = (int32_t *)(dy + nb);
+	if (dy) {
+		for (; r + 8 <= row1; r += 8)
+			if (t == EDGEQ_TYPE_Q4_0)
+				rows8_q80_like(EDGEQ_TYPE_Q4_0, nb,
+					       (const char *)w + r * rs, rs, a,
+					       dy, ys8, y + r);
+			else
+				rows8_q80_like(EDGEQ_TYPE_Q8_0, nb,
+					       (const char *)w + r * rs, rs, a,
+					       dy, ys8, y + r);
+		if (dy != stack)
+			free(dy);
 	}
-	if (t == EDGEQ_TYPE_Q4_0 && nb <= DY_STACK) {
-		__m256i ys[DY_STACK];
-
-		act_lane_sums8(a, nb, ys);
-		for (int64_t r = row0; r < row1; r++)
-			y[r] = row_q4_0(nb, (const char *)w + r * rs, a, dy,
-					ys);
-	} else if (t == EDGEQ_TYPE_Q4_0)
-		for (int64_t r = row0; r < row1; r++)
-			y[r] = row_q80_like(EDGEQ_TYPE_Q4_0, nb,
-					    (const char *)w + r * rs, a, dy);
-	else
-		for (int64_t r = row0; r < row1; r++)
-			y[r] = row_q80_like(EDGEQ_TYPE_Q8_0, nb,
-					    (const char *)w + r * rs, a, dy);
-	if (dy != stack)
-		free(dy);
+	for (; r < row1; r++)
+		y[r] = dot_q80_like(t, n, (const char *)w + r * rs, a);
 }
 
-/* 2 rows x 2 tokens x 2 sets: weights unpacked once per block for both
- * tokens, activations loaded once for both rows. */
+/* Prefill: 4 rows x 2 tokens, one output per float lane (lanes 0-3: token
+ * 0, rows 0-3; lanes 4-7: token 1). Weights unpacked once per block for
+ * both tokens, activations loaded once for the 4 rows. */
 static inline void tile_q80_like(enum edgeq_type t, int64_t nb, const char *w,
 				 size_t rs, const char *a, size_t as, float *y,
 				 int64_t ldy)
 {
-	__m256 acc[2][2][2];
+	__m256 acc = _mm256_setzero_ps();
 
-	for (int r = 0; r < 2; r++)
-		for (int k = 0; k < 2; k++)
-			acc[r][k][0] = acc[r][k][1] = _mm256_setzero_ps();
 	for (int64_t i = 0; i < nb; i++) {
 		const struct edgeq_block_q8_0 *y0 =
 			(const struct edgeq_block_q8_0 *)a + i;
@@ -401,24 +386,27 @@ static inline void tile_q80_like(enum edgeq_type t, int64_t nb, const char *w,
 			(const struct edgeq_block_q8_0 *)(a + as) + i;
 		__m256i qy0 = _mm256_loadu_si256((const __m256i *)y0->qs);
 		__m256i qy1 = _mm256_loadu_si256((const __m256i *)y1->qs);
-		float dy0 = h2f(y0->d), dy1 = h2f(y1->d);
-		int s = (int)(i & 1);
+		__m256i p[8];
+		float dx[4];
+		__m128 dw;
+		__m256 d;
 
-		for (int r = 0; r < 2; r++) {
-			float dx;
-			__m256i qx = wblock(t, w + r * rs, i, &dx);
+		_Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+		{
+			__m256i qx = wblock(t, w + r * rs, i, &dx[r]);
 			__m256i ax = _mm256_sign_epi8(qx, qx);
 
-			acc[r][0][s] =
-				step(acc[r][0][s], qx, ax, qy0, dx * dy0);
-			acc[r][1][s] =
-				step(acc[r][1][s], qx, ax, qy1, dx * dy1);
+			p[r] = dot4_i8(qx, ax, qy0);
+			p[4 + r] = dot4_i8(qx, ax, qy1);
 		}
+		dw = _mm_loadu_ps(dx);
+		d = _mm256_mul_ps(_mm256_set_m128(dw, dw),
+				  _mm256_set_m128(_mm_set1_ps(h2f(y1->d)),
+						  _mm_set1_ps(h2f(y0->d))));
+		acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(hsum_8x8(p)), acc);
 	}
-	for (int r = 0; r < 2; r++)
-		for (int k = 0; k < 2; k++)
-			y[k * ldy + r] = reduce8(
-				_mm256_add_ps(acc[r][k][0], acc[r][k][1]));
+	_mm_storeu_ps(y, _mm256_castps256_ps128(acc));
+	_mm_storeu_ps(y + ldy, _mm256_extractf128_ps(acc, 1));
 }
 
 /* Token blocks of TOK_BLK keep their activations in L2 while the tiles walk
@@ -435,7 +423,7 @@ static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
 		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
 		int64_t r = row0;
 
-		for (; r + 2 <= row1; r += 2) {
+		for (; r + 4 <= row1; r += 4) {
 			const char *wr = (const char *)w + r * rs;
 			int64_t b = b0;
 
@@ -449,12 +437,10 @@ static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
 					tile_q80_like(EDGEQ_TYPE_Q8_0, nblk, wr,
 						      rs, a + b * as, as,
 						      y + b * ldy + r, ldy);
-			for (; b < b1; b++) {
-				y[b * ldy + r] =
-					dot_q80_like(t, n, wr, a + b * as);
-				y[b * ldy + r + 1] =
-					dot_q80_like(t, n, wr + rs, a + b * as);
-			}
+			for (; b < b1; b++)
+				for (int k = 0; k < 4; k++)
+					y[b * ldy + r + k] = dot_q80_like(
+						t, n, wr + k * rs, a + b * as);
 		}
 		for (; r < row1; r++)
 			for (int64_t b = b0; b < b1; b++)

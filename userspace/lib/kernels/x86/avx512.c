@@ -1,24 +1,28 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * x86-64 AVX-512 VNNI additions to the AVX2 table (Zen 4/5, Ice Lake and
- * later): Q8_0/Q4_0 dots and prefill matmul tiles with vpdpbusd. Decode
- * matvec stays on the AVX2 row loop: a VNNI row loop was faster in cache
- * but not when streaming 0.5-1 GiB from memory on this host. The
- * canonical order's two block-parity sets of 8 lanes are exactly the two
- * 256-bit halves of one zmm accumulator: lanes 0-7 take block i, lanes 8-15
- * block i+1, each lane the exact integer dot of 4 elements; the halves add
- * (set 0 + set 1) and fold with edgeq_reduce8's tree. So this table is
- * bit-identical to scalar, AVX2 and NEON. Everything else is the AVX2 table.
+ * later): Q8_0/Q4_0 dots and the decode matvec with vpdpbusd, the Q4_K
+ * prefill tile. The canonical order (scalar.c) is an exact integer sum per
+ * 32-element block and one float chain per output in block order,
+ * acc = fmaf(d_w * d_a, (float)isum, acc): integer work may go in any
+ * order, so this table is bit-identical to scalar, AVX2 and NEON.
+ * Everything else is the AVX2 table (Q4_0/Q8_0 prefill included, for now).
  *
  * vpdpbusd multiplies unsigned by signed bytes: Q4_0 nibbles are already
  * unsigned (sum q*y, then subtract 8 * sum y); Q8_0 weights are shifted by
- * 128 (sum (w+128)*y, then subtract 128 * sum y). All sums are exact int32.
+ * 128 (sum (w+128)*y, then subtract 128 * sum y). The subtraction is the
+ * accumulator's start value, per 4-element lane. All sums are exact int32.
+ *
+ * The matvec takes 8 rows at a time: per block pair one zmm of lane sums
+ * per row, a transpose-add tree turns the 8 zmm into one vector of the 16
+ * (row, block) sums, and the 8 rows' float chains advance with two fmas.
  */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 #include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 #include "kernels/x86/q4k_mins.h"
@@ -28,20 +32,76 @@ static inline float h2f(uint16_t h)
 	return _cvtsh_ss(h);
 }
 
-static inline float reduce16(__m512 acc)
+static inline int bias_shift(enum edgeq_type t)
 {
-	__m256 v = _mm256_add_ps(_mm512_castps512_ps256(acc),
-				 _mm512_extractf32x8_ps(acc, 1));
-	__m128 t = _mm_add_ps(_mm256_castps256_ps128(v),
-			      _mm256_extractf128_ps(v, 1));
-	__m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
-
-	return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
+	return t == EDGEQ_TYPE_Q4_0 ? 3 : 7; /* 8 or 128 times sum y */
 }
 
-/* Block i of a row as 32 unsigned bytes (Q4_0: nibbles; Q8_0: w + 128). */
-static inline __m256i wbytes(enum edgeq_type t, const void *row, int64_t i,
-			     float *d)
+/*
+ * Lane layouts of a block pair (blocks 2p, 2p+1) in one zmm, 4 elements
+ * per int32 lane, by 128-bit chunk:
+ *  - Q4_0: block 2p elements 0-15, block 2p+1 elements 0-15, block 2p
+ *    elements 16-31, block 2p+1 elements 16-31 (the low nibbles of both
+ *    blocks, then the high ones);
+ *  - Q8_0: block 2p (chunks 0, 1), then block 2p+1 (chunks 2, 3).
+ * Weights as unsigned bytes (Q4_0 nibbles, Q8_0 w + 128).
+ */
+static inline __m512i wpair_q4_0(const struct edgeq_block_q4_0 *b)
+{
+	__m256i v = _mm256_inserti128_si256(
+		_mm256_castsi128_si256(
+			_mm_loadu_si128((const __m128i *)b[0].qs)),
+		_mm_loadu_si128((const __m128i *)b[1].qs), 1);
+
+	return _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v),
+						   _mm256_srli_epi16(v, 4), 1),
+				_mm512_set1_epi8(0x0f));
+}
+
+static inline __m512i wpair_q8_0(const struct edgeq_block_q8_0 *b)
+{
+	__m512i v = _mm512_inserti64x4(
+		_mm512_castsi256_si512(
+			_mm256_loadu_si256((const __m256i *)b[0].qs)),
+		_mm256_loadu_si256((const __m256i *)b[1].qs), 1);
+
+	return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
+}
+
+static inline __m512i wpair(enum edgeq_type t, const void *row, int64_t p)
+{
+	if (t == EDGEQ_TYPE_Q4_0)
+		return wpair_q4_0((const struct edgeq_block_q4_0 *)row + 2 * p);
+	return wpair_q8_0((const struct edgeq_block_q8_0 *)row + 2 * p);
+}
+
+/* Activation pair p in the weights' layout, and minus the bias of the
+ * unsigned weights (8 or 128 times each lane's sum). */
+static inline __m512i ypair(enum edgeq_type t, const void *a, int64_t p,
+			    __m512i *nbias)
+{
+	const struct edgeq_block_q8_0 *y =
+		(const struct edgeq_block_q8_0 *)a + 2 * p;
+	__m256i y0 = _mm256_loadu_si256((const __m256i *)y[0].qs);
+	__m256i y1 = _mm256_loadu_si256((const __m256i *)y[1].qs);
+	__m512i v, s;
+
+	if (t == EDGEQ_TYPE_Q4_0)
+		v = _mm512_inserti64x4(
+			_mm512_castsi256_si512(
+				_mm256_permute2x128_si256(y0, y1, 0x20)),
+			_mm256_permute2x128_si256(y0, y1, 0x31), 1);
+	else
+		v = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
+	s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), v);
+	*nbias = _mm512_sub_epi32(_mm512_setzero_si512(),
+				  _mm512_slli_epi32(s, bias_shift(t)));
+	return v;
+}
+
+/* A single block (the odd last one) as 32 unsigned bytes in element order,
+ * and its activation bias (256-bit: one block). */
+static inline __m256i wblock(enum edgeq_type t, const void *row, int64_t i)
 {
 	if (t == EDGEQ_TYPE_Q4_0) {
 		const struct edgeq_block_q4_0 *b =
@@ -49,88 +109,92 @@ static inline __m256i wbytes(enum edgeq_type t, const void *row, int64_t i,
 		__m128i q = _mm_loadu_si128((const __m128i *)b->qs);
 		__m128i m = _mm_set1_epi8(0x0f);
 
-		*d = h2f(b->d);
 		return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m),
 					_mm_and_si128(q, m));
-	} else {
-		const struct edgeq_block_q8_0 *b =
-			(const struct edgeq_block_q8_0 *)row + i;
-
-		*d = h2f(b->d);
-		return _mm256_xor_si256(
-			_mm256_loadu_si256((const __m256i *)b->qs),
-			_mm256_set1_epi8((char)0x80));
 	}
+	return _mm256_xor_si256(
+		_mm256_loadu_si256(
+			(const __m256i *)((const struct edgeq_block_q8_0 *)row +
+					  i)
+				->qs),
+		_mm256_set1_epi8((char)0x80));
 }
 
-static inline int bias_shift(enum edgeq_type t)
+static inline __m256i yblock(enum edgeq_type t, const void *a, int64_t i,
+			     __m256i *nbias)
 {
-	return t == EDGEQ_TYPE_Q4_0 ? 3 : 7; /* 8 or 128 times sum y */
-}
+	__m256i v = _mm256_loadu_si256(
+		(const __m256i *)((const struct edgeq_block_q8_0 *)a)[i].qs);
+	__m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+					_mm256_set1_epi8(1), v);
 
-static inline __m512 halves(float a, float b)
-{
-	return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)),
-				  _mm256_set1_ps(b), 1);
-}
-
-/* Weights of blocks i, i+1 (the second absent: zeros, scale 0). */
-static inline __m512i wpair(enum edgeq_type t, const void *row, int64_t i,
-			    bool two, __m512 *dx)
-{
-	float d0, d1 = 0;
-	__m256i a = wbytes(t, row, i, &d0);
-	__m256i b = two ? wbytes(t, row, i + 1, &d1) : _mm256_setzero_si256();
-
-	*dx = halves(d0, d1);
-	return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
-}
-
-/* Activations of blocks i, i+1: bytes, minus the bias of the unsigned
- * weights (8 or 128 times the lane sums), scales. */
-static inline __m512i ypair(const void *a, int64_t i, bool two, int shift,
-			    __m512i *bias, __m512 *dy)
-{
-	const struct edgeq_block_q8_0 *y =
-		(const struct edgeq_block_q8_0 *)a + i;
-	__m256i lo = _mm256_loadu_si256((const __m256i *)y[0].qs);
-	__m256i hi = two ? _mm256_loadu_si256((const __m256i *)y[1].qs) :
-			   _mm256_setzero_si256();
-	__m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-	__m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-					_mm512_set1_epi8(1), v);
-
-	*bias = _mm512_sub_epi32(_mm512_setzero_si512(),
-				 _mm512_slli_epi32(s, shift));
-	*dy = halves(h2f(y[0].d), two ? h2f(y[1].d) : 0.0f);
+	*nbias = _mm256_sub_epi32(_mm256_setzero_si256(),
+				  _mm256_slli_epi32(s, bias_shift(t)));
 	return v;
 }
 
-static inline __m512 pair_step(__m512 acc, __m512i w, __m512 dx, __m512i y,
-			       __m512i bias, __m512 dy)
+static inline float wscale(enum edgeq_type t, const void *row, int64_t i)
 {
-	/* starting from -bias, the dot lands on the exact signed sum */
-	__m512i p = _mm512_dpbusd_epi32(bias, w, y);
+	if (t == EDGEQ_TYPE_Q4_0)
+		return h2f(((const struct edgeq_block_q4_0 *)row)[i].d);
+	return h2f(((const struct edgeq_block_q8_0 *)row)[i].d);
+}
 
-	return _mm512_fmadd_ps(_mm512_mul_ps(dx, dy), _mm512_cvtepi32_ps(p),
-			       acc);
+static inline int32_t hsum_i32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v),
+				  _mm256_extracti128_si256(v, 1));
+
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+	return _mm_cvtsi128_si32(s);
+}
+
+/* The two block sums of a pair's lane sums p (layout above). */
+static inline void pair_sums(enum edgeq_type t, __m512i p, int32_t *s0,
+			     int32_t *s1)
+{
+	__m256i lo = _mm512_castsi512_si256(p),
+		hi = _mm512_extracti64x4_epi64(p, 1);
+
+	if (t == EDGEQ_TYPE_Q4_0) {
+		/* chunks 0, 2: block 2p; 1, 3: block 2p+1 */
+		__m256i v = _mm256_add_epi32(lo, hi);
+
+		*s0 = hsum_i32(_mm256_permute2x128_si256(v, v, 0x80));
+		*s1 = hsum_i32(_mm256_permute2x128_si256(v, v, 0x81));
+	} else {
+		*s0 = hsum_i32(lo);
+		*s1 = hsum_i32(hi);
+	}
 }
 
 static inline float dot512(enum edgeq_type t, int64_t n, const void *w,
 			   const void *a)
 {
-	int64_t nb = n / EDGEQ_QK8_0;
-	__m512 acc = _mm512_setzero_ps();
+	const struct edgeq_block_q8_0 *y = a;
+	int64_t nb = n / EDGEQ_QK8_0, p = 0;
+	float acc = 0;
 
-	for (int64_t i = 0; i < nb; i += 2) {
-		bool two = i + 1 < nb;
-		__m512 dx, dy;
-		__m512i bias, wv = wpair(t, w, i, two, &dx);
-		__m512i yv = ypair(a, i, two, bias_shift(t), &bias, &dy);
+	for (; 2 * p + 2 <= nb; p++) {
+		__m512i nbias, yv = ypair(t, a, p, &nbias);
+		__m512i s = _mm512_dpbusd_epi32(nbias, wpair(t, w, p), yv);
+		int32_t s0, s1;
 
-		acc = pair_step(acc, wv, dx, yv, bias, dy);
+		pair_sums(t, s, &s0, &s1);
+		acc = fmaf(wscale(t, w, 2 * p) * h2f(y[2 * p].d), (float)s0,
+			   acc);
+		acc = fmaf(wscale(t, w, 2 * p + 1) * h2f(y[2 * p + 1].d),
+			   (float)s1, acc);
 	}
-	return reduce16(acc);
+	if (2 * p < nb) {
+		__m256i nbias, yv = yblock(t, a, 2 * p, &nbias);
+		__m256i s = _mm256_dpbusd_epi32(nbias, wblock(t, w, 2 * p), yv);
+
+		acc = fmaf(wscale(t, w, 2 * p) * h2f(y[2 * p].d),
+			   (float)hsum_i32(s), acc);
+	}
+	return acc;
 }
 
 static float vec_dot_q8_0(int64_t n, const void *w, const void *a)
@@ -143,236 +207,228 @@ static float vec_dot_q4_0(int64_t n, const void *w, const void *a)
 	return dot512(EDGEQ_TYPE_Q4_0, n, w, a);
 }
 
-/* 4 rows x 4 tokens: weight pairs prepared once for 4 tokens, activation
- * pairs (bytes, sums, scales) once for 4 rows; 16 zmm accumulators. */
-#define R4 4
-#define T4 4
-static inline void tile512(enum edgeq_type t, int64_t nb, const char *w,
-			   size_t rs, const char *a, size_t as, float *y,
-			   int64_t ldy)
-{
-	__m512 acc[R4][T4];
+/* ---- decode matvec: 8 rows at a time ---- */
 
-	for (int r = 0; r < R4; r++)
-		for (int k = 0; k < T4; k++)
-			acc[r][k] = _mm512_setzero_ps();
-	for (int64_t i = 0; i < nb; i += 2) {
-		bool two = i + 1 < nb;
-		__m512i wv[R4];
-		__m512 dx[R4];
-
-		for (int r = 0; r < R4; r++)
-			wv[r] = wpair(t, w + r * rs, i, two, &dx[r]);
-		for (int k = 0; k < T4; k++) {
-			__m512 dy;
-			__m512i bias, yv = ypair(a + k * as, i, two,
-						 bias_shift(t), &bias, &dy);
-
-			for (int r = 0; r < R4; r++)
-				acc[r][k] = pair_step(acc[r][k], wv[r], dx[r],
-						      yv, bias, dy);
-		}
-	}
-	for (int r = 0; r < R4; r++)
-		for (int k = 0; k < T4; k++)
-			y[k * ldy + r] = reduce16(acc[r][k]);
-}
-
-#define TOK_BLK 64
-/* An activation pair prepared once per token block: bytes, minus the bias,
- * scales (192 bytes, read by the tiles as memory operands). */
+/* An activation pair prepared once per call: bytes in the weights' layout,
+ * minus the bias, the two block scales (lanes 0-7, 8-15). */
 struct act_pair {
 	__m512i y, nbias;
 	__m512 dy;
 };
 
-/* The 4x4 tile over prepared activations: ap[k * np + p] is token k's
- * pair p. Same steps, same order as tile512(). */
-static inline void tile512p(enum edgeq_type t, int64_t nb, const char *w,
-			    size_t rs, const struct act_pair *ap, int64_t np,
-			    float *y, int64_t ldy)
+/* Lane j of the result: the sum of v[j]'s int32 lanes (exact). */
+static inline __m256i hsum_8x8(const __m256i v[8])
 {
-	__m512 acc[R4][T4];
+	__m256i t0 = _mm256_hadd_epi32(v[0], v[1]);
+	__m256i t1 = _mm256_hadd_epi32(v[2], v[3]);
+	__m256i t2 = _mm256_hadd_epi32(v[4], v[5]);
+	__m256i t3 = _mm256_hadd_epi32(v[6], v[7]);
+	__m256i u0 = _mm256_hadd_epi32(t0, t1);
+	__m256i u1 = _mm256_hadd_epi32(t2, t3);
 
-	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
-		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
-			acc[r][k] = _mm512_setzero_ps();
-	for (int64_t p = 0; p < np; p++) {
-		bool two = 2 * p + 1 < nb;
-		__m512i wv[R4];
-		__m512 dx[R4];
-
-		_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
-			wv[r] = wpair(t, w + r * rs, 2 * p, two, &dx[r]);
-		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
-		{
-			const struct act_pair *q = &ap[k * np + p];
-
-			_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
-				acc[r][k] = pair_step(acc[r][k], wv[r], dx[r],
-						      q->y, q->nbias, q->dy);
-		}
-	}
-	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
-		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
-			y[k * ldy + r] = reduce16(acc[r][k]);
+	return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+				_mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
-/* A weight pair prepared once per 4-row tile and token block: unsigned
- * bytes and scales (128 bytes). */
-struct w_pair {
-	__m512i w;
-	__m512 dx;
-};
-
-/* The 4x4 tile over prepared weights (wp[r * np + p]) and activations:
- * the same values, steps and order as tile512p(). */
-static inline void tile512pp(const struct w_pair *wp, const struct act_pair *ap,
-			     int64_t np, float *y, int64_t ldy)
+/* Sums within each 128-bit chunk: chunk c of the result is
+ * (a_c, b_c, c_c, d_c), each the sum of that chunk's 4 lanes. */
+static inline __m512i hsum_4x4(__m512i a, __m512i b, __m512i c, __m512i d)
 {
-	__m512 acc[R4][T4];
+	__m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b),
+				      _mm512_unpackhi_epi32(a, b));
+	__m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d),
+				      _mm512_unpackhi_epi32(c, d));
 
-	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
-		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
-			acc[r][k] = _mm512_setzero_ps();
-	for (int64_t p = 0; p < np; p++) {
-		__m512i wv[R4];
-		__m512 dx[R4];
-
-		_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
-		{
-			wv[r] = wp[r * np + p].w;
-			dx[r] = wp[r * np + p].dx;
-		}
-		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
-		{
-			const struct act_pair *q = &ap[k * np + p];
-
-			_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
-				acc[r][k] = pair_step(acc[r][k], wv[r], dx[r],
-						      q->y, q->nbias, q->dy);
-		}
-	}
-	_Pragma("GCC unroll 4") for (int r = 0; r < R4; r++)
-		_Pragma("GCC unroll 4") for (int k = 0; k < T4; k++)
-			y[k * ldy + r] = reduce16(acc[r][k]);
+	return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd),
+				_mm512_unpackhi_epi64(ab, cd));
 }
 
-/* Tokens per prepared block: as many as keep their pairs (192 bytes per
- * 64 columns) within PREP_BYTES of L2, at least 16. */
-#define PREP_TOK 16
-#define PREP_BYTES (384 << 10)
-static bool matmul512_prepared(enum edgeq_type t, const void *w, int64_t n,
-			       int64_t row0, int64_t row1, const char *a,
-			       size_t as, int64_t nb, float *y, int64_t ldy)
+static inline __attribute__((always_inline)) void
+rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
+	  const struct act_pair *ap, const void *a, const float *dy, float *y,
+	  bool prefetch)
+{
+	const size_t pb = t == EDGEQ_TYPE_Q4_0 ?
+				  2 * sizeof(struct edgeq_block_q4_0) :
+				  2 * sizeof(struct edgeq_block_q8_0);
+	/* (row, block) sums to lanes: block 2p rows 0-7, block 2p+1 rows 0-7 */
+	const __m512i i0 = t == EDGEQ_TYPE_Q4_0 ?
+				   _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0) :
+				   _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+	const __m512i i1 =
+		t == EDGEQ_TYPE_Q4_0 ?
+			_mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4) :
+			_mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+	const int pf_lines =
+		!prefetch ?
+			0 :
+			(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
+	__m256 acc = _mm256_setzero_ps();
+	int64_t p = 0;
+
+	for (; 2 * p + 2 <= nb; p++) {
+		const char *wp = w + p * pb;
+
+		/* the next 8 rows (contiguous), spread over this group */
+		for (int k = 0; k < pf_lines; k++)
+			_mm_prefetch(w + 8 * rs + (p * pf_lines + k) * 64,
+				     _MM_HINT_T0);
+		__m512i s[8], u0, u1, sum;
+		__m512 d, sf;
+		__m256i h = _mm256_setzero_si256();
+
+		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+		{
+			s[r] = _mm512_dpbusd_epi32(
+				ap[p].nbias, wpair(t, wp + r * rs, 0), ap[p].y);
+			/* word r: block 2p's scale, 8 + r: block 2p+1's */
+			h = _mm256_mask_loadu_epi16(h, (__mmask16)(1u << r),
+						    wp + r * rs - 2 * r);
+			h = _mm256_mask_loadu_epi16(h, (__mmask16)(0x100u << r),
+						    wp + r * rs + pb / 2 -
+							    2 * (8 + r));
+		}
+		u0 = hsum_4x4(s[0], s[1], s[2], s[3]);
+		u1 = hsum_4x4(s[4], s[5], s[6], s[7]);
+		sum = _mm512_add_epi32(_mm512_permutex2var_epi64(u0, i0, u1),
+				       _mm512_permutex2var_epi64(u0, i1, u1));
+		sf = _mm512_cvtepi32_ps(sum);
+		d = _mm512_mul_ps(_mm512_cvtph_ps(h), ap[p].dy);
+		acc = _mm256_fmadd_ps(_mm512_castps512_ps256(d),
+				      _mm512_castps512_ps256(sf), acc);
+		acc = _mm256_fmadd_ps(_mm512_extractf32x8_ps(d, 1),
+				      _mm512_extractf32x8_ps(sf, 1), acc);
+	}
+	if (2 * p < nb) { /* the odd last block */
+		__m256i nbias, yv = yblock(t, a, 2 * p, &nbias), s[8];
+		float dx[8];
+
+		for (int r = 0; r < 8; r++) {
+			s[r] = _mm256_dpbusd_epi32(
+				nbias, wblock(t, w + r * rs, 2 * p), yv);
+			dx[r] = wscale(t, w + r * rs, 2 * p);
+		}
+		acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dx),
+						    _mm256_set1_ps(dy[2 * p])),
+				      _mm256_cvtepi32_ps(hsum_8x8(s)), acc);
+	}
+	_mm256_storeu_ps(y, acc);
+}
+
+/* Activation pairs and block scales of one activation row (nb blocks). */
+static void act_prep(enum edgeq_type t, const void *a, int64_t nb,
+		     struct act_pair *ap, float *dy)
+{
+	const struct edgeq_block_q8_0 *ya = a;
+
+	for (int64_t i = 0; i < nb; i++)
+		dy[i] = h2f(ya[i].d);
+	for (int64_t p = 0; p < nb / 2; p++) {
+		ap[p].y = ypair(t, a, p, &ap[p].nbias);
+		ap[p].dy = _mm512_insertf32x8(_mm512_set1_ps(dy[2 * p]),
+					      _mm256_set1_ps(dy[2 * p + 1]), 1);
+	}
+}
+
+static inline void rows8(enum edgeq_type t, int64_t nb, const char *w,
+			 size_t rs, const struct act_pair *ap, const void *a,
+			 const float *dy, float *y, bool prefetch)
+{
+	if (t == EDGEQ_TYPE_Q4_0)
+		rows8_512(EDGEQ_TYPE_Q4_0, nb, w, rs, ap, a, dy, y, prefetch);
+	else
+		rows8_512(EDGEQ_TYPE_Q8_0, nb, w, rs, ap, a, dy, y, prefetch);
+}
+
+#define AP_STACK 128 /* pairs: n up to 8192 on the stack (25 KiB) */
+static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
+		      int64_t row1, const void *a, float *y)
 {
 	size_t rs = edgeq_row_size(t, n);
-	int64_t nblk = n / EDGEQ_QK8_0, np = (nblk + 1) / 2;
-	/* as many tokens as fit PREP_BYTES, 16..64, a multiple of T4 */
-	int64_t ptok = PREP_BYTES / ((int64_t)sizeof(struct act_pair) * np);
-	struct act_pair *ap;
-	struct w_pair *wp;
+	int64_t nb = n / EDGEQ_QK8_0, np = nb / 2, r = row0;
+	struct act_pair stack[AP_STACK] __attribute__((aligned(64))), *ap;
+	float dy_stack[2 * AP_STACK + 1], *dy;
 
-	ptok = ptok < PREP_TOK ? PREP_TOK : ptok > 64 ? 64 : ptok / T4 * T4;
-	ap = aligned_alloc(64, sizeof(*ap) * (size_t)(ptok * np));
-	wp = aligned_alloc(64, sizeof(*wp) * (size_t)(R4 * np));
-
-	if (!ap || !wp) {
+	if (row1 - row0 < 8)
+		goto rest;
+	ap = np <= AP_STACK ? stack :
+			      aligned_alloc(64, sizeof(*ap) * (size_t)np);
+	dy = np <= AP_STACK ? dy_stack : malloc(sizeof(float) * (size_t)nb);
+	if (!ap || !dy) {
+		if (ap != stack)
+			free(ap);
+		if (dy != dy_stack)
+			free(dy);
+		goto rest;
+	}
+	act_prep(t, a, nb, ap, dy);
+	for (; r + 8 <= row1; r += 8)
+		rows8(t, nb, (const char *)w + r * rs, rs, ap, a, dy, y + r,
+		      true);
+	if (ap != stack)
 		free(ap);
-		free(wp);
-		return false;
-	}
-	for (int64_t b0 = 0; b0 + T4 <= nb; b0 += ptok) {
-		int64_t b1 = b0 + ptok < nb ? b0 + ptok : nb;
-
-		b1 = b0 + (b1 - b0) / T4 * T4; /* whole tiles; the rest below */
-		for (int64_t b = b0; b < b1; b++)
-			for (int64_t p = 0; p < np; p++) {
-				struct act_pair *q = &ap[(b - b0) * np + p];
-
-				q->y = ypair(a + b * as, 2 * p,
-					     2 * p + 1 < nblk, bias_shift(t),
-					     &q->nbias, &q->dy);
-			}
-		for (int64_t r = row0; r + R4 <= row1; r += R4) {
-			const char *wr = (const char *)w + r * rs;
-
-			if (b1 - b0 > T4) { /* weights prepared once */
-				for (int k = 0; k < R4; k++)
-					for (int64_t p = 0; p < np; p++)
-						wp[k * np + p].w = wpair(
-							t, wr + k * rs, 2 * p,
-							2 * p + 1 < nblk,
-							&wp[k * np + p].dx);
-				for (int64_t b = b0; b < b1; b += T4)
-					tile512pp(wp, ap + (b - b0) * np, np,
-						  y + b * ldy + r, ldy);
-				continue;
-			}
-			for (int64_t b = b0; b < b1; b += T4)
-				if (t == EDGEQ_TYPE_Q4_0)
-					tile512p(EDGEQ_TYPE_Q4_0, nblk, wr, rs,
-						 ap + (b - b0) * np, np,
-						 y + b * ldy + r, ldy);
-				else
-					tile512p(EDGEQ_TYPE_Q8_0, nblk, wr, rs,
-						 ap + (b - b0) * np, np,
-						 y + b * ldy + r, ldy);
-		}
-		if (b1 - b0 < ptok)
-			break;
-	}
-	free(ap);
-	free(wp);
-	/* leftovers: tokens past the last whole tile, rows past the last tile */
-	{
-		int64_t bt = nb / T4 * T4, rt = row0 + (row1 - row0) / R4 * R4;
-
-		for (int64_t r = row0; r < row1; r++)
-			for (int64_t b = (r < rt ? bt : 0); b < nb; b++)
-				y[b * ldy + r] =
-					dot512(t, n, (const char *)w + r * rs,
-					       a + b * as);
-	}
-	return true;
+	if (dy != dy_stack)
+		free(dy);
+rest:
+	for (; r < row1; r++)
+		y[r] = dot512(t, n, (const char *)w + r * rs, a);
 }
 
+#define TOK_BLK 64
+
+/*
+ * Q8_0/Q4_0 prefill for now (a tile with one output per lane is being
+ * written separately): the matvec's 8-row step for each token of a block
+ * of TOK_BLK, the activations prepared once per block, the group's 8
+ * weight rows staying in L1 across the block's tokens.
+ */
 static void matmul512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 		      int64_t row1, const char *a, size_t as, int64_t nb,
 		      float *y, int64_t ldy)
 {
 	size_t rs = edgeq_row_size(t, n);
-	int64_t nblk = n / EDGEQ_QK8_0;
+	int64_t nblk = n / EDGEQ_QK8_0, np = nblk / 2;
+	struct act_pair *ap =
+		aligned_alloc(64, sizeof(*ap) * (size_t)(np * TOK_BLK + 1));
+	float *dy = malloc(sizeof(float) * (size_t)(nblk * TOK_BLK));
 
+	if (!ap || !dy) {
+		free(ap);
+		free(dy);
+		edgeq_kernel_ops_avx2.matmul(t, w, n, row0, row1, a, as, nb, y,
+					     ldy);
+		return;
+	}
 	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
-		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
-		int64_t r = row0;
+		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb, r = row0;
 
-		for (; r + R4 <= row1; r += R4) {
-			const char *wr = (const char *)w + r * rs;
-			int64_t b = b0;
-
-			if (t == EDGEQ_TYPE_Q4_0)
-				for (; b + T4 <= b1; b += T4)
-					tile512(EDGEQ_TYPE_Q4_0, nblk, wr, rs,
-						a + b * as, as, y + b * ldy + r,
-						ldy);
-			else
-				for (; b + T4 <= b1; b += T4)
-					tile512(EDGEQ_TYPE_Q8_0, nblk, wr, rs,
-						a + b * as, as, y + b * ldy + r,
-						ldy);
-			for (; b < b1; b++)
-				for (int k = 0; k < R4; k++)
-					y[b * ldy + r + k] = dot512(
-						t, n, wr + k * rs, a + b * as);
-		}
+		for (int64_t b = b0; b < b1; b++)
+			act_prep(t, a + b * as, nblk, ap + (b - b0) * np,
+				 dy + (b - b0) * nblk);
+		for (; r + 8 <= row1; r += 8)
+			for (int64_t b = b0; b < b1; b++)
+				rows8(t, nblk, (const char *)w + r * rs, rs,
+				      ap + (b - b0) * np, a + b * as,
+				      dy + (b - b0) * nblk, y + b * ldy + r,
+				      false);
 		for (; r < row1; r++)
 			for (int64_t b = b0; b < b1; b++)
 				y[b * ldy + r] =
 					dot512(t, n, (const char *)w + r * rs,
 					       a + b * as);
 	}
+	free(ap);
+	free(dy);
+}
+
+static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a, float *y)
+{
+	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
+		matvec512(type, w, n, row0, row1, a, y);
+		return;
+	}
+	edgeq_kernel_ops_avx2.matvec(type, w, n, row0, row1, a, y);
 }
 
 /*
@@ -487,10 +543,7 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
 	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
-		if (!matmul512_prepared(type, w, n, row0, row1, a, a_stride, nb,
-					y, ldy))
-			matmul512(type, w, n, row0, row1, a, a_stride, nb, y,
-				  ldy);
+		matmul512(type, w, n, row0, row1, a, a_stride, nb, y, ldy);
 		return;
 	}
 	if (type == EDGEQ_TYPE_Q4_K) {
@@ -510,6 +563,7 @@ static void table_init(void)
 	table.name = "avx512";
 	table.vec_dot[EDGEQ_TYPE_Q8_0] = vec_dot_q8_0;
 	table.vec_dot[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0;
+	table.matvec = matvec_avx512;
 	table.matmul = matmul_avx512;
 	table.attn_scores_f16 = edgeq_attn_scores_f16_avx512;
 	table.attn_av_f16 = edgeq_attn_av_f16_avx512;
