@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/avx512_q8.h"
 #include "kernels/x86/q4k_mins.h"
 
 static inline float h2f(uint16_t h)
@@ -487,10 +488,11 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
 	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
-		if (!matmul512_prepared(type, w, n, row0, row1, a, a_stride, nb,
-					y, ldy))
-			matmul512(type, w, n, row0, row1, a, a_stride, nb, y,
-				  ldy);
+		/* the old-order tiles stay until canon-tables removes them */
+		(void)matmul512_prepared;
+		(void)matmul512;
+		edgeq_avx512_q8_matmul(type, w, n, row0, row1, a, a_stride, nb,
+				       y, ldy);
 		return;
 	}
 	if (type == EDGEQ_TYPE_Q4_K) {
