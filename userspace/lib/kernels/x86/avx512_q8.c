@@ -100,29 +100,29 @@ static void prep_act(const char *a, size_t as, int64_t b0, int64_t b1,
  * = dword g of row r. z[j] holds rows j, 4 + j, 8 + j, 12 + j in its four
  * 128-bit lanes, so the in-lane 4x4 transposes land row r in lane r.
  */
-static inline void transpose16x4(const char *const rp[ROWS], size_t off,
-				 __m512i d[4])
+static inline __m512i rows4(const char *const rp[ROWS], int j, size_t off)
 {
-	__m512i z[4], t0, t1, t2, t3;
+	__m512i z = _mm512_castsi128_si512(
+		_mm_loadu_si128((const __m128i *)(rp[j] + off)));
 
-	for (int j = 0; j < 4; j++) {
-		z[j] = _mm512_castsi128_si512(
-			_mm_loadu_si128((const __m128i *)(rp[j] + off)));
-		z[j] = _mm512_inserti32x4(
-			z[j],
-			_mm_loadu_si128((const __m128i *)(rp[4 + j] + off)), 1);
-		z[j] = _mm512_inserti32x4(
-			z[j],
-			_mm_loadu_si128((const __m128i *)(rp[8 + j] + off)), 2);
-		z[j] = _mm512_inserti32x4(
-			z[j],
-			_mm_loadu_si128((const __m128i *)(rp[12 + j] + off)),
-			3);
-	}
-	t0 = _mm512_unpacklo_epi32(z[0], z[1]);
-	t1 = _mm512_unpackhi_epi32(z[0], z[1]);
-	t2 = _mm512_unpacklo_epi32(z[2], z[3]);
-	t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+	z = _mm512_inserti32x4(
+		z, _mm_loadu_si128((const __m128i *)(rp[4 + j] + off)), 1);
+	z = _mm512_inserti32x4(
+		z, _mm_loadu_si128((const __m128i *)(rp[8 + j] + off)), 2);
+	return _mm512_inserti32x4(
+		z, _mm_loadu_si128((const __m128i *)(rp[12 + j] + off)), 3);
+}
+
+static inline __attribute__((always_inline)) void
+transpose16x4(const char *const rp[ROWS], size_t off, __m512i d[4])
+{
+	__m512i z0 = rows4(rp, 0, off), z1 = rows4(rp, 1, off);
+	__m512i z2 = rows4(rp, 2, off), z3 = rows4(rp, 3, off);
+	__m512i t0 = _mm512_unpacklo_epi32(z0, z1);
+	__m512i t1 = _mm512_unpackhi_epi32(z0, z1);
+	__m512i t2 = _mm512_unpacklo_epi32(z2, z3);
+	__m512i t3 = _mm512_unpackhi_epi32(z2, z3);
+
 	d[0] = _mm512_unpacklo_epi64(t0, t2);
 	d[1] = _mm512_unpackhi_epi64(t0, t2);
 	d[2] = _mm512_unpacklo_epi64(t1, t3);
@@ -130,8 +130,9 @@ static inline void transpose16x4(const char *const rp[ROWS], size_t off,
 }
 
 /* Block i of the 16 rows at rp[] (row r at w0 + vidx[r]) into out[0..9). */
-static inline void prep_w(enum edgeq_type t, const char *const rp[ROWS],
-			  const char *w0, __m512i vidx, int64_t i, __m512i *out)
+static inline __attribute__((always_inline)) void
+prep_w(enum edgeq_type t, const char *const rp[ROWS], const char *w0,
+       __m512i vidx, int64_t i, __m512i *out)
 {
 	__m512i d[4], g;
 
@@ -140,7 +141,8 @@ static inline void prep_w(enum edgeq_type t, const char *const rp[ROWS],
 		size_t off = (size_t)i * sizeof(struct edgeq_block_q4_0);
 
 		transpose16x4(rp, off + 2, d);
-		for (int k = 0; k < 4; k++) {
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+		{
 			/* low nibbles: elements 4k..; high: 16 + 4k.. */
 			out[k] = _mm512_and_si512(d[k], m4);
 			out[4 + k] = _mm512_and_si512(
@@ -152,10 +154,10 @@ static inline void prep_w(enum edgeq_type t, const char *const rp[ROWS],
 		size_t off = (size_t)i * sizeof(struct edgeq_block_q8_0);
 
 		transpose16x4(rp, off + 2, d);
-		for (int k = 0; k < 4; k++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
 			out[k] = _mm512_xor_si512(d[k], s);
 		transpose16x4(rp, off + 18, d);
-		for (int k = 0; k < 4; k++)
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
 			out[4 + k] = _mm512_xor_si512(d[k], s);
 		g = _mm512_i32gather_epi32(vidx, w0 + off, 1);
 	}
