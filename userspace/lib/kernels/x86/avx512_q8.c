@@ -37,7 +37,7 @@
 #define TOKS 8	/* tokens per tile */
 #define WVECS 9 /* prepared zmm per block: 8 byte groups + scales */
 /* prepared activations per token block: at most this many bytes */
-#define ACT_BYTES (512 << 10)
+#define ACT_BYTES (768 << 10)
 
 /* 8 tokens' block i: bytes, -(8 or 128) * sum of the bytes, scales. */
 struct act8 {
