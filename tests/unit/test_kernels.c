@@ -1027,6 +1027,127 @@ static void test_simd_tables(void **state)
 		print_message("no SIMD table on this CPU: scalar only\n");
 }
 
+/* A Q8_0 activation row: random bytes, random finite fp16 scales of any
+ * sign and magnitude; extreme rows (mode 1) are all -128 at scale -65504. */
+static void random_act_q8_0(void *row, int64_t n, int mode)
+{
+	struct edgeq_block_q8_0 *b = row;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		uint16_t e = (uint16_t)(rnd() % 31),
+			 m = (uint16_t)(rnd() & 0x3ff);
+
+		b[i].d = mode == 1 ?
+				 0xfbff :
+				 (uint16_t)((rnd() & 0x8000) | (e << 10) | m);
+		for (int k = 0; k < EDGEQ_QK8_0; k++)
+			b[i].qs[k] = mode == 1 ? -128 : (int8_t)rnd();
+	}
+}
+
+/*
+ * The AVX-512 prefill kernel for Q4_0/Q8_0 (16 rows per vector, 8 tokens
+ * per tile) equals the scalar dots on many shapes: row ranges not a
+ * multiple of 16 and not starting at 0, token counts not a multiple of 8,
+ * 1..256 blocks incl. odd counts, extreme scales and bytes (0 and -128
+ * weights, -128 activations), padded activation rows and output rows.
+ * Outputs outside the range stay untouched.
+ */
+static void test_avx512_q8_matmul(void **state)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_by_name("avx512");
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	static const enum edgeq_type types[] = { EDGEQ_TYPE_Q4_0,
+						 EDGEQ_TYPE_Q8_0 };
+	static const int64_t ks[] = { 32, 96, 160, 544, 2048, 8192 };
+	static const struct {
+		int row0, row1, nb;
+	} shapes[] = {
+		{ 0, 1, 1 },   { 0, 16, 8 },  { 0, 40, 70 }, { 3, 40, 9 },
+		{ 0, 17, 7 },  { 5, 20, 16 }, { 1, 33, 1 },  { 24, 39, 17 },
+		{ 0, 15, 65 }, { 7, 8, 70 },  { 0, 32, 2 },  { 9, 40, 33 },
+	};
+	enum { ROWS = 40, NB = 70, LDY = ROWS + 3, PAD = 6 };
+	const float sentinel = -12345.0f;
+
+	if (!ops) {
+		print_message("no avx512 table on this CPU: skipped\n");
+		return;
+	}
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+		enum edgeq_type t = types[ti];
+
+		for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
+			int64_t n = ks[ki];
+			size_t rs = edgeq_row_size(t, n),
+			       as = edgeq_row_size(EDGEQ_TYPE_Q8_0, n) + PAD;
+			unsigned char *w = malloc(rs * ROWS),
+				      *a = malloc(as * NB);
+			float *y = malloc(sizeof(float) * NB * LDY);
+			float *want = malloc(sizeof(float) * NB * ROWS);
+
+			for (int r = 0; r < ROWS; r++) {
+				random_row(t, w + r * rs, n, r % 4);
+				if (r == 13) { /* all -8 or -128, scale 65504 */
+					for (int64_t i = 0; i < n / 32; i++) {
+						unsigned char *blk =
+							w + r * rs +
+							i * edgeq_type_traits(t)
+									->type_size;
+
+						memset(blk + 2,
+						       t == EDGEQ_TYPE_Q4_0 ?
+							       0x00 :
+							       0x80,
+						       t == EDGEQ_TYPE_Q4_0 ?
+							       16 :
+							       32);
+						blk[0] = 0xff;
+						blk[1] = 0x7b;
+					}
+				}
+			}
+			for (int b = 0; b < NB; b++)
+				random_act_q8_0(a + b * as, n, b == 5);
+			for (int b = 0; b < NB; b++)
+				for (int r = 0; r < ROWS; r++)
+					want[b * ROWS + r] = ref->vec_dot[t](
+						n, w + r * rs, a + b * as);
+			for (size_t si = 0;
+			     si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+				int r0 = shapes[si].row0, r1 = shapes[si].row1,
+				    nb = shapes[si].nb;
+
+				for (int i = 0; i < NB * LDY; i++)
+					y[i] = sentinel;
+				ops->matmul(t, w, n, r0, r1, a, as, nb, y, LDY);
+				for (int b = 0; b < NB; b++)
+					for (int r = 0; r < LDY; r++) {
+						bool in = b < nb && r >= r0 &&
+							  r < r1;
+						float got = y[b * LDY + r];
+						float exp =
+							in ? want[b * ROWS + r] :
+							     sentinel;
+
+						if (!same_float(got, exp))
+							fail_msg(
+								"%s n %d rows [%d,%d) nb %d: row %d token %d: %a, want %a",
+								edgeq_type_name(
+									t),
+								(int)n, r0, r1,
+								nb, r, b, got,
+								exp);
+					}
+			}
+			free(w);
+			free(a);
+			free(y);
+			free(want);
+		}
+	}
+}
+
 /* Dots agree with the float dot of the dequantized rows within the
  * activation quantization error. */
 static void test_dot_accuracy(void **state)
@@ -1142,6 +1263,7 @@ int main(void)
 		cmocka_unit_test(test_simd_tables),
 		cmocka_unit_test(test_q80_chain_order),
 		cmocka_unit_test(test_q80_extremes),
+		cmocka_unit_test(test_avx512_q8_matmul),
 		cmocka_unit_test(test_dot_accuracy),
 		cmocka_unit_test(test_matvec_matmul),
 		cmocka_unit_test(test_select),

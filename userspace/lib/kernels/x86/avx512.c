@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/avx512_q8.h"
 #include "kernels/x86/q4k_mins.h"
 
 static inline float h2f(uint16_t h)
@@ -376,51 +377,6 @@ rest:
 
 #define TOK_BLK 64
 
-/*
- * Q8_0/Q4_0 prefill for now (a tile with one output per lane is being
- * written separately): the matvec's 8-row step for each token of a block
- * of TOK_BLK, the activations prepared once per block, the group's 8
- * weight rows staying in L1 across the block's tokens.
- */
-static void matmul512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
-		      int64_t row1, const char *a, size_t as, int64_t nb,
-		      float *y, int64_t ldy)
-{
-	size_t rs = edgeq_row_size(t, n);
-	int64_t nblk = n / EDGEQ_QK8_0, np = nblk / 2;
-	struct act_pair *ap =
-		aligned_alloc(64, sizeof(*ap) * (size_t)(np * TOK_BLK + 1));
-	float *dy = malloc(sizeof(float) * (size_t)(nblk * TOK_BLK));
-
-	if (!ap || !dy) {
-		free(ap);
-		free(dy);
-		edgeq_kernel_ops_avx2.matmul(t, w, n, row0, row1, a, as, nb, y,
-					     ldy);
-		return;
-	}
-	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
-		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb, r = row0;
-
-		for (int64_t b = b0; b < b1; b++)
-			act_prep(t, a + b * as, nblk, ap + (b - b0) * np,
-				 dy + (b - b0) * nblk);
-		for (; r + 8 <= row1; r += 8)
-			for (int64_t b = b0; b < b1; b++)
-				rows8(t, nblk, (const char *)w + r * rs, rs,
-				      ap + (b - b0) * np, a + b * as,
-				      dy + (b - b0) * nblk, y + b * ldy + r,
-				      false);
-		for (; r < row1; r++)
-			for (int64_t b = b0; b < b1; b++)
-				y[b * ldy + r] =
-					dot512(t, n, (const char *)w + r * rs,
-					       a + b * as);
-	}
-	free(ap);
-	free(dy);
-}
-
 static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a, float *y)
 {
@@ -543,7 +499,8 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
 	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
-		matmul512(type, w, n, row0, row1, a, a_stride, nb, y, ldy);
+		edgeq_avx512_q8_matmul(type, w, n, row0, row1, a, a_stride, nb,
+				       y, ldy);
 		return;
 	}
 	if (type == EDGEQ_TYPE_Q4_K) {
