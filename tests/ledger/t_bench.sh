@@ -75,6 +75,27 @@ if [ -f "$EDGEQ_TEST_MODELS/stories260K.gguf" ]; then
 import json; d=json.load(open('$T/s.json')); r=d['roofline']; assert r['tok_s'] <= r['bound_tok_s']"
 fi
 
+# A model past the caches (1B shape, 2 layers: ~200 MB a step): the bound
+# uses the bandwidth measured right before each decode repetition.
+if "$GEN" -o "$T/big.gguf" --shape 1b --type q8_0 --layers 2 --seed 3 >/dev/null 2>&1; then
+	"$EDGEQ" bench -m "$T/big.gguf" -t 1 -p 16 -n 8 -r 2 --no-matrix --json >"$T/big.json" 2>/dev/null
+	check "DRAM-sized model: bench exits 0" test $? -eq 0
+	python3 "$D/jsonschema.py" "$SCHEMA" "$T/big.json" >"$T/why"
+	check "DRAM-sized model: JSON validates" test $? -eq 0
+	check "DRAM-sized model: bandwidth measured between the decode repetitions" python3 -c "
+import json; r=json.load(open('$T/big.json'))['roofline']
+assert r['mem_bw_during_decode'] is True and r['mem_bw'] > 0 and r['mem_bw_start'] > 0
+assert r['working_set'] >= 128 << 20
+assert abs(r['bound_tok_s'] - r['mem_bw'] / r['bytes_per_token']) < 1e-6 * r['bound_tok_s']
+assert abs(r['efficiency'] - r['tok_s']/r['bound_tok_s']) < 1e-6"
+	check "tiny model: bandwidth from the start of the run" python3 -c "
+import json; r=json.load(open('$T/q8_0.json'))['roofline']
+assert r['mem_bw_during_decode'] is False and r['mem_bw'] == r['mem_bw_start']"
+	rm -f "$T/big.gguf"
+else
+	check "gguf-gen 1b --layers 2" false
+fi
+
 "$EDGEQ" bench 2>/dev/null; check "no model: exit 2" test $? -eq 2
 "$EDGEQ" bench -m "$m" -t 0 2>/dev/null; check "-t 0: exit 2" test $? -eq 2
 "$EDGEQ" bench -m "$T/missing.gguf" -q 2>"$T/err"; rc=$?
