@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * x86-64 AVX-512 VNNI additions to the AVX2 table (Zen 4/5, Ice Lake and
- * later): Q8_0/Q4_0 dots and the decode matvec with vpdpbusd, the Q4_K
- * prefill tile. The canonical order (scalar.c) is an exact integer sum per
- * 32-element block and one float chain per output in block order,
+ * later): Q8_0/Q4_0 dots and the decode matvec with vpdpbusd; the prefill
+ * matmul is in avx512_q8.c (Q4_0/Q8_0) and avx512_qk.c (Q4_K/Q6_K). The
+ * canonical order (scalar.c) is an exact integer sum per 32-element block
+ * and one float chain per output in block order,
  * acc = fmaf(d_w * d_a, (float)isum, acc): integer work may go in any
  * order, so this table is bit-identical to scalar, AVX2 and NEON.
- * Everything else is the AVX2 table (Q4_0/Q8_0 prefill included, for now).
+ * Everything else is the AVX2 table.
  *
  * vpdpbusd multiplies unsigned by signed bytes: Q4_0 nibbles are already
  * unsigned (sum q*y, then subtract 8 * sum y); Q8_0 weights are shifted by
@@ -26,7 +27,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/x86/avx512_q8.h"
-#include "kernels/x86/q4k_mins.h"
+#include "kernels/x86/avx512_qk.h"
 
 static inline float h2f(uint16_t h)
 {
@@ -375,8 +376,6 @@ rest:
 		y[r] = dot512(t, n, (const char *)w + r * rs, a);
 }
 
-#define TOK_BLK 64
-
 static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a, float *y)
 {
@@ -385,113 +384,6 @@ static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
 		return;
 	}
 	edgeq_kernel_ops_avx2.matvec(type, w, n, row0, row1, a, y);
-}
-
-/*
- * Q4_K prefill: one weight row x NT tokens. Each 64-element half of a
- * super-block's nibbles becomes one zmm (low nibbles of 32 bytes, then the
- * high ones: elements in order), multiplied by the token's 64 bytes with
- * vpmaddubsw and weighted by the two 6-bit group scales with vpdpwssd. The
- * integer super-block sums are exact, so any grouping gives the same
- * int32; the float chain per output is vec_dot_q4_K's (dall * isum, then
- * -dmin * summs): bit-identical to every other table.
- */
-static inline int32_t hsum512_i32(__m512i v)
-{
-	__m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v),
-				     _mm512_extracti64x4_epi64(v, 1));
-	__m128i q = _mm_add_epi32(_mm256_castsi256_si128(h),
-				  _mm256_extracti128_si256(h, 1));
-
-	q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
-	q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
-	return _mm_cvtsi128_si32(q);
-}
-
-static inline __attribute__((always_inline)) void
-tile_q4_K(int nt, int64_t n, const void *w, const char *a, size_t as, float *y,
-	  int64_t ldy)
-{
-	const struct edgeq_block_q4_K *x = w;
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	float acc[8] = { 0 };
-
-	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
-		const uint8_t *q4 = x[i].qs;
-		const struct edgeq_block_q8_K *yk[8];
-		__m512i sumi[8];
-		uint8_t sc[8], mn[8];
-		__m128i mins16;
-		float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
-
-		edgeq_q4_K_unpack_scales(x[i].scales, sc, mn);
-		mins16 =
-			_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
-		_Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
-		{
-			yk[k] = (const struct edgeq_block_q8_K *)(a + k * as) +
-				i;
-			sumi[k] = _mm512_setzero_si512();
-		}
-		for (int j = 0; j < 4; j++) {
-			__m256i b = _mm256_loadu_si256(
-				(const __m256i *)(q4 + 32 * j));
-			__m512i wv = _mm512_and_si512(
-				_mm512_inserti64x4(_mm512_castsi256_si512(b),
-						   _mm256_srli_epi16(b, 4), 1),
-				m4);
-			__m512i scv = _mm512_inserti64x4(
-				_mm512_castsi256_si512(
-					_mm256_set1_epi16(sc[2 * j])),
-				_mm256_set1_epi16(sc[2 * j + 1]), 1);
-
-			_Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
-			{
-				__m512i p = _mm512_maddubs_epi16(
-					wv,
-					_mm512_loadu_si512(yk[k]->qs + 64 * j));
-
-				sumi[k] = _mm512_dpwssd_epi32(sumi[k], p, scv);
-			}
-		}
-		_Pragma("GCC unroll 8") for (int k = 0; k < nt; k++)
-		{
-			int32_t isum = hsum512_i32(sumi[k]);
-			int32_t summs = q4k_mins_dot(yk[k]->bsums, mins16);
-			float dall = dx * yk[k]->d, dmin = dmx * yk[k]->d;
-
-			acc[k] = fmaf(dall, (float)isum, acc[k]);
-			acc[k] = fmaf(-dmin, (float)summs, acc[k]);
-		}
-	}
-	for (int k = 0; k < nt; k++)
-		y[k * ldy] = acc[k];
-}
-
-static void matmul_q4_K(const void *w, int64_t n, int64_t row0, int64_t row1,
-			const char *a, size_t as, int64_t nb, float *y,
-			int64_t ldy)
-{
-	size_t rs = edgeq_row_size(EDGEQ_TYPE_Q4_K, n);
-
-	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
-		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
-
-		for (int64_t r = row0; r < row1; r++) {
-			const char *wr = (const char *)w + r * rs;
-			int64_t b = b0;
-
-			for (; b + 8 <= b1; b += 8)
-				tile_q4_K(8, n, wr, a + b * as, as,
-					  y + b * ldy + r, ldy);
-			for (; b + 4 <= b1; b += 4)
-				tile_q4_K(4, n, wr, a + b * as, as,
-					  y + b * ldy + r, ldy);
-			for (; b < b1; b++)
-				tile_q4_K(1, n, wr, a + b * as, as,
-					  y + b * ldy + r, ldy);
-		}
-	}
 }
 
 static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
@@ -503,10 +395,10 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 				       y, ldy);
 		return;
 	}
-	if (type == EDGEQ_TYPE_Q4_K) {
-		matmul_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
+	if ((type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q6_K) &&
+	    edgeq_avx512_matmul_qk(type, w, n, row0, row1, a, a_stride, nb, y,
+				   ldy))
 		return;
-	}
 	edgeq_kernel_ops_avx2.matmul(type, w, n, row0, row1, a, a_stride, nb, y,
 				     ldy);
 }

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * AVX-512 VNNI prefill (matmul) for Q4_K and Q6_K weights x Q8_K
+ * activations: one output row per 32-bit lane.
+ *
+ * A group of 16 rows is prepared once per call (and token block) into a
+ * transposed layout: per super-block and 4-byte group one zmm whose lane r
+ * holds row r's 4 unsigned values (Q4_K: the packed byte pairs, low nibble
+ * sub-block 2p, high nibble 2p+1; Q6_K: q + 32 in 0..63), the sub-block
+ * scales as int32 lanes, the Q4_K mins as int16 pairs and d/dmin as floats.
+ * Per super-block and token each sub-block's dot is vpdpbusd with the
+ * token's 4 activation bytes broadcast from memory, weighted by the scale
+ * vector (vpmulld) into the super-block sum; Q4_K's min term is vpdpwssd of
+ * the mins pairs with the activation's pair sums of bsums; Q6_K's -32
+ * offset starts each sub-block dot at -32 * bsums[g]. All integer sums are
+ * exact, so they equal scalar's; the float chain per (row, token) is
+ * vec_dot_q4_K's / vec_dot_q6_K's, lane-wise: acc = fma(dw * da, isum, acc)
+ * (Q4_K then acc = fma(-(dmin * da), summins, acc), as vfnmadd). So the
+ * result is bit-identical to every other table.
+ */
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/x86/avx512_qk.h"
+
+#define ROWS 16 /* output rows per group: one per 32-bit lane */
+#define NT 8	/* tokens in flight */
+
+/* One Q4_K super-block of 16 rows, transposed. */
+struct q4k_prep {
+	__m512i qs[32]; /* word k of the 128 nibble bytes, per row */
+	__m512i sc[8];	/* sub-block scales */
+	__m512i mp[4];	/* mins pairs (m[2p], m[2p + 1]) as int16 */
+	__m512 d, dmin;
+};
+
+/* One Q6_K super-block of 16 rows, transposed. */
+struct q6k_prep {
+	__m512i q[64];	/* elements 4k..4k+3 as q + 32, per row */
+	__m512i sc[16]; /* sub-block scales (signed) */
+	__m512 d;
+};
+
+static inline __m512i bc32(const void *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm512_set1_epi32(v);
+}
+
+static inline __m512i gather(__mmask16 m, __m512i idx, const char *p)
+{
+	return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, p,
+					   1);
+}
+
+static inline __m512 half_lo(__m512i v)
+{
+	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+
+static void prep_q4_K(struct q4k_prep *P, const char *w, size_t rs, int64_t nsb,
+		      __mmask16 m)
+{
+	const __m512i idx =
+		_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
+						    8, 7, 6, 5, 4, 3, 2, 1, 0),
+				   _mm512_set1_epi32((int)rs));
+	const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f);
+	const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
+	const __m512i m2 = _mm512_set1_epi32(0x03030303);
+	const __m512i ff = _mm512_set1_epi32(0xff);
+	const __m512i ff2 = _mm512_set1_epi32(0xff0000);
+
+	for (int64_t i = 0; i < nsb; i++, P++) {
+		const char *b = w + i * sizeof(struct edgeq_block_q4_K);
+		__m512i dd = gather(m, idx, b);
+		__m512i u0 = gather(m, idx, b + 4), u1 = gather(m, idx, b + 8);
+		__m512i u2 = gather(m, idx, b + 12);
+		__m512i sa = _mm512_and_si512(u0, m6);
+		__m512i mb = _mm512_and_si512(u1, m6);
+		__m512i sc = _mm512_or_si512(
+			_mm512_and_si512(u2, m4),
+			_mm512_slli_epi32(
+				_mm512_and_si512(_mm512_srli_epi32(u0, 6), m2),
+				4));
+		__m512i me = _mm512_or_si512(
+			_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4),
+			_mm512_slli_epi32(
+				_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2),
+				4));
+
+		P->d = half_lo(dd);
+		P->dmin = half_lo(_mm512_srli_epi32(dd, 16));
+		for (int j = 0; j < 4; j++) {
+			P->sc[j] = _mm512_and_si512(
+				_mm512_srli_epi32(sa, 8 * j), ff);
+			P->sc[j + 4] = _mm512_and_si512(
+				_mm512_srli_epi32(sc, 8 * j), ff);
+		}
+		/* (m0, m1), (m2, m3) from mb; (m4, m5), (m6, m7) from me */
+		P->mp[0] = _mm512_or_si512(
+			_mm512_and_si512(mb, ff),
+			_mm512_and_si512(_mm512_slli_epi32(mb, 8), ff2));
+		P->mp[1] = _mm512_or_si512(
+			_mm512_and_si512(_mm512_srli_epi32(mb, 16), ff),
+			_mm512_and_si512(_mm512_srli_epi32(mb, 8), ff2));
+		P->mp[2] = _mm512_or_si512(
+			_mm512_and_si512(me, ff),
+			_mm512_and_si512(_mm512_slli_epi32(me, 8), ff2));
+		P->mp[3] = _mm512_or_si512(
+			_mm512_and_si512(_mm512_srli_epi32(me, 16), ff),
+			_mm512_and_si512(_mm512_srli_epi32(me, 8), ff2));
+		for (int k = 0; k < 32; k++)
+			P->qs[k] = gather(m, idx, b + 16 + 4 * k);
+	}
+}
+
+static void prep_q6_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
+		      __mmask16 m)
+{
+	const __m512i idx =
+		_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
+						    8, 7, 6, 5, 4, 3, 2, 1, 0),
+				   _mm512_set1_epi32((int)rs));
+	const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
+	const __m512i m2 = _mm512_set1_epi32(0x30303030);
+
+	for (int64_t i = 0; i < nsb; i++, P++) {
+		const char *b = w + i * sizeof(struct edgeq_block_q6_K);
+
+		/* scales[14..15] and d: the last word inside the block */
+		P->d = half_lo(_mm512_srli_epi32(gather(m, idx, b + 206), 16));
+		for (int k = 0; k < 4; k++) {
+			__m512i s = gather(m, idx, b + 192 + 4 * k);
+
+			for (int l = 0; l < 4; l++)
+				P->sc[4 * k + l] = _mm512_srai_epi32(
+					_mm512_slli_epi32(s, 24 - 8 * l), 24);
+		}
+		for (int h = 0; h < 2; h++)
+			for (int g = 0; g < 8; g++) {
+				__m512i qh = gather(m, idx,
+						    b + 128 + 32 * h + 4 * g);
+				__m512i l0 = gather(m, idx, b + 64 * h + 4 * g);
+				__m512i l1 =
+					gather(m, idx, b + 64 * h + 32 + 4 * g);
+				__m512i *q = &P->q[32 * h + g];
+
+				q[0] = _mm512_or_si512(
+					_mm512_and_si512(l0, m4),
+					_mm512_and_si512(
+						_mm512_slli_epi32(qh, 4), m2));
+				q[8] = _mm512_or_si512(
+					_mm512_and_si512(l1, m4),
+					_mm512_and_si512(
+						_mm512_slli_epi32(qh, 2), m2));
+				q[16] = _mm512_or_si512(
+					_mm512_and_si512(
+						_mm512_srli_epi32(l0, 4), m4),
+					_mm512_and_si512(qh, m2));
+				q[24] = _mm512_or_si512(
+					_mm512_and_si512(
+						_mm512_srli_epi32(l1, 4), m4),
+					_mm512_and_si512(
+						_mm512_srli_epi32(qh, 2), m2));
+			}
+	}
+}
+
+/*
+ * Per token and super-block the activation side: Q4_K the pair sums
+ * (bs[2p], bs[2p + 1]) as int16 pairs, bs[j] = bsums[2j] + bsums[2j + 1]
+ * (|bs| <= 32 * 128); Q6_K -32 * bsums[g]. APS int32 per super-block.
+ */
+#define APS_Q4K 4
+#define APS_Q6K 16
+static void prep_act(enum edgeq_type t, int32_t *ap, const char *a, size_t as,
+		     int64_t nt, int64_t nsb)
+{
+	for (int64_t b = 0; b < nt; b++) {
+		const struct edgeq_block_q8_K *y =
+			(const struct edgeq_block_q8_K *)(a + b * as);
+
+		for (int64_t i = 0; i < nsb; i++) {
+			const int16_t *bs = y[i].bsums;
+
+			if (t == EDGEQ_TYPE_Q4_K) {
+				for (int p = 0; p < 4; p++) {
+					uint16_t lo = (uint16_t)(bs[4 * p] +
+								 bs[4 * p + 1]);
+					uint16_t hi = (uint16_t)(bs[4 * p + 2] +
+								 bs[4 * p + 3]);
+
+					*ap++ = (int32_t)((uint32_t)lo |
+							  (uint32_t)hi << 16);
+				}
+			} else {
+				for (int g = 0; g < 16; g++)
+					*ap++ = -32 * bs[g];
+			}
+		}
+	}
+}
+
+static inline __attribute__((always_inline)) void
+tile_q4_K(int nt, const struct q4k_prep *P, int64_t nsb, const char *a,
+	  size_t as, const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	__m512 acc[NT];
+
+	_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+		acc[t] = _mm512_setzero_ps();
+	for (int64_t i = 0; i < nsb; i++, P++) {
+		__m512i isum[NT];
+
+		_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+			isum[t] = _mm512_setzero_si512();
+		_Pragma("GCC unroll 16") for (int j = 0; j < 8; j++)
+		{
+			__m512i wv[8], sc = P->sc[j];
+
+			_Pragma("GCC unroll 16") for (int g = 0; g < 8; g++)
+			{
+				__m512i q = P->qs[8 * (j >> 1) + g];
+
+				wv[g] = _mm512_and_si512(
+					(j & 1) ? _mm512_srli_epi32(q, 4) : q,
+					m4);
+			}
+			_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+			{
+				const int8_t *q8 =
+					((const struct edgeq_block_q8_K
+						  *)(a + t * as) +
+					 i)
+						->qs +
+					32 * j;
+				__m512i s = _mm512_dpbusd_epi32(
+					_mm512_setzero_si512(), wv[0],
+					bc32(q8));
+
+				_Pragma("GCC unroll 16") for (int g = 1; g < 8;
+							      g++) s =
+					_mm512_dpbusd_epi32(s, wv[g],
+							    bc32(q8 + 4 * g));
+				isum[t] = _mm512_add_epi32(
+					isum[t], _mm512_mullo_epi32(s, sc));
+			}
+		}
+		_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+		{
+			const int32_t *p = ap + (t * nsb + i) * APS_Q4K;
+			__m512 da = _mm512_set1_ps(
+				((const struct edgeq_block_q8_K *)(a + t * as) +
+				 i)
+					->d);
+			__m512i ms = _mm512_setzero_si512();
+
+			_Pragma("GCC unroll 16") for (int k = 0; k < 4; k++)
+				ms = _mm512_dpwssd_epi32(ms, P->mp[k],
+							 bc32(p + k));
+			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(P->d, da),
+						 _mm512_cvtepi32_ps(isum[t]),
+						 acc[t]);
+			acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(P->dmin, da),
+						  _mm512_cvtepi32_ps(ms),
+						  acc[t]);
+		}
+	}
+	_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+		_mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+}
+
+static inline __attribute__((always_inline)) void
+tile_q6_K(int nt, const struct q6k_prep *P, int64_t nsb, const char *a,
+	  size_t as, const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+{
+	__m512 acc[NT];
+
+	_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+		acc[t] = _mm512_setzero_ps();
+	for (int64_t i = 0; i < nsb; i++, P++) {
+		__m512i isum[NT];
+
+		_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+			isum[t] = _mm512_setzero_si512();
+		_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++)
+		{
+			__m512i w0 = P->q[4 * g], w1 = P->q[4 * g + 1];
+			__m512i w2 = P->q[4 * g + 2], w3 = P->q[4 * g + 3];
+			__m512i sc = P->sc[g];
+
+			_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+			{
+				const int8_t *q8 =
+					((const struct edgeq_block_q8_K
+						  *)(a + t * as) +
+					 i)
+						->qs +
+					16 * g;
+				/* start at -32 * bsums[g]: the dot of q - 32 */
+				__m512i s =
+					bc32(ap + (t * nsb + i) * APS_Q6K + g);
+
+				s = _mm512_dpbusd_epi32(s, w0, bc32(q8));
+				s = _mm512_dpbusd_epi32(s, w1, bc32(q8 + 4));
+				s = _mm512_dpbusd_epi32(s, w2, bc32(q8 + 8));
+				s = _mm512_dpbusd_epi32(s, w3, bc32(q8 + 12));
+				isum[t] = _mm512_add_epi32(
+					isum[t], _mm512_mullo_epi32(s, sc));
+			}
+		}
+		_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+		{
+			__m512 da = _mm512_set1_ps(
+				((const struct edgeq_block_q8_K *)(a + t * as) +
+				 i)
+					->d);
+
+			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(P->d, da),
+						 _mm512_cvtepi32_ps(isum[t]),
+						 acc[t]);
+		}
+	}
+	_Pragma("GCC unroll 16") for (int t = 0; t < nt; t++)
+		_mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+}
+
+#define TILE_CASES(fn, P)                               \
+	switch (nt) {                                   \
+	case 8:                                         \
+		fn(8, P, nsb, a, as, ap, y, ldy, mask); \
+		break;                                  \
+	case 7:                                         \
+		fn(7, P, nsb, a, as, ap, y, ldy, mask); \
+		break;                                  \
+	case 6:                                         \
+		fn(6, P, nsb, a, as, ap, y, ldy, mask); \
+		break;                                  \
+	case 5:                                         \
+		fn(5, P, nsb, a, as, ap, y, ldy, mask); \
+		break;                                  \
+	case 4:                                         \
+		fn(4, P, nsb, a, as, ap, y, ldy, mask); \
+		break;                                  \
+	case 3:                                         \
+		fn(3, P, nsb, a, as, ap, y, ldy, mask); \
+		break;                                  \
+	case 2:                                         \
+		fn(2, P, nsb, a, as, ap, y, ldy, mask); \
+		break;                                  \
+	default:                                        \
+		fn(1, P, nsb, a, as, ap, y, ldy, mask); \
+		break;                                  \
+	}
+
+static void tiles_q4_K(int nt, const struct q4k_prep *P, int64_t nsb,
+		       const char *a, size_t as, const int32_t *ap, float *y,
+		       int64_t ldy, __mmask16 mask)
+{
+	TILE_CASES(tile_q4_K, P)
+}
+
+static void tiles_q6_K(int nt, const struct q6k_prep *P, int64_t nsb,
+		       const char *a, size_t as, const int32_t *ap, float *y,
+		       int64_t ldy, __mmask16 mask)
+{
+	TILE_CASES(tile_q6_K, P)
+}
+
+/* Tokens per block: their Q8_K activations within ACT_BYTES (of L2). */
+#define ACT_BYTES (640 << 10)
+
+bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a,
+			    size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	bool q4 = type == EDGEQ_TYPE_Q4_K;
+	int64_t nsb = n / EDGEQ_QK_K, aps = q4 ? APS_Q4K : APS_Q6K;
+	size_t rs = edgeq_row_size(type, n);
+	size_t psz = q4 ? sizeof(struct q4k_prep) : sizeof(struct q6k_prep);
+	int64_t cap = (int64_t)(ACT_BYTES / as) / NT * NT, tb = nb;
+	void *wp;
+	int32_t *ap;
+
+	if (cap < NT)
+		cap = NT;
+	if (nb > cap) { /* equal blocks, multiples of NT */
+		int64_t nblk = (nb + cap - 1) / cap;
+
+		tb = ((nb + nblk - 1) / nblk + NT - 1) / NT * NT;
+	}
+	wp = aligned_alloc(64, psz * (size_t)nsb);
+	ap = aligned_alloc(64, sizeof(int32_t) * (size_t)(tb * nsb * aps));
+	if (!wp || !ap) {
+		free(wp);
+		free(ap);
+		return false;
+	}
+	for (int64_t b0 = 0; b0 < nb; b0 += tb) {
+		int64_t b1 = b0 + tb < nb ? b0 + tb : nb;
+		const char *ab = (const char *)a + b0 * as;
+
+		prep_act(type, ap, ab, as, b1 - b0, nsb);
+		for (int64_t r = row0; r < row1; r += ROWS) {
+			int64_t nr = row1 - r < ROWS ? row1 - r : ROWS;
+			__mmask16 mask = (__mmask16)((1u << nr) - 1);
+			const char *wr = (const char *)w + r * rs;
+
+			if (q4)
+				prep_q4_K(wp, wr, rs, nsb, mask);
+			else
+				prep_q6_K(wp, wr, rs, nsb, mask);
+			for (int64_t b = b0; b < b1; b += NT) {
+				int nt = b1 - b < NT ? (int)(b1 - b) : NT;
+				const int32_t *apb = ap + (b - b0) * nsb * aps;
+				const char *at = (const char *)a + b * as;
+				float *yt = y + b * ldy + r;
+
+				if (q4)
+					tiles_q4_K(nt, wp, nsb, at, as, apb, yt,
+						   ldy, mask);
+				else
+					tiles_q6_K(nt, wp, nsb, at, as, apb, yt,
+						   ldy, mask);
+			}
+		}
+	}
+	free(wp);
+	free(ap);
+	return true;
+}
