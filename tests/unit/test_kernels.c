@@ -1001,6 +1001,148 @@ static void test_q80_extremes(void **state)
 	}
 }
 
+/* Extreme K-quant blocks: mode 0 all-max values and scales (Q4_K nibbles
+ * and 6-bit scales/mins 15/63, Q6_K q 63, scale -128), 1 all-zero values
+ * (Q6_K q 0, i.e. -32; scale 127), with huge or normal fp16 scales. */
+static void extreme_qk_row(enum edgeq_type t, unsigned char *row, int64_t n,
+			   int mode)
+{
+	size_t ts = edgeq_type_traits(t)->type_size;
+
+	for (int64_t b = 0; b < n / EDGEQ_QK_K; b++) {
+		unsigned char *blk = row + b * ts;
+		uint16_t d = (rnd() & 1) ? 0x7bff :
+					   (uint16_t)(0x2000 | (rnd() & 0xfff));
+		uint16_t dmin = (rnd() & 1) ? 0x7bff : 0x3c00;
+
+		if (t == EDGEQ_TYPE_Q4_K) {
+			memset(blk, mode ? 0 : 0xff, ts);
+			memcpy(blk, &d, 2);
+			memcpy(blk + 2, &dmin, 2);
+			if (mode) /* scales and mins still maximal */
+				memset(blk + 4, 0xff, 12);
+		} else {
+			memset(blk, mode ? 0 : 0xff, 192);
+			memset(blk + 192, mode ? 0x7f : 0x80, 16);
+			memcpy(blk + 208, &d, 2);
+		}
+	}
+}
+
+/* A Q8_K activation row built directly: random bytes (all of -128..127),
+ * or every byte -128 / 127 in modes 1 / 2; exact bsums. */
+static void direct_q8_K(struct edgeq_block_q8_K *y, int64_t n, int mode)
+{
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		y[i].d = mode ? 1e30f : rnd_normal() * 0.01f;
+		for (int j = 0; j < EDGEQ_QK_K; j++)
+			y[i].qs[j] = mode == 1 ? -128 :
+				     mode == 2 ? 127 :
+						 (int8_t)rnd();
+		for (int g = 0; g < EDGEQ_QK_K / 16; g++) {
+			int s = 0;
+
+			for (int j = 0; j < 16; j++)
+				s += y[i].qs[16 * g + j];
+			y[i].bsums[g] = (int16_t)s;
+		}
+	}
+}
+
+/* K-quant matmul of a table against the scalar dots over many shapes:
+ * rows (and a row offset) not multiples of the tile, tokens 1..70, K up
+ * to 8192, random and extreme weights and activations. */
+static void qk_matmul_shapes(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	static const struct {
+		int n, rows, nb;
+	} shapes[] = {
+		{ 256, 1, 1 },	  { 256, 40, 70 },  { 512, 17, 9 },
+		{ 768, 33, 15 },  { 2048, 16, 8 },  { 2048, 31, 70 },
+		{ 1280, 24, 64 }, { 8192, 40, 70 }, { 8192, 5, 3 },
+	};
+	static const enum edgeq_type types[] = { EDGEQ_TYPE_Q4_K,
+						 EDGEQ_TYPE_Q6_K };
+	enum { NS = sizeof(shapes) / sizeof(shapes[0]) };
+	int checked = 0;
+
+	for (size_t ti = 0; ti < 2; ti++) {
+		enum edgeq_type t = types[ti];
+
+		for (int si = 0; si < NS + 40; si++) {
+			/* then rows 1..40 with varied tokens at K = 256, 512 */
+			int n = si < NS ? shapes[si].n : 256 << (si & 1);
+			int rows = si < NS ? shapes[si].rows : si - NS + 1;
+			int nb = si < NS ? shapes[si].nb : (si * 37) % 70 + 1;
+			int row0 = si % 3 == 1 ? 3 : 0, ldy = rows + 5;
+			size_t rs = edgeq_row_size(t, n),
+			       as = edgeq_row_size(EDGEQ_TYPE_Q8_K, n);
+			unsigned char *w = malloc(rs * rows),
+				      *a = malloc(as * nb);
+			float *x = malloc(n * sizeof(float)),
+			      *ym = malloc((size_t)nb * ldy * sizeof(float));
+
+			if (row0 >= rows)
+				row0 = 0;
+			for (int r = 0; r < rows; r++) {
+				int m = (r + si) % 7;
+
+				if (m >= 4)
+					extreme_qk_row(t, w + r * rs, n, m - 4);
+				else
+					random_row(t, w + r * rs, n, m);
+			}
+			for (int b = 0; b < nb; b++) {
+				int m = (b + si) % 9;
+
+				if (m >= 6) {
+					direct_q8_K((void *)(a + b * as), n,
+						    m - 6);
+					continue;
+				}
+				for (int j = 0; j < n; j++)
+					x[j] = rnd_normal();
+				ref->quantize_act(EDGEQ_TYPE_Q8_K, x,
+						  a + b * as, n);
+			}
+			for (int i = 0; i < nb * ldy; i++)
+				ym[i] = -7.0f;
+			ops->matmul(t, w, n, row0, rows, a, as, nb, ym, ldy);
+			for (int b = 0; b < nb; b++)
+				for (int r = 0; r < ldy; r++) {
+					float got = ym[b * ldy + r], d;
+
+					if (r < row0 || r >= rows) {
+						if (got != -7.0f)
+							fail_msg(
+								"%s %s n=%d rows=%d nb=%d: wrote outside row %d token %d",
+								ops->name,
+								edgeq_type_name(
+									t),
+								n, rows, nb, r,
+								b);
+						continue;
+					}
+					d = ref->vec_dot[t](n, w + r * rs,
+							    a + b * as);
+					if (!same_float(got, d))
+						fail_msg(
+							"%s %s n=%d rows=%d nb=%d row %d token %d: %a, scalar %a",
+							ops->name,
+							edgeq_type_name(t), n,
+							rows, nb, r, b, got, d);
+					checked++;
+				}
+			free(w);
+			free(a);
+			free(x);
+			free(ym);
+		}
+	}
+	assert_true(checked > 1000);
+}
+
 static void test_simd_tables(void **state)
 {
 	static const char *const names[] = { "avx2", "avx512", "neon" };
@@ -1018,6 +1160,7 @@ static void test_simd_tables(void **state)
 		softmax_check(ops);
 		quantize_act_check(ops);
 		matmul_check(ops);
+		qk_matmul_shapes(ops);
 		tested++;
 	}
 	/* the scalar table against itself still runs the whole path */
