@@ -62,9 +62,49 @@ static inline __m512 half_lo(__m512i v)
 	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
 }
 
-static void prep_q4_K(struct q4k_prep *P, const char *w, size_t rs, int64_t nsb,
-		      __mmask16 m)
+/*
+ * Load 64 bytes at p + r * rs for rows r < nr (zeros for the others) and
+ * transpose: o[c] lane r = dword c of row r.
+ */
+static inline __attribute__((always_inline)) void
+load_transpose(__m512i o[16], const char *p, size_t rs, int nr)
 {
+	__m512i r[16], t[16], u[16];
+
+	for (int i = 0; i < 16; i++)
+		r[i] = i < nr ? _mm512_loadu_si512(p + i * rs) :
+				_mm512_setzero_si512();
+	for (int i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+	}
+	/* u[4i + c], 128-bit lane L: rows 4i..4i+3 of dword 4L + c */
+	for (int i = 0; i < 4; i++) {
+		u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 2] =
+			_mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+		u[4 * i + 3] =
+			_mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+	}
+	/* a 4x4 transpose of 128-bit lanes per c */
+	for (int c = 0; c < 4; c++) {
+		__m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+		__m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+		__m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+		__m512i v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+
+		o[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+		o[4 + c] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
+		o[8 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+		o[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+	}
+}
+
+static void prep_q4_K(struct q4k_prep *P, const char *w, size_t rs, int64_t nsb,
+		      int nr)
+{
+	const __mmask16 m = (__mmask16)((1u << nr) - 1);
 	const __m512i idx =
 		_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
 						    8, 7, 6, 5, 4, 3, 2, 1, 0),
@@ -114,14 +154,15 @@ static void prep_q4_K(struct q4k_prep *P, const char *w, size_t rs, int64_t nsb,
 		P->mp[3] = _mm512_or_si512(
 			_mm512_and_si512(_mm512_srli_epi32(me, 16), ff),
 			_mm512_and_si512(_mm512_srli_epi32(me, 8), ff2));
-		for (int k = 0; k < 32; k++)
-			P->qs[k] = gather(m, idx, b + 16 + 4 * k);
+		load_transpose(P->qs, b + 16, rs, nr);
+		load_transpose(P->qs + 16, b + 80, rs, nr);
 	}
 }
 
 static void prep_q6_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
-		      __mmask16 m)
+		      int nr)
 {
+	const __mmask16 m = (__mmask16)((1u << nr) - 1);
 	const __m512i idx =
 		_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
 						    8, 7, 6, 5, 4, 3, 2, 1, 0),
@@ -131,6 +172,7 @@ static void prep_q6_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
 
 	for (int64_t i = 0; i < nsb; i++, P++) {
 		const char *b = w + i * sizeof(struct edgeq_block_q6_K);
+		__m512i ql[32], qhv[16];
 
 		/* scales[14..15] and d: the last word inside the block */
 		P->d = half_lo(_mm512_srli_epi32(gather(m, idx, b + 206), 16));
@@ -141,13 +183,14 @@ static void prep_q6_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
 				P->sc[4 * k + l] = _mm512_srai_epi32(
 					_mm512_slli_epi32(s, 24 - 8 * l), 24);
 		}
+		load_transpose(ql, b, rs, nr);
+		load_transpose(ql + 16, b + 64, rs, nr);
+		load_transpose(qhv, b + 128, rs, nr);
 		for (int h = 0; h < 2; h++)
 			for (int g = 0; g < 8; g++) {
-				__m512i qh = gather(m, idx,
-						    b + 128 + 32 * h + 4 * g);
-				__m512i l0 = gather(m, idx, b + 64 * h + 4 * g);
-				__m512i l1 =
-					gather(m, idx, b + 64 * h + 32 + 4 * g);
+				__m512i qh = qhv[8 * h + g];
+				__m512i l0 = ql[16 * h + g],
+					l1 = ql[16 * h + 8 + g];
 				__m512i *q = &P->q[32 * h + g];
 
 				q[0] = _mm512_or_si512(
@@ -413,9 +456,9 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 			const char *wr = (const char *)w + r * rs;
 
 			if (q4)
-				prep_q4_K(wp, wr, rs, nsb, mask);
+				prep_q4_K(wp, wr, rs, nsb, (int)nr);
 			else
-				prep_q6_K(wp, wr, rs, nsb, mask);
+				prep_q6_K(wp, wr, rs, nsb, (int)nr);
 			for (int64_t b = b0; b < b1; b += NT) {
 				int nt = b1 - b < NT ? (int)(b1 - b) : NT;
 				const int32_t *apb = ap + (b - b0) * nsb * aps;
