@@ -71,15 +71,20 @@ load_transpose(__m512i o[16], const char *p, size_t rs, int nr)
 {
 	__m512i r[16], t[16], u[16];
 
-	for (int i = 0; i < 16; i++)
-		r[i] = i < nr ? _mm512_loadu_si512(p + i * rs) :
-				_mm512_setzero_si512();
-	for (int i = 0; i < 8; i++) {
+	/* masked off rows are neither read nor can they fault */
+	_Pragma("GCC unroll 16") for (int i = 0; i < 16; i++)
+	{
+		r[i] = _mm512_maskz_loadu_epi32(i < nr ? 0xffff : 0,
+						p + i * rs);
+	}
+	_Pragma("GCC unroll 16") for (int i = 0; i < 8; i++)
+	{
 		t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
 		t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
 	}
 	/* u[4i + c], 128-bit lane L: rows 4i..4i+3 of dword 4L + c */
-	for (int i = 0; i < 4; i++) {
+	_Pragma("GCC unroll 16") for (int i = 0; i < 4; i++)
+	{
 		u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
 		u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
 		u[4 * i + 2] =
@@ -88,7 +93,8 @@ load_transpose(__m512i o[16], const char *p, size_t rs, int nr)
 			_mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
 	}
 	/* a 4x4 transpose of 128-bit lanes per c */
-	for (int c = 0; c < 4; c++) {
+	_Pragma("GCC unroll 16") for (int c = 0; c < 4; c++)
+	{
 		__m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
 		__m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
 		__m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
