@@ -462,6 +462,8 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 	void *wp;
 	int32_t *ap;
 
+	if (nb <= 0 || row1 <= row0)
+		return true;
 	if (cap < NT)
 		cap = NT;
 	if (nb > cap) { /* equal blocks, multiples of NT */
@@ -470,7 +472,9 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 		tb = ((nb + nblk - 1) / nblk + NT - 1) / NT * NT;
 	}
 	wp = aligned_alloc(64, psz * (size_t)nsb);
-	ap = aligned_alloc(64, sizeof(int32_t) * (size_t)(tb * nsb * aps));
+	/* aligned_alloc wants a multiple of the alignment */
+	ap = aligned_alloc(64, (sizeof(int32_t) * (size_t)(tb * nsb * aps) +
+				63) & ~(size_t)63);
 	if (!wp || !ap) {
 		free(wp);
 		free(ap);
