@@ -1061,6 +1061,7 @@ static void qk_matmul_shapes(const struct edgeq_kernel_ops *ops)
 		{ 256, 1, 1 },	  { 256, 40, 70 },  { 512, 17, 9 },
 		{ 768, 33, 15 },  { 2048, 16, 8 },  { 2048, 31, 70 },
 		{ 1280, 24, 64 }, { 8192, 40, 70 }, { 8192, 5, 3 },
+		{ 2816, 50, 4 },  { 12288, 19, 2 }, { 4096, 64, 3 },
 	};
 	static const enum edgeq_type types[] = { EDGEQ_TYPE_Q4_K,
 						 EDGEQ_TYPE_Q6_K };
@@ -1134,6 +1135,36 @@ static void qk_matmul_shapes(const struct edgeq_kernel_ops *ops)
 							rows, nb, r, b, got, d);
 					checked++;
 				}
+			/* the decode matvec, token by token, same rows */
+			for (int b = 0; b < nb; b++) {
+				for (int r = 0; r < ldy; r++)
+					ym[r] = -7.0f;
+				ops->matvec(t, w, n, row0, rows, a + b * as,
+					    ym);
+				for (int r = 0; r < ldy; r++) {
+					float got = ym[r], d;
+
+					if (r < row0 || r >= rows) {
+						if (got != -7.0f)
+							fail_msg(
+								"%s %s matvec n=%d rows=%d: wrote outside row %d token %d",
+								ops->name,
+								edgeq_type_name(
+									t),
+								n, rows, r, b);
+						continue;
+					}
+					d = ref->vec_dot[t](n, w + r * rs,
+							    a + b * as);
+					if (!same_float(got, d))
+						fail_msg(
+							"%s %s matvec n=%d rows=%d row %d token %d: %a, scalar %a",
+							ops->name,
+							edgeq_type_name(t), n,
+							rows, r, b, got, d);
+					checked++;
+				}
+			}
 			free(w);
 			free(a);
 			free(x);

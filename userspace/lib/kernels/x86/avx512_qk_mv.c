@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * AVX-512 VNNI decode matvec for Q4_K and Q6_K weights x one Q8_K
+ * activation vector, 16 rows at a time (one output row per 32-bit lane of
+ * the float chain).
+ *
+ * The activation is prepared once per call: per super-block its 256 bytes
+ * in the weights' lane layout (4 zmm), Q4_K's pair sums of bsums (the min
+ * term) or, for Q6_K, minus the 16 group sums (the -32 offset), and d.
+ *
+ * Per row and super-block the weights become unsigned bytes (Q4_K nibbles,
+ * Q6_K q + 32 in 0..63), vpmaddubsw against the activation bytes gives
+ * exact int16 pair sums (|x| <= 2 * 63 * 128), and vpdpwssd weights them
+ * with the sub-block scales as int16 words (vpshufb / vpermw of the row's
+ * scale bytes) into one zmm of int32 lanes. Q6_K starts that zmm at
+ * -32 * sum_g sc_g * bsum_g; Q4_K's min term is one vpmaddwd of the mins
+ * against the bsums pair sums. A transpose-add tree turns the 16 rows'
+ * zmm into one vector of 16 exact (row, super-block) sums, and the 16
+ * float chains advance lane-wise exactly as scalar's vec_dot_q4_K /
+ * vec_dot_q6_K: acc = fma(dw * da, isum, acc), then for Q4_K
+ * acc = fma(-(dmin * da), summins, acc) (vfnmadd). So the result is
+ * bit-identical to every other table.
+ *
+ * Rows stream one super-block at a time; the next group of 16 rows (which
+ * follows in memory) is prefetched, spread over the current group's
+ * super-blocks. A partial last group repeats its last row and stores with a
+ * mask.
+ */
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/x86/avx512_qk.h"
+
+#define ROWS 16
+#define ACT_STACK 32 /* super-blocks prepared on the stack: n <= 8192 */
+
+/* One activation super-block, prepared. */
+struct qk_act {
+	__m512i y[4];
+	__m256i bs; /* Q4_K: 8 bsums pair sums (low half); Q6_K: -bsums */
+	float d;
+} __attribute__((aligned(64)));
+
+static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
+		     int64_t nsb, struct qk_act *A)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		const int8_t *q = a[i].qs;
+
+		A[i].d = a[i].d;
+		if (t == EDGEQ_TYPE_Q4_K) {
+			/* (sub-blocks 0, 2), (1, 3), (4, 6), (5, 7) */
+			for (int k = 0; k < 4; k++) {
+				const int8_t *p =
+					q + 128 * (k >> 1) + 32 * (k & 1);
+
+				A[i].y[k] = _mm512_inserti64x4(
+					_mm512_castsi256_si512(
+						_mm256_loadu_si256(
+							(const __m256i *)p)),
+					_mm256_loadu_si256(
+						(const __m256i *)(p + 64)),
+					1);
+			}
+			A[i].bs = _mm256_zextsi128_si256(_mm_hadd_epi16(
+				_mm_loadu_si128((const __m128i *)a[i].bsums),
+				_mm_loadu_si128(
+					(const __m128i *)(a[i].bsums + 8))));
+		} else {
+			int16_t nbs[16];
+
+			for (int k = 0; k < 4; k++)
+				A[i].y[k] = _mm512_loadu_si512(q + 64 * k);
+			/* the group sums from the bytes (scalar's Q6_K dot
+			 * does not read bsums) */
+			for (int g = 0; g < 16; g++) {
+				int s = 0;
+
+				for (int l = 0; l < 16; l++)
+					s += q[16 * g + l];
+				nbs[g] = (int16_t)-s;
+			}
+			A[i].bs = _mm256_loadu_si256((const __m256i *)nbs);
+		}
+	}
+}
+
+/* Sums within each 128-bit chunk: chunk c of the result is
+ * (a_c, b_c, c_c, d_c), each the sum of that chunk's 4 lanes. */
+static inline __m512i hsum_4x4(__m512i a, __m512i b, __m512i c, __m512i d)
+{
+	__m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b),
+				      _mm512_unpackhi_epi32(a, b));
+	__m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d),
+				      _mm512_unpackhi_epi32(c, d));
+
+	return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd),
+				_mm512_unpackhi_epi64(ab, cd));
+}
+
+/* t[g] chunk c lane k: part c of row 4g + k; result lane 4g + k: the sum
+ * of its 4 parts. */
+static inline __m512i hsum_chunks(const __m512i t[4])
+{
+	__m512i y01 = _mm512_add_epi32(_mm512_shuffle_i32x4(t[0], t[1], 0x44),
+				       _mm512_shuffle_i32x4(t[0], t[1], 0xee));
+	__m512i y23 = _mm512_add_epi32(_mm512_shuffle_i32x4(t[2], t[3], 0x44),
+				       _mm512_shuffle_i32x4(t[2], t[3], 0xee));
+
+	return _mm512_add_epi32(_mm512_shuffle_i32x4(y01, y23, 0x88),
+				_mm512_shuffle_i32x4(y01, y23, 0xdd));
+}
+
+/* vpshufb control: words of chunks 0-1 = byte lo, of chunks 2-3 = byte hi
+ * (zero-extended) */
+static inline __m512i word_ctl(int lo, int hi)
+{
+	return _mm512_mask_blend_epi32(
+		0xff00, _mm512_set1_epi32((int)(0x80008000u | lo << 16 | lo)),
+		_mm512_set1_epi32((int)(0x80008000u | hi << 16 | hi)));
+}
+
+static inline __m512 half_lo(__m512i v)
+{
+	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+
+/* Row r (block b) of a Q4_K group: its sub-block sums weighted by the
+ * scales, and its 4-lane min term. */
+static inline __attribute__((always_inline)) __m512i
+q4k_row(const char *b, const struct qk_act *A, const __m512i ctl[4],
+	__m128i *mins)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const __m128i u = _mm_loadu_si128((const __m128i *)(b + 4));
+	/* bytes [sc0-3, sc4-7, m0-3, m4-7] (see edgeq_q4_K_unpack_scales) */
+	__m128i lo6 = _mm_and_si128(u, _mm_set1_epi8(0x3f));
+	__m128i h2 = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30));
+	__m128i t = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(u, 0xaa),
+						 _mm_set_epi32(4, 0, 4, 0)),
+				  _mm_set1_epi8(0x0f));
+	__m128i s = _mm_unpacklo_epi32(lo6, _mm_or_si128(t, h2));
+	__m512i sz = _mm512_broadcast_i32x4(s);
+	__m512i w0 = _mm512_loadu_si512(b + 16),
+		w1 = _mm512_loadu_si512(b + 80);
+	__m512i acc;
+
+	*mins = _mm_madd_epi16(
+		_mm_shuffle_epi8(s, _mm_set_epi8(-128, 15, -128, 14, -128, 13,
+						 -128, 12, -128, 11, -128, 10,
+						 -128, 9, -128, 8)),
+		_mm256_castsi256_si128(A->bs));
+	acc = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(w0, m4),
+						     A->y[0]),
+				_mm512_shuffle_epi8(sz, ctl[0]));
+	acc = _mm512_dpwssd_epi32(
+		acc,
+		_mm512_maddubs_epi16(_mm512_and_si512(_mm512_srli_epi16(w0, 4),
+						      m4),
+				     A->y[1]),
+		_mm512_shuffle_epi8(sz, ctl[1]));
+	acc = _mm512_dpwssd_epi32(
+		acc, _mm512_maddubs_epi16(_mm512_and_si512(w1, m4), A->y[2]),
+		_mm512_shuffle_epi8(sz, ctl[2]));
+	acc = _mm512_dpwssd_epi32(
+		acc,
+		_mm512_maddubs_epi16(_mm512_and_si512(_mm512_srli_epi16(w1, 4),
+						      m4),
+				     A->y[3]),
+		_mm512_shuffle_epi8(sz, ctl[3]));
+	return acc;
+}
+
+/* Row r (block b) of a Q6_K group: its scaled sum including the -32
+ * offset. */
+static inline __attribute__((always_inline)) __m512i
+q6k_row(const char *b, const struct qk_act *A, const __m512i idx[4])
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+	/* low 256 bits: shifts for elements 0-31 (64-95), high: 32-63
+	 * (96-127) of each 128-element half */
+	const __m512i shl = _mm512_inserti64x4(_mm512_set1_epi16(4),
+					       _mm256_set1_epi16(2), 1);
+	const __m512i shr = _mm512_inserti64x4(_mm512_set1_epi16(0),
+					       _mm256_set1_epi16(2), 1);
+	__m256i sc = _mm256_cvtepi8_epi16(
+		_mm_loadu_si128((const __m128i *)(b + 192)));
+	__m512i scz = _mm512_castsi256_si512(sc);
+	__m512i acc = _mm512_zextsi256_si512(
+		_mm256_slli_epi32(_mm256_madd_epi16(sc, A->bs), 5));
+
+	for (int h = 0; h < 2; h++) {
+		__m512i ql = _mm512_loadu_si512(b + 64 * h);
+		__m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+			(const __m256i *)(b + 128 + 32 * h)));
+		__m512i lo = _mm512_ternarylogic_epi32(
+			ql, m4,
+			_mm512_and_si512(_mm512_sllv_epi16(qh, shl), m30),
+			0xea);
+		__m512i hi = _mm512_ternarylogic_epi32(
+			_mm512_srli_epi16(ql, 4), m4,
+			_mm512_and_si512(_mm512_srlv_epi16(qh, shr), m30),
+			0xea);
+
+		acc = _mm512_dpwssd_epi32(
+			acc, _mm512_maddubs_epi16(lo, A->y[2 * h]),
+			_mm512_permutexvar_epi16(idx[2 * h], scz));
+		acc = _mm512_dpwssd_epi32(
+			acc, _mm512_maddubs_epi16(hi, A->y[2 * h + 1]),
+			_mm512_permutexvar_epi16(idx[2 * h + 1], scz));
+	}
+	return acc;
+}
+
+static inline __attribute__((always_inline)) void
+group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
+      const struct qk_act *A, float *y, bool prefetch)
+{
+	const size_t bs = t == EDGEQ_TYPE_Q4_K ?
+				  sizeof(struct edgeq_block_q4_K) :
+				  sizeof(struct edgeq_block_q6_K);
+	const int pf_lines =
+		!prefetch ? 0 : (int)((ROWS * rs / 64 + nsb - 1) / nsb);
+	size_t off[ROWS];
+	__m512i ctl[4], idx[4], vidx;
+	__m512 acc = _mm512_setzero_ps();
+	int32_t io[ROWS];
+
+	for (int r = 0; r < ROWS; r++) {
+		off[r] = (size_t)(r < nr ? r : nr - 1) * rs;
+		io[r] = (int32_t)off[r];
+	}
+	vidx = _mm512_loadu_si512(io);
+	if (t == EDGEQ_TYPE_Q4_K) {
+		ctl[0] = word_ctl(0, 2);
+		ctl[1] = word_ctl(1, 3);
+		ctl[2] = word_ctl(4, 6);
+		ctl[3] = word_ctl(5, 7);
+	} else {
+		/* chunk c of vector j: scale 4j + c */
+		for (int j = 0; j < 4; j++)
+			idx[j] = _mm512_add_epi16(
+				_mm512_set1_epi16((short)(4 * j)),
+				_mm512_srli_epi16(
+					_mm512_set_epi16(
+						31, 30, 29, 28, 27, 26, 25, 24,
+						23, 22, 21, 20, 19, 18, 17, 16,
+						15, 14, 13, 12, 11, 10, 9, 8, 7,
+						6, 5, 4, 3, 2, 1, 0),
+					3));
+	}
+	for (int64_t i = 0; i < nsb; i++) {
+		const char *wb = w + i * bs;
+		__m512i tv[4], sum;
+		__m512 da = _mm512_set1_ps(A[i].d);
+
+		for (int k = 0; k < pf_lines; k++)
+			_mm_prefetch(w + ROWS * rs + (i * pf_lines + k) * 64,
+				     _MM_HINT_T0);
+		if (t == EDGEQ_TYPE_Q4_K) {
+			__m128i mn[ROWS];
+			__m512i mv[4];
+			__m512i dd = _mm512_i32gather_epi32(vidx, wb, 1);
+
+			_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
+			{
+				__m512i s[4];
+
+				_Pragma("GCC unroll 4") for (int k = 0; k < 4;
+							     k++)
+				{
+					s[k] = q4k_row(wb + off[4 * g + k],
+						       &A[i], ctl,
+						       &mn[4 * g + k]);
+				}
+				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
+			}
+			/* mv[g] chunk c: row 4c + g */
+			for (int g = 0; g < 4; g++)
+				mv[g] = _mm512_inserti32x4(
+					_mm512_inserti32x4(
+						_mm512_inserti32x4(
+							_mm512_castsi128_si512(
+								mn[g]),
+							mn[4 + g], 1),
+						mn[8 + g], 2),
+					mn[12 + g], 3);
+			sum = hsum_chunks(tv);
+			acc = _mm512_fmadd_ps(_mm512_mul_ps(half_lo(dd), da),
+					      _mm512_cvtepi32_ps(sum), acc);
+			acc = _mm512_fnmadd_ps(
+				_mm512_mul_ps(
+					half_lo(_mm512_srli_epi32(dd, 16)), da),
+				_mm512_cvtepi32_ps(
+					hsum_4x4(mv[0], mv[1], mv[2], mv[3])),
+				acc);
+		} else {
+			__m512i dd = _mm512_i32gather_epi32(vidx, wb + 206, 1);
+
+			_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
+			{
+				__m512i s[4];
+
+				_Pragma("GCC unroll 4") for (int k = 0; k < 4;
+							     k++)
+				{
+					s[k] = q6k_row(wb + off[4 * g + k],
+						       &A[i], idx);
+				}
+				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
+			}
+			sum = hsum_chunks(tv);
+			acc = _mm512_fmadd_ps(
+				_mm512_mul_ps(
+					half_lo(_mm512_srli_epi32(dd, 16)), da),
+				_mm512_cvtepi32_ps(sum), acc);
+		}
+	}
+	_mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1), acc);
+}
+
+static void groups(enum edgeq_type t, const char *w, size_t rs, int64_t nsb,
+		   int64_t nrows, const struct qk_act *A, float *y)
+{
+	for (int64_t r = 0; r < nrows; r += ROWS) {
+		int nr = nrows - r < ROWS ? (int)(nrows - r) : ROWS;
+
+		if (t == EDGEQ_TYPE_Q4_K)
+			group(EDGEQ_TYPE_Q4_K, w + r * rs, rs, nr, nsb, A,
+			      y + r, r + ROWS < nrows);
+		else
+			group(EDGEQ_TYPE_Q6_K, w + r * rs, rs, nr, nsb, A,
+			      y + r, r + ROWS < nrows);
+	}
+}
+
+bool edgeq_avx512_matvec_qk(enum edgeq_type type, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a, float *y)
+{
+	struct qk_act stack[ACT_STACK], *A = stack;
+	int64_t nsb = n / EDGEQ_QK_K;
+	size_t rs = edgeq_row_size(type, n);
+
+	if (row1 <= row0 || nsb <= 0)
+		return true;
+	if (nsb > ACT_STACK) {
+		A = aligned_alloc(64, sizeof(*A) * (size_t)nsb);
+		if (!A)
+			return false;
+	}
+	act_prep(type, a, nsb, A);
+	groups(type, (const char *)w + row0 * rs, rs, nsb, row1 - row0, A,
+	       y + row0);
+	if (A != stack)
+		free(A);
+	return true;
+}
