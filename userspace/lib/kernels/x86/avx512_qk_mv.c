@@ -127,31 +127,44 @@ static inline __m512 half_lo(__m512i v)
 	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
 }
 
-/* Row r (block b) of a Q4_K group: its sub-block sums weighted by the
- * scales, and its 4-lane min term. */
+/*
+ * The scale and min bytes of 4 rows' Q4_K blocks (b + off[k] for the 4
+ * offsets): chunk k of the result is row k's [sc0-3, sc4-7, m0-3, m4-7]
+ * (see edgeq_q4_K_unpack_scales).
+ */
+static inline __m512i q4k_scales4(const char *b, const size_t off[4])
+{
+	__m512i u = _mm512_inserti32x4(
+		_mm512_inserti32x4(
+			_mm512_inserti32x4(
+				_mm512_castsi128_si512(_mm_loadu_si128(
+					(const __m128i *)(b + off[0] + 4))),
+				_mm_loadu_si128(
+					(const __m128i *)(b + off[1] + 4)),
+				1),
+			_mm_loadu_si128((const __m128i *)(b + off[2] + 4)), 2),
+		_mm_loadu_si128((const __m128i *)(b + off[3] + 4)), 3);
+	__m512i lo6 = _mm512_and_si512(u, _mm512_set1_epi8(0x3f));
+	__m512i h2 = _mm512_and_si512(_mm512_srli_epi32(u, 2),
+				      _mm512_set1_epi8(0x30));
+	__m512i t = _mm512_and_si512(
+		_mm512_srlv_epi32(_mm512_shuffle_epi32(u, 0xaa),
+				  _mm512_set4_epi32(4, 0, 4, 0)),
+		_mm512_set1_epi8(0x0f));
+
+	return _mm512_unpacklo_epi32(lo6, _mm512_or_si512(t, h2));
+}
+
+/* Row (block b) of a Q4_K group, its scale bytes broadcast to every chunk
+ * in sz: its sub-block sums weighted by the scales. */
 static inline __attribute__((always_inline)) __m512i
-q4k_row(const char *b, const struct qk_act *A, const __m512i ctl[4],
-	__m128i *mins)
+q4k_row(const char *b, const struct qk_act *A, const __m512i ctl[4], __m512i sz)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	const __m128i u = _mm_loadu_si128((const __m128i *)(b + 4));
-	/* bytes [sc0-3, sc4-7, m0-3, m4-7] (see edgeq_q4_K_unpack_scales) */
-	__m128i lo6 = _mm_and_si128(u, _mm_set1_epi8(0x3f));
-	__m128i h2 = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30));
-	__m128i t = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(u, 0xaa),
-						 _mm_set_epi32(4, 0, 4, 0)),
-				  _mm_set1_epi8(0x0f));
-	__m128i s = _mm_unpacklo_epi32(lo6, _mm_or_si128(t, h2));
-	__m512i sz = _mm512_broadcast_i32x4(s);
 	__m512i w0 = _mm512_loadu_si512(b + 16),
 		w1 = _mm512_loadu_si512(b + 80);
 	__m512i acc;
 
-	*mins = _mm_madd_epi16(
-		_mm_shuffle_epi8(s, _mm_set_epi8(-128, 15, -128, 14, -128, 13,
-						 -128, 12, -128, 11, -128, 10,
-						 -128, 9, -128, 8)),
-		_mm256_castsi256_si128(A->bs));
 	acc = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(w0, m4),
 						     A->y[0]),
 				_mm512_shuffle_epi8(sz, ctl[0]));
@@ -225,6 +238,10 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 		!prefetch ? 0 : (int)((ROWS * rs / 64 + nsb - 1) / nsb);
 	size_t off[ROWS];
 	__m512i ctl[4], idx[4], vidx;
+	/* the 8 mins as words */
+	const __m512i ctlm = _mm512_broadcast_i32x4(
+		_mm_set_epi8(-128, 15, -128, 14, -128, 13, -128, 12, -128, 11,
+			     -128, 10, -128, 9, -128, 8));
 	__m512 acc = _mm512_setzero_ps();
 	int32_t io[ROWS];
 
@@ -260,33 +277,39 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 			_mm_prefetch(w + ROWS * rs + (i * pf_lines + k) * 64,
 				     _MM_HINT_T0);
 		if (t == EDGEQ_TYPE_Q4_K) {
-			__m128i mn[ROWS];
-			__m512i mv[4];
+			__m512i sc[4], mv[4];
 			__m512i dd = _mm512_i32gather_epi32(vidx, wb, 1);
+			const __m512i bsp = _mm512_broadcast_i32x4(
+				_mm256_castsi256_si128(A[i].bs));
 
+			/* sc[g] chunk c: row 4c + g; mv[g] likewise its 4
+			 * min-term lanes */
+			_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
+			{
+				const size_t o4[4] = { off[g], off[4 + g],
+						       off[8 + g],
+						       off[12 + g] };
+
+				sc[g] = q4k_scales4(wb, o4);
+				mv[g] = _mm512_madd_epi16(
+					_mm512_shuffle_epi8(sc[g], ctlm), bsp);
+			}
 			_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
 			{
 				__m512i s[4];
 
+				/* row 4g + k: chunk g of sc[k] */
 				_Pragma("GCC unroll 4") for (int k = 0; k < 4;
 							     k++)
 				{
 					s[k] = q4k_row(wb + off[4 * g + k],
 						       &A[i], ctl,
-						       &mn[4 * g + k]);
+						       _mm512_shuffle_i32x4(
+							       sc[k], sc[k],
+							       0x55 * g));
 				}
 				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
 			}
-			/* mv[g] chunk c: row 4c + g */
-			for (int g = 0; g < 4; g++)
-				mv[g] = _mm512_inserti32x4(
-					_mm512_inserti32x4(
-						_mm512_inserti32x4(
-							_mm512_castsi128_si512(
-								mn[g]),
-							mn[4 + g], 1),
-						mn[8 + g], 2),
-					mn[12 + g], 3);
 			sum = hsum_chunks(tv);
 			acc = _mm512_fmadd_ps(_mm512_mul_ps(half_lo(dd), da),
 					      _mm512_cvtepi32_ps(sum), acc);
