@@ -350,7 +350,7 @@ static bool q4_0_vbmi_on;
 VBMI_TARGET static void rows8_q4_0_vbmi(int64_t nb, const char *w, size_t rs,
 					const struct act_pair *ap,
 					const void *a, const float *dy,
-					float *y)
+					float *y, bool prefetch)
 {
 	const size_t pb = 2 * sizeof(struct edgeq_block_q4_0);
 	const __m512i i0 = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
@@ -376,15 +376,20 @@ VBMI_TARGET static void rows8_q4_0_vbmi(int64_t nb, const char *w, size_t rs,
 	const __m256i s3 = _mm256_set_epi16(23, 22, 21, 20, 7, 6, 5, 4, 19, 18,
 					    17, 16, 3, 2, 1, 0);
 	const int pf_lines =
-		(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
+		!prefetch ?
+			0 :
+			(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
 	__m256 acc = _mm256_setzero_ps();
 	int64_t p = 0;
 
 	for (; 2 * p + 2 <= nb; p++) {
 		const char *wp = w + p * pb;
 
+		/* the 8 rows after the next 8 (contiguous), spread over
+		 * this group: the hardware prefetchers do not follow these
+		 * 8 streams, and one group ahead is too late from DRAM */
 		for (int k = 0; k < pf_lines; k++)
-			_mm_prefetch(w + 8 * rs + (p * pf_lines + k) * 64,
+			_mm_prefetch(w + 16 * rs + (p * pf_lines + k) * 64,
 				     _MM_HINT_T0);
 		__m512i s[8], u0, u1, sum;
 		__m256i t[4], h;
@@ -458,7 +463,7 @@ static inline void rows8(enum edgeq_type t, int64_t nb, const char *w,
 			 const float *dy, float *y, bool prefetch)
 {
 	if (t == EDGEQ_TYPE_Q4_0 && q4_0_vbmi_on)
-		rows8_q4_0_vbmi(nb, w, rs, ap, a, dy, y);
+		rows8_q4_0_vbmi(nb, w, rs, ap, a, dy, y, prefetch);
 	else if (t == EDGEQ_TYPE_Q4_0)
 		rows8_512(EDGEQ_TYPE_Q4_0, nb, w, rs, ap, a, dy, y, prefetch);
 	else
@@ -473,6 +478,7 @@ static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 	int64_t nb = n / EDGEQ_QK8_0, np = nb / 2, r = row0;
 	struct act_pair stack[AP_STACK] __attribute__((aligned(64))), *ap;
 	float dy_stack[2 * AP_STACK + 1], *dy;
+	bool vbmi;
 
 	if (row1 - row0 < 8)
 		goto rest;
@@ -486,10 +492,17 @@ static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 			free(dy);
 		goto rest;
 	}
+	/* VBMI Q4_0: its first 16 rows now, then each group prefetches the
+	 * group after the next one, if it is in [row0, row1): the rows after
+	 * it are another chunk, usually another thread's */
+	vbmi = t == EDGEQ_TYPE_Q4_0 && q4_0_vbmi_on;
+	for (size_t o = 0;
+	     vbmi && o < (size_t)(row1 - r < 16 ? row1 - r : 16) * rs; o += 64)
+		_mm_prefetch((const char *)w + r * rs + o, _MM_HINT_T0);
 	act_prep(t, a, nb, ap, dy);
 	for (; r + 8 <= row1; r += 8)
 		rows8(t, nb, (const char *)w + r * rs, rs, ap, a, dy, y + r,
-		      true);
+		      !vbmi || r + 24 <= row1);
 	if (ap != stack)
 		free(ap);
 	if (dy != dy_stack)
