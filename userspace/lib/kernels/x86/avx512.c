@@ -347,6 +347,10 @@ static void act_prep(enum edgeq_type t, const void *a, int64_t nb,
 
 static bool q4_0_vbmi_on;
 
+/* 8-row groups the VBMI Q4_0 matvec prefetches ahead (3 and 4 measured no
+ * better at 2 threads) */
+#define PF_AHEAD 2
+
 VBMI_TARGET static void rows8_q4_0_vbmi(int64_t nb, const char *w, size_t rs,
 					const struct act_pair *ap,
 					const void *a, const float *dy,
@@ -389,7 +393,8 @@ VBMI_TARGET static void rows8_q4_0_vbmi(int64_t nb, const char *w, size_t rs,
 		 * this group: the hardware prefetchers do not follow these
 		 * 8 streams, and one group ahead is too late from DRAM */
 		for (int k = 0; k < pf_lines; k++)
-			_mm_prefetch(w + 16 * rs + (p * pf_lines + k) * 64,
+			_mm_prefetch(w + 8 * PF_AHEAD * rs +
+					     (p * pf_lines + k) * 64,
 				     _MM_HINT_T0);
 		__m512i s[8], u0, u1, sum;
 		__m256i t[4], h;
@@ -478,6 +483,7 @@ static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 	int64_t nb = n / EDGEQ_QK8_0, np = nb / 2, r = row0;
 	struct act_pair stack[AP_STACK] __attribute__((aligned(64))), *ap;
 	float dy_stack[2 * AP_STACK + 1], *dy;
+	int64_t pre;
 	bool vbmi;
 
 	if (row1 - row0 < 8)
@@ -492,17 +498,17 @@ static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 			free(dy);
 		goto rest;
 	}
-	/* VBMI Q4_0: its first 16 rows now, then each group prefetches the
-	 * group after the next one, if it is in [row0, row1): the rows after
+	/* VBMI Q4_0: its first PF_AHEAD groups now, then each prefetches the
+	 * group PF_AHEAD after it, if that is in [row0, row1): the rows after
 	 * it are another chunk, usually another thread's */
 	vbmi = t == EDGEQ_TYPE_Q4_0 && q4_0_vbmi_on;
-	for (size_t o = 0;
-	     vbmi && o < (size_t)(row1 - r < 16 ? row1 - r : 16) * rs; o += 64)
+	pre = !vbmi ? 0 : row1 - r < 8 * PF_AHEAD ? row1 - r : 8 * PF_AHEAD;
+	for (size_t o = 0; o < (size_t)pre * rs; o += 64)
 		_mm_prefetch((const char *)w + r * rs + o, _MM_HINT_T0);
 	act_prep(t, a, nb, ap, dy);
 	for (; r + 8 <= row1; r += 8)
 		rows8(t, nb, (const char *)w + r * rs, rs, ap, a, dy, y + r,
-		      !vbmi || r + 24 <= row1);
+		      !vbmi || r + 8 * PF_AHEAD + 8 <= row1);
 	if (ap != stack)
 		free(ap);
 	if (dy != dy_stack)
