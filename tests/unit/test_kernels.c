@@ -840,12 +840,21 @@ static void q80_check_tables(enum edgeq_type t, const void *w, int R,
 	float *y = malloc(R * sizeof(float)),
 	      *ym = malloc(NB * R * sizeof(float));
 
-	for (size_t ti = 0; ti < sizeof(names) / sizeof(names[0]); ti++) {
-		const struct edgeq_kernel_ops *ops =
-			edgeq_kernels_by_name(names[ti]);
+	/* avx512 twice: its Q4_0 matvec without and with VBMI/GFNI */
+	for (size_t ti = 0; ti <= sizeof(names) / sizeof(names[0]); ti++) {
+		const struct edgeq_kernel_ops *ops = edgeq_kernels_by_name(
+			ti < sizeof(names) / sizeof(names[0]) ? names[ti] :
+								"avx512");
 
 		if (!ops)
 			continue;
+#if defined(__x86_64__)
+		if (!strcmp(ops->name, "avx512") &&
+		    !edgeq_avx512_q4_0_vbmi(ti ==
+					    sizeof(names) / sizeof(names[0])) &&
+		    ti == sizeof(names) / sizeof(names[0]))
+			continue; /* no VBMI path on this CPU */
+#endif
 		ops->matmul(t, w, n, 0, R, a, as, NB, ym, R);
 		for (int b = 0; b < NB; b++) {
 			const char *ab = (const char *)a + b * as;
@@ -1192,6 +1201,16 @@ static void test_simd_tables(void **state)
 		quantize_act_check(ops);
 		matmul_check(ops);
 		qk_matmul_shapes(ops);
+#if defined(__x86_64__)
+		/* the avx512 Q4_0 matvec without VBMI/GFNI, then with */
+		if (!strcmp(names[i], "avx512")) {
+			edgeq_avx512_q4_0_vbmi(false);
+			matmul_check(ops);
+			if (edgeq_avx512_q4_0_vbmi(true))
+				print_message(
+					"avx512 Q4_0 matvec: VBMI/GFNI\n");
+		}
+#endif
 		tested++;
 	}
 	/* the scalar table against itself still runs the whole path */

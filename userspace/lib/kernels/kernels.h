@@ -344,5 +344,9 @@ extern const struct edgeq_kernel_ops edgeq_kernel_ops_avx2;
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_neon;
 /* AVX2 plus AVX-512 VNNI Q8_0/Q4_0 dots and matmul (x86/avx512.c). */
 const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void);
+/* Whether its Q4_0 matvec may use VBMI and GFNI where the CPU has them (on
+ * by default; tests turn it off to check the other path). Returns whether
+ * that path is on now. Not thread-safe: set it while no matvec runs. */
+bool edgeq_avx512_q4_0_vbmi(bool on);
 
 #endif /* EDGEQ_KERNELS_H */

@@ -332,11 +332,144 @@ static void act_prep(enum edgeq_type t, const void *a, int64_t nb,
 	}
 }
 
+/*
+ * Q4_0 with VBMI and GFNI (Zen 4/5, Ice Lake and later): one masked 36-byte
+ * load per row and block pair; vpermb puts the two blocks' quants into the
+ * pair layout above (qs of both blocks, twice) and one gf2p8affineqb takes
+ * the low nibbles in chunks 0-1 and the high ones (shifted down) in chunks
+ * 2-3. The 16 fp16 scales come from the same registers with a tree of 7
+ * word permutes. The integer sums and the float chain are those of
+ * rows8_512.
+ */
+#define VBMI_TARGET                                                            \
+	__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni," \
+			      "avx512vbmi,gfni")))
+
+static bool q4_0_vbmi_on;
+
+/* 8-row groups the VBMI Q4_0 matvec prefetches ahead (3 and 4 measured no
+ * better at 2 threads) */
+#define PF_AHEAD 2
+
+VBMI_TARGET static void rows8_q4_0_vbmi(int64_t nb, const char *w, size_t rs,
+					const struct act_pair *ap,
+					const void *a, const float *dy,
+					float *y, bool prefetch)
+{
+	const size_t pb = 2 * sizeof(struct edgeq_block_q4_0);
+	const __m512i i0 = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+	const __m512i i1 = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+	/* byte j of the pair layout: chunk j / 16 odd: block 2p+1 (offset 20),
+	 * even: block 2p (offset 2), quant j % 16 */
+	const __m512i perm = _mm512_set_epi32(
+		0x23222120, 0x1f1e1d1c, 0x1b1a1918, 0x17161514, 0x11100f0e,
+		0x0d0c0b0a, 0x09080706, 0x05040302, 0x23222120, 0x1f1e1d1c,
+		0x1b1a1918, 0x17161514, 0x11100f0e, 0x0d0c0b0a, 0x09080706,
+		0x05040302);
+	/* bit matrices: qwords 0-3 keep bits 0-3, 4-7 move bits 4-7 down */
+	const __m512i nib = _mm512_set_epi64(
+		0x1020408000000000, 0x1020408000000000, 0x1020408000000000,
+		0x1020408000000000, 0x0102040800000000, 0x0102040800000000,
+		0x0102040800000000, 0x0102040800000000);
+	/* scales: words 0 and 9 of a row's pair; rows r, r+1 -> words
+	 * (d0 r, d0 r+1, d1 r, d1 r+1), then 4 rows, then 8 */
+	const __m256i s1 = _mm256_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+					    25, 9, 16, 0);
+	const __m256i s2 = _mm256_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 19, 18, 3,
+					    2, 17, 16, 1, 0);
+	const __m256i s3 = _mm256_set_epi16(23, 22, 21, 20, 7, 6, 5, 4, 19, 18,
+					    17, 16, 3, 2, 1, 0);
+	const int pf_lines =
+		!prefetch ?
+			0 :
+			(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
+	__m256 acc = _mm256_setzero_ps();
+	int64_t p = 0;
+
+	for (; 2 * p + 2 <= nb; p++) {
+		const char *wp = w + p * pb;
+
+		/* the 8 rows after the next 8 (contiguous), spread over
+		 * this group: the hardware prefetchers do not follow these
+		 * 8 streams, and one group ahead is too late from DRAM */
+		for (int k = 0; k < pf_lines; k++)
+			_mm_prefetch(w + 8 * PF_AHEAD * rs +
+					     (p * pf_lines + k) * 64,
+				     _MM_HINT_T0);
+		__m512i s[8], u0, u1, sum;
+		__m256i t[4], h;
+		__m512 d, sf;
+
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+		{
+			__m512i r0 = _mm512_maskz_loadu_epi8(0xfffffffffull,
+							     wp + 2 * k * rs);
+			__m512i r1 = _mm512_maskz_loadu_epi8(
+				0xfffffffffull, wp + (2 * k + 1) * rs);
+
+			s[2 * k] = _mm512_dpbusd_epi32(
+				ap[p].nbias,
+				_mm512_gf2p8affine_epi64_epi8(
+					_mm512_permutexvar_epi8(perm, r0), nib,
+					0),
+				ap[p].y);
+			s[2 * k + 1] = _mm512_dpbusd_epi32(
+				ap[p].nbias,
+				_mm512_gf2p8affine_epi64_epi8(
+					_mm512_permutexvar_epi8(perm, r1), nib,
+					0),
+				ap[p].y);
+			t[k] = _mm256_permutex2var_epi16(
+				_mm512_castsi512_si256(r0), s1,
+				_mm512_castsi512_si256(r1));
+		}
+		h = _mm256_permutex2var_epi16(
+			_mm256_permutex2var_epi16(t[0], s2, t[1]), s3,
+			_mm256_permutex2var_epi16(t[2], s2, t[3]));
+		u0 = hsum_4x4(s[0], s[1], s[2], s[3]);
+		u1 = hsum_4x4(s[4], s[5], s[6], s[7]);
+		sum = _mm512_add_epi32(_mm512_permutex2var_epi64(u0, i0, u1),
+				       _mm512_permutex2var_epi64(u0, i1, u1));
+		sf = _mm512_cvtepi32_ps(sum);
+		d = _mm512_mul_ps(_mm512_cvtph_ps(h), ap[p].dy);
+		acc = _mm256_fmadd_ps(_mm512_castps512_ps256(d),
+				      _mm512_castps512_ps256(sf), acc);
+		acc = _mm256_fmadd_ps(_mm512_extractf32x8_ps(d, 1),
+				      _mm512_extractf32x8_ps(sf, 1), acc);
+	}
+	if (2 * p < nb) { /* the odd last block */
+		__m256i nbias, yv = yblock(EDGEQ_TYPE_Q4_0, a, 2 * p, &nbias),
+			       s[8];
+		float dx[8];
+
+		for (int r = 0; r < 8; r++) {
+			s[r] = _mm256_dpbusd_epi32(
+				nbias,
+				wblock(EDGEQ_TYPE_Q4_0, w + r * rs, 2 * p), yv);
+			dx[r] = wscale(EDGEQ_TYPE_Q4_0, w + r * rs, 2 * p);
+		}
+		acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(dx),
+						    _mm256_set1_ps(dy[2 * p])),
+				      _mm256_cvtepi32_ps(hsum_8x8(s)), acc);
+	}
+	_mm256_storeu_ps(y, acc);
+}
+
+bool edgeq_avx512_q4_0_vbmi(bool on)
+{
+	__builtin_cpu_init();
+	q4_0_vbmi_on = on && __builtin_cpu_supports("avx512vbmi") &&
+		       __builtin_cpu_supports("gfni");
+	return q4_0_vbmi_on;
+}
+
 static inline void rows8(enum edgeq_type t, int64_t nb, const char *w,
 			 size_t rs, const struct act_pair *ap, const void *a,
 			 const float *dy, float *y, bool prefetch)
 {
-	if (t == EDGEQ_TYPE_Q4_0)
+	if (t == EDGEQ_TYPE_Q4_0 && q4_0_vbmi_on)
+		rows8_q4_0_vbmi(nb, w, rs, ap, a, dy, y, prefetch);
+	else if (t == EDGEQ_TYPE_Q4_0)
 		rows8_512(EDGEQ_TYPE_Q4_0, nb, w, rs, ap, a, dy, y, prefetch);
 	else
 		rows8_512(EDGEQ_TYPE_Q8_0, nb, w, rs, ap, a, dy, y, prefetch);
@@ -350,6 +483,8 @@ static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 	int64_t nb = n / EDGEQ_QK8_0, np = nb / 2, r = row0;
 	struct act_pair stack[AP_STACK] __attribute__((aligned(64))), *ap;
 	float dy_stack[2 * AP_STACK + 1], *dy;
+	int64_t pre;
+	bool vbmi;
 
 	if (row1 - row0 < 8)
 		goto rest;
@@ -363,10 +498,17 @@ static void matvec512(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 			free(dy);
 		goto rest;
 	}
+	/* VBMI Q4_0: its first PF_AHEAD groups now, then each prefetches the
+	 * group PF_AHEAD after it, if that is in [row0, row1): the rows after
+	 * it are another chunk, usually another thread's */
+	vbmi = t == EDGEQ_TYPE_Q4_0 && q4_0_vbmi_on;
+	pre = !vbmi ? 0 : row1 - r < 8 * PF_AHEAD ? row1 - r : 8 * PF_AHEAD;
+	for (size_t o = 0; o < (size_t)pre * rs; o += 64)
+		_mm_prefetch((const char *)w + r * rs + o, _MM_HINT_T0);
 	act_prep(t, a, nb, ap, dy);
 	for (; r + 8 <= row1; r += 8)
 		rows8(t, nb, (const char *)w + r * rs, rs, ap, a, dy, y + r,
-		      true);
+		      !vbmi || r + 8 * PF_AHEAD + 8 <= row1);
 	if (ap != stack)
 		free(ap);
 	if (dy != dy_stack)
@@ -420,6 +562,7 @@ static void table_init(void)
 	table.attn_scores_f16 = edgeq_attn_scores_f16_avx512;
 	table.attn_av_f16 = edgeq_attn_av_f16_avx512;
 	table.softmax = edgeq_softmax_avx512;
+	edgeq_avx512_q4_0_vbmi(true);
 }
 
 const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void)
