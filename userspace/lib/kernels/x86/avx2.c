@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/hsum.h"
 #include "kernels/x86/q4k_mins.h"
 
 static inline float h2f(uint16_t h)
@@ -31,16 +32,6 @@ static inline float reduce8(__m256 v)
 	__m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
 
 	return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
-}
-
-static inline int32_t hsum_i32(__m256i v)
-{
-	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v),
-				  _mm256_extracti128_si256(v, 1));
-
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-	return _mm_cvtsi128_si32(s);
 }
 
 /* ---- float rows: 32 lanes in 4 vectors ---- */
@@ -191,20 +182,6 @@ static inline __m256i ablock(const void *a, int64_t i)
 {
 	return _mm256_loadu_si256(
 		(const __m256i *)((const struct edgeq_block_q8_0 *)a)[i].qs);
-}
-
-/* Lane j = the sum of the 8 int32 lanes of v[j] (exact, wrapping adds). */
-static inline __m256i hsum_8x8(const __m256i v[8])
-{
-	__m256i t0 = _mm256_hadd_epi32(v[0], v[1]);
-	__m256i t1 = _mm256_hadd_epi32(v[2], v[3]);
-	__m256i t2 = _mm256_hadd_epi32(v[4], v[5]);
-	__m256i t3 = _mm256_hadd_epi32(v[6], v[7]);
-	__m256i u0 = _mm256_hadd_epi32(t0, t1);
-	__m256i u1 = _mm256_hadd_epi32(t2, t3);
-
-	return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
-				_mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
 static inline float dot_q80_like(enum edgeq_type t, int64_t n, const void *w,

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/hsum.h"
 #include "kernels/x86/avx512_q8.h"
 #include "kernels/x86/avx512_qk.h"
 
@@ -142,16 +143,6 @@ static inline float wscale(enum edgeq_type t, const void *row, int64_t i)
 	return h2f(((const struct edgeq_block_q8_0 *)row)[i].d);
 }
 
-static inline int32_t hsum_i32(__m256i v)
-{
-	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v),
-				  _mm256_extracti128_si256(v, 1));
-
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-	return _mm_cvtsi128_si32(s);
-}
-
 /* The two block sums of a pair's lane sums p (layout above). */
 static inline void pair_sums(enum edgeq_type t, __m512i p, int32_t *s0,
 			     int32_t *s1)
@@ -217,20 +208,6 @@ struct act_pair {
 	__m512i y, nbias;
 	__m512 dy;
 };
-
-/* Lane j of the result: the sum of v[j]'s int32 lanes (exact). */
-static inline __m256i hsum_8x8(const __m256i v[8])
-{
-	__m256i t0 = _mm256_hadd_epi32(v[0], v[1]);
-	__m256i t1 = _mm256_hadd_epi32(v[2], v[3]);
-	__m256i t2 = _mm256_hadd_epi32(v[4], v[5]);
-	__m256i t3 = _mm256_hadd_epi32(v[6], v[7]);
-	__m256i u0 = _mm256_hadd_epi32(t0, t1);
-	__m256i u1 = _mm256_hadd_epi32(t2, t3);
-
-	return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
-				_mm256_permute2x128_si256(u0, u1, 0x31));
-}
 
 /* Sums within each 128-bit chunk: chunk c of the result is
  * (a_c, b_c, c_c, d_c), each the sum of that chunk's 4 lanes. */
