@@ -27,6 +27,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/x86/hsum.h"
+#include "kernels/x86/hsum512.h"
 #include "kernels/x86/avx512_q8.h"
 #include "kernels/x86/avx512_qk.h"
 
@@ -209,19 +210,6 @@ struct act_pair {
 	__m512 dy;
 };
 
-/* Sums within each 128-bit chunk: chunk c of the result is
- * (a_c, b_c, c_c, d_c), each the sum of that chunk's 4 lanes. */
-static inline __m512i hsum_4x4(__m512i a, __m512i b, __m512i c, __m512i d)
-{
-	__m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b),
-				      _mm512_unpackhi_epi32(a, b));
-	__m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d),
-				      _mm512_unpackhi_epi32(c, d));
-
-	return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd),
-				_mm512_unpackhi_epi64(ab, cd));
-}
-
 static inline __attribute__((always_inline)) void
 rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
 	  const struct act_pair *ap, const void *a, const float *dy, float *y,
@@ -238,10 +226,7 @@ rows8_512(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
 		t == EDGEQ_TYPE_Q4_0 ?
 			_mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4) :
 			_mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
-	const int pf_lines =
-		!prefetch ?
-			0 :
-			(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
+	const int pf_lines = prefetch_lines(rs, nb, prefetch);
 	__m256 acc = _mm256_setzero_ps();
 	int64_t p = 0;
 
@@ -356,10 +341,7 @@ VBMI_TARGET static void rows8_q4_0_vbmi(int64_t nb, const char *w, size_t rs,
 					    2, 17, 16, 1, 0);
 	const __m256i s3 = _mm256_set_epi16(23, 22, 21, 20, 7, 6, 5, 4, 19, 18,
 					    17, 16, 3, 2, 1, 0);
-	const int pf_lines =
-		!prefetch ?
-			0 :
-			(int)((8 * rs / 64 + nb / 2) / (nb / 2 ? nb / 2 : 1));
+	const int pf_lines = prefetch_lines(rs, nb, prefetch);
 	__m256 acc = _mm256_setzero_ps();
 	int64_t p = 0;
 

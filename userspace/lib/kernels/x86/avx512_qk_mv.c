@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "kernels/x86/avx512_qk.h"
+#include "kernels/x86/hsum512.h"
 
 #define ROWS 16
 #define ACT_STACK 32 /* super-blocks prepared on the stack: n <= 8192 */
@@ -85,19 +86,6 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
 			A[i].bs = _mm256_loadu_si256((const __m256i *)nbs);
 		}
 	}
-}
-
-/* Sums within each 128-bit chunk: chunk c of the result is
- * (a_c, b_c, c_c, d_c), each the sum of that chunk's 4 lanes. */
-static inline __m512i hsum_4x4(__m512i a, __m512i b, __m512i c, __m512i d)
-{
-	__m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b),
-				      _mm512_unpackhi_epi32(a, b));
-	__m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d),
-				      _mm512_unpackhi_epi32(c, d));
-
-	return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd),
-				_mm512_unpackhi_epi64(ab, cd));
 }
 
 /* t[g] chunk c lane k: part c of row 4g + k; result lane 4g + k: the sum
