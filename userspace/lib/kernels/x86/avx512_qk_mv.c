@@ -90,6 +90,22 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
 
 /* t[g] chunk c lane k: part c of row 4g + k; result lane 4g + k: the sum
  * of its 4 parts. */
+/* 128-bit chunk g of v in all four chunks (g constant once unrolled; the
+ * switch keeps the immediate an immediate when it is not, as at -O1). */
+static inline __m512i chunk_bcast(__m512i v, int g)
+{
+	switch (g) {
+	case 0:
+		return _mm512_shuffle_i32x4(v, v, 0x00);
+	case 1:
+		return _mm512_shuffle_i32x4(v, v, 0x55);
+	case 2:
+		return _mm512_shuffle_i32x4(v, v, 0xaa);
+	default:
+		return _mm512_shuffle_i32x4(v, v, 0xff);
+	}
+}
+
 static inline __m512i hsum_chunks(const __m512i t[4])
 {
 	__m512i y01 = _mm512_add_epi32(_mm512_shuffle_i32x4(t[0], t[1], 0x44),
@@ -292,9 +308,7 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 				{
 					s[k] = q4k_row(wb + off[4 * g + k],
 						       &A[i], ctl,
-						       _mm512_shuffle_i32x4(
-							       sc[k], sc[k],
-							       0x55 * g));
+						       chunk_bcast(sc[k], g));
 				}
 				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
 			}
