@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/q80_tiles.h"
 
 static inline float h2f(uint16_t h)
 {
@@ -462,43 +463,12 @@ static inline void tile_neon(enum edgeq_type t, int64_t nb, const char *w,
 	vst1q_f32(y + ldy, acc1);
 }
 
-#define TOK_BLK 64
 static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const char *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
-	size_t rs = edgeq_row_size(t, n);
-	int64_t nblk = n / EDGEQ_QK8_0;
-
-	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
-		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
-		int64_t r = row0;
-
-		for (; r + 4 <= row1; r += 4) {
-			const char *wr = (const char *)w + r * rs;
-			int64_t b = b0;
-
-			if (t == EDGEQ_TYPE_Q4_0)
-				for (; b + 2 <= b1; b += 2)
-					tile_neon(EDGEQ_TYPE_Q4_0, nblk, wr, rs,
-						  a + b * as, as,
-						  y + b * ldy + r, ldy);
-			else
-				for (; b + 2 <= b1; b += 2)
-					tile_neon(EDGEQ_TYPE_Q8_0, nblk, wr, rs,
-						  a + b * as, as,
-						  y + b * ldy + r, ldy);
-			for (; b < b1; b++)
-				for (int k = 0; k < 4; k++)
-					y[b * ldy + r + k] = dot_q80_like(
-						t, n, wr + k * rs, a + b * as);
-		}
-		for (; r < row1; r++)
-			for (int64_t b = b0; b < b1; b++)
-				y[b * ldy + r] = dot_q80_like(
-					t, n, (const char *)w + r * rs,
-					a + b * as);
-	}
+	edgeq_matmul_q80_4x2(t, w, n, row0, row1, a, as, nb, y, ldy, tile_neon,
+			     dot_q80_like);
 }
 
 static void matmul_neon(enum edgeq_type type, const void *w, int64_t n,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/q80_tiles.h"
 #include "kernels/x86/hsum.h"
 #include "kernels/x86/q4k_mins.h"
 
@@ -386,45 +387,12 @@ static inline void tile_q80_like(enum edgeq_type t, int64_t nb, const char *w,
 	_mm_storeu_ps(y + ldy, _mm256_extractf128_ps(acc, 1));
 }
 
-/* Token blocks of TOK_BLK keep their activations in L2 while the tiles walk
- * the rows; each tile's weight rows stay in L1 across the block's tokens. */
-#define TOK_BLK 64
 static void matmul_q80_like(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const char *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
-	size_t rs = edgeq_row_size(t, n);
-	int64_t nblk = n / EDGEQ_QK8_0;
-
-	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
-		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
-		int64_t r = row0;
-
-		for (; r + 4 <= row1; r += 4) {
-			const char *wr = (const char *)w + r * rs;
-			int64_t b = b0;
-
-			if (t == EDGEQ_TYPE_Q4_0)
-				for (; b + 2 <= b1; b += 2)
-					tile_q80_like(EDGEQ_TYPE_Q4_0, nblk, wr,
-						      rs, a + b * as, as,
-						      y + b * ldy + r, ldy);
-			else
-				for (; b + 2 <= b1; b += 2)
-					tile_q80_like(EDGEQ_TYPE_Q8_0, nblk, wr,
-						      rs, a + b * as, as,
-						      y + b * ldy + r, ldy);
-			for (; b < b1; b++)
-				for (int k = 0; k < 4; k++)
-					y[b * ldy + r + k] = dot_q80_like(
-						t, n, wr + k * rs, a + b * as);
-		}
-		for (; r < row1; r++)
-			for (int64_t b = b0; b < b1; b++)
-				y[b * ldy + r] = dot_q80_like(
-					t, n, (const char *)w + r * rs,
-					a + b * as);
-	}
+	edgeq_matmul_q80_4x2(t, w, n, row0, row1, a, as, nb, y, ldy,
+			     tile_q80_like, dot_q80_like);
 }
 
 /* ---- Q4_K and Q6_K: exact integer sum per super-block, one float chain ---- */
@@ -696,7 +664,8 @@ static void tile_q4_K(int64_t n, const void *w, const char *a, size_t as,
 }
 
 /*
- * Prefill driver of the K-quant tiles: token blocks of TOK_BLK, each weight
+ * Prefill driver of the K-quant tiles: token blocks of EDGEQ_Q80_TOK_BLK (as
+ * the Q8_0/Q4_0 driver's, q80_tiles.h), each weight
  * row against TK4 tokens at a time with @tile, the rest token by token with
  * @dot (the same sums and chain, so every output is bit-identical).
  */
@@ -710,8 +679,10 @@ static void matmul_rows_tk4(enum edgeq_type type,
 {
 	size_t rs = edgeq_row_size(type, n);
 
-	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
-		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
+	for (int64_t b0 = 0; b0 < nb; b0 += EDGEQ_Q80_TOK_BLK) {
+		int64_t b1 = b0 + EDGEQ_Q80_TOK_BLK < nb ?
+				     b0 + EDGEQ_Q80_TOK_BLK :
+				     nb;
 
 		for (int64_t r = row0; r < row1; r++) {
 			const char *wr = (const char *)w + r * rs;
