@@ -342,7 +342,9 @@ extern const struct edgeq_kernel_ops edgeq_kernel_ops_scalar;
 /* Defined only in builds for that ISA (x86/avx2.c, arm64/neon.c). */
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_avx2;
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_neon;
-/* AVX2 plus AVX-512 VNNI Q8_0/Q4_0 dots and matmul (x86/avx512.c). */
+/* AVX2 plus AVX-512 VNNI: Q8_0/Q4_0 dots, decode matvec for Q4_0, Q8_0,
+ * Q4_K and Q6_K, prefill matmul for the same types, many-key attention and
+ * the softmax (x86/avx512*.c, x86/attn512.c). */
 const struct edgeq_kernel_ops *edgeq_kernel_ops_avx512(void);
 /* Whether its Q4_0 matvec may use VBMI and GFNI where the CPU has them (on
  * by default; tests turn it off to check the other path). Returns whether

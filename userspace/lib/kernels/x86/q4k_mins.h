@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The min term of a Q4_K super-block against one Q8_K activation block,
- * shared by the AVX2 and AVX-512 tables: sum over the 8 sub-blocks j of
+ * for the AVX2 table's dot and prefill tile (the AVX-512 kernels compute it
+ * for 16 rows at once with vpdpwssd): sum over the 8 sub-blocks j of
  * mins[j] * (bsums[2j] + bsums[2j + 1]). Exact integer arithmetic, so every
  * table gets the same value.
  */
