@@ -31,6 +31,10 @@ python3 "$EDGEQ_TOP/$D/jsonschema.py" "$EDGEQ_TOP/Documentation/manifest.schema.
 check "signed manifest validates against Documentation/manifest.schema.json" test $? -eq 0
 M verify -K s.key.pub -m m.gguf --family test-board man.json >out 2>&1
 check "signed bundle verifies" test $? -eq 0
+M verify -K s.key.pub man.json -m m.gguf --family test-board >/dev/null 2>err
+check "options after the file are accepted (the usage line's order)" test $? -eq 0
+M verify -K s.key.pub man.json -- -m 2>err
+check "after --, '-m' is an argument, not an option" grep -q "unexpected argument '-m'" err
 check "show names the signing key" sh -c "$EDGEQ manifest show man.json | grep -q '^signature  [0-9a-f]\{16\}'"
 
 # every field, changed after signing, is detected

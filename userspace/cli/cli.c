@@ -178,8 +178,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 {
 	const struct cli_option *opts = cmd->options;
 	struct option lopts[64];
-	char shorts[160] = "+h";
-	size_t n = 0, sl = 2;
+	char shorts[160] = "h";
+	size_t n = 0, sl = 1;
 	const struct cli_option *o;
 	char env[64];
 	int c, idx;
@@ -217,7 +217,12 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	memset(&lopts[n + 1], 0, sizeof(lopts[0]));
 	shorts[sl] = '\0';
 
-	optind = 1;
+	/*
+	 * GNU order: options may follow positional arguments (the form usage
+	 * lines print, "manifest verify -K KEY FILE -m MODEL"); "--" ends the
+	 * options. optind = 0 makes glibc start its permutation afresh.
+	 */
+	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shorts, lopts, &idx)) != -1) {
 		if (c == 'h') {
