@@ -53,10 +53,10 @@ struct edgeq_pull_params {
 	const char *ca_file;  /* CA bundle for https (NULL: the system's) */
 	unsigned int retries; /* resumes after a failed transfer */
 	unsigned int retry_delay_ms; /* first back-off; doubles, max 30 s */
-	unsigned int stall_s; /* abort a transfer idle this long (30) */
-	bool require_sha256;  /* refuse when no digest is known */
-	bool force;	      /* replace a file already in the store */
-	bool insecure_http;   /* allow http:// for non-loopback hosts */
+	unsigned int stall_s;	     /* abort a transfer idle this long (30) */
+	bool require_sha256;	     /* refuse when no digest is known */
+	bool force;		     /* replace a file already in the store */
+	bool insecure_http;	     /* allow http:// for non-loopback hosts */
 	/* Called at most ~10 times a second while bytes arrive. @total is 0
 	 * when the size is not known yet. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total,

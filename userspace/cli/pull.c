@@ -138,8 +138,7 @@ static void print_result(const struct edgeq_pull_result *r)
 	if (r->resumed_from)
 		printf("  resumed from byte %llu\n",
 		       (unsigned long long)r->resumed_from);
-	printf("  manifest %s (unsigned: edgeq manifest sign)\n",
-	       r->manifest);
+	printf("  manifest %s (unsigned: edgeq manifest sign)\n", r->manifest);
 }
 
 static int cmd_pull(int argc, char **argv)
@@ -158,8 +157,8 @@ static int cmd_pull(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "pull",
 				 "which model? a URL or hf:OWNER/REPO/FILE");
 	if (first + 1 < argc)
-		return cli_error(EXIT_USAGE, "pull",
-				 "unexpected argument '%s'", argv[first + 1]);
+		return cli_error(EXIT_USAGE, "pull", "unexpected argument '%s'",
+				 argv[first + 1]);
 	if (o_retries < 0 || o_retries > 1000)
 		return cli_error(EXIT_USAGE, "pull",
 				 "--retries wants 0 to 1000, not %d",
@@ -178,9 +177,10 @@ static int cmd_pull(int argc, char **argv)
 	else if (!strcmp(o_progress, "none"))
 		pr.mode = PROGRESS_NONE;
 	else
-		return cli_error(EXIT_USAGE, "pull",
-				 "--progress: auto, bar, lines or none, not '%s'",
-				 o_progress);
+		return cli_error(
+			EXIT_USAGE, "pull",
+			"--progress: auto, bar, lines or none, not '%s'",
+			o_progress);
 
 	edgeq_pull_params_init(&p);
 	p.source = argv[first];

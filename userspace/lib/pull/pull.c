@@ -141,9 +141,9 @@ static int resolve_hub(const struct edgeq_pull_params *p, CURL *c, char *url,
 	while (eplen && ep[eplen - 1] == '/')
 		eplen--;
 	if (strncasecmp(ep, "http://", 7) && strncasecmp(ep, "https://", 8))
-		return edgeq_error_set(err, EINVAL,
-				       "hub endpoint '%s' is not an http(s) URL",
-				       ep);
+		return edgeq_error_set(
+			err, EINVAL, "hub endpoint '%s' is not an http(s) URL",
+			ep);
 	if (eplen + 1 >= url_len)
 		return edgeq_error_set(err, ENAMETOOLONG,
 				       "hub endpoint too long");
@@ -382,9 +382,10 @@ static int begin_body(struct pull_xfer *x)
 
 	if (x->code == 200) {
 		if (x->offset && restart_from_zero(x))
-			return edgeq_error_set(x->err, errno,
-					       "truncating the partial file: %s",
-					       strerror(errno));
+			return edgeq_error_set(
+				x->err, errno,
+				"truncating the partial file: %s",
+				strerror(errno));
 		if (x->have_length)
 			total = x->content_length;
 	} else if (x->code == 206) {
@@ -406,9 +407,10 @@ static int begin_body(struct pull_xfer *x)
 			(unsigned long long)total);
 	x->total = total;
 	if (total && total < x->offset)
-		return edgeq_error_set(x->err, EPROTO,
-				       "the server's file (%llu bytes) is shorter than what was already fetched",
-				       (unsigned long long)total);
+		return edgeq_error_set(
+			x->err, EPROTO,
+			"the server's file (%llu bytes) is shorter than what was already fetched",
+			(unsigned long long)total);
 	need = total ? total - x->offset : 0;
 	if (need && fstatvfs(x->fd, &vfs) == 0) {
 		avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
@@ -460,8 +462,8 @@ static size_t on_body(char *buf, size_t sz, size_t nitems, void *arg)
 		}
 	}
 	while (done < n) {
-		ssize_t w = pwrite(x->fd, buf + done, n - done,
-				   (off_t)x->offset);
+		ssize_t w =
+			pwrite(x->fd, buf + done, n - done, (off_t)x->offset);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -712,8 +714,9 @@ static int attempt(struct pull_xfer *x, struct pull_state *st)
 		if (restart_from_zero(x))
 			return edgeq_error_set(x->err, errno, "truncating: %s",
 					       strerror(errno));
-		return edgeq_error_set(x->err, EAGAIN,
-				       "the server refused the resume range; starting again");
+		return edgeq_error_set(
+			x->err, EAGAIN,
+			"the server refused the resume range; starting again");
 	}
 	if (rc != CURLE_OK) {
 		ret = edgeq_error_set(x->err, retryable(rc, 0) ? EAGAIN : EIO,
@@ -722,9 +725,9 @@ static int attempt(struct pull_xfer *x, struct pull_state *st)
 				      (unsigned long long)x->offset);
 		if (rc == CURLE_PEER_FAILED_VERIFICATION ||
 		    rc == CURLE_SSL_CONNECT_ERROR ||
-		    rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_UNSUPPORTED_PROTOCOL)
-			ret = edgeq_error_set(x->err, EPROTO,
-					      "%.200s: %s", url,
+		    rc == CURLE_SSL_CACERT_BADFILE ||
+		    rc == CURLE_UNSUPPORTED_PROTOCOL)
+			ret = edgeq_error_set(x->err, EPROTO, "%.200s: %s", url,
 					      curl_easy_strerror(rc));
 		return ret;
 	}
@@ -738,11 +741,9 @@ static int attempt(struct pull_xfer *x, struct pull_state *st)
 			"%.200s: HTTP %ld: the server wants a token that may read it (--token, or $HF_TOKEN for hf:)",
 			url, x->code);
 	if (x->code != 200 && x->code != 206)
-		return edgeq_error_set(x->err,
-				       retryable(CURLE_OK, x->code) ? EAGAIN :
-								      EPROTO,
-				       "%.200s: HTTP %ld %.80s", url, x->code,
-				       x->errbody);
+		return edgeq_error_set(
+			x->err, retryable(CURLE_OK, x->code) ? EAGAIN : EPROTO,
+			"%.200s: HTTP %ld %.80s", url, x->code, x->errbody);
 	if (!x->body) { /* an empty body: a zero-length file */
 		int r2 = begin_body(x);
 
@@ -752,13 +753,14 @@ static int attempt(struct pull_xfer *x, struct pull_state *st)
 	if (x->total && x->offset < x->total)
 		return edgeq_error_set(
 			x->err, EAGAIN,
-			"%.200s: the connection ended at byte %llu of %llu", url,
-			(unsigned long long)x->offset,
+			"%.200s: the connection ended at byte %llu of %llu",
+			url, (unsigned long long)x->offset,
 			(unsigned long long)x->total);
 	if (x->total && x->offset > x->total)
-		return edgeq_error_set(x->err, EPROTO,
-				       "the server sent more than the %llu bytes it announced",
-				       (unsigned long long)x->total);
+		return edgeq_error_set(
+			x->err, EPROTO,
+			"the server sent more than the %llu bytes it announced",
+			(unsigned long long)x->total);
 	return 0;
 }
 
@@ -815,8 +817,9 @@ static bool meta_load(struct pull_state *st)
 	const char *url = NULL, *val = NULL, *linked = NULL;
 	bool ok = false;
 
-	if (m && !json_unpack(m, "{s:s, s:s, s:s}", "url", &url, "validator",
-			      &val, "linked", &linked) &&
+	if (m &&
+	    !json_unpack(m, "{s:s, s:s, s:s}", "url", &url, "validator", &val,
+			 "linked", &linked) &&
 	    !strcmp(url, st->url)) {
 		snprintf(st->validator, sizeof(st->validator), "%s", val);
 		snprintf(st->linked, sizeof(st->linked), "%s", linked);
@@ -837,7 +840,7 @@ static int hash_prefix(struct pull_xfer *x, uint64_t len)
 	crypto_hash_sha256_init(&x->sha);
 	while (at < len) {
 		size_t want = len - at < (1u << 20) ? (size_t)(len - at) :
-						       (1u << 20);
+						      (1u << 20);
 		ssize_t n = pread(x->fd, buf, want, (off_t)at);
 
 		if (n < 0 && errno == EINTR)
@@ -1060,8 +1063,9 @@ int edgeq_pull(const struct edgeq_pull_params *p, struct edgeq_pull_result *r,
 	}
 	if (flock(x.fd, LOCK_EX | LOCK_NB) < 0) {
 		ret = edgeq_error_set(
-			err, EBUSY, "another pull of %s is running (%s is locked)",
-			name, st->part);
+			err, EBUSY,
+			"another pull of %s is running (%s is locked)", name,
+			st->part);
 		goto out_close;
 	}
 	crypto_hash_sha256_init(&x.sha);
@@ -1071,8 +1075,7 @@ int edgeq_pull(const struct edgeq_pull_params *p, struct edgeq_pull_result *r,
 			if (ret) {
 				ret = edgeq_error_set(err, -ret,
 						      "reading %s: %s",
-						      st->part,
-						      strerror(-ret));
+						      st->part, strerror(-ret));
 				goto out_close;
 			}
 			r->resumed_from = x.offset;
@@ -1102,8 +1105,7 @@ int edgeq_pull(const struct edgeq_pull_params *p, struct edgeq_pull_result *r,
 			ret = edgeq_error_set(
 				err, EIO,
 				"%s; gave up after %u attempts (%llu bytes kept: pull again to resume)",
-				why, r->attempts,
-				(unsigned long long)x.offset);
+				why, r->attempts, (unsigned long long)x.offset);
 			break;
 		}
 		sleep_ms(delay);
