@@ -20,8 +20,10 @@ extern "C" {
 /*
  * Memory read bandwidth: @nthreads threads (0 = one per online CPU) stream
  * through a buffer of @bytes (0 = 8 x the last-level cache, at least
- * 256 MiB, at most 1 GiB), best of @runs passes (0 = 3). *gbps is in
- * 10^9 bytes per second. Returns 0, -EINVAL, -ENOMEM.
+ * 256 MiB, at most 1 GiB, and at most a quarter of the memory the process
+ * may still take, its cgroup's limit included), best of @runs passes
+ * (0 = 3). *gbps is in 10^9 bytes per second. Returns 0, -EINVAL, -ENOMEM
+ * (also when fewer than 64 MiB could be used without risking the OOM).
  */
 int edgeq_membw_measure(int nthreads, size_t bytes, int runs, double *gbps);
 

@@ -20,11 +20,12 @@ have_v1=0 have_v2=0
 gen mid --shape 1b --layers 6 --type q4_0
 m=$T/mid.gguf
 size=$(stat -c %s "$m")
+roof=--no-roofline
 run() { # run CGROUP_DIR OUT ARGS...: edgeq run inside the cgroup
 	local cg=$1 out=$2; shift 2
 	sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
 		"$EDGEQ" run -m "$m" -p "Once upon a time" -n 6 --temp 0 -t 2 \
-		--no-roofline --ctx-size 128 --json "$@" >"$out" 2>"$out.err"
+		$roof --ctx-size 128 --json "$@" >"$out" 2>"$out.err"
 }
 tokens() { grep -o '"tokens":\[[0-9,]*\]' "$1"; }
 
@@ -58,6 +59,19 @@ if [ $have_v1 = 1 ]; then
 	check "v1: auto gives the same tokens" test "$(tokens "$T/v1auto")" = "$(tokens "$T/ref")"
 	oom=$(awk '$1 == "oom_kill" { print $2 }' "$cg/memory.oom_control")
 	check "v1: still no OOM kill" test "${oom:-0}" -eq 0
+
+	# the default command also measures the memory bandwidth for its
+	# roofline line: that diagnostic must stay inside the same limit
+	echo 0 >"$cg/memory.max_usage_in_bytes"
+	roof=""
+	run "$cg" "$T/v1roof" --weights stream --weights-budget 50%
+	rc=$?
+	roof=--no-roofline
+	check "v1: with the roofline measured, exits 0 (got $rc)" test $rc -eq 0
+	oom=$(awk '$1 == "oom_kill" { print $2 }' "$cg/memory.oom_control")
+	check "v1: the roofline's buffer caused no OOM kill" test "${oom:-0}" -eq 0
+	peak=$(cat "$cg/memory.max_usage_in_bytes")
+	check "v1: with the roofline, peak usage $peak within the limit" test "$peak" -le "$limit"
 
 	# the control: the limit is real, preload (the whole model) cannot fit
 	run "$cg" "$T/v1pre" --weights preload

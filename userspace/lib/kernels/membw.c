@@ -13,6 +13,7 @@
 
 #include <edgeq/edgeq.h>
 #include <edgeq/kernels.h>
+#include <edgeq/stream.h>
 
 #include "kernels/kernels.h"
 
@@ -36,9 +37,20 @@ static void bw_task(void *arg, int ith, int nth)
 		j->sink[ith] = j->read(p, per); /* keeps the loads alive */
 }
 
+/* Below this a pass is too short, or too near the caches, to mean DRAM. */
+#define MEMBW_MIN_BYTES (64u << 20)
+
+/*
+ * Eight times the last-level cache, 256 MiB to 1 GiB, but never more than a
+ * quarter of what the process may still take (MemAvailable, and its memory
+ * cgroup's limit less its usage): the measurement is a diagnostic and must
+ * not be what pushes a process in a tight cgroup into the OOM killer.
+ * 0 when even MEMBW_MIN_BYTES would not fit.
+ */
 static size_t default_bytes(void)
 {
 	long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+	struct edgeq_mem_info mi;
 	size_t b;
 
 	if (llc <= 0)
@@ -48,7 +60,9 @@ static size_t default_bytes(void)
 		b = 256u << 20;
 	if (b > (1u << 30))
 		b = 1u << 30;
-	return b;
+	if (!edgeq_mem_probe(NULL, &mi) && mi.available / 4 < b)
+		b = (size_t)(mi.available / 4);
+	return b < MEMBW_MIN_BYTES ? 0 : b;
 }
 
 int edgeq_membw_measure(int nthreads, size_t bytes, int runs, double *gbps)
@@ -69,6 +83,8 @@ int edgeq_membw_measure(int nthreads, size_t bytes, int runs, double *gbps)
 		return -EINVAL;
 	if (!bytes)
 		bytes = default_bytes();
+	if (!bytes)
+		return -ENOMEM; /* no room to measure without risking the OOM */
 	if (!runs)
 		runs = 3;
 	bytes &= ~(size_t)(4096 * (size_t)nthreads - 1);
