@@ -16,7 +16,8 @@ cat "$T/out"
 for kv in Type=notify WatchdogSec= Restart=on-failure DynamicUser=yes \
 	ProtectSystem=strict PrivateTmp=yes NoNewPrivileges=yes \
 	"CapabilityBoundingSet=CAP_BPF CAP_PERFMON" MemoryHigh= MemoryMax= \
-	"ExecStart=@BINDIR@/edgeq serve"; do
+	"ExecStart=@BINDIR@/edgeq serve" DevicePolicy=closed \
+	"DeviceAllow=char-edgeq rw" "DeviceAllow=/dev/edgeq-control r"; do
 	check "unit has $kv" grep -q "^$kv" "$unit"
 done
 if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
@@ -31,6 +32,19 @@ check "unit installed with its ExecStart path" \
 	grep -q '^ExecStart=/usr/bin/edgeq serve' "$T/stage/usr/lib/systemd/system/edgeq.service"
 check "example configuration installed" test -f "$T/stage/etc/edgeq/edgeq.conf"
 check "edgeq-serve(1) installed" test -f "$T/stage/usr/share/man/man1/edgeq-serve.1"
+# the unit as installed, man page reference included
+if command -v man >/dev/null; then
+	# installed for real under a prefix of its own, so ExecStart resolves
+	make -s -C "$EDGEQ_TOP" install O="$O" PREFIX="$T/prefix" \
+		SYSCONFDIR="$T/prefix/etc" >"$T/inst2.log" 2>&1
+	MANPATH=$T/prefix/share/man systemd-analyze verify \
+		"$T/prefix/lib/systemd/system/edgeq.service" >"$T/out2" 2>&1
+	check "systemd-analyze verify is clean on the installed unit, man page resolved" \
+		test $? -eq 0 -a ! -s "$T/out2"
+	cat "$T/out2"
+else
+	echo "man is not installed: the installed unit's man: reference not checked"
+fi
 echo "# edited" >>"$T/stage/etc/edgeq/edgeq.conf"
 make -s -C "$EDGEQ_TOP" install-serve-config O="$O" DESTDIR="$T/stage" >/dev/null 2>&1
 check "an existing configuration is kept" grep -q '^# edited' "$T/stage/etc/edgeq/edgeq.conf"
