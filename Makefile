@@ -217,6 +217,10 @@ run:
 	tools/install-deps
 	$(MAKE) all
 	@test -f $(RUN_MODEL) || tools/make-default-model $(RUN_MODEL)
+	@echo "make run: $(RUN_MODEL) is a synthetic model with random weights:" \
+		"its speed is real, its text is meaningless."
+	@echo "make run: for real text pull a GGUF and run it, e.g." \
+		"edgeq pull hf:OWNER/REPO/FILE.gguf; edgeq run -m FILE.gguf -p 'Hello'"
 	$(EDGEQ) run -m $(RUN_MODEL) -p "$(RUN_PROMPT)" -n 64
 
 # ---- install
