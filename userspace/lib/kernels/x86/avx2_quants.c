@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * AVX2 kernels of the types added after Q4_0/Q8_0/Q4_K/Q6_K, in the
+ * canonical order of scalar.c (exact integer sums, the same float chain):
+ *
+ *  - 32-element blocks x Q8_0: Q5_0 and IQ4_NL weights become 32 signed
+ *    bytes (q - 16, or the IQ4_NL table through pshufb), Q4_1 and Q5_1 32
+ *    unsigned bytes whose min term takes the activation's block sum. The
+ *    decode matvec takes 8 rows per step, one row per float lane (the 8
+ *    rows' lane sums reduce with one transpose-add tree); prefill runs it
+ *    per token over groups of 8 rows that stay in L1.
+ *  - K-quants x Q8_K: a super-block is unpacked once into 8 vectors of 32
+ *    bytes in the activation's element order and 8 vectors of int16
+ *    sub-block scales; each token's sum is maddubs + madd per vector.
+ *    Prefill tiles take one row x 4 tokens (the AVX2 Q4_K driver).
+ *
+ * Activation bytes are in [-127, 127]: maddubs pair sums stay below 2^15
+ * (at most 2 x 127 x 127 for the signed IQ4 values).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/x86/avx2_quants.h"
+#include "kernels/x86/hsum.h"
+#include "kernels/x86/q4k_mins.h"
+
+static inline float h2f(uint16_t h)
+{
+	return _cvtsh_ss(h);
+}
+
+/* 16 nibble bytes as 32 bytes in element order (low nibbles first) */
+static inline __m256i nibbles32(const uint8_t *qs)
+{
+	__m128i b = _mm_loadu_si128((const __m128i *)qs);
+	__m128i m = _mm_set1_epi8(0x0f);
+
+	return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m),
+				_mm_and_si128(b, m));
+}
+
+/* byte e = @val where bit e of the 32-bit word is set, else 0 */
+static inline __m256i bits_to_bytes(uint32_t bits, char val)
+{
+	const __m256i shuf = _mm256_set_epi64x(
+		0x0303030303030303ll, 0x0202020202020202ll,
+		0x0101010101010101ll, 0x0000000000000000ll);
+	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
+
+	v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+	return _mm256_and_si256(v, _mm256_set1_epi8(val));
+}
+
+static inline __m256i iq4_table(void)
+{
+	__m128i t = _mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl);
+
+	return _mm256_set_m128i(t, t);
+}
+
+/* int32 lanes of the exact dot of 32 signed weight bytes with 32 int8 */
+static inline __m256i dot_signed(__m256i q, __m256i a)
+{
+	return _mm256_madd_epi16(
+		_mm256_maddubs_epi16(_mm256_sign_epi8(q, q),
+				     _mm256_sign_epi8(a, q)),
+		_mm256_set1_epi16(1));
+}
+
+/* ... of 32 unsigned weight bytes (at most 31) */
+static inline __m256i dot_unsigned(__m256i q, __m256i a)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(q, a),
+				 _mm256_set1_epi16(1));
+}
+
+/* ---- 32-element blocks x Q8_0 ---- */
+
+static inline bool affine(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
+}
+
+/* Block i of a row as 32 bytes (signed for Q5_0/IQ4_NL, unsigned for the
+ * affine types), its scale and min (0 when it has none). */
+static inline __m256i wblock(enum edgeq_type t, const void *row, int64_t i,
+			     float *d, float *m)
+{
+	switch (t) {
+	case EDGEQ_TYPE_Q4_1: {
+		const struct edgeq_block_q4_1 *b =
+			(const struct edgeq_block_q4_1 *)row + i;
+
+		*d = h2f(b->d);
+		*m = h2f(b->m);
+		return nibbles32(b->qs);
+	}
+	case EDGEQ_TYPE_Q5_0: {
+		const struct edgeq_block_q5_0 *b =
+			(const struct edgeq_block_q5_0 *)row + i;
+
+		*d = h2f(b->d);
+		*m = 0;
+		return _mm256_sub_epi8(
+			_mm256_or_si256(nibbles32(b->qs),
+					bits_to_bytes(edgeq_q5_qh(b->qh), 16)),
+			_mm256_set1_epi8(16));
+	}
+	case EDGEQ_TYPE_Q5_1: {
+		const struct edgeq_block_q5_1 *b =
+			(const struct edgeq_block_q5_1 *)row + i;
+
+		*d = h2f(b->d);
+		*m = h2f(b->m);
+		return _mm256_or_si256(nibbles32(b->qs),
+				       bits_to_bytes(edgeq_q5_qh(b->qh), 16));
+	}
+	default: {
+		const struct edgeq_block_iq4_nl *b =
+			(const struct edgeq_block_iq4_nl *)row + i;
+
+		*d = h2f(b->d);
+		*m = 0;
+		return _mm256_shuffle_epi8(iq4_table(), nibbles32(b->qs));
+	}
+	}
+}
+
+static inline __m256i block_lanes(enum edgeq_type t, __m256i q, __m256i a)
+{
+	return affine(t) ? dot_unsigned(q, a) : dot_signed(q, a);
+}
+
+static inline int32_t act_sum(__m256i a)
+{
+	return hsum_i32(_mm256_madd_epi16(
+		_mm256_maddubs_epi16(_mm256_set1_epi8(1), a),
+		_mm256_set1_epi16(1)));
+}
+
+static inline __m256i ablock(const void *a, int64_t i)
+{
+	return _mm256_loadu_si256(
+		(const __m256i *)((const struct edgeq_block_q8_0 *)a)[i].qs);
+}
+
+static inline float dot32(enum edgeq_type t, int64_t n, const void *w,
+			  const void *a)
+{
+	const struct edgeq_block_q8_0 *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / 32; i++) {
+		float d, m, da = h2f(y[i].d);
+		__m256i qa = ablock(a, i);
+		__m256i q = wblock(t, w, i, &d, &m);
+
+		acc = fmaf(d * da, (float)hsum_i32(block_lanes(t, q, qa)),
+			   acc);
+		if (affine(t))
+			acc = fmaf(m * da, (float)act_sum(qa), acc);
+	}
+	return acc;
+}
+
+float edgeq_avx2_dot_q4_1(int64_t n, const void *w, const void *a)
+{
+	return dot32(EDGEQ_TYPE_Q4_1, n, w, a);
+}
+
+float edgeq_avx2_dot_q5_0(int64_t n, const void *w, const void *a)
+{
+	return dot32(EDGEQ_TYPE_Q5_0, n, w, a);
+}
+
+float edgeq_avx2_dot_q5_1(int64_t n, const void *w, const void *a)
+{
+	return dot32(EDGEQ_TYPE_Q5_1, n, w, a);
+}
+
+float edgeq_avx2_dot_iq4_nl(int64_t n, const void *w, const void *a)
+{
+	return dot32(EDGEQ_TYPE_IQ4_NL, n, w, a);
+}
+
+/* 8 rows (rs bytes apart) x one activation row, one row per float lane;
+ * the next 8 rows are prefetched over the blocks when @pf. */
+static inline void rows8_32(enum edgeq_type t, int64_t nb, const char *w,
+			    size_t rs, const void *a, float *y, bool pf)
+{
+	const struct edgeq_block_q8_0 *ya = a;
+	const int pf_lines = (int)((8 * rs / 64 + nb - 1) / nb);
+	__m256 acc = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < nb; i++) {
+		__m256i qa = ablock(a, i), p[8];
+		float d[8], m[8];
+		__m256 da = _mm256_set1_ps(h2f(ya[i].d));
+
+		for (int k = 0; pf && k < pf_lines; k++)
+			_mm_prefetch(w + 8 * rs + (i * pf_lines + k) * 64,
+				     _MM_HINT_T0);
+		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+			p[r] = block_lanes(t, wblock(t, w + r * rs, i, &d[r],
+						     &m[r]),
+					   qa);
+		acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(d), da),
+				      _mm256_cvtepi32_ps(hsum_8x8(p)), acc);
+		if (affine(t))
+			acc = _mm256_fmadd_ps(
+				_mm256_mul_ps(_mm256_loadu_ps(m), da),
+				_mm256_set1_ps((float)act_sum(qa)), acc);
+	}
+	_mm256_storeu_ps(y, acc);
+}
+
+static inline void matvec32(enum edgeq_type t, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a, float *y)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t r = row0;
+
+	for (; r + 8 <= row1; r += 8)
+		rows8_32(t, n / 32, (const char *)w + r * rs, rs, a, y + r,
+			 r + 16 <= row1);
+	for (; r < row1; r++)
+		y[r] = dot32(t, n, (const char *)w + r * rs, a);
+}
+
+/* Prefill: per group of 8 rows (in L1 after the first token) each token's
+ * matvec; the rest by rows. */
+static inline void matmul32(enum edgeq_type t, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const char *a,
+			    size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t r = row0;
+
+	for (; r + 8 <= row1; r += 8)
+		for (int64_t b = 0; b < nb; b++)
+			rows8_32(t, n / 32, (const char *)w + r * rs, rs,
+				 a + b * as, y + b * ldy + r, false);
+	for (; r < row1; r++)
+		for (int64_t b = 0; b < nb; b++)
+			y[b * ldy + r] =
+				dot32(t, n, (const char *)w + r * rs, a + b * as);
+}
+
+/* ---- K-quants x Q8_K ---- */
+
+/*
+ * A super-block unpacked: q[k] the 32 weights of elements 32k..32k+31 as
+ * bytes (IQ4_XS: their magnitudes, sgn[k] the signed values), sc[k] the
+ * int16 scale of each maddubs pair (16-element sub-blocks: lanes 0-7 and
+ * 8-15 differ), and the terms each token adds with its bsums.
+ */
+struct kunp {
+	__m256i q[8], sgn[8], sc[8];
+	__m256i m16; /* Q2_K: 16 mins; Q3_K: 16 scales (for the -4 bias) */
+	__m128i mins8; /* Q5_K: 8 mins */
+	float d, dmin;
+};
+
+static inline __m256i scale_pair(int lo, int hi)
+{
+	return _mm256_set_m128i(_mm_set1_epi16((short)hi),
+				_mm_set1_epi16((short)lo));
+}
+
+static inline void unpack_q5_K(const struct edgeq_block_q5_K *b,
+			       struct kunp *u)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+	__m256i qh = _mm256_loadu_si256((const __m256i *)b->qh);
+	uint8_t sc[8], mn[8];
+
+	edgeq_q4_K_unpack_scales(b->scales, sc, mn);
+	for (int c = 0; c < 4; c++) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+		__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+		__m256i h1 =
+			_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+
+		u->q[2 * c] = _mm256_or_si256(_mm256_and_si256(v, m4),
+					      _mm256_slli_epi16(h0, 4));
+		u->q[2 * c + 1] = _mm256_or_si256(
+			_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+			_mm256_slli_epi16(h1, 4));
+		u->sc[2 * c] = _mm256_set1_epi16(sc[2 * c]);
+		u->sc[2 * c + 1] = _mm256_set1_epi16(sc[2 * c + 1]);
+	}
+	u->mins8 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+	u->d = h2f(b->d);
+	u->dmin = h2f(b->dmin);
+}
+
+static inline void unpack_q2_K(const struct edgeq_block_q2_K *b,
+			       struct kunp *u)
+{
+	const __m256i m3 = _mm256_set1_epi8(3);
+	__m128i s = _mm_loadu_si128((const __m128i *)b->scales);
+
+	for (int nn = 0; nn < 2; nn++) {
+		__m256i v = _mm256_loadu_si256(
+			(const __m256i *)(b->qs + 32 * nn));
+
+		for (int j = 0; j < 4; j++) {
+			int g = 8 * nn + 2 * j;
+
+			u->q[4 * nn + j] = _mm256_and_si256(
+				_mm256_srli_epi16(v, 2 * j), m3);
+			u->sc[4 * nn + j] = scale_pair(b->scales[g] & 0xf,
+						       b->scales[g + 1] & 0xf);
+		}
+	}
+	u->m16 = _mm256_cvtepu8_epi16(
+		_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
+	u->d = h2f(b->d);
+	u->dmin = h2f(b->dmin);
+}
+
+static inline void unpack_q3_K(const struct edgeq_block_q3_K *b,
+			       struct kunp *u)
+{
+	const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+	__m256i hm = _mm256_loadu_si256((const __m256i *)b->hmask);
+	int8_t sc[16];
+
+	edgeq_q3_K_scales(b->scales, sc);
+	for (int nn = 0; nn < 2; nn++) {
+		__m256i v = _mm256_loadu_si256(
+			(const __m256i *)(b->qs + 32 * nn));
+
+		for (int j = 0; j < 4; j++) {
+			int g = 8 * nn + 2 * j;
+			__m256i h = _mm256_and_si256(
+				_mm256_srli_epi16(hm, 4 * nn + j), one);
+
+			/* q + 4: the low bits plus 4 where the mask bit is set */
+			u->q[4 * nn + j] = _mm256_or_si256(
+				_mm256_and_si256(_mm256_srli_epi16(v, 2 * j),
+						 m3),
+				_mm256_slli_epi16(h, 2));
+			u->sc[4 * nn + j] = scale_pair(sc[g], sc[g + 1]);
+		}
+	}
+	u->m16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+	u->d = h2f(b->d);
+}
+
+static inline void unpack_iq4_xs(const struct edgeq_block_iq4_xs *b,
+				 struct kunp *u)
+{
+	const __m256i tab = iq4_table();
+	int8_t ls[8];
+
+	edgeq_iq4_xs_scales(b, ls);
+	for (int k = 0; k < 8; k++) {
+		__m256i v = _mm256_shuffle_epi8(tab, nibbles32(b->qs + 16 * k));
+
+		u->sgn[k] = v;
+		u->q[k] = _mm256_sign_epi8(v, v);
+		u->sc[k] = _mm256_set1_epi16(ls[k]);
+	}
+	u->d = h2f(b->d);
+}
+
+static inline void unpack_k(enum edgeq_type t, const void *row, int64_t i,
+			    struct kunp *u)
+{
+	if (t == EDGEQ_TYPE_Q5_K)
+		unpack_q5_K((const struct edgeq_block_q5_K *)row + i, u);
+	else if (t == EDGEQ_TYPE_Q2_K)
+		unpack_q2_K((const struct edgeq_block_q2_K *)row + i, u);
+	else if (t == EDGEQ_TYPE_Q3_K)
+		unpack_q3_K((const struct edgeq_block_q3_K *)row + i, u);
+	else
+		unpack_iq4_xs((const struct edgeq_block_iq4_xs *)row + i, u);
+}
+
+/* One token's float steps for an unpacked super-block (scalar.c's chain) */
+static inline float kstep(enum edgeq_type t, const struct kunp *u,
+			  const struct edgeq_block_q8_K *y, float acc)
+{
+	__m256i s = _mm256_setzero_si256();
+	int32_t isum, summs = 0;
+
+	for (int k = 0; k < 8; k++) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * k));
+		__m256i p = t == EDGEQ_TYPE_IQ4_XS ?
+				    _mm256_maddubs_epi16(
+					    u->q[k], _mm256_sign_epi8(a, u->sgn[k])) :
+				    _mm256_maddubs_epi16(u->q[k], a);
+
+		s = _mm256_add_epi32(s, _mm256_madd_epi16(p, u->sc[k]));
+	}
+	isum = hsum_i32(s);
+	if (t == EDGEQ_TYPE_Q5_K)
+		summs = q4k_mins_dot(y->bsums, u->mins8);
+	else if (t == EDGEQ_TYPE_Q2_K || t == EDGEQ_TYPE_Q3_K)
+		summs = hsum_i32(_mm256_madd_epi16(
+			_mm256_loadu_si256((const __m256i *)y->bsums), u->m16));
+	if (t == EDGEQ_TYPE_Q3_K) /* the stored values are q + 4 */
+		isum -= 4 * summs;
+	acc = fmaf(u->d * y->d, (float)isum, acc);
+	if (t == EDGEQ_TYPE_Q5_K || t == EDGEQ_TYPE_Q2_K)
+		acc = fmaf(-(u->dmin * y->d), (float)summs, acc);
+	return acc;
+}
+
+static inline float dotk(enum edgeq_type t, int64_t n, const void *w,
+			 const void *a)
+{
+	const struct edgeq_block_q8_K *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		struct kunp u;
+
+		unpack_k(t, w, i, &u);
+		acc = kstep(t, &u, &y[i], acc);
+	}
+	return acc;
+}
+
+float edgeq_avx2_dot_q2_K(int64_t n, const void *w, const void *a)
+{
+	return dotk(EDGEQ_TYPE_Q2_K, n, w, a);
+}
+
+float edgeq_avx2_dot_q3_K(int64_t n, const void *w, const void *a)
+{
+	return dotk(EDGEQ_TYPE_Q3_K, n, w, a);
+}
+
+float edgeq_avx2_dot_q5_K(int64_t n, const void *w, const void *a)
+{
+	return dotk(EDGEQ_TYPE_Q5_K, n, w, a);
+}
+
+float edgeq_avx2_dot_iq4_xs(int64_t n, const void *w, const void *a)
+{
+	return dotk(EDGEQ_TYPE_IQ4_XS, n, w, a);
+}
+
+/* Decode: row by row, the next row prefetched over the super-blocks. */
+static inline void matveck(enum edgeq_type t, const void *w, int64_t n,
+			   int64_t row0, int64_t row1, const void *a, float *y)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t nsb = n / EDGEQ_QK_K;
+	int pf_lines = (int)((rs / 64 + nsb - 1) / nsb);
+
+	for (int64_t r = row0; r < row1; r++) {
+		const char *row = (const char *)w + r * rs;
+		const struct edgeq_block_q8_K *ya = a;
+		bool pf = r + 1 < row1;
+		float acc = 0;
+
+		for (int64_t i = 0; i < nsb; i++) {
+			struct kunp u;
+
+			for (int k = 0; pf && k < pf_lines; k++)
+				_mm_prefetch(row + rs + (i * pf_lines + k) * 64,
+					     _MM_HINT_T0);
+			unpack_k(t, row, i, &u);
+			acc = kstep(t, &u, &ya[i], acc);
+		}
+		y[r] = acc;
+	}
+}
+
+/* Prefill: one row x 4 tokens, the super-block unpacked once. */
+#define KTK 4
+static inline void tilek(enum edgeq_type t, int64_t n, const void *w,
+			 const char *a, size_t as, float *y, int64_t ldy)
+{
+	float acc[KTK] = { 0 };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		struct kunp u;
+
+		unpack_k(t, w, i, &u);
+		_Pragma("GCC unroll 4") for (int k = 0; k < KTK; k++)
+			acc[k] = kstep(t, &u,
+				       (const struct edgeq_block_q8_K *)(a + k * as) +
+					       i,
+				       acc[k]);
+	}
+	for (int k = 0; k < KTK; k++)
+		y[k * ldy] = acc[k];
+}
+
+#define EDGEQ_TOK_BLK 64
+static inline void matmulk(enum edgeq_type t, const void *w, int64_t n,
+			   int64_t row0, int64_t row1, const char *a, size_t as,
+			   int64_t nb, float *y, int64_t ldy)
+{
+	size_t rs = edgeq_row_size(t, n);
+
+	for (int64_t b0 = 0; b0 < nb; b0 += EDGEQ_TOK_BLK) {
+		int64_t b1 = b0 + EDGEQ_TOK_BLK < nb ? b0 + EDGEQ_TOK_BLK : nb;
+
+		for (int64_t r = row0; r < row1; r++) {
+			const char *wr = (const char *)w + r * rs;
+			int64_t b = b0;
+
+			for (; b + KTK <= b1; b += KTK)
+				tilek(t, n, wr, a + b * as, as, y + b * ldy + r,
+				      ldy);
+			for (; b < b1; b++)
+				y[b * ldy + r] = dotk(t, n, wr, a + b * as);
+		}
+	}
+}
+
+bool edgeq_avx2_matvec_more(enum edgeq_type type, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a,
+			    float *y)
+{
+	switch (type) {
+	case EDGEQ_TYPE_Q4_1:
+		matvec32(EDGEQ_TYPE_Q4_1, w, n, row0, row1, a, y);
+		return true;
+	case EDGEQ_TYPE_Q5_0:
+		matvec32(EDGEQ_TYPE_Q5_0, w, n, row0, row1, a, y);
+		return true;
+	case EDGEQ_TYPE_Q5_1:
+		matvec32(EDGEQ_TYPE_Q5_1, w, n, row0, row1, a, y);
+		return true;
+	case EDGEQ_TYPE_IQ4_NL:
+		matvec32(EDGEQ_TYPE_IQ4_NL, w, n, row0, row1, a, y);
+		return true;
+	case EDGEQ_TYPE_Q2_K:
+		matveck(EDGEQ_TYPE_Q2_K, w, n, row0, row1, a, y);
+		return true;
+	case EDGEQ_TYPE_Q3_K:
+		matveck(EDGEQ_TYPE_Q3_K, w, n, row0, row1, a, y);
+		return true;
+	case EDGEQ_TYPE_Q5_K:
+		matveck(EDGEQ_TYPE_Q5_K, w, n, row0, row1, a, y);
+		return true;
+	case EDGEQ_TYPE_IQ4_XS:
+		matveck(EDGEQ_TYPE_IQ4_XS, w, n, row0, row1, a, y);
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool edgeq_avx2_matmul_more(enum edgeq_type type, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a,
+			    size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	switch (type) {
+	case EDGEQ_TYPE_Q4_1:
+		matmul32(EDGEQ_TYPE_Q4_1, w, n, row0, row1, a, as, nb, y, ldy);
+		return true;
+	case EDGEQ_TYPE_Q5_0:
+		matmul32(EDGEQ_TYPE_Q5_0, w, n, row0, row1, a, as, nb, y, ldy);
+		return true;
+	case EDGEQ_TYPE_Q5_1:
+		matmul32(EDGEQ_TYPE_Q5_1, w, n, row0, row1, a, as, nb, y, ldy);
+		return true;
+	case EDGEQ_TYPE_IQ4_NL:
+		matmul32(EDGEQ_TYPE_IQ4_NL, w, n, row0, row1, a, as, nb, y,
+			 ldy);
+		return true;
+	case EDGEQ_TYPE_Q2_K:
+		matmulk(EDGEQ_TYPE_Q2_K, w, n, row0, row1, a, as, nb, y, ldy);
+		return true;
+	case EDGEQ_TYPE_Q3_K:
+		matmulk(EDGEQ_TYPE_Q3_K, w, n, row0, row1, a, as, nb, y, ldy);
+		return true;
+	case EDGEQ_TYPE_Q5_K:
+		matmulk(EDGEQ_TYPE_Q5_K, w, n, row0, row1, a, as, nb, y, ldy);
+		return true;
+	case EDGEQ_TYPE_IQ4_XS:
+		matmulk(EDGEQ_TYPE_IQ4_XS, w, n, row0, row1, a, as, nb, y,
+			ldy);
+		return true;
+	default:
+		return false;
+	}
+}
