@@ -2,7 +2,8 @@
 # timeout: 300
 # edgeq's logits against tests/decoder/ref.py (an independent numpy
 # implementation with its own GGUF parser and dequantizers) on tiny
-# synthetic models of every weight type, qwen2, a tied output, a Q8_0 KV
+# synthetic models of every weight type (the llama-quantize mixes Q4_K_M,
+# Q5_K_M, Q3_K_M, Q2_K, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS included), qwen2, a tied output, a Q8_0 KV
 # cache, and $EDGEQ_TEST_MODELS/stories260K.gguf. Prefill runs in batches
 # of 4 so the matrix-matrix path and the decode path are both compared.
 # Tolerance: max |edgeq - ref| <= TOL * max(1, max |ref|) per row; TOL is
@@ -25,7 +26,7 @@ compare() { # what model tol [edgeq args...]
 	check "$what (tol $tol)" $PY "$REF" compare "$model" "$T/l.bin" "$T/l.json" "$tol"
 }
 
-for t in f32 f16 bf16 q8_0 q4_0 q4_k; do
+for t in f32 f16 bf16 q8_0 q4_0 q4_k q5_k_m q3_k_m q2_k q4_1 q5_0 q5_1 iq4_nl iq4_xs; do
 	"$GEN" -o "$T/tiny-$t.gguf" --type "$t" --seed 7
 	case $t in f32|f16|bf16) tol=0.005 ;; *) tol=0.05 ;; esac
 	compare "tiny $t" "$T/tiny-$t.gguf" $tol -t 2

@@ -175,7 +175,7 @@ CASE(test_dim_zero, gb_put_u64(&g, o.t_ne1, 0), "dimension 1 = 0")
 CASE(test_dims_overflow, gb_put_u64(&g, o.t_ne1, 1ull << 62),
      "overflows the element count")
 CASE(test_type_unknown, gb_put_u32(&g, o.t_type, 99), "type id 99 at offset")
-CASE(test_type_unsupported, gb_put_u32(&g, o.t_type, 13), "type Q5_K (id 13")
+CASE(test_type_unsupported, gb_put_u32(&g, o.t_type, 16), "type IQ2_XXS (id 16")
 CASE(test_row_not_block_multiple, gb_put_u32(&g, o.t_type, 2);
      gb_put_u64(&g, o.t_ne0, 33),
      "row length 33 is not a multiple of the Q4_0 block size 32")
