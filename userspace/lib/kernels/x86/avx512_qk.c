@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI prefill (matmul) for Q4_K and Q6_K weights x Q8_K
+ * AVX-512 VNNI prefill (matmul) for Q4_K, Q5_K and Q6_K weights x Q8_K
  * activations: one output row per 32-bit lane.
  *
  * A group of 16 rows is prepared once per call (and token block) into a
  * transposed layout: per super-block and 4-byte group one zmm whose lane r
  * holds row r's 4 unsigned values (Q4_K: the packed byte pairs, low nibble
- * sub-block 2p, high nibble 2p+1; Q6_K: q + 32 in 0..63), the sub-block
- * scales as int32 lanes, the Q4_K mins as int16 pairs and d/dmin as floats.
+ * sub-block 2p, high nibble 2p+1; Q5_K: its 5-bit values in element order;
+ * Q6_K: q + 32 in 0..63), the sub-block scales as int32 lanes, the Q4_K
+ * and Q5_K mins as int16 pairs and d/dmin as floats.
  * Per super-block and token each sub-block's dot is vpdpbusd with the
  * token's 4 activation bytes broadcast from memory, weighted by the scale
  * vector (vpmulld) into the super-block sum; Q4_K's min term is vpdpwssd of
@@ -30,10 +31,18 @@
 
 /* One Q4_K super-block of 16 rows, transposed. */
 struct q4k_prep {
-	__m512i qs[32]; /* word k of the 128 nibble bytes, per row */
-	__m512i sc[8];	/* sub-block scales */
-	__m512i mp[4];	/* mins pairs (m[2p], m[2p + 1]) as int16 */
+	__m512i sc[8]; /* sub-block scales */
+	__m512i mp[4]; /* mins pairs (m[2p], m[2p + 1]) as int16 */
 	__m512 d, dmin;
+	__m512i qs[32]; /* word k of the 128 nibble bytes, per row */
+};
+
+/* One Q5_K super-block of 16 rows, transposed: the scale part first, as
+ * Q4_K's (prep_k4_scales fills both). */
+struct q5k_prep {
+	__m512i sc[8], mp[4];
+	__m512 d, dmin;
+	__m512i q[64]; /* elements 4k..4k+3, per row */
 };
 
 /* One Q6_K super-block of 16 rows, transposed. */
@@ -107,61 +116,106 @@ load_transpose(__m512i o[16], const char *p, size_t rs, int nr)
 	}
 }
 
-static void prep_q4_K(struct q4k_prep *P, const char *w, size_t rs, int64_t nsb,
-		      int nr)
+/*
+ * The scales, mins and d/dmin of 16 rows' Q4_K or Q5_K super-block at b
+ * (the same 16 leading bytes), gathered and unpacked into sc/mp/d/dmin.
+ */
+static inline void prep_k4_scales(__m512i sc8[8], __m512i mp[4], __m512 *d,
+				  __m512 *dmin, const char *b, __mmask16 m,
+				  __m512i idx)
 {
-	const __mmask16 m = (__mmask16)((1u << nr) - 1);
-	const __m512i idx =
-		_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
-						    8, 7, 6, 5, 4, 3, 2, 1, 0),
-				   _mm512_set1_epi32((int)rs));
 	const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f);
 	const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
 	const __m512i m2 = _mm512_set1_epi32(0x03030303);
 	const __m512i ff = _mm512_set1_epi32(0xff);
 	const __m512i ff2 = _mm512_set1_epi32(0xff0000);
+	__m512i dd = gather(m, idx, b);
+	__m512i u0 = gather(m, idx, b + 4), u1 = gather(m, idx, b + 8);
+	__m512i u2 = gather(m, idx, b + 12);
+	__m512i sa = _mm512_and_si512(u0, m6);
+	__m512i mb = _mm512_and_si512(u1, m6);
+	__m512i sc = _mm512_or_si512(
+		_mm512_and_si512(u2, m4),
+		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), m2),
+				  4));
+	__m512i me = _mm512_or_si512(
+		_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4),
+		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2),
+				  4));
+
+	*d = half_lo(dd);
+	*dmin = half_lo(_mm512_srli_epi32(dd, 16));
+	for (int j = 0; j < 4; j++) {
+		sc8[j] = _mm512_and_si512(_mm512_srli_epi32(sa, 8 * j), ff);
+		sc8[j + 4] = _mm512_and_si512(_mm512_srli_epi32(sc, 8 * j), ff);
+	}
+	/* (m0, m1), (m2, m3) from mb; (m4, m5), (m6, m7) from me */
+	mp[0] = _mm512_or_si512(_mm512_and_si512(mb, ff),
+				_mm512_and_si512(_mm512_slli_epi32(mb, 8), ff2));
+	mp[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(mb, 16), ff),
+				_mm512_and_si512(_mm512_srli_epi32(mb, 8), ff2));
+	mp[2] = _mm512_or_si512(_mm512_and_si512(me, ff),
+				_mm512_and_si512(_mm512_slli_epi32(me, 8), ff2));
+	mp[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(me, 16), ff),
+				_mm512_and_si512(_mm512_srli_epi32(me, 8), ff2));
+}
+
+static inline __m512i row_offsets(size_t rs)
+{
+	return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
+						   8, 7, 6, 5, 4, 3, 2, 1, 0),
+				  _mm512_set1_epi32((int)rs));
+}
+
+static void prep_q4_K(struct q4k_prep *P, const char *w, size_t rs, int64_t nsb,
+		      int nr)
+{
+	const __mmask16 m = (__mmask16)((1u << nr) - 1);
+	const __m512i idx = row_offsets(rs);
 
 	for (int64_t i = 0; i < nsb; i++, P++) {
 		const char *b = w + i * sizeof(struct edgeq_block_q4_K);
-		__m512i dd = gather(m, idx, b);
-		__m512i u0 = gather(m, idx, b + 4), u1 = gather(m, idx, b + 8);
-		__m512i u2 = gather(m, idx, b + 12);
-		__m512i sa = _mm512_and_si512(u0, m6);
-		__m512i mb = _mm512_and_si512(u1, m6);
-		__m512i sc = _mm512_or_si512(
-			_mm512_and_si512(u2, m4),
-			_mm512_slli_epi32(
-				_mm512_and_si512(_mm512_srli_epi32(u0, 6), m2),
-				4));
-		__m512i me = _mm512_or_si512(
-			_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4),
-			_mm512_slli_epi32(
-				_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2),
-				4));
 
-		P->d = half_lo(dd);
-		P->dmin = half_lo(_mm512_srli_epi32(dd, 16));
-		for (int j = 0; j < 4; j++) {
-			P->sc[j] = _mm512_and_si512(
-				_mm512_srli_epi32(sa, 8 * j), ff);
-			P->sc[j + 4] = _mm512_and_si512(
-				_mm512_srli_epi32(sc, 8 * j), ff);
-		}
-		/* (m0, m1), (m2, m3) from mb; (m4, m5), (m6, m7) from me */
-		P->mp[0] = _mm512_or_si512(
-			_mm512_and_si512(mb, ff),
-			_mm512_and_si512(_mm512_slli_epi32(mb, 8), ff2));
-		P->mp[1] = _mm512_or_si512(
-			_mm512_and_si512(_mm512_srli_epi32(mb, 16), ff),
-			_mm512_and_si512(_mm512_srli_epi32(mb, 8), ff2));
-		P->mp[2] = _mm512_or_si512(
-			_mm512_and_si512(me, ff),
-			_mm512_and_si512(_mm512_slli_epi32(me, 8), ff2));
-		P->mp[3] = _mm512_or_si512(
-			_mm512_and_si512(_mm512_srli_epi32(me, 16), ff),
-			_mm512_and_si512(_mm512_srli_epi32(me, 8), ff2));
+		prep_k4_scales(P->sc, P->mp, &P->d, &P->dmin, b, m, idx);
 		load_transpose(P->qs, b + 16, rs, nr);
 		load_transpose(P->qs + 16, b + 80, rs, nr);
+	}
+}
+
+/*
+ * Q5_K element 32 j + 4 l4 + (0..3) (sub-block j = 2 c + h): nibble h of
+ * qs dword 8 c + l4 with bit j of qh dword l4 as bit 4.
+ */
+static void prep_q5_K(struct q5k_prep *P, const char *w, size_t rs, int64_t nsb,
+		      int nr)
+{
+	const __mmask16 m = (__mmask16)((1u << nr) - 1);
+	const __m512i idx = row_offsets(rs);
+	const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
+	const __m512i b0 = _mm512_set1_epi32(0x01010101);
+
+	for (int64_t i = 0; i < nsb; i++, P++) {
+		const char *b = w + i * sizeof(struct edgeq_block_q5_K);
+		__m512i qh[16], qs[32];
+
+		prep_k4_scales(P->sc, P->mp, &P->d, &P->dmin, b, m, idx);
+		load_transpose(qh, b + 16, rs, nr); /* dwords 0-7: qh */
+		load_transpose(qs, b + 48, rs, nr);
+		load_transpose(qs + 16, b + 112, rs, nr);
+		for (int j = 0; j < 8; j++) {
+			int c = j / 2, h = j & 1;
+
+			for (int l4 = 0; l4 < 8; l4++) {
+				__m512i lo = _mm512_and_si512(
+					_mm512_srli_epi32(qs[8 * c + l4], 4 * h),
+					m4);
+				__m512i hb = _mm512_and_si512(
+					_mm512_srli_epi32(qh[l4], j), b0);
+
+				P->q[8 * j + l4] = _mm512_or_si512(
+					lo, _mm512_slli_epi32(hb, 4));
+			}
+		}
 	}
 }
 
@@ -169,10 +223,7 @@ static void prep_q6_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
 		      int nr)
 {
 	const __mmask16 m = (__mmask16)((1u << nr) - 1);
-	const __m512i idx =
-		_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
-						    8, 7, 6, 5, 4, 3, 2, 1, 0),
-				   _mm512_set1_epi32((int)rs));
+	const __m512i idx = row_offsets(rs);
 	const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
 	const __m512i m2 = _mm512_set1_epi32(0x30303030);
 
@@ -237,7 +288,7 @@ static void prep_act(enum edgeq_type t, int32_t *ap, const char *a, size_t as,
 		for (int64_t i = 0; i < nsb; i++) {
 			const int16_t *bs = y[i].bsums;
 
-			if (t == EDGEQ_TYPE_Q4_K) {
+			if (t != EDGEQ_TYPE_Q6_K) { /* Q4_K, Q5_K */
 				for (int p = 0; p < 4; p++) {
 					uint16_t lo = (uint16_t)(bs[4 * p] +
 								 bs[4 * p + 1]);
@@ -272,18 +323,25 @@ static inline const struct edgeq_block_q8_K *blk8(const char *a, size_t as,
  * 2: fully unrolled, GCC spilled the dot sums of all sub-blocks to the
  * stack (Q6_K ~25 % slower).
  */
+/* Q4_K (q5 false) or Q5_K (q5: P is a struct q5k_prep array, whose
+ * leading fields are q4k_prep's) */
 static inline __attribute__((always_inline)) void
-tile_q4_K(int nt, const struct q4k_prep *P, int64_t nsb, const char *a,
-	  size_t as, const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+tile_k4(bool q5, int nt, const void *Pv, int64_t nsb, const char *a,
+	size_t as, const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const size_t psz =
+		q5 ? sizeof(struct q5k_prep) : sizeof(struct q4k_prep);
 	__m512 acc[NT];
 
 	UNROLL for (int t = 0; t < nt; t++)
 	{
 		acc[t] = _mm512_setzero_ps();
 	}
-	for (int64_t i = 0; i < nsb; i++, P++) {
+	for (int64_t i = 0; i < nsb; i++) {
+		const struct q4k_prep *P =
+			(const struct q4k_prep *)((const char *)Pv + i * psz);
+		const __m512i *q5v = ((const struct q5k_prep *)P)->q;
 		__m512i isum[NT];
 
 		UNROLL for (int t = 0; t < nt; t++)
@@ -296,10 +354,19 @@ tile_q4_K(int nt, const struct q4k_prep *P, int64_t nsb, const char *a,
 
 			UNROLL for (int g = 0; g < 8; g++)
 			{
-				__m512i q = P->qs[8 * (j >> 1) + g];
-				__m512i wv = _mm512_and_si512(
-					(j & 1) ? _mm512_srli_epi32(q, 4) : q,
-					m4);
+				__m512i wv;
+
+				if (q5) {
+					wv = q5v[8 * j + g];
+				} else {
+					__m512i q = P->qs[8 * (j >> 1) + g];
+
+					wv = _mm512_and_si512(
+						(j & 1) ? _mm512_srli_epi32(q,
+									    4) :
+							  q,
+						m4);
+				}
 
 				UNROLL for (int t = 0; t < nt; t++)
 				{
@@ -433,11 +500,32 @@ tile_q6_K(int nt, const struct q6k_prep *P, int64_t nsb, const char *a,
 		break;                                  \
 	}
 
-static void tiles_q4_K(int nt, const struct q4k_prep *P, int64_t nsb,
-		       const char *a, size_t as, const int32_t *ap, float *y,
-		       int64_t ldy, __mmask16 mask)
+static inline __attribute__((always_inline)) void
+tile_q4_K(int nt, const void *P, int64_t nsb, const char *a, size_t as,
+	  const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+{
+	tile_k4(false, nt, P, nsb, a, as, ap, y, ldy, mask);
+}
+
+static inline __attribute__((always_inline)) void
+tile_q5_K(int nt, const void *P, int64_t nsb, const char *a, size_t as,
+	  const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+{
+	tile_k4(true, nt, P, nsb, a, as, ap, y, ldy, mask);
+}
+
+static void tiles_q4_K(int nt, const void *P, int64_t nsb, const char *a,
+		       size_t as, const int32_t *ap, float *y, int64_t ldy,
+		       __mmask16 mask)
 {
 	TILE_CASES(tile_q4_K, P)
+}
+
+static void tiles_q5_K(int nt, const void *P, int64_t nsb, const char *a,
+		       size_t as, const int32_t *ap, float *y, int64_t ldy,
+		       __mmask16 mask)
+{
+	TILE_CASES(tile_q5_K, P)
 }
 
 static void tiles_q6_K(int nt, const struct q6k_prep *P, int64_t nsb,
@@ -454,10 +542,12 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const void *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
-	bool q4 = type == EDGEQ_TYPE_Q4_K;
+	bool q4 = type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q5_K;
 	int64_t nsb = n / EDGEQ_QK_K, aps = q4 ? APS_Q4K : APS_Q6K;
 	size_t rs = edgeq_row_size(type, n);
-	size_t psz = q4 ? sizeof(struct q4k_prep) : sizeof(struct q6k_prep);
+	size_t psz = type == EDGEQ_TYPE_Q4_K ? sizeof(struct q4k_prep) :
+		     type == EDGEQ_TYPE_Q5_K ? sizeof(struct q5k_prep) :
+					       sizeof(struct q6k_prep);
 	int64_t cap = (int64_t)(ACT_BYTES / as) / NT * NT, tb = nb;
 	void *wp;
 	int32_t *ap;
@@ -490,8 +580,10 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 			__mmask16 mask = (__mmask16)((1u << nr) - 1);
 			const char *wr = (const char *)w + r * rs;
 
-			if (q4)
+			if (type == EDGEQ_TYPE_Q4_K)
 				prep_q4_K(wp, wr, rs, nsb, (int)nr);
+			else if (type == EDGEQ_TYPE_Q5_K)
+				prep_q5_K(wp, wr, rs, nsb, (int)nr);
 			else
 				prep_q6_K(wp, wr, rs, nsb, (int)nr);
 			for (int64_t b = b0; b < b1; b += NT) {
@@ -500,8 +592,11 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 				const char *at = (const char *)a + b * as;
 				float *yt = y + b * ldy + r;
 
-				if (q4)
+				if (type == EDGEQ_TYPE_Q4_K)
 					tiles_q4_K(nt, wp, nsb, at, as, apb, yt,
+						   ldy, mask);
+				else if (type == EDGEQ_TYPE_Q5_K)
+					tiles_q5_K(nt, wp, nsb, at, as, apb, yt,
 						   ldy, mask);
 				else
 					tiles_q6_K(nt, wp, nsb, at, as, apb, yt,

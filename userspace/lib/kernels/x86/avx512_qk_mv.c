@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI decode matvec for Q4_K and Q6_K weights x one Q8_K
+ * AVX-512 VNNI decode matvec for Q4_K, Q5_K and Q6_K weights x one Q8_K
  * activation vector, 16 rows at a time (one output row per 32-bit lane of
  * the float chain).
  *
@@ -9,11 +9,11 @@
  * term) or, for Q6_K, minus the 16 group sums (the -32 offset), and d.
  *
  * Per row and super-block the weights become unsigned bytes (Q4_K nibbles,
- * Q6_K q + 32 in 0..63), vpmaddubsw against the activation bytes gives
+ * Q5_K nibbles with their qh bit as bit 4, Q6_K q + 32 in 0..63), vpmaddubsw against the activation bytes gives
  * exact int16 pair sums (|x| <= 2 * 63 * 128), and vpdpwssd weights them
  * with the sub-block scales as int16 words (vpshufb / vpermw of the row's
  * scale bytes) into one zmm of int32 lanes. Q6_K starts that zmm at
- * -32 * sum_g sc_g * bsum_g; Q4_K's min term is one vpmaddwd of the mins
+ * -32 * sum_g sc_g * bsum_g; Q4_K's (and Q5_K's, the same scale layout) min term is one vpmaddwd of the mins
  * against the bsums pair sums. A transpose-add tree turns the 16 rows'
  * zmm into one vector of 16 exact (row, super-block) sums, and the 16
  * float chains advance lane-wise exactly as scalar's vec_dot_q4_K /
@@ -51,7 +51,7 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
 		const int8_t *q = a[i].qs;
 
 		A[i].d = a[i].d;
-		if (t == EDGEQ_TYPE_Q4_K) {
+		if (t != EDGEQ_TYPE_Q6_K) {
 			/* (sub-blocks 0, 2), (1, 3), (4, 6), (5, 7) */
 			for (int k = 0; k < 4; k++) {
 				const int8_t *p =
@@ -190,6 +190,49 @@ q4k_row(const char *b, const struct qk_act *A, const __m512i ctl[4], __m512i sz)
 	return acc;
 }
 
+/* vpsllvw / vpsrlvw counts: words of the low 256 bits by lo, high by hi */
+static inline __m512i cnt2(int lo, int hi)
+{
+	return _mm512_inserti64x4(_mm512_set1_epi16((short)lo),
+				  _mm256_set1_epi16((short)hi), 1);
+}
+
+/*
+ * Row (block b) of a Q5_K group: as q4k_row, each nibble with its qh bit
+ * as bit 4. Byte l of each 256-bit half pairs with qh[l]; the four vectors
+ * hold sub-blocks (0, 2), (1, 3), (4, 6), (5, 7), so bit j of qh moves to
+ * bit 4 with per-half shift counts, and vpternlogd takes bits 0-3 from the
+ * nibble bytes and bit 4 (the rest zero) from the shifted qh.
+ */
+static inline __attribute__((always_inline)) __m512i
+q5k_row(const char *b, const struct qk_act *A, const __m512i ctl[4], __m512i sz)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
+	__m512i w0 = _mm512_loadu_si512(b + 48),
+		w1 = _mm512_loadu_si512(b + 112);
+	__m512i qh = _mm512_broadcast_i64x4(
+		_mm256_loadu_si256((const __m256i *)(b + 16)));
+	__m512i h[4], q[4], acc;
+
+	h[0] = _mm512_and_si512(_mm512_sllv_epi16(qh, cnt2(4, 2)), b4);
+	h[1] = _mm512_and_si512(_mm512_sllv_epi16(qh, cnt2(3, 1)), b4);
+	h[2] = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt2(0, 2)), b4);
+	h[3] = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt2(1, 3)), b4);
+	q[0] = _mm512_ternarylogic_epi32(w0, h[0], m4, 0xe4);
+	q[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w0, 4), h[1], m4,
+					 0xe4);
+	q[2] = _mm512_ternarylogic_epi32(w1, h[2], m4, 0xe4);
+	q[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w1, 4), h[3], m4,
+					 0xe4);
+	acc = _mm512_madd_epi16(_mm512_maddubs_epi16(q[0], A->y[0]),
+				_mm512_shuffle_epi8(sz, ctl[0]));
+	for (int k = 1; k < 4; k++)
+		acc = _mm512_dpwssd_epi32(acc,
+					  _mm512_maddubs_epi16(q[k], A->y[k]),
+					  _mm512_shuffle_epi8(sz, ctl[k]));
+	return acc;
+}
+
 /* Row r (block b) of a Q6_K group: its scaled sum including the -32
  * offset. */
 static inline __attribute__((always_inline)) __m512i
@@ -237,6 +280,8 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 {
 	const size_t bs = t == EDGEQ_TYPE_Q4_K ?
 				  sizeof(struct edgeq_block_q4_K) :
+			  t == EDGEQ_TYPE_Q5_K ?
+				  sizeof(struct edgeq_block_q5_K) :
 				  sizeof(struct edgeq_block_q6_K);
 	const int pf_lines =
 		!prefetch ? 0 : (int)((ROWS * rs / 64 + nsb - 1) / nsb);
@@ -254,7 +299,7 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 		io[r] = (int32_t)off[r];
 	}
 	vidx = _mm512_loadu_si512(io);
-	if (t == EDGEQ_TYPE_Q4_K) {
+	if (t != EDGEQ_TYPE_Q6_K) {
 		ctl[0] = word_ctl(0, 2);
 		ctl[1] = word_ctl(1, 3);
 		ctl[2] = word_ctl(4, 6);
@@ -280,7 +325,7 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 		for (int k = 0; k < pf_lines; k++)
 			_mm_prefetch(w + ROWS * rs + (i * pf_lines + k) * 64,
 				     _MM_HINT_T0);
-		if (t == EDGEQ_TYPE_Q4_K) {
+		if (t != EDGEQ_TYPE_Q6_K) {
 			__m512i sc[4], mv[4];
 			__m512i dd = _mm512_i32gather_epi32(vidx, wb, 1);
 			const __m512i bsp = _mm512_broadcast_i32x4(
@@ -306,9 +351,15 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 				_Pragma("GCC unroll 4") for (int k = 0; k < 4;
 							     k++)
 				{
-					s[k] = q4k_row(wb + off[4 * g + k],
-						       &A[i], ctl,
-						       chunk_bcast(sc[k], g));
+					s[k] = t == EDGEQ_TYPE_Q5_K ?
+						       q5k_row(wb + off[4 * g + k],
+							       &A[i], ctl,
+							       chunk_bcast(sc[k],
+									   g)) :
+						       q4k_row(wb + off[4 * g + k],
+							       &A[i], ctl,
+							       chunk_bcast(sc[k],
+									   g));
 				}
 				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
 			}
@@ -354,6 +405,9 @@ static void groups(enum edgeq_type t, const char *w, size_t rs, int64_t nsb,
 
 		if (t == EDGEQ_TYPE_Q4_K)
 			group(EDGEQ_TYPE_Q4_K, w + r * rs, rs, nr, nsb, A,
+			      y + r, r + ROWS < nrows);
+		else if (t == EDGEQ_TYPE_Q5_K)
+			group(EDGEQ_TYPE_Q5_K, w + r * rs, rs, nr, nsb, A,
 			      y + r, r + ROWS < nrows);
 		else
 			group(EDGEQ_TYPE_Q6_K, w + r * rs, rs, nr, nsb, A,
