@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI prefill (matmul) for Q4_K, Q5_K and Q6_K weights x Q8_K
+ * AVX-512 VNNI prefill (matmul) for Q3_K, Q4_K, Q5_K and Q6_K weights x Q8_K
  * activations: one output row per 32-bit lane.
  *
  * A group of 16 rows is prepared once per call (and token block) into a
  * transposed layout: per super-block and 4-byte group one zmm whose lane r
  * holds row r's 4 unsigned values (Q4_K: the packed byte pairs, low nibble
  * sub-block 2p, high nibble 2p+1; Q5_K: its 5-bit values in element order;
- * Q6_K: q + 32 in 0..63), the sub-block scales as int32 lanes, the Q4_K
+ * Q6_K: q + 32 in 0..63; Q3_K, in Q6_K's layout and tile: q + 4 in 0..7,
+ * offset -4), the sub-block scales as int32 lanes, the Q4_K
  * and Q5_K mins as int16 pairs and d/dmin as floats.
  * Per super-block and token each sub-block's dot is vpdpbusd with the
  * token's 4 activation bytes broadcast from memory, weighted by the scale
@@ -272,9 +273,79 @@ static void prep_q6_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
 }
 
 /*
+ * Q3_K into Q6_K's layout: element 16 g + 4 k + (0..3) of sub-block
+ * g = 8 n + 2 j + h is bits 2j of qs dword 8 n + 4 h + k plus 4 where bit
+ * 4 n + j of hmask dword 4 h + k is set (q + 4); 16 signed scales.
+ */
+static void prep_q3_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
+		      int nr)
+{
+	const __mmask16 m = (__mmask16)((1u << nr) - 1);
+	const __m512i idx = row_offsets(rs);
+	const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
+	const __m512i m3 = _mm512_set1_epi32(0x03030303);
+	const __m512i b0 = _mm512_set1_epi32(0x01010101);
+
+	for (int64_t i = 0; i < nsb; i++, P++) {
+		const char *b = w + i * sizeof(struct edgeq_block_q3_K);
+		__m512i hm[16], qs[16], sw[4];
+		__m512i u0 = gather(m, idx, b + 96), u1 = gather(m, idx, b + 100);
+		__m512i u2 = gather(m, idx, b + 104);
+
+		/* d: the high word of the block's last dword */
+		P->d = half_lo(_mm512_srli_epi32(gather(m, idx, b + 106), 16));
+		sw[0] = _mm512_or_si512(_mm512_and_si512(u0, m4),
+					_mm512_slli_epi32(_mm512_and_si512(u2, m3),
+							  4));
+		sw[1] = _mm512_or_si512(
+			_mm512_and_si512(u1, m4),
+			_mm512_slli_epi32(
+				_mm512_and_si512(_mm512_srli_epi32(u2, 2), m3),
+				4));
+		sw[2] = _mm512_or_si512(
+			_mm512_and_si512(_mm512_srli_epi32(u0, 4), m4),
+			_mm512_slli_epi32(
+				_mm512_and_si512(_mm512_srli_epi32(u2, 4), m3),
+				4));
+		sw[3] = _mm512_or_si512(
+			_mm512_and_si512(_mm512_srli_epi32(u1, 4), m4),
+			_mm512_slli_epi32(
+				_mm512_and_si512(_mm512_srli_epi32(u2, 6), m3),
+				4));
+		for (int q = 0; q < 4; q++)
+			for (int l = 0; l < 4; l++)
+				P->sc[4 * q + l] = _mm512_sub_epi32(
+					_mm512_and_si512(
+						_mm512_srli_epi32(sw[q], 8 * l),
+						_mm512_set1_epi32(0xff)),
+					_mm512_set1_epi32(32));
+		load_transpose(hm, b, rs, nr); /* dwords 0-7: hmask */
+		load_transpose(qs, b + 32, rs, nr);
+		for (int g = 0; g < 16; g++) {
+			int n = g / 8, j = (g / 2) & 3, h = g & 1;
+
+			for (int k = 0; k < 4; k++) {
+				__m512i lo = _mm512_and_si512(
+					_mm512_srli_epi32(qs[8 * n + 4 * h + k],
+							  2 * j),
+					m3);
+				__m512i hb = _mm512_and_si512(
+					_mm512_srli_epi32(hm[4 * h + k],
+							  4 * n + j),
+					b0);
+
+				P->q[4 * g + k] = _mm512_or_si512(
+					lo, _mm512_slli_epi32(hb, 2));
+			}
+		}
+	}
+}
+
+/*
  * Per token and super-block the activation side: Q4_K the pair sums
  * (bs[2p], bs[2p + 1]) as int16 pairs, bs[j] = bsums[2j] + bsums[2j + 1]
- * (|bs| <= 32 * 128); Q6_K -32 * bsums[g]. APS int32 per super-block.
+ * (|bs| <= 32 * 128); Q6_K -32 * bsums[g], Q3_K -4 * bsums[g]. APS int32
+ * per super-block.
  */
 #define APS_Q4K 4
 #define APS_Q6K 16
@@ -288,7 +359,7 @@ static void prep_act(enum edgeq_type t, int32_t *ap, const char *a, size_t as,
 		for (int64_t i = 0; i < nsb; i++) {
 			const int16_t *bs = y[i].bsums;
 
-			if (t != EDGEQ_TYPE_Q6_K) { /* Q4_K, Q5_K */
+			if (t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K) {
 				for (int p = 0; p < 4; p++) {
 					uint16_t lo = (uint16_t)(bs[4 * p] +
 								 bs[4 * p + 1]);
@@ -299,8 +370,10 @@ static void prep_act(enum edgeq_type t, int32_t *ap, const char *a, size_t as,
 							  (uint32_t)hi << 16);
 				}
 			} else {
+				int off = t == EDGEQ_TYPE_Q3_K ? -4 : -32;
+
 				for (int g = 0; g < 16; g++)
-					*ap++ = -32 * bs[g];
+					*ap++ = off * bs[g];
 			}
 		}
 	}
@@ -584,6 +657,8 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 				prep_q4_K(wp, wr, rs, nsb, (int)nr);
 			else if (type == EDGEQ_TYPE_Q5_K)
 				prep_q5_K(wp, wr, rs, nsb, (int)nr);
+			else if (type == EDGEQ_TYPE_Q3_K)
+				prep_q3_K(wp, wr, rs, nsb, (int)nr);
 			else
 				prep_q6_K(wp, wr, rs, nsb, (int)nr);
 			for (int64_t b = b0; b < b1; b += NT) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI decode matvec for Q4_K, Q5_K and Q6_K weights x one Q8_K
+ * AVX-512 VNNI decode matvec for Q3_K, Q4_K, Q5_K and Q6_K weights x one Q8_K
  * activation vector, 16 rows at a time (one output row per 32-bit lane of
  * the float chain).
  *
@@ -9,7 +9,8 @@
  * term) or, for Q6_K, minus the 16 group sums (the -32 offset), and d.
  *
  * Per row and super-block the weights become unsigned bytes (Q4_K nibbles,
- * Q5_K nibbles with their qh bit as bit 4, Q6_K q + 32 in 0..63), vpmaddubsw against the activation bytes gives
+ * Q5_K nibbles with their qh bit as bit 4, Q6_K q + 32 in 0..63, Q3_K
+ * q + 4 in 0..7 with Q6_K's scale layout and a -4 offset), vpmaddubsw against the activation bytes gives
  * exact int16 pair sums (|x| <= 2 * 63 * 128), and vpdpwssd weights them
  * with the sub-block scales as int16 words (vpshufb / vpermw of the row's
  * scale bytes) into one zmm of int32 lanes. Q6_K starts that zmm at
@@ -40,7 +41,8 @@
 /* One activation super-block, prepared. */
 struct qk_act {
 	__m512i y[4];
-	__m256i bs; /* Q4_K: 8 bsums pair sums (low half); Q6_K: -bsums */
+	__m256i bs; /* Q4_K, Q5_K: 8 bsums pair sums (low half); Q3_K,
+		     * Q6_K: -bsums */
 	float d;
 } __attribute__((aligned(64)));
 
@@ -51,7 +53,7 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
 		const int8_t *q = a[i].qs;
 
 		A[i].d = a[i].d;
-		if (t != EDGEQ_TYPE_Q6_K) {
+		if (t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K) {
 			/* (sub-blocks 0, 2), (1, 3), (4, 6), (5, 7) */
 			for (int k = 0; k < 4; k++) {
 				const int8_t *p =
@@ -233,6 +235,57 @@ q5k_row(const char *b, const struct qk_act *A, const __m512i ctl[4], __m512i sz)
 	return acc;
 }
 
+/*
+ * Row (block b) of a Q3_K group: Q6_K's layout of 16 signed scales and 4
+ * vectors of 64 elements in order, so the same vpermw indices; vector k
+ * holds elements 64k..64k+63, i.e. bits 2j of the 32 qs bytes of half
+ * k / 2 for j = 2 (k % 2) (low 256 bits) and j + 1 (high), with mask bit
+ * 4 (k / 2) + j of hmask as bit 2. The accumulator starts at
+ * -4 * sum_g sc_g * bsum_g (the stored values are q + 4).
+ */
+static inline __attribute__((always_inline)) __m512i
+q3k_row(const char *b, const struct qk_act *A, const __m512i idx[4])
+{
+	const __m512i m3 = _mm512_set1_epi8(3), b2 = _mm512_set1_epi8(4);
+	/* the 12 scale bytes as dwords a0, a1, a2 (not past the block) */
+	__m128i v = _mm_maskz_loadu_epi8(0x0fff, b + 96);
+	__m128i lo = _mm_and_si128(
+		_mm_srlv_epi32(_mm_shuffle_epi32(v, 0x44), _mm_set_epi32(4, 4, 0, 0)),
+		_mm_set1_epi8(0x0f));
+	__m128i hi = _mm_and_si128(
+		_mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_set_epi32(6, 4, 2, 0)),
+		_mm_set1_epi8(0x03));
+	__m128i s8 = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi32(hi, 4)),
+				  _mm_set1_epi8(32));
+	__m256i sc = _mm256_cvtepi8_epi16(s8);
+	__m512i scz = _mm512_castsi256_si512(sc);
+	__m512i acc = _mm512_zextsi256_si512(
+		_mm256_slli_epi32(_mm256_madd_epi16(sc, A->bs), 2));
+	__m512i hm = _mm512_broadcast_i64x4(
+		_mm256_loadu_si256((const __m256i *)b));
+	__m512i qs[2] = { _mm512_broadcast_i64x4(_mm256_loadu_si256(
+				  (const __m256i *)(b + 32))),
+			  _mm512_broadcast_i64x4(_mm256_loadu_si256(
+				  (const __m256i *)(b + 64))) };
+	__m512i h[4];
+
+	h[0] = _mm512_sllv_epi16(hm, cnt2(2, 1));
+	h[1] = _mm512_srlv_epi16(hm, cnt2(0, 1));
+	h[2] = _mm512_srlv_epi16(hm, cnt2(2, 3));
+	h[3] = _mm512_srlv_epi16(hm, cnt2(4, 5));
+	for (int k = 0; k < 4; k++) {
+		__m512i l2 = _mm512_srlv_epi16(qs[k >> 1],
+					       (k & 1) ? cnt2(4, 6) : cnt2(0, 2));
+		__m512i q = _mm512_ternarylogic_epi32(
+			l2, _mm512_and_si512(h[k], b2), m3, 0xe4);
+
+		acc = _mm512_dpwssd_epi32(
+			acc, _mm512_maddubs_epi16(q, A->y[k]),
+			_mm512_permutexvar_epi16(idx[k], scz));
+	}
+	return acc;
+}
+
 /* Row r (block b) of a Q6_K group: its scaled sum including the -32
  * offset. */
 static inline __attribute__((always_inline)) __m512i
@@ -282,7 +335,10 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 				  sizeof(struct edgeq_block_q4_K) :
 			  t == EDGEQ_TYPE_Q5_K ?
 				  sizeof(struct edgeq_block_q5_K) :
+			  t == EDGEQ_TYPE_Q3_K ?
+				  sizeof(struct edgeq_block_q3_K) :
 				  sizeof(struct edgeq_block_q6_K);
+	const bool k4 = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K;
 	const int pf_lines =
 		!prefetch ? 0 : (int)((ROWS * rs / 64 + nsb - 1) / nsb);
 	size_t off[ROWS];
@@ -299,7 +355,7 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 		io[r] = (int32_t)off[r];
 	}
 	vidx = _mm512_loadu_si512(io);
-	if (t != EDGEQ_TYPE_Q6_K) {
+	if (k4) {
 		ctl[0] = word_ctl(0, 2);
 		ctl[1] = word_ctl(1, 3);
 		ctl[2] = word_ctl(4, 6);
@@ -325,7 +381,7 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 		for (int k = 0; k < pf_lines; k++)
 			_mm_prefetch(w + ROWS * rs + (i * pf_lines + k) * 64,
 				     _MM_HINT_T0);
-		if (t != EDGEQ_TYPE_Q6_K) {
+		if (k4) {
 			__m512i sc[4], mv[4];
 			__m512i dd = _mm512_i32gather_epi32(vidx, wb, 1);
 			const __m512i bsp = _mm512_broadcast_i32x4(
@@ -373,7 +429,9 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 					hsum_4x4(mv[0], mv[1], mv[2], mv[3])),
 				acc);
 		} else {
-			__m512i dd = _mm512_i32gather_epi32(vidx, wb + 206, 1);
+			/* d: the high word of the block's last dword */
+			__m512i dd = _mm512_i32gather_epi32(
+				vidx, wb + (t == EDGEQ_TYPE_Q3_K ? 106 : 206), 1);
 
 			_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
 			{
@@ -382,8 +440,11 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 				_Pragma("GCC unroll 4") for (int k = 0; k < 4;
 							     k++)
 				{
-					s[k] = q6k_row(wb + off[4 * g + k],
-						       &A[i], idx);
+					s[k] = t == EDGEQ_TYPE_Q3_K ?
+						       q3k_row(wb + off[4 * g + k],
+							       &A[i], idx) :
+						       q6k_row(wb + off[4 * g + k],
+							       &A[i], idx);
 				}
 				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
 			}
@@ -408,6 +469,9 @@ static void groups(enum edgeq_type t, const char *w, size_t rs, int64_t nsb,
 			      y + r, r + ROWS < nrows);
 		else if (t == EDGEQ_TYPE_Q5_K)
 			group(EDGEQ_TYPE_Q5_K, w + r * rs, rs, nr, nsb, A,
+			      y + r, r + ROWS < nrows);
+		else if (t == EDGEQ_TYPE_Q3_K)
+			group(EDGEQ_TYPE_Q3_K, w + r * rs, rs, nr, nsb, A,
 			      y + r, r + ROWS < nrows);
 		else
 			group(EDGEQ_TYPE_Q6_K, w + r * rs, rs, nr, nsb, A,
