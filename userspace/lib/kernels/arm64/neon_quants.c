@@ -49,7 +49,8 @@ static inline bool affine(enum edgeq_type t)
 
 /* Block i as two halves of 16 signed bytes (elements 0-15, 16-31), its
  * scale and min. */
-static inline void wblock(enum edgeq_type t, const void *row, int64_t i,
+static inline __attribute__((always_inline)) void
+wblock(enum edgeq_type t, const void *row, int64_t i,
 			  int8x16_t *x0, int8x16_t *x1, float *d, float *m)
 {
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
@@ -129,7 +130,8 @@ static inline int32_t act_sum(const int8_t *y)
 	return vaddlvq_s8(vld1q_s8(y)) + vaddlvq_s8(vld1q_s8(y + 16));
 }
 
-static inline float dot32(enum edgeq_type t, int64_t n, const void *w,
+static inline __attribute__((always_inline)) float
+dot32(enum edgeq_type t, int64_t n, const void *w,
 			  const void *a)
 {
 	const struct edgeq_block_q8_0 *y = a;
@@ -173,7 +175,8 @@ static inline int32x4_t hsum_4x4(const int32x4_t p[4])
 	return vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
 }
 
-static inline void rows8_32(enum edgeq_type t, int64_t nb, const char *w,
+static inline __attribute__((always_inline)) void
+rows8_32(enum edgeq_type t, int64_t nb, const char *w,
 			    size_t rs, const void *a, float *y)
 {
 	const struct edgeq_block_q8_0 *ya = a;
@@ -206,7 +209,8 @@ static inline void rows8_32(enum edgeq_type t, int64_t nb, const char *w,
 	vst1q_f32(y + 4, acc1);
 }
 
-static inline void matmul32(enum edgeq_type t, const void *w, int64_t n,
+static inline __attribute__((always_inline)) void
+matmul32(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const char *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
@@ -235,7 +239,8 @@ struct kunp {
 	float d, dmin;
 };
 
-static inline void unpack_q5_K(const struct edgeq_block_q5_K *b,
+static inline __attribute__((always_inline)) void
+unpack_q5_K(const struct edgeq_block_q5_K *b,
 			       struct kunp *u)
 {
 	const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1);
@@ -243,8 +248,8 @@ static inline void unpack_q5_K(const struct edgeq_block_q5_K *b,
 	uint8_t sc[8], mn[8];
 
 	edgeq_q4_K_unpack_scales(b->scales, sc, mn);
-	for (int j = 0; j < 8; j++) {
-		for (int h = 0; h < 2; h++) {
+	_Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+		_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
 			uint8x16_t v = vld1q_u8(b->qs + 32 * (j / 2) + 16 * h);
 			uint8x16_t q = (j & 1) ? vshrq_n_u8(v, 4) :
 						 vandq_u8(v, m4);
@@ -261,12 +266,13 @@ static inline void unpack_q5_K(const struct edgeq_block_q5_K *b,
 	u->dmin = h2f(b->dmin);
 }
 
-static inline void unpack_q2_K(const struct edgeq_block_q2_K *b,
+static inline __attribute__((always_inline)) void
+unpack_q2_K(const struct edgeq_block_q2_K *b,
 			       struct kunp *u)
 {
 	const uint8x16_t m3 = vdupq_n_u8(3);
 
-	for (int g = 0; g < 16; g++) {
+	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++) {
 		uint8x16_t v = vld1q_u8(b->qs + 32 * (g / 8) + 16 * (g & 1));
 
 		u->q[g] = vreinterpretq_s8_u8(vandq_u8(
@@ -279,14 +285,15 @@ static inline void unpack_q2_K(const struct edgeq_block_q2_K *b,
 	u->dmin = h2f(b->dmin);
 }
 
-static inline void unpack_q3_K(const struct edgeq_block_q3_K *b,
+static inline __attribute__((always_inline)) void
+unpack_q3_K(const struct edgeq_block_q3_K *b,
 			       struct kunp *u)
 {
 	const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
 	int8_t sc[16];
 
 	edgeq_q3_K_scales(b->scales, sc);
-	for (int g = 0; g < 16; g++) {
+	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++) {
 		int nn = g / 8, j = (g / 2) & 3, h = g & 1;
 		uint8x16_t v = vld1q_u8(b->qs + 32 * nn + 16 * h);
 		uint8x16_t hm = vld1q_u8(b->hmask + 16 * h);
@@ -304,7 +311,8 @@ static inline void unpack_q3_K(const struct edgeq_block_q3_K *b,
 	u->d = h2f(b->d);
 }
 
-static inline void unpack_iq4_xs(const struct edgeq_block_iq4_xs *b,
+static inline __attribute__((always_inline)) void
+unpack_iq4_xs(const struct edgeq_block_iq4_xs *b,
 				 struct kunp *u)
 {
 	int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
@@ -312,7 +320,7 @@ static inline void unpack_iq4_xs(const struct edgeq_block_iq4_xs *b,
 	int8_t ls[8];
 
 	edgeq_iq4_xs_scales(b, ls);
-	for (int k = 0; k < 8; k++) {
+	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
 		uint8x16_t v = vld1q_u8(b->qs + 16 * k);
 
 		u->q[2 * k] = vqtbl1q_s8(tab, vandq_u8(v, m4));
@@ -322,7 +330,8 @@ static inline void unpack_iq4_xs(const struct edgeq_block_iq4_xs *b,
 	u->d = h2f(b->d);
 }
 
-static inline void unpack_k(enum edgeq_type t, const void *row, int64_t i,
+static inline __attribute__((always_inline)) void
+unpack_k(enum edgeq_type t, const void *row, int64_t i,
 			    struct kunp *u)
 {
 	if (t == EDGEQ_TYPE_Q5_K)
@@ -335,13 +344,14 @@ static inline void unpack_k(enum edgeq_type t, const void *row, int64_t i,
 		unpack_iq4_xs((const struct edgeq_block_iq4_xs *)row + i, u);
 }
 
-static inline float kstep(enum edgeq_type t, const struct kunp *u,
+static inline __attribute__((always_inline)) float
+kstep(enum edgeq_type t, const struct kunp *u,
 			  const struct edgeq_block_q8_K *y, float acc)
 {
 	int32x4_t s = vdupq_n_s32(0);
 	int32_t summs = 0;
 
-	for (int k = 0; k < 16; k++)
+	_Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
 		s = vmlaq_n_s32(s,
 				vdotq_s32(vdupq_n_s32(0), u->q[k],
 					  vld1q_s8(y->qs + 16 * k)),
@@ -370,7 +380,8 @@ static inline float kstep(enum edgeq_type t, const struct kunp *u,
 	return acc;
 }
 
-static inline float dotk(enum edgeq_type t, int64_t n, const void *w,
+static inline __attribute__((always_inline)) float
+dotk(enum edgeq_type t, int64_t n, const void *w,
 			 const void *a)
 {
 	const struct edgeq_block_q8_K *y = a;
@@ -406,7 +417,8 @@ float edgeq_neon_dot_iq4_xs(int64_t n, const void *w, const void *a)
 }
 
 #define KTK 4
-static inline void tilek(enum edgeq_type t, int64_t n, const void *w,
+static inline __attribute__((always_inline)) void
+tilek(enum edgeq_type t, int64_t n, const void *w,
 			 const char *a, size_t as, float *y, int64_t ldy)
 {
 	float acc[KTK] = { 0 };
@@ -426,7 +438,8 @@ static inline void tilek(enum edgeq_type t, int64_t n, const void *w,
 }
 
 #define TOK_BLK 64
-static inline void matmulk(enum edgeq_type t, const void *w, int64_t n,
+static inline __attribute__((always_inline)) void
+matmulk(enum edgeq_type t, const void *w, int64_t n,
 			   int64_t row0, int64_t row1, const char *a, size_t as,
 			   int64_t nb, float *y, int64_t ldy)
 {

@@ -86,7 +86,8 @@ static inline bool affine(enum edgeq_type t)
 
 /* Block i of a row as 32 bytes (signed for Q5_0/IQ4_NL, unsigned for the
  * affine types), its scale and min (0 when it has none). */
-static inline __m256i wblock(enum edgeq_type t, const void *row, int64_t i,
+static inline __attribute__((always_inline)) __m256i
+wblock(enum edgeq_type t, const void *row, int64_t i,
 			     float *d, float *m)
 {
 	switch (t) {
@@ -129,7 +130,8 @@ static inline __m256i wblock(enum edgeq_type t, const void *row, int64_t i,
 	}
 }
 
-static inline __m256i block_lanes(enum edgeq_type t, __m256i q, __m256i a)
+static inline __attribute__((always_inline)) __m256i
+block_lanes(enum edgeq_type t, __m256i q, __m256i a)
 {
 	return affine(t) ? dot_unsigned(q, a) : dot_signed(q, a);
 }
@@ -147,7 +149,8 @@ static inline __m256i ablock(const void *a, int64_t i)
 		(const __m256i *)((const struct edgeq_block_q8_0 *)a)[i].qs);
 }
 
-static inline float dot32(enum edgeq_type t, int64_t n, const void *w,
+static inline __attribute__((always_inline)) float
+dot32(enum edgeq_type t, int64_t n, const void *w,
 			  const void *a)
 {
 	const struct edgeq_block_q8_0 *y = a;
@@ -188,7 +191,8 @@ float edgeq_avx2_dot_iq4_nl(int64_t n, const void *w, const void *a)
 
 /* 8 rows (rs bytes apart) x one activation row, one row per float lane;
  * the next 8 rows are prefetched over the blocks when @pf. */
-static inline void rows8_32(enum edgeq_type t, int64_t nb, const char *w,
+static inline __attribute__((always_inline)) void
+rows8_32(enum edgeq_type t, int64_t nb, const char *w,
 			    size_t rs, const void *a, float *y, bool pf)
 {
 	const struct edgeq_block_q8_0 *ya = a;
@@ -217,7 +221,8 @@ static inline void rows8_32(enum edgeq_type t, int64_t nb, const char *w,
 	_mm256_storeu_ps(y, acc);
 }
 
-static inline void matvec32(enum edgeq_type t, const void *w, int64_t n,
+static inline __attribute__((always_inline)) void
+matvec32(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const void *a, float *y)
 {
 	size_t rs = edgeq_row_size(t, n);
@@ -232,7 +237,8 @@ static inline void matvec32(enum edgeq_type t, const void *w, int64_t n,
 
 /* Prefill: per group of 8 rows (in L1 after the first token) each token's
  * matvec; the rest by rows. */
-static inline void matmul32(enum edgeq_type t, const void *w, int64_t n,
+static inline __attribute__((always_inline)) void
+matmul32(enum edgeq_type t, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const char *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
@@ -252,15 +258,19 @@ static inline void matmul32(enum edgeq_type t, const void *w, int64_t n,
 /* ---- K-quants x Q8_K ---- */
 
 /*
- * A super-block unpacked: q[k] the 32 weights of elements 32k..32k+31 as
- * bytes (IQ4_XS: their magnitudes, sgn[k] the signed values), sc[k] the
- * int16 scale of each maddubs pair (16-element sub-blocks: lanes 0-7 and
- * 8-15 differ), and the terms each token adds with its bsums.
+ * A K-quant super-block: what its 8 vectors of 32 weights (elements
+ * 32k..32k+31, as bytes: IQ4_XS their magnitudes, with the signed values
+ * for the sign trick) and their int16 scale pairs (16-element sub-blocks:
+ * lanes 0-7 and 8-15 differ) are computed from, and the terms each token
+ * adds with its bsums. kvec() makes vector k: decode uses them as made,
+ * the prefill tile keeps all 8 for its tokens (struct kunp).
  */
-struct kunp {
-	__m256i q[8], sgn[8], sc[8];
-	__m256i m16; /* Q2_K: 16 mins; Q3_K: 16 scales (for the -4 bias) */
-	__m128i mins8; /* Q5_K: 8 mins */
+struct kctx {
+	const void *b;
+	__m256i v[2], h; /* Q2_K/Q3_K qs halves; Q5_K qh, Q3_K hmask */
+	__m256i m16;	 /* Q2_K: 16 mins; Q3_K: 16 scales (the -4 bias) */
+	__m128i mins8;	 /* Q5_K: 8 mins */
+	int8_t sc[16];	 /* Q3_K: 16 scales; IQ4_XS: 8; Q5_K: 8 (unsigned) */
 	float d, dmin;
 };
 
@@ -270,159 +280,190 @@ static inline __m256i scale_pair(int lo, int hi)
 				_mm_set1_epi16((short)lo));
 }
 
-static inline void unpack_q5_K(const struct edgeq_block_q5_K *b,
-			       struct kunp *u)
+static inline __attribute__((always_inline)) void
+kctx_init(enum edgeq_type t, const void *row, int64_t i, struct kctx *c)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-	__m256i qh = _mm256_loadu_si256((const __m256i *)b->qh);
-	uint8_t sc[8], mn[8];
+	if (t == EDGEQ_TYPE_Q5_K) {
+		const struct edgeq_block_q5_K *b =
+			(const struct edgeq_block_q5_K *)row + i;
+		uint8_t sc[8], mn[8];
 
-	edgeq_q4_K_unpack_scales(b->scales, sc, mn);
-	for (int c = 0; c < 4; c++) {
-		__m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
-		__m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
-		__m256i h1 =
-			_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+		edgeq_q4_K_unpack_scales(b->scales, sc, mn);
+		memcpy(c->sc, sc, 8);
+		c->h = _mm256_loadu_si256((const __m256i *)b->qh);
+		c->mins8 = _mm_cvtepu8_epi16(
+			_mm_loadl_epi64((const __m128i *)mn));
+		c->d = h2f(b->d);
+		c->dmin = h2f(b->dmin);
+		c->b = b;
+	} else if (t == EDGEQ_TYPE_Q2_K) {
+		const struct edgeq_block_q2_K *b =
+			(const struct edgeq_block_q2_K *)row + i;
+		__m128i s = _mm_loadu_si128((const __m128i *)b->scales);
 
-		u->q[2 * c] = _mm256_or_si256(_mm256_and_si256(v, m4),
-					      _mm256_slli_epi16(h0, 4));
-		u->q[2 * c + 1] = _mm256_or_si256(
-			_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
-			_mm256_slli_epi16(h1, 4));
-		u->sc[2 * c] = _mm256_set1_epi16(sc[2 * c]);
-		u->sc[2 * c + 1] = _mm256_set1_epi16(sc[2 * c + 1]);
+		c->v[0] = _mm256_loadu_si256((const __m256i *)b->qs);
+		c->v[1] = _mm256_loadu_si256((const __m256i *)(b->qs + 32));
+		c->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(
+			_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
+		c->d = h2f(b->d);
+		c->dmin = h2f(b->dmin);
+		c->b = b;
+	} else if (t == EDGEQ_TYPE_Q3_K) {
+		const struct edgeq_block_q3_K *b =
+			(const struct edgeq_block_q3_K *)row + i;
+
+		edgeq_q3_K_scales(b->scales, c->sc);
+		c->v[0] = _mm256_loadu_si256((const __m256i *)b->qs);
+		c->v[1] = _mm256_loadu_si256((const __m256i *)(b->qs + 32));
+		c->h = _mm256_loadu_si256((const __m256i *)b->hmask);
+		c->m16 = _mm256_cvtepi8_epi16(
+			_mm_loadu_si128((const __m128i *)c->sc));
+		c->d = h2f(b->d);
+	} else {
+		const struct edgeq_block_iq4_xs *b =
+			(const struct edgeq_block_iq4_xs *)row + i;
+
+		edgeq_iq4_xs_scales(b, c->sc);
+		c->d = h2f(b->d);
+		c->b = b;
 	}
-	u->mins8 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
-	u->d = h2f(b->d);
-	u->dmin = h2f(b->dmin);
 }
 
-static inline void unpack_q2_K(const struct edgeq_block_q2_K *b,
-			       struct kunp *u)
+static inline __attribute__((always_inline)) void
+kvec(enum edgeq_type t, const struct kctx *c, int k, __m256i *q, __m256i *sgn,
+     __m256i *sc)
 {
-	const __m256i m3 = _mm256_set1_epi8(3);
-	__m128i s = _mm_loadu_si128((const __m128i *)b->scales);
+	const __m256i one = _mm256_set1_epi8(1), m3 = _mm256_set1_epi8(3);
+	int nn = k / 4, j = k % 4, g = 8 * nn + 2 * j;
 
-	for (int nn = 0; nn < 2; nn++) {
+	if (t == EDGEQ_TYPE_Q5_K) {
+		const struct edgeq_block_q5_K *b = c->b;
 		__m256i v = _mm256_loadu_si256(
-			(const __m256i *)(b->qs + 32 * nn));
+			(const __m256i *)(b->qs + 32 * (k / 2)));
 
-		for (int j = 0; j < 4; j++) {
-			int g = 8 * nn + 2 * j;
+		if (k & 1)
+			v = _mm256_srli_epi16(v, 4);
+		*q = _mm256_or_si256(
+			_mm256_and_si256(v, _mm256_set1_epi8(0x0f)),
+			_mm256_slli_epi16(
+				_mm256_and_si256(_mm256_srli_epi16(c->h, k),
+						 one),
+				4));
+		*sc = _mm256_set1_epi16((uint8_t)c->sc[k]);
+	} else if (t == EDGEQ_TYPE_Q2_K) {
+		const struct edgeq_block_q2_K *b = c->b;
 
-			u->q[4 * nn + j] = _mm256_and_si256(
-				_mm256_srli_epi16(v, 2 * j), m3);
-			u->sc[4 * nn + j] = scale_pair(b->scales[g] & 0xf,
-						       b->scales[g + 1] & 0xf);
-		}
+		*q = _mm256_and_si256(_mm256_srli_epi16(c->v[nn], 2 * j), m3);
+		*sc = scale_pair(b->scales[g] & 0xf, b->scales[g + 1] & 0xf);
+	} else if (t == EDGEQ_TYPE_Q3_K) {
+		/* q + 4: the low bits plus 4 where the mask bit is set */
+		__m256i h = _mm256_and_si256(
+			_mm256_srli_epi16(c->h, 4 * nn + j), one);
+
+		*q = _mm256_or_si256(
+			_mm256_and_si256(_mm256_srli_epi16(c->v[nn], 2 * j),
+					 m3),
+			_mm256_slli_epi16(h, 2));
+		*sc = scale_pair(c->sc[g], c->sc[g + 1]);
+	} else {
+		const struct edgeq_block_iq4_xs *b = c->b;
+		__m256i v = _mm256_shuffle_epi8(iq4_table(),
+						nibbles32(b->qs + 16 * k));
+
+		*sgn = v;
+		*q = _mm256_sign_epi8(v, v);
+		*sc = _mm256_set1_epi16(c->sc[k]);
 	}
-	u->m16 = _mm256_cvtepu8_epi16(
-		_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
-	u->d = h2f(b->d);
-	u->dmin = h2f(b->dmin);
 }
 
-static inline void unpack_q3_K(const struct edgeq_block_q3_K *b,
-			       struct kunp *u)
+/* vector k's scaled int32 lanes against the activation bytes y */
+static inline __attribute__((always_inline)) __m256i
+kdot(enum edgeq_type t, __m256i q, __m256i sgn, __m256i sc, const int8_t *y)
 {
-	const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-	__m256i hm = _mm256_loadu_si256((const __m256i *)b->hmask);
-	int8_t sc[16];
+	__m256i a = _mm256_loadu_si256((const __m256i *)y);
 
-	edgeq_q3_K_scales(b->scales, sc);
-	for (int nn = 0; nn < 2; nn++) {
-		__m256i v = _mm256_loadu_si256(
-			(const __m256i *)(b->qs + 32 * nn));
-
-		for (int j = 0; j < 4; j++) {
-			int g = 8 * nn + 2 * j;
-			__m256i h = _mm256_and_si256(
-				_mm256_srli_epi16(hm, 4 * nn + j), one);
-
-			/* q + 4: the low bits plus 4 where the mask bit is set */
-			u->q[4 * nn + j] = _mm256_or_si256(
-				_mm256_and_si256(_mm256_srli_epi16(v, 2 * j),
-						 m3),
-				_mm256_slli_epi16(h, 2));
-			u->sc[4 * nn + j] = scale_pair(sc[g], sc[g + 1]);
-		}
-	}
-	u->m16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-	u->d = h2f(b->d);
+	if (t == EDGEQ_TYPE_IQ4_XS)
+		a = _mm256_sign_epi8(a, sgn);
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), sc);
 }
 
-static inline void unpack_iq4_xs(const struct edgeq_block_iq4_xs *b,
-				 struct kunp *u)
+/* the token's float steps (scalar.c's chain) from the integer lanes s */
+static inline __attribute__((always_inline)) float
+kfinish(enum edgeq_type t, const struct kctx *c, __m256i s,
+	const struct edgeq_block_q8_K *y, float acc)
 {
-	const __m256i tab = iq4_table();
-	int8_t ls[8];
+	int32_t isum = hsum_i32(s), summs = 0;
 
-	edgeq_iq4_xs_scales(b, ls);
-	for (int k = 0; k < 8; k++) {
-		__m256i v = _mm256_shuffle_epi8(tab, nibbles32(b->qs + 16 * k));
-
-		u->sgn[k] = v;
-		u->q[k] = _mm256_sign_epi8(v, v);
-		u->sc[k] = _mm256_set1_epi16(ls[k]);
-	}
-	u->d = h2f(b->d);
-}
-
-static inline void unpack_k(enum edgeq_type t, const void *row, int64_t i,
-			    struct kunp *u)
-{
 	if (t == EDGEQ_TYPE_Q5_K)
-		unpack_q5_K((const struct edgeq_block_q5_K *)row + i, u);
-	else if (t == EDGEQ_TYPE_Q2_K)
-		unpack_q2_K((const struct edgeq_block_q2_K *)row + i, u);
-	else if (t == EDGEQ_TYPE_Q3_K)
-		unpack_q3_K((const struct edgeq_block_q3_K *)row + i, u);
-	else
-		unpack_iq4_xs((const struct edgeq_block_iq4_xs *)row + i, u);
-}
-
-/* One token's float steps for an unpacked super-block (scalar.c's chain) */
-static inline float kstep(enum edgeq_type t, const struct kunp *u,
-			  const struct edgeq_block_q8_K *y, float acc)
-{
-	__m256i s = _mm256_setzero_si256();
-	int32_t isum, summs = 0;
-
-	for (int k = 0; k < 8; k++) {
-		__m256i a = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * k));
-		__m256i p = t == EDGEQ_TYPE_IQ4_XS ?
-				    _mm256_maddubs_epi16(
-					    u->q[k], _mm256_sign_epi8(a, u->sgn[k])) :
-				    _mm256_maddubs_epi16(u->q[k], a);
-
-		s = _mm256_add_epi32(s, _mm256_madd_epi16(p, u->sc[k]));
-	}
-	isum = hsum_i32(s);
-	if (t == EDGEQ_TYPE_Q5_K)
-		summs = q4k_mins_dot(y->bsums, u->mins8);
+		summs = q4k_mins_dot(y->bsums, c->mins8);
 	else if (t == EDGEQ_TYPE_Q2_K || t == EDGEQ_TYPE_Q3_K)
 		summs = hsum_i32(_mm256_madd_epi16(
-			_mm256_loadu_si256((const __m256i *)y->bsums), u->m16));
+			_mm256_loadu_si256((const __m256i *)y->bsums), c->m16));
 	if (t == EDGEQ_TYPE_Q3_K) /* the stored values are q + 4 */
 		isum -= 4 * summs;
-	acc = fmaf(u->d * y->d, (float)isum, acc);
+	acc = fmaf(c->d * y->d, (float)isum, acc);
 	if (t == EDGEQ_TYPE_Q5_K || t == EDGEQ_TYPE_Q2_K)
-		acc = fmaf(-(u->dmin * y->d), (float)summs, acc);
+		acc = fmaf(-(c->dmin * y->d), (float)summs, acc);
 	return acc;
 }
 
-static inline float dotk(enum edgeq_type t, int64_t n, const void *w,
-			 const void *a)
+/* Decode: super-block i of a row against one token, vectors made and used
+ * one at a time. */
+static inline __attribute__((always_inline)) float
+kstep(enum edgeq_type t, const void *row, int64_t i,
+      const struct edgeq_block_q8_K *y, float acc)
+{
+	__m256i s = _mm256_setzero_si256();
+	struct kctx c;
+
+	kctx_init(t, row, i, &c);
+	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+	{
+		__m256i q, sgn = q = _mm256_setzero_si256(), sc;
+
+		kvec(t, &c, k, &q, &sgn, &sc);
+		s = _mm256_add_epi32(s, kdot(t, q, sgn, sc, y->qs + 32 * k));
+	}
+	return kfinish(t, &c, s, y, acc);
+}
+
+/* A super-block unpacked once for the prefill tile's tokens. */
+struct kunp {
+	struct kctx c;
+	__m256i q[8], sgn[8], sc[8];
+};
+
+static inline __attribute__((always_inline)) void
+unpack_k(enum edgeq_type t, const void *row, int64_t i, struct kunp *u)
+{
+	kctx_init(t, row, i, &u->c);
+	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+	{
+		u->sgn[k] = _mm256_setzero_si256();
+		kvec(t, &u->c, k, &u->q[k], &u->sgn[k], &u->sc[k]);
+	}
+}
+
+static inline __attribute__((always_inline)) float
+kstep_unp(enum edgeq_type t, const struct kunp *u,
+	  const struct edgeq_block_q8_K *y, float acc)
+{
+	__m256i s = _mm256_setzero_si256();
+
+	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+		s = _mm256_add_epi32(s, kdot(t, u->q[k], u->sgn[k], u->sc[k],
+					     y->qs + 32 * k));
+	return kfinish(t, &u->c, s, y, acc);
+}
+
+static inline __attribute__((always_inline)) float
+dotk(enum edgeq_type t, int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_K *y = a;
 	float acc = 0;
 
-	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
-		struct kunp u;
-
-		unpack_k(t, w, i, &u);
-		acc = kstep(t, &u, &y[i], acc);
-	}
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++)
+		acc = kstep(t, w, i, &y[i], acc);
 	return acc;
 }
 
@@ -447,7 +488,8 @@ float edgeq_avx2_dot_iq4_xs(int64_t n, const void *w, const void *a)
 }
 
 /* Decode: row by row, the next row prefetched over the super-blocks. */
-static inline void matveck(enum edgeq_type t, const void *w, int64_t n,
+static inline __attribute__((always_inline)) void
+matveck(enum edgeq_type t, const void *w, int64_t n,
 			   int64_t row0, int64_t row1, const void *a, float *y)
 {
 	size_t rs = edgeq_row_size(t, n);
@@ -461,13 +503,10 @@ static inline void matveck(enum edgeq_type t, const void *w, int64_t n,
 		float acc = 0;
 
 		for (int64_t i = 0; i < nsb; i++) {
-			struct kunp u;
-
 			for (int k = 0; pf && k < pf_lines; k++)
 				_mm_prefetch(row + rs + (i * pf_lines + k) * 64,
 					     _MM_HINT_T0);
-			unpack_k(t, row, i, &u);
-			acc = kstep(t, &u, &ya[i], acc);
+			acc = kstep(t, row, i, &ya[i], acc);
 		}
 		y[r] = acc;
 	}
@@ -475,7 +514,8 @@ static inline void matveck(enum edgeq_type t, const void *w, int64_t n,
 
 /* Prefill: one row x 4 tokens, the super-block unpacked once. */
 #define KTK 4
-static inline void tilek(enum edgeq_type t, int64_t n, const void *w,
+static inline __attribute__((always_inline)) void
+tilek(enum edgeq_type t, int64_t n, const void *w,
 			 const char *a, size_t as, float *y, int64_t ldy)
 {
 	float acc[KTK] = { 0 };
@@ -485,7 +525,7 @@ static inline void tilek(enum edgeq_type t, int64_t n, const void *w,
 
 		unpack_k(t, w, i, &u);
 		_Pragma("GCC unroll 4") for (int k = 0; k < KTK; k++)
-			acc[k] = kstep(t, &u,
+			acc[k] = kstep_unp(t, &u,
 				       (const struct edgeq_block_q8_K *)(a + k * as) +
 					       i,
 				       acc[k]);
@@ -495,7 +535,8 @@ static inline void tilek(enum edgeq_type t, int64_t n, const void *w,
 }
 
 #define EDGEQ_TOK_BLK 64
-static inline void matmulk(enum edgeq_type t, const void *w, int64_t n,
+static inline __attribute__((always_inline)) void
+matmulk(enum edgeq_type t, const void *w, int64_t n,
 			   int64_t row0, int64_t row1, const char *a, size_t as,
 			   int64_t nb, float *y, int64_t ldy)
 {
