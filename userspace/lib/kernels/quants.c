@@ -43,6 +43,23 @@ static inline int imax(int a, int b)
 	return a > b ? a : b;
 }
 
+/* The largest |x[i]| (returned) and the first x[i] that has it (*max). */
+static float abs_max(const float *x, int n, float *max)
+{
+	float amax = 0;
+
+	*max = 0;
+	for (int i = 0; i < n; i++) {
+		float ax = fabsf(x[i]);
+
+		if (ax > amax) {
+			amax = ax;
+			*max = x[i];
+		}
+	}
+	return amax;
+}
+
 static bool all_finite(const float *x, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -288,88 +305,113 @@ static void k4_pack_scales(uint8_t *s, const float *scales, const float *mins,
 	}
 }
 
+/*
+ * The affine part of Q4_K/Q5_K quantization of one super-block (ggml's
+ * quantize_row_q4_K_ref / q5_K_ref): per 32-element sub-block the searched
+ * fit (nmax 15 or 31, @rmin, @nstep), the packed 6-bit scales and mins, d
+ * and dmin, then every value requantized against the stored scales: L[] in
+ * 0..nmax.
+ */
+static void k4_quantize(const float *x, int nmax, float rmin, int nstep,
+			uint8_t *scales, uint16_t *d, uint16_t *dmin,
+			uint8_t L[EDGEQ_QK_K])
+{
+	uint8_t Laux[32];
+	float weights[32], mins[8], sub[8], max_scale = 0, max_min = 0;
+
+	for (int j = 0; j < 8; j++) {
+		float sum_x2 = 0, av_x;
+
+		for (int l = 0; l < 32; l++)
+			sum_x2 += x[32 * j + l] * x[32 * j + l];
+		av_x = sqrtf(sum_x2 / 32);
+		for (int l = 0; l < 32; l++)
+			weights[l] = av_x + fabsf(x[32 * j + l]);
+		sub[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights,
+					  L + 32 * j, &mins[j], Laux, rmin, 0.1f,
+					  nstep, false);
+		if (sub[j] > max_scale)
+			max_scale = sub[j];
+		if (mins[j] > max_min)
+			max_min = mins[j];
+	}
+	k4_pack_scales(scales, sub, mins, max_scale, max_min);
+	*d = edgeq_fp32_to_fp16(max_scale / 63.f);
+	*dmin = edgeq_fp32_to_fp16(max_min / 63.f);
+	for (int j = 0; j < 8; j++) {
+		uint8_t sc, m;
+		float dj, dm;
+
+		edgeq_q4_K_scale_min(j, scales, &sc, &m);
+		dj = edgeq_fp16_to_fp32(*d) * sc;
+		if (!dj)
+			continue;
+		dm = edgeq_fp16_to_fp32(*dmin) * m;
+		for (int ii = 0; ii < 32; ii++) {
+			int l = nearest_int((x[32 * j + ii] + dm) / dj);
+
+			L[32 * j + ii] = (uint8_t)imax(0, imin(nmax, l));
+		}
+	}
+}
+
+/* One Q4_K (qh NULL) or Q5_K super-block dequantized as ggml does it. */
+static void k4_to_float(uint16_t d16, uint16_t dmin16, const uint8_t *scales,
+			const uint8_t *q, const uint8_t *qh, float *y)
+{
+	float d = edgeq_fp16_to_fp32(d16), min = edgeq_fp16_to_fp32(dmin16);
+	uint8_t u1 = 1, u2 = 2;
+
+	for (int j = 0, is = 0; j < EDGEQ_QK_K; j += 64, is += 2) {
+		uint8_t sc, m;
+		float d1, m1, d2, m2;
+
+		edgeq_q4_K_scale_min(is, scales, &sc, &m);
+		d1 = d * sc;
+		m1 = min * m;
+		edgeq_q4_K_scale_min(is + 1, scales, &sc, &m);
+		d2 = d * sc;
+		m2 = min * m;
+		for (int l = 0; l < 32; l++)
+			*y++ = d1 * ((q[l] & 0xF) +
+				     (qh && (qh[l] & u1) ? 16 : 0)) -
+			       m1;
+		for (int l = 0; l < 32; l++)
+			*y++ = d2 * ((q[l] >> 4) +
+				     (qh && (qh[l] & u2) ? 16 : 0)) -
+			       m2;
+		q += 32;
+		u1 <<= 2;
+		u2 <<= 2;
+	}
+}
+
 static void q4_K_to_float(const void *vx, float *y, int64_t n)
 {
 	const struct edgeq_block_q4_K *x = vx;
 
-	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
-		const uint8_t *q = x[i].qs;
-		float d = edgeq_fp16_to_fp32(x[i].d);
-		float min = edgeq_fp16_to_fp32(x[i].dmin);
-
-		for (int j = 0, is = 0; j < EDGEQ_QK_K; j += 64, is += 2) {
-			uint8_t sc, m;
-			float d1, m1, d2, m2;
-
-			edgeq_q4_K_scale_min(is, x[i].scales, &sc, &m);
-			d1 = d * sc;
-			m1 = min * m;
-			edgeq_q4_K_scale_min(is + 1, x[i].scales, &sc, &m);
-			d2 = d * sc;
-			m2 = min * m;
-			for (int l = 0; l < 32; l++)
-				*y++ = d1 * (q[l] & 0xF) - m1;
-			for (int l = 0; l < 32; l++)
-				*y++ = d2 * (q[l] >> 4) - m2;
-			q += 32;
-		}
-	}
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++, y += EDGEQ_QK_K)
+		k4_to_float(x[i].d, x[i].dmin, x[i].scales, x[i].qs, NULL, y);
 }
 
 static int q4_K_from_float(const float *x, void *vy, int64_t n)
 {
 	struct edgeq_block_q4_K *y = vy;
-	uint8_t L[EDGEQ_QK_K], Laux[32];
-	float weights[32], mins[8], scales[8];
+	uint8_t L[EDGEQ_QK_K];
 	int ret = 0;
 
 	if (n % EDGEQ_QK_K)
 		return -EINVAL;
 	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++, x += EDGEQ_QK_K) {
-		float max_scale = 0, max_min = 0;
-		uint8_t *q;
+		uint8_t *q = y[i].qs;
 
 		memset(&y[i], 0, sizeof(y[i]));
 		if (!all_finite(x, EDGEQ_QK_K)) {
 			ret = -EDOM;
 			continue;
 		}
-		for (int j = 0; j < 8; j++) {
-			float sum_x2 = 0, av_x;
-
-			for (int l = 0; l < 32; l++)
-				sum_x2 += x[32 * j + l] * x[32 * j + l];
-			av_x = sqrtf(sum_x2 / 32);
-			for (int l = 0; l < 32; l++)
-				weights[l] = av_x + fabsf(x[32 * j + l]);
-			scales[j] = make_qkx2_quants(32, 15, x + 32 * j,
-						     weights, L + 32 * j,
-						     &mins[j], Laux, -1.f, 0.1f,
-						     20, false);
-			if (scales[j] > max_scale)
-				max_scale = scales[j];
-			if (mins[j] > max_min)
-				max_min = mins[j];
-		}
-		k4_pack_scales(y[i].scales, scales, mins, max_scale, max_min);
-		y[i].d = edgeq_fp32_to_fp16(max_scale / 63.f);
-		y[i].dmin = edgeq_fp32_to_fp16(max_min / 63.f);
-		for (int j = 0; j < 8; j++) {
-			uint8_t sc, m;
-			float d, dm;
-
-			edgeq_q4_K_scale_min(j, y[i].scales, &sc, &m);
-			d = edgeq_fp16_to_fp32(y[i].d) * sc;
-			if (!d)
-				continue;
-			dm = edgeq_fp16_to_fp32(y[i].dmin) * m;
-			for (int ii = 0; ii < 32; ii++) {
-				int l = nearest_int((x[32 * j + ii] + dm) / d);
-
-				L[32 * j + ii] = (uint8_t)imax(0, imin(15, l));
-			}
-		}
-		q = y[i].qs;
+		k4_quantize(x, 15, -1.f, 20, y[i].scales, &y[i].d, &y[i].dmin,
+			    L);
 		for (int j = 0; j < EDGEQ_QK_K; j += 64) {
 			for (int l = 0; l < 32; l++)
 				q[l] = L[j + l] | (L[j + l + 32] << 4);
@@ -384,16 +426,9 @@ static int q4_K_from_float(const float *x, void *vy, int64_t n)
 /* ggml's make_qx_quants with rmse_type 1 and no importance weights. */
 static float make_qx_quants(int n, int nmax, const float *x, int8_t *L)
 {
-	float max = 0, amax = 0, iscale, sumlx = 0, suml2 = 0, scale, best;
+	float max, amax = abs_max(x, n, &max), iscale, sumlx = 0, suml2 = 0,
+		   scale, best;
 
-	for (int i = 0; i < n; i++) {
-		float ax = fabsf(x[i]);
-
-		if (ax > amax) {
-			amax = ax;
-			max = x[i];
-		}
-	}
 	if (amax < GROUP_MAX_EPS) {
 		memset(L, 0, n);
 		return 0.f;
@@ -651,7 +686,7 @@ static int q5_0_from_float(const float *x, void *vy, int64_t n)
 	if (n % EDGEQ_QK5_0)
 		return -EINVAL;
 	for (int64_t i = 0; i < n / EDGEQ_QK5_0; i++, x += EDGEQ_QK5_0) {
-		float amax = 0.0f, max = 0.0f, d, id;
+		float max, d, id;
 		int L[32];
 
 		if (!all_finite(x, EDGEQ_QK5_0)) {
@@ -659,12 +694,7 @@ static int q5_0_from_float(const float *x, void *vy, int64_t n)
 			ret = -EDOM;
 			continue;
 		}
-		for (int j = 0; j < 32; j++) {
-			if (amax < fabsf(x[j])) {
-				amax = fabsf(x[j]);
-				max = x[j];
-			}
-		}
+		abs_max(x, 32, &max);
 		d = max / -16;
 		id = d ? 1.0f / d : 0.0f;
 		y[i].d = edgeq_fp32_to_fp16(d);
@@ -750,16 +780,9 @@ static int best_index_iq4(float x)
 static float iq4_block_scale(const float *xb, uint8_t *Lb, int ntry)
 {
 	const int8_t *values = edgeq_kvalues_iq4nl;
-	float amax = 0, max = 0, d, id, sumqx = 0, sumq2 = 0, best;
+	float max, amax = abs_max(xb, 32, &max), d, id, sumqx = 0, sumq2 = 0,
+		   best;
 
-	for (int j = 0; j < 32; j++) {
-		float ax = fabsf(xb[j]);
-
-		if (ax > amax) {
-			amax = ax;
-			max = xb[j];
-		}
-	}
 	if (amax < GROUP_MAX_EPS)
 		return 0;
 	d = ntry > 0 ? -max / values[0] : max / values[0];
@@ -1045,16 +1068,8 @@ static void q3_K_to_float(const void *vx, float *y, int64_t n)
 /* ggml's make_q3_quants with do_rmse: L in 0..2 nmax - 1 */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L)
 {
-	float max = 0, amax = 0, iscale, sumlx = 0, suml2 = 0;
+	float max, amax = abs_max(x, n, &max), iscale, sumlx = 0, suml2 = 0;
 
-	for (int i = 0; i < n; i++) {
-		float ax = fabsf(x[i]);
-
-		if (ax > amax) {
-			amax = ax;
-			max = x[i];
-		}
-	}
 	if (amax < GROUP_MAX_EPS) {
 		memset(L, 0, n);
 		return 0.f;
@@ -1180,48 +1195,20 @@ static void q5_K_to_float(const void *vx, float *y, int64_t n)
 {
 	const struct edgeq_block_q5_K *x = vx;
 
-	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
-		const uint8_t *ql = x[i].qs, *qh = x[i].qh;
-		float d = edgeq_fp16_to_fp32(x[i].d);
-		float min = edgeq_fp16_to_fp32(x[i].dmin);
-		uint8_t u1 = 1, u2 = 2;
-
-		for (int j = 0, is = 0; j < EDGEQ_QK_K; j += 64, is += 2) {
-			uint8_t sc, m;
-			float d1, m1, d2, m2;
-
-			edgeq_q4_K_scale_min(is, x[i].scales, &sc, &m);
-			d1 = d * sc;
-			m1 = min * m;
-			edgeq_q4_K_scale_min(is + 1, x[i].scales, &sc, &m);
-			d2 = d * sc;
-			m2 = min * m;
-			for (int l = 0; l < 32; l++)
-				*y++ = d1 * ((ql[l] & 0xf) +
-					     (qh[l] & u1 ? 16 : 0)) -
-				       m1;
-			for (int l = 0; l < 32; l++)
-				*y++ = d2 * ((ql[l] >> 4) +
-					     (qh[l] & u2 ? 16 : 0)) -
-				       m2;
-			ql += 32;
-			u1 <<= 2;
-			u2 <<= 2;
-		}
-	}
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++, y += EDGEQ_QK_K)
+		k4_to_float(x[i].d, x[i].dmin, x[i].scales, x[i].qs, x[i].qh,
+			    y);
 }
 
 static int q5_K_from_float(const float *x, void *vy, int64_t n)
 {
 	struct edgeq_block_q5_K *y = vy;
-	uint8_t L[EDGEQ_QK_K], Laux[32];
-	float weights[32], mins[8], scales[8];
+	uint8_t L[EDGEQ_QK_K];
 	int ret = 0;
 
 	if (n % EDGEQ_QK_K)
 		return -EINVAL;
 	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++, x += EDGEQ_QK_K) {
-		float max_scale = 0, max_min = 0;
 		uint8_t *ql = y[i].qs, m1 = 1, m2 = 2;
 
 		memset(&y[i], 0, sizeof(y[i]));
@@ -1229,41 +1216,8 @@ static int q5_K_from_float(const float *x, void *vy, int64_t n)
 			ret = -EDOM;
 			continue;
 		}
-		for (int j = 0; j < 8; j++) {
-			float sum_x2 = 0, av_x;
-
-			for (int l = 0; l < 32; l++)
-				sum_x2 += x[32 * j + l] * x[32 * j + l];
-			av_x = sqrtf(sum_x2 / 32);
-			for (int l = 0; l < 32; l++)
-				weights[l] = av_x + fabsf(x[32 * j + l]);
-			scales[j] = make_qkx2_quants(32, 31, x + 32 * j,
-						     weights, L + 32 * j,
-						     &mins[j], Laux, -0.5f,
-						     0.1f, 15, false);
-			if (scales[j] > max_scale)
-				max_scale = scales[j];
-			if (mins[j] > max_min)
-				max_min = mins[j];
-		}
-		k4_pack_scales(y[i].scales, scales, mins, max_scale, max_min);
-		y[i].d = edgeq_fp32_to_fp16(max_scale / 63.f);
-		y[i].dmin = edgeq_fp32_to_fp16(max_min / 63.f);
-		for (int j = 0; j < 8; j++) {
-			uint8_t sc, m;
-			float d, dm;
-
-			edgeq_q4_K_scale_min(j, y[i].scales, &sc, &m);
-			d = edgeq_fp16_to_fp32(y[i].d) * sc;
-			if (!d)
-				continue;
-			dm = edgeq_fp16_to_fp32(y[i].dmin) * m;
-			for (int ii = 0; ii < 32; ii++) {
-				int l = nearest_int((x[32 * j + ii] + dm) / d);
-
-				L[32 * j + ii] = (uint8_t)imax(0, imin(31, l));
-			}
-		}
+		k4_quantize(x, 31, -0.5f, 15, y[i].scales, &y[i].d, &y[i].dmin,
+			    L);
 		for (int k = 0; k < EDGEQ_QK_K; k += 64) {
 			for (int j = 0; j < 32; j++) {
 				int l1 = L[k + j], l2 = L[k + j + 32];

@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/k_rows.h"
+#include "kernels/more_types.h"
 #include "kernels/arm64/neon_quants.h"
 
 static inline float h2f(uint16_t h)
@@ -416,7 +418,7 @@ float edgeq_neon_dot_iq4_xs(int64_t n, const void *w, const void *a)
 	return dotk(EDGEQ_TYPE_IQ4_XS, n, w, a);
 }
 
-#define KTK 4
+#define KTK EDGEQ_K_TK
 static inline __attribute__((always_inline)) void
 tilek(enum edgeq_type t, int64_t n, const void *w,
 			 const char *a, size_t as, float *y, int64_t ldy)
@@ -437,28 +439,12 @@ tilek(enum edgeq_type t, int64_t n, const void *w,
 		y[k * ldy] = acc[k];
 }
 
-#define TOK_BLK 64
 static inline __attribute__((always_inline)) void
-matmulk(enum edgeq_type t, const void *w, int64_t n,
-			   int64_t row0, int64_t row1, const char *a, size_t as,
-			   int64_t nb, float *y, int64_t ldy)
+matmulk(enum edgeq_type t, const void *w, int64_t n, int64_t row0, int64_t row1,
+	const char *a, size_t as, int64_t nb, float *y, int64_t ldy)
 {
-	size_t rs = edgeq_row_size(t, n);
-
-	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK) {
-		int64_t b1 = b0 + TOK_BLK < nb ? b0 + TOK_BLK : nb;
-
-		for (int64_t r = row0; r < row1; r++) {
-			const char *wr = (const char *)w + r * rs;
-			int64_t b = b0;
-
-			for (; b + KTK <= b1; b += KTK)
-				tilek(t, n, wr, a + b * as, as, y + b * ldy + r,
-				      ldy);
-			for (; b < b1; b++)
-				y[b * ldy + r] = dotk(t, n, wr, a + b * as);
-		}
-	}
+	edgeq_matmul_k_rows(t, w, n, row0, row1, a, as, nb, y, ldy, tilek,
+			    dotk);
 }
 
 /* Decode is the prefill driver with one token: 8-row groups for the
@@ -474,34 +460,19 @@ bool edgeq_neon_matmul_more(enum edgeq_type type, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const void *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
+#define MM32(T)                                                         \
+	case T:                                                         \
+		matmul32(T, w, n, row0, row1, a, as, nb, y, ldy);       \
+		return true;
+#define MMK(T)                                                          \
+	case T:                                                         \
+		matmulk(T, w, n, row0, row1, a, as, nb, y, ldy);        \
+		return true;
 	switch (type) {
-	case EDGEQ_TYPE_Q4_1:
-		matmul32(EDGEQ_TYPE_Q4_1, w, n, row0, row1, a, as, nb, y, ldy);
-		return true;
-	case EDGEQ_TYPE_Q5_0:
-		matmul32(EDGEQ_TYPE_Q5_0, w, n, row0, row1, a, as, nb, y, ldy);
-		return true;
-	case EDGEQ_TYPE_Q5_1:
-		matmul32(EDGEQ_TYPE_Q5_1, w, n, row0, row1, a, as, nb, y, ldy);
-		return true;
-	case EDGEQ_TYPE_IQ4_NL:
-		matmul32(EDGEQ_TYPE_IQ4_NL, w, n, row0, row1, a, as, nb, y,
-			 ldy);
-		return true;
-	case EDGEQ_TYPE_Q2_K:
-		matmulk(EDGEQ_TYPE_Q2_K, w, n, row0, row1, a, as, nb, y, ldy);
-		return true;
-	case EDGEQ_TYPE_Q3_K:
-		matmulk(EDGEQ_TYPE_Q3_K, w, n, row0, row1, a, as, nb, y, ldy);
-		return true;
-	case EDGEQ_TYPE_Q5_K:
-		matmulk(EDGEQ_TYPE_Q5_K, w, n, row0, row1, a, as, nb, y, ldy);
-		return true;
-	case EDGEQ_TYPE_IQ4_XS:
-		matmulk(EDGEQ_TYPE_IQ4_XS, w, n, row0, row1, a, as, nb, y,
-			ldy);
-		return true;
+		EDGEQ_FOR_MORE_TYPES(MM32, MMK)
 	default:
 		return false;
 	}
+#undef MM32
+#undef MMK
 }
