@@ -289,12 +289,12 @@ static void test_quantize_error_bounds(void **state)
 		enum edgeq_type t;
 		double bound;
 	} cases[] = {
-		{ EDGEQ_TYPE_F16, 0.001 }, { EDGEQ_TYPE_BF16, 0.005 },
-		{ EDGEQ_TYPE_Q8_0, 0.01 }, { EDGEQ_TYPE_Q6_K, 0.03 },
-		{ EDGEQ_TYPE_Q4_K, 0.12 }, { EDGEQ_TYPE_Q4_0, 0.15 },
-		{ EDGEQ_TYPE_Q5_K, 0.06 }, { EDGEQ_TYPE_Q3_K, 0.25 },
-		{ EDGEQ_TYPE_Q2_K, 0.45 }, { EDGEQ_TYPE_Q4_1, 0.15 },
-		{ EDGEQ_TYPE_Q5_0, 0.08 }, { EDGEQ_TYPE_Q5_1, 0.08 },
+		{ EDGEQ_TYPE_F16, 0.001 },   { EDGEQ_TYPE_BF16, 0.005 },
+		{ EDGEQ_TYPE_Q8_0, 0.01 },   { EDGEQ_TYPE_Q6_K, 0.03 },
+		{ EDGEQ_TYPE_Q4_K, 0.12 },   { EDGEQ_TYPE_Q4_0, 0.15 },
+		{ EDGEQ_TYPE_Q5_K, 0.06 },   { EDGEQ_TYPE_Q3_K, 0.25 },
+		{ EDGEQ_TYPE_Q2_K, 0.45 },   { EDGEQ_TYPE_Q4_1, 0.15 },
+		{ EDGEQ_TYPE_Q5_0, 0.08 },   { EDGEQ_TYPE_Q5_1, 0.08 },
 		{ EDGEQ_TYPE_IQ4_NL, 0.12 }, { EDGEQ_TYPE_IQ4_XS, 0.12 },
 	};
 	enum { N = 4096 };
@@ -337,10 +337,10 @@ static void test_quantize_rejects(void **state)
 	float x[1024];
 	unsigned char q[1024 * 4];
 	const enum edgeq_type ts[] = {
-		EDGEQ_TYPE_Q8_0,   EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q4_K,
-		EDGEQ_TYPE_Q6_K,   EDGEQ_TYPE_Q4_1, EDGEQ_TYPE_Q5_0,
-		EDGEQ_TYPE_Q5_1,   EDGEQ_TYPE_IQ4_NL, EDGEQ_TYPE_Q2_K,
-		EDGEQ_TYPE_Q3_K,   EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_IQ4_XS,
+		EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_0,   EDGEQ_TYPE_Q4_K,
+		EDGEQ_TYPE_Q6_K, EDGEQ_TYPE_Q4_1,   EDGEQ_TYPE_Q5_0,
+		EDGEQ_TYPE_Q5_1, EDGEQ_TYPE_IQ4_NL, EDGEQ_TYPE_Q2_K,
+		EDGEQ_TYPE_Q3_K, EDGEQ_TYPE_Q5_K,   EDGEQ_TYPE_IQ4_XS,
 	};
 
 	for (int i = 0; i < 1024; i++)
@@ -417,10 +417,10 @@ static void test_quantize_act_range(void **state)
 /* ---- SIMD tables against the scalar oracle ---- */
 
 static const enum edgeq_type weight_types[] = {
-	EDGEQ_TYPE_F32,	   EDGEQ_TYPE_F16,  EDGEQ_TYPE_BF16,   EDGEQ_TYPE_Q8_0,
-	EDGEQ_TYPE_Q4_0,   EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K,   EDGEQ_TYPE_Q4_1,
-	EDGEQ_TYPE_Q5_0,   EDGEQ_TYPE_Q5_1, EDGEQ_TYPE_IQ4_NL, EDGEQ_TYPE_Q2_K,
-	EDGEQ_TYPE_Q3_K,   EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_IQ4_XS,
+	EDGEQ_TYPE_F32,	 EDGEQ_TYPE_F16,  EDGEQ_TYPE_BF16,   EDGEQ_TYPE_Q8_0,
+	EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K,   EDGEQ_TYPE_Q4_1,
+	EDGEQ_TYPE_Q5_0, EDGEQ_TYPE_Q5_1, EDGEQ_TYPE_IQ4_NL, EDGEQ_TYPE_Q2_K,
+	EDGEQ_TYPE_Q3_K, EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_IQ4_XS,
 };
 
 /* Fill a row of @type with random bytes, with finite scales of the given
@@ -1157,9 +1157,9 @@ static void qk_matmul_shapes(const struct edgeq_kernel_ops *ops)
 		{ 2816, 50, 4 },  { 12288, 19, 2 }, { 4096, 64, 3 },
 	};
 	static const enum edgeq_type types[] = {
-		EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K, EDGEQ_TYPE_Q5_K,
-		EDGEQ_TYPE_Q3_K, EDGEQ_TYPE_Q2_K, EDGEQ_TYPE_IQ4_XS,
-		EDGEQ_TYPE_Q4_1, EDGEQ_TYPE_Q5_0, EDGEQ_TYPE_Q5_1,
+		EDGEQ_TYPE_Q4_K,   EDGEQ_TYPE_Q6_K, EDGEQ_TYPE_Q5_K,
+		EDGEQ_TYPE_Q3_K,   EDGEQ_TYPE_Q2_K, EDGEQ_TYPE_IQ4_XS,
+		EDGEQ_TYPE_Q4_1,   EDGEQ_TYPE_Q5_0, EDGEQ_TYPE_Q5_1,
 		EDGEQ_TYPE_IQ4_NL,
 	};
 	enum { NS = sizeof(shapes) / sizeof(shapes[0]) };

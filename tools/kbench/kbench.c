@@ -20,7 +20,7 @@
 #include "kernels/kernels.h"
 
 static const char *const all_types[] = {
-	"Q4_0", "Q8_0", "Q4_K", "Q6_K", "F16",	  "BF16",  "F32",   "Q5_K",
+	"Q4_0", "Q8_0", "Q4_K", "Q6_K", "F16",	"BF16",	  "F32",    "Q5_K",
 	"Q3_K", "Q2_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS",
 };
 

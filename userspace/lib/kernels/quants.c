@@ -290,8 +290,8 @@ static void k4_pack_scales(uint8_t *s, const float *scales, const float *mins,
 	float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
 
 	for (int j = 0; j < 8; j++) {
-		uint8_t ls = (uint8_t)imin(63,
-					   nearest_int(inv_scale * scales[j]));
+		uint8_t ls =
+			(uint8_t)imin(63, nearest_int(inv_scale * scales[j]));
 		uint8_t lm = (uint8_t)imin(63, nearest_int(inv_min * mins[j]));
 
 		if (j < 4) {
@@ -328,8 +328,8 @@ static void k4_quantize(const float *x, int nmax, float rmin, int nstep,
 		for (int l = 0; l < 32; l++)
 			weights[l] = av_x + fabsf(x[32 * j + l]);
 		sub[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights,
-					  L + 32 * j, &mins[j], Laux, rmin, 0.1f,
-					  nstep, false);
+					  L + 32 * j, &mins[j], Laux, rmin,
+					  0.1f, nstep, false);
 		if (sub[j] > max_scale)
 			max_scale = sub[j];
 		if (mins[j] > max_min)
@@ -880,7 +880,8 @@ static void iq4_xs_to_float(const void *vx, float *y, int64_t n)
 
 			for (int j = 0; j < 16; j++) {
 				y[j] = dl * edgeq_kvalues_iq4nl[qs[j] & 0xf];
-				y[j + 16] = dl * edgeq_kvalues_iq4nl[qs[j] >> 4];
+				y[j + 16] =
+					dl * edgeq_kvalues_iq4nl[qs[j] >> 4];
 			}
 		}
 	}
@@ -914,7 +915,8 @@ static int iq4_xs_from_float(const float *x, void *vy, int64_t n)
 		y[i].d = edgeq_fp32_to_fp16(d);
 		id = d ? 1 / d : 0.f;
 		for (int ib = 0; ib < 8; ib++) {
-			int l = imax(-32, imin(31, nearest_int(id * scales[ib])));
+			int l = imax(-32,
+				     imin(31, nearest_int(id * scales[ib])));
 			float dl = d * l, idl = dl ? 1 / dl : 0.f;
 
 			for (int j = 0; j < 32; j++)
@@ -924,8 +926,8 @@ static int iq4_xs_from_float(const float *x, void *vy, int64_t n)
 			if (ib % 2 == 0)
 				y[i].scales_l[ib / 2] = (uint8_t)(l & 0xf);
 			else
-				y[i].scales_l[ib / 2] |= (uint8_t)((l & 0xf)
-								   << 4);
+				y[i].scales_l[ib / 2] |=
+					(uint8_t)((l & 0xf) << 4);
 			y[i].scales_h |= (uint16_t)((l >> 4) << 2 * ib);
 		}
 		iq4_pack(L, y[i].qs, 8);
@@ -1005,16 +1007,17 @@ static int q2_K_from_float(const float *x, void *vy, int64_t n)
 			float iscale = 15.f / max_scale;
 
 			for (int j = 0; j < 16; j++)
-				y[i].scales[j] =
-					(uint8_t)nearest_int(iscale * scales[j]);
+				y[i].scales[j] = (uint8_t)nearest_int(
+					iscale * scales[j]);
 			y[i].d = edgeq_fp32_to_fp16(max_scale / 15.f);
 		}
 		if (max_min > 0) {
 			float iscale = 15.f / max_min;
 
 			for (int j = 0; j < 16; j++)
-				y[i].scales[j] |= (uint8_t)(
-					nearest_int(iscale * mins[j]) << 4);
+				y[i].scales[j] |=
+					(uint8_t)(nearest_int(iscale * mins[j])
+						  << 4);
 			y[i].dmin = edgeq_fp32_to_fp16(max_min / 15.f);
 		}
 		for (int j = 0; j < 16; j++) {
@@ -1024,7 +1027,8 @@ static int q2_K_from_float(const float *x, void *vy, int64_t n)
 
 			if (!d)
 				continue;
-			dm = edgeq_fp16_to_fp32(y[i].dmin) * (y[i].scales[j] >> 4);
+			dm = edgeq_fp16_to_fp32(y[i].dmin) *
+			     (y[i].scales[j] >> 4);
 			for (int ii = 0; ii < 16; ii++) {
 				int l = nearest_int((x[16 * j + ii] + dm) / d);
 
@@ -1138,7 +1142,8 @@ static int q3_K_from_float(const float *x, void *vy, int64_t n)
 			continue;
 		}
 		for (int j = 0; j < 16; j++) {
-			scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+			scales[j] =
+				make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
 			if (fabsf(scales[j]) > amax) {
 				amax = fabsf(scales[j]);
 				max_scale = scales[j];
@@ -1148,9 +1153,10 @@ static int q3_K_from_float(const float *x, void *vy, int64_t n)
 			float iscale = -32.f / max_scale;
 
 			for (int j = 0; j < 16; j++) {
-				int l = imax(-32, imin(31, (int8_t)nearest_int(
-								   iscale *
-								   scales[j]))) +
+				int l = imax(-32,
+					     imin(31, (int8_t)nearest_int(
+							      iscale *
+							      scales[j]))) +
 					32;
 
 				if (j < 8)
@@ -1381,8 +1387,7 @@ static const struct edgeq_type_traits traits[EDGEQ_TYPE_COUNT] = {
 	TRAITS(Q5_1, 32, 24, Q8_0, true, true, q5_1_to_float, q5_1_from_float),
 	TRAITS(IQ4_NL, 32, 18, Q8_0, true, true, iq4_nl_to_float,
 	       iq4_nl_from_float),
-	TRAITS(Q2_K, 256, 84, Q8_K, true, true, q2_K_to_float,
-	       q2_K_from_float),
+	TRAITS(Q2_K, 256, 84, Q8_K, true, true, q2_K_to_float, q2_K_from_float),
 	TRAITS(Q3_K, 256, 110, Q8_K, true, true, q3_K_to_float,
 	       q3_K_from_float),
 	TRAITS(Q5_K, 256, 176, Q8_K, true, true, q5_K_to_float,

@@ -314,12 +314,14 @@ static float vec_dot_q2_K(int64_t n, const void *w, const void *a)
 
 		for (int g = 0; g < 16; g++) {
 			/* g = 8 n + 2 j + h */
-			const uint8_t *q = x[i].qs + 32 * (g / 8) + 16 * (g & 1);
+			const uint8_t *q =
+				x[i].qs + 32 * (g / 8) + 16 * (g & 1);
 			int shift = 2 * ((g / 2) & 3);
 			int32_t s = 0;
 
 			for (int l = 0; l < 16; l++)
-				s += ((q[l] >> shift) & 3) * y[i].qs[16 * g + l];
+				s += ((q[l] >> shift) & 3) *
+				     y[i].qs[16 * g + l];
 			isum += (x[i].scales[g] & 0xf) * s;
 			summs += (x[i].scales[g] >> 4) * y[i].bsums[g];
 		}
@@ -379,13 +381,15 @@ static float vec_dot_q5_K(int64_t n, const void *w, const void *a)
 
 			edgeq_q4_K_scale_min(j, x[i].scales, &sc, &m);
 			for (int l = 0; l < 32; l++) {
-				int q = ((j & 1) ? (q4[l] >> 4) : (q4[l] & 0xf)) |
+				int q = ((j & 1) ? (q4[l] >> 4) :
+						   (q4[l] & 0xf)) |
 					(((x[i].qh[l] >> j) & 1) << 4);
 
 				s += q * q8[l];
 			}
 			isum += sc * s;
-			summs += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+			summs +=
+				m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
 		}
 		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) * y[i].d, (float)isum,
 			   acc);
@@ -407,8 +411,8 @@ static float vec_dot_iq4_xs(int64_t n, const void *w, const void *a)
 
 		edgeq_iq4_xs_scales(&x[i], ls);
 		for (int ib = 0; ib < 8; ib++)
-			isum += ls[ib] * iq4_isum(x[i].qs + 16 * ib,
-						  y[i].qs + 32 * ib);
+			isum += ls[ib] *
+				iq4_isum(x[i].qs + 16 * ib, y[i].qs + 32 * ib);
 		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) * y[i].d, (float)isum,
 			   acc);
 	}

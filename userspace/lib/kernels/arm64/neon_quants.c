@@ -52,8 +52,8 @@ static inline bool affine(enum edgeq_type t)
 /* Block i as two halves of 16 signed bytes (elements 0-15, 16-31), its
  * scale and min. */
 static inline __attribute__((always_inline)) void
-wblock(enum edgeq_type t, const void *row, int64_t i,
-			  int8x16_t *x0, int8x16_t *x1, float *d, float *m)
+wblock(enum edgeq_type t, const void *row, int64_t i, int8x16_t *x0,
+       int8x16_t *x1, float *d, float *m)
 {
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
 	const uint8_t *qs;
@@ -133,8 +133,7 @@ static inline int32_t act_sum(const int8_t *y)
 }
 
 static inline __attribute__((always_inline)) float
-dot32(enum edgeq_type t, int64_t n, const void *w,
-			  const void *a)
+dot32(enum edgeq_type t, int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_0 *y = a;
 	float acc = 0;
@@ -144,8 +143,8 @@ dot32(enum edgeq_type t, int64_t n, const void *w,
 		float d, m, da = h2f(y[i].d);
 
 		wblock(t, w, i, &x0, &x1, &d, &m);
-		acc = fmaf(d * da, (float)vaddvq_s32(block_dot(x0, x1, y[i].qs)),
-			   acc);
+		acc = fmaf(d * da,
+			   (float)vaddvq_s32(block_dot(x0, x1, y[i].qs)), acc);
 		if (affine(t))
 			acc = fmaf(m * da, (float)act_sum(y[i].qs), acc);
 	}
@@ -178,8 +177,8 @@ static inline int32x4_t hsum_4x4(const int32x4_t p[4])
 }
 
 static inline __attribute__((always_inline)) void
-rows8_32(enum edgeq_type t, int64_t nb, const char *w,
-			    size_t rs, const void *a, float *y)
+rows8_32(enum edgeq_type t, int64_t nb, const char *w, size_t rs, const void *a,
+	 float *y)
 {
 	const struct edgeq_block_q8_0 *ya = a;
 	float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
@@ -212,9 +211,9 @@ rows8_32(enum edgeq_type t, int64_t nb, const char *w,
 }
 
 static inline __attribute__((always_inline)) void
-matmul32(enum edgeq_type t, const void *w, int64_t n,
-			    int64_t row0, int64_t row1, const char *a,
-			    size_t as, int64_t nb, float *y, int64_t ldy)
+matmul32(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
+	 int64_t row1, const char *a, size_t as, int64_t nb, float *y,
+	 int64_t ldy)
 {
 	size_t rs = edgeq_row_size(t, n);
 	int64_t r = row0;
@@ -225,8 +224,8 @@ matmul32(enum edgeq_type t, const void *w, int64_t n,
 				 a + b * as, y + b * ldy + r);
 	for (; r < row1; r++)
 		for (int64_t b = 0; b < nb; b++)
-			y[b * ldy + r] =
-				dot32(t, n, (const char *)w + r * rs, a + b * as);
+			y[b * ldy + r] = dot32(t, n, (const char *)w + r * rs,
+					       a + b * as);
 }
 
 /* ---- K-quants x Q8_K ---- */
@@ -242,16 +241,17 @@ struct kunp {
 };
 
 static inline __attribute__((always_inline)) void
-unpack_q5_K(const struct edgeq_block_q5_K *b,
-			       struct kunp *u)
+unpack_q5_K(const struct edgeq_block_q5_K *b, struct kunp *u)
 {
 	const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1);
 	uint8x16_t qh[2] = { vld1q_u8(b->qh), vld1q_u8(b->qh + 16) };
 	uint8_t sc[8], mn[8];
 
 	edgeq_q4_K_unpack_scales(b->scales, sc, mn);
-	_Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
-		_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+	_Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+	{
+		_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+		{
 			uint8x16_t v = vld1q_u8(b->qs + 32 * (j / 2) + 16 * h);
 			uint8x16_t q = (j & 1) ? vshrq_n_u8(v, 4) :
 						 vandq_u8(v, m4);
@@ -269,12 +269,12 @@ unpack_q5_K(const struct edgeq_block_q5_K *b,
 }
 
 static inline __attribute__((always_inline)) void
-unpack_q2_K(const struct edgeq_block_q2_K *b,
-			       struct kunp *u)
+unpack_q2_K(const struct edgeq_block_q2_K *b, struct kunp *u)
 {
 	const uint8x16_t m3 = vdupq_n_u8(3);
 
-	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++) {
+	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++)
+	{
 		uint8x16_t v = vld1q_u8(b->qs + 32 * (g / 8) + 16 * (g & 1));
 
 		u->q[g] = vreinterpretq_s8_u8(vandq_u8(
@@ -288,41 +288,41 @@ unpack_q2_K(const struct edgeq_block_q2_K *b,
 }
 
 static inline __attribute__((always_inline)) void
-unpack_q3_K(const struct edgeq_block_q3_K *b,
-			       struct kunp *u)
+unpack_q3_K(const struct edgeq_block_q3_K *b, struct kunp *u)
 {
 	const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
 	int8_t sc[16];
 
 	edgeq_q3_K_scales(b->scales, sc);
-	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++) {
+	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++)
+	{
 		int nn = g / 8, j = (g / 2) & 3, h = g & 1;
 		uint8x16_t v = vld1q_u8(b->qs + 32 * nn + 16 * h);
 		uint8x16_t hm = vld1q_u8(b->hmask + 16 * h);
-		uint8x16_t lo = vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * j))),
-					 m3);
+		uint8x16_t lo =
+			vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * j))), m3);
 		uint8x16_t hb = vandq_u8(
-			vshlq_u8(hm, vdupq_n_s8((int8_t)-(4 * nn + j))), one);
+			vshlq_u8(hm, vdupq_n_s8((int8_t) - (4 * nn + j))), one);
 
 		/* q - 4 where the mask bit is clear */
-		u->q[g] = vsubq_s8(vreinterpretq_s8_u8(
-					   vorrq_u8(lo, vshlq_n_u8(hb, 2))),
-				   vdupq_n_s8(4));
+		u->q[g] = vsubq_s8(
+			vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hb, 2))),
+			vdupq_n_s8(4));
 		u->sc[g] = sc[g];
 	}
 	u->d = h2f(b->d);
 }
 
 static inline __attribute__((always_inline)) void
-unpack_iq4_xs(const struct edgeq_block_iq4_xs *b,
-				 struct kunp *u)
+unpack_iq4_xs(const struct edgeq_block_iq4_xs *b, struct kunp *u)
 {
 	int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
 	int8_t ls[8];
 
 	edgeq_iq4_xs_scales(b, ls);
-	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+	{
 		uint8x16_t v = vld1q_u8(b->qs + 16 * k);
 
 		u->q[2 * k] = vqtbl1q_s8(tab, vandq_u8(v, m4));
@@ -333,8 +333,7 @@ unpack_iq4_xs(const struct edgeq_block_iq4_xs *b,
 }
 
 static inline __attribute__((always_inline)) void
-unpack_k(enum edgeq_type t, const void *row, int64_t i,
-			    struct kunp *u)
+unpack_k(enum edgeq_type t, const void *row, int64_t i, struct kunp *u)
 {
 	if (t == EDGEQ_TYPE_Q5_K)
 		unpack_q5_K((const struct edgeq_block_q5_K *)row + i, u);
@@ -347,17 +346,15 @@ unpack_k(enum edgeq_type t, const void *row, int64_t i,
 }
 
 static inline __attribute__((always_inline)) float
-kstep(enum edgeq_type t, const struct kunp *u,
-			  const struct edgeq_block_q8_K *y, float acc)
+kstep(enum edgeq_type t, const struct kunp *u, const struct edgeq_block_q8_K *y,
+      float acc)
 {
 	int32x4_t s = vdupq_n_s32(0);
 	int32_t summs = 0;
 
-	_Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
-		s = vmlaq_n_s32(s,
-				vdotq_s32(vdupq_n_s32(0), u->q[k],
-					  vld1q_s8(y->qs + 16 * k)),
-				u->sc[k]);
+	_Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) s = vmlaq_n_s32(
+		s, vdotq_s32(vdupq_n_s32(0), u->q[k], vld1q_s8(y->qs + 16 * k)),
+		u->sc[k]);
 	if (t == EDGEQ_TYPE_Q5_K) {
 		int16x8_t bs = vpaddq_s16(vld1q_s16(y->bsums),
 					  vld1q_s16(y->bsums + 8));
@@ -367,7 +364,8 @@ kstep(enum edgeq_type t, const struct kunp *u,
 		ms = vmlal_s16(ms, vget_high_s16(bs), vget_high_s16(mn));
 		summs = vaddvq_s32(ms);
 	} else if (t == EDGEQ_TYPE_Q2_K) {
-		int16x8_t b0 = vld1q_s16(y->bsums), b1 = vld1q_s16(y->bsums + 8);
+		int16x8_t b0 = vld1q_s16(y->bsums),
+			  b1 = vld1q_s16(y->bsums + 8);
 		int16x8_t m0 = vld1q_s16(u->mins), m1 = vld1q_s16(u->mins + 8);
 		int32x4_t ms = vmull_s16(vget_low_s16(b0), vget_low_s16(m0));
 
@@ -383,8 +381,7 @@ kstep(enum edgeq_type t, const struct kunp *u,
 }
 
 static inline __attribute__((always_inline)) float
-dotk(enum edgeq_type t, int64_t n, const void *w,
-			 const void *a)
+dotk(enum edgeq_type t, int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_K *y = a;
 	float acc = 0;
@@ -420,8 +417,8 @@ float edgeq_neon_dot_iq4_xs(int64_t n, const void *w, const void *a)
 
 #define KTK EDGEQ_K_TK
 static inline __attribute__((always_inline)) void
-tilek(enum edgeq_type t, int64_t n, const void *w,
-			 const char *a, size_t as, float *y, int64_t ldy)
+tilek(enum edgeq_type t, int64_t n, const void *w, const char *a, size_t as,
+      float *y, int64_t ldy)
 {
 	float acc[KTK] = { 0 };
 
@@ -430,10 +427,11 @@ tilek(enum edgeq_type t, int64_t n, const void *w,
 
 		unpack_k(t, w, i, &u);
 		for (int k = 0; k < KTK; k++)
-			acc[k] = kstep(t, &u,
-				       (const struct edgeq_block_q8_K *)(a + k * as) +
-					       i,
-				       acc[k]);
+			acc[k] = kstep(
+				t, &u,
+				(const struct edgeq_block_q8_K *)(a + k * as) +
+					i,
+				acc[k]);
 	}
 	for (int k = 0; k < KTK; k++)
 		y[k * ldy] = acc[k];
@@ -450,8 +448,7 @@ matmulk(enum edgeq_type t, const void *w, int64_t n, int64_t row0, int64_t row1,
 /* Decode is the prefill driver with one token: 8-row groups for the
  * 32-element types, row by row for the K-quants. */
 bool edgeq_neon_matvec_more(enum edgeq_type type, const void *w, int64_t n,
-			    int64_t row0, int64_t row1, const void *a,
-			    float *y)
+			    int64_t row0, int64_t row1, const void *a, float *y)
 {
 	return edgeq_neon_matmul_more(type, w, n, row0, row1, a, 0, 1, y, 0);
 }
@@ -460,13 +457,13 @@ bool edgeq_neon_matmul_more(enum edgeq_type type, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const void *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
-#define MM32(T)                                                         \
-	case T:                                                         \
-		matmul32(T, w, n, row0, row1, a, as, nb, y, ldy);       \
+#define MM32(T)                                                   \
+	case T:                                                   \
+		matmul32(T, w, n, row0, row1, a, as, nb, y, ldy); \
 		return true;
-#define MMK(T)                                                          \
-	case T:                                                         \
-		matmulk(T, w, n, row0, row1, a, as, nb, y, ldy);        \
+#define MMK(T)                                                   \
+	case T:                                                  \
+		matmulk(T, w, n, row0, row1, a, as, nb, y, ldy); \
 		return true;
 	switch (type) {
 		EDGEQ_FOR_MORE_TYPES(MM32, MMK)

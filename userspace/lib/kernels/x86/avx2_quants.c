@@ -46,10 +46,11 @@ static inline __m256i nibbles32(const uint8_t *qs)
 /* byte e = @val where bit e of the 32-bit word is set, else 0 */
 static inline __m256i bits_to_bytes(uint32_t bits, char val)
 {
-	const __m256i shuf = _mm256_set_epi64x(
-		0x0303030303030303ll, 0x0202020202020202ll,
-		0x0101010101010101ll, 0x0000000000000000ll);
-	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	const __m256i shuf =
+		_mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+				  0x0101010101010101ll, 0x0000000000000000ll);
+	const __m256i bit =
+		_mm256_set1_epi64x((long long)0x8040201008040201ull);
 	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
 
 	v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
@@ -66,10 +67,9 @@ static inline __m256i iq4_table(void)
 /* int32 lanes of the exact dot of 32 signed weight bytes with 32 int8 */
 static inline __m256i dot_signed(__m256i q, __m256i a)
 {
-	return _mm256_madd_epi16(
-		_mm256_maddubs_epi16(_mm256_sign_epi8(q, q),
-				     _mm256_sign_epi8(a, q)),
-		_mm256_set1_epi16(1));
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q),
+						      _mm256_sign_epi8(a, q)),
+				 _mm256_set1_epi16(1));
 }
 
 /* ... of 32 unsigned weight bytes (at most 31) */
@@ -89,8 +89,7 @@ static inline bool affine(enum edgeq_type t)
 /* Block i of a row as 32 bytes (signed for Q5_0/IQ4_NL, unsigned for the
  * affine types), its scale and min (0 when it has none). */
 static inline __attribute__((always_inline)) __m256i
-wblock(enum edgeq_type t, const void *row, int64_t i,
-			     float *d, float *m)
+wblock(enum edgeq_type t, const void *row, int64_t i, float *d, float *m)
 {
 	switch (t) {
 	case EDGEQ_TYPE_Q4_1: {
@@ -140,9 +139,9 @@ block_lanes(enum edgeq_type t, __m256i q, __m256i a)
 
 static inline int32_t act_sum(__m256i a)
 {
-	return hsum_i32(_mm256_madd_epi16(
-		_mm256_maddubs_epi16(_mm256_set1_epi8(1), a),
-		_mm256_set1_epi16(1)));
+	return hsum_i32(
+		_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a),
+				  _mm256_set1_epi16(1)));
 }
 
 static inline __m256i ablock(const void *a, int64_t i)
@@ -152,8 +151,7 @@ static inline __m256i ablock(const void *a, int64_t i)
 }
 
 static inline __attribute__((always_inline)) float
-dot32(enum edgeq_type t, int64_t n, const void *w,
-			  const void *a)
+dot32(enum edgeq_type t, int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_0 *y = a;
 	float acc = 0;
@@ -163,8 +161,7 @@ dot32(enum edgeq_type t, int64_t n, const void *w,
 		__m256i qa = ablock(a, i);
 		__m256i q = wblock(t, w, i, &d, &m);
 
-		acc = fmaf(d * da, (float)hsum_i32(block_lanes(t, q, qa)),
-			   acc);
+		acc = fmaf(d * da, (float)hsum_i32(block_lanes(t, q, qa)), acc);
 		if (affine(t))
 			acc = fmaf(m * da, (float)act_sum(qa), acc);
 	}
@@ -194,8 +191,8 @@ float edgeq_avx2_dot_iq4_nl(int64_t n, const void *w, const void *a)
 /* 8 rows (rs bytes apart) x one activation row, one row per float lane;
  * the next 8 rows are prefetched over the blocks when @pf. */
 static inline __attribute__((always_inline)) void
-rows8_32(enum edgeq_type t, int64_t nb, const char *w,
-			    size_t rs, const void *a, float *y, bool pf)
+rows8_32(enum edgeq_type t, int64_t nb, const char *w, size_t rs, const void *a,
+	 float *y, bool pf)
 {
 	const struct edgeq_block_q8_0 *ya = a;
 	const int pf_lines = (int)((8 * rs / 64 + nb - 1) / nb);
@@ -209,10 +206,9 @@ rows8_32(enum edgeq_type t, int64_t nb, const char *w,
 		for (int k = 0; pf && k < pf_lines; k++)
 			_mm_prefetch(w + 8 * rs + (i * pf_lines + k) * 64,
 				     _MM_HINT_T0);
-		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
-			p[r] = block_lanes(t, wblock(t, w + r * rs, i, &d[r],
-						     &m[r]),
-					   qa);
+		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) p[r] =
+			block_lanes(t, wblock(t, w + r * rs, i, &d[r], &m[r]),
+				    qa);
 		acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(d), da),
 				      _mm256_cvtepi32_ps(hsum_8x8(p)), acc);
 		if (affine(t))
@@ -224,8 +220,8 @@ rows8_32(enum edgeq_type t, int64_t nb, const char *w,
 }
 
 static inline __attribute__((always_inline)) void
-matvec32(enum edgeq_type t, const void *w, int64_t n,
-			    int64_t row0, int64_t row1, const void *a, float *y)
+matvec32(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
+	 int64_t row1, const void *a, float *y)
 {
 	size_t rs = edgeq_row_size(t, n);
 	int64_t r = row0;
@@ -240,9 +236,9 @@ matvec32(enum edgeq_type t, const void *w, int64_t n,
 /* Prefill: per group of 8 rows (in L1 after the first token) each token's
  * matvec; the rest by rows. */
 static inline __attribute__((always_inline)) void
-matmul32(enum edgeq_type t, const void *w, int64_t n,
-			    int64_t row0, int64_t row1, const char *a,
-			    size_t as, int64_t nb, float *y, int64_t ldy)
+matmul32(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
+	 int64_t row1, const char *a, size_t as, int64_t nb, float *y,
+	 int64_t ldy)
 {
 	size_t rs = edgeq_row_size(t, n);
 	int64_t r = row0;
@@ -253,8 +249,8 @@ matmul32(enum edgeq_type t, const void *w, int64_t n,
 				 a + b * as, y + b * ldy + r, false);
 	for (; r < row1; r++)
 		for (int64_t b = 0; b < nb; b++)
-			y[b * ldy + r] =
-				dot32(t, n, (const char *)w + r * rs, a + b * as);
+			y[b * ldy + r] = dot32(t, n, (const char *)w + r * rs,
+					       a + b * as);
 }
 
 /* ---- K-quants x Q8_K ---- */
@@ -293,8 +289,8 @@ kctx_init(enum edgeq_type t, const void *row, int64_t i, struct kctx *c)
 		edgeq_q4_K_unpack_scales(b->scales, sc, mn);
 		memcpy(c->sc, sc, 8);
 		c->h = _mm256_loadu_si256((const __m256i *)b->qh);
-		c->mins8 = _mm_cvtepu8_epi16(
-			_mm_loadl_epi64((const __m128i *)mn));
+		c->mins8 =
+			_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
 		c->d = h2f(b->d);
 		c->dmin = h2f(b->dmin);
 		c->b = b;
@@ -491,8 +487,8 @@ float edgeq_avx2_dot_iq4_xs(int64_t n, const void *w, const void *a)
 
 /* Decode: row by row, the next row prefetched over the super-blocks. */
 static inline __attribute__((always_inline)) void
-matveck(enum edgeq_type t, const void *w, int64_t n,
-			   int64_t row0, int64_t row1, const void *a, float *y)
+matveck(enum edgeq_type t, const void *w, int64_t n, int64_t row0, int64_t row1,
+	const void *a, float *y)
 {
 	size_t rs = edgeq_row_size(t, n);
 	int64_t nsb = n / EDGEQ_QK_K;
@@ -517,8 +513,8 @@ matveck(enum edgeq_type t, const void *w, int64_t n,
 /* Prefill: one row x 4 tokens, the super-block unpacked once. */
 #define KTK EDGEQ_K_TK
 static inline __attribute__((always_inline)) void
-tilek(enum edgeq_type t, int64_t n, const void *w,
-			 const char *a, size_t as, float *y, int64_t ldy)
+tilek(enum edgeq_type t, int64_t n, const void *w, const char *a, size_t as,
+      float *y, int64_t ldy)
 {
 	float acc[KTK] = { 0 };
 
@@ -527,10 +523,11 @@ tilek(enum edgeq_type t, int64_t n, const void *w,
 
 		unpack_k(t, w, i, &u);
 		_Pragma("GCC unroll 4") for (int k = 0; k < KTK; k++)
-			acc[k] = kstep_unp(t, &u,
-				       (const struct edgeq_block_q8_K *)(a + k * as) +
-					       i,
-				       acc[k]);
+			acc[k] = kstep_unp(
+				t, &u,
+				(const struct edgeq_block_q8_K *)(a + k * as) +
+					i,
+				acc[k]);
 	}
 	for (int k = 0; k < KTK; k++)
 		y[k * ldy] = acc[k];
@@ -545,16 +542,15 @@ matmulk(enum edgeq_type t, const void *w, int64_t n, int64_t row0, int64_t row1,
 }
 
 bool edgeq_avx2_matvec_more(enum edgeq_type type, const void *w, int64_t n,
-			    int64_t row0, int64_t row1, const void *a,
-			    float *y)
+			    int64_t row0, int64_t row1, const void *a, float *y)
 {
-#define MV32(T)                                               \
-	case T:                                               \
-		matvec32(T, w, n, row0, row1, a, y);          \
+#define MV32(T)                                      \
+	case T:                                      \
+		matvec32(T, w, n, row0, row1, a, y); \
 		return true;
-#define MVK(T)                                                \
-	case T:                                               \
-		matveck(T, w, n, row0, row1, a, y);           \
+#define MVK(T)                                      \
+	case T:                                     \
+		matveck(T, w, n, row0, row1, a, y); \
 		return true;
 	switch (type) {
 		EDGEQ_FOR_MORE_TYPES(MV32, MVK)
@@ -569,13 +565,13 @@ bool edgeq_avx2_matmul_more(enum edgeq_type type, const void *w, int64_t n,
 			    int64_t row0, int64_t row1, const void *a,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
-#define MM32(T)                                                         \
-	case T:                                                         \
-		matmul32(T, w, n, row0, row1, a, as, nb, y, ldy);       \
+#define MM32(T)                                                   \
+	case T:                                                   \
+		matmul32(T, w, n, row0, row1, a, as, nb, y, ldy); \
 		return true;
-#define MMK(T)                                                          \
-	case T:                                                         \
-		matmulk(T, w, n, row0, row1, a, as, nb, y, ldy);        \
+#define MMK(T)                                                   \
+	case T:                                                  \
+		matmulk(T, w, n, row0, row1, a, as, nb, y, ldy); \
 		return true;
 	switch (type) {
 		EDGEQ_FOR_MORE_TYPES(MM32, MMK)

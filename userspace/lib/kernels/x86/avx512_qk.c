@@ -137,12 +137,12 @@ static inline void prep_k4_scales(__m512i sc8[8], __m512i mp[4], __m512 *d,
 	__m512i mb = _mm512_and_si512(u1, m6);
 	__m512i sc = _mm512_or_si512(
 		_mm512_and_si512(u2, m4),
-		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), m2),
-				  4));
+		_mm512_slli_epi32(
+			_mm512_and_si512(_mm512_srli_epi32(u0, 6), m2), 4));
 	__m512i me = _mm512_or_si512(
 		_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4),
-		_mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2),
-				  4));
+		_mm512_slli_epi32(
+			_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2), 4));
 
 	*d = half_lo(dd);
 	*dmin = half_lo(_mm512_srli_epi32(dd, 16));
@@ -152,19 +152,23 @@ static inline void prep_k4_scales(__m512i sc8[8], __m512i mp[4], __m512 *d,
 	}
 	/* (m0, m1), (m2, m3) from mb; (m4, m5), (m6, m7) from me */
 	mp[0] = _mm512_or_si512(_mm512_and_si512(mb, ff),
-				_mm512_and_si512(_mm512_slli_epi32(mb, 8), ff2));
+				_mm512_and_si512(_mm512_slli_epi32(mb, 8),
+						 ff2));
 	mp[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(mb, 16), ff),
-				_mm512_and_si512(_mm512_srli_epi32(mb, 8), ff2));
+				_mm512_and_si512(_mm512_srli_epi32(mb, 8),
+						 ff2));
 	mp[2] = _mm512_or_si512(_mm512_and_si512(me, ff),
-				_mm512_and_si512(_mm512_slli_epi32(me, 8), ff2));
+				_mm512_and_si512(_mm512_slli_epi32(me, 8),
+						 ff2));
 	mp[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(me, 16), ff),
-				_mm512_and_si512(_mm512_srli_epi32(me, 8), ff2));
+				_mm512_and_si512(_mm512_srli_epi32(me, 8),
+						 ff2));
 }
 
 static inline __m512i row_offsets(size_t rs)
 {
-	return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
-						   8, 7, 6, 5, 4, 3, 2, 1, 0),
+	return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8,
+						   7, 6, 5, 4, 3, 2, 1, 0),
 				  _mm512_set1_epi32((int)rs));
 }
 
@@ -208,7 +212,8 @@ static void prep_q5_K(struct q5k_prep *P, const char *w, size_t rs, int64_t nsb,
 
 			for (int l4 = 0; l4 < 8; l4++) {
 				__m512i lo = _mm512_and_si512(
-					_mm512_srli_epi32(qs[8 * c + l4], 4 * h),
+					_mm512_srli_epi32(qs[8 * c + l4],
+							  4 * h),
 					m4);
 				__m512i hb = _mm512_and_si512(
 					_mm512_srli_epi32(qh[l4], j), b0);
@@ -289,14 +294,15 @@ static void prep_q3_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
 	for (int64_t i = 0; i < nsb; i++, P++) {
 		const char *b = w + i * sizeof(struct edgeq_block_q3_K);
 		__m512i hm[16], qs[16], sw[4];
-		__m512i u0 = gather(m, idx, b + 96), u1 = gather(m, idx, b + 100);
+		__m512i u0 = gather(m, idx, b + 96),
+			u1 = gather(m, idx, b + 100);
 		__m512i u2 = gather(m, idx, b + 104);
 
 		/* d: the high word of the block's last dword */
 		P->d = half_lo(_mm512_srli_epi32(gather(m, idx, b + 106), 16));
-		sw[0] = _mm512_or_si512(_mm512_and_si512(u0, m4),
-					_mm512_slli_epi32(_mm512_and_si512(u2, m3),
-							  4));
+		sw[0] = _mm512_or_si512(
+			_mm512_and_si512(u0, m4),
+			_mm512_slli_epi32(_mm512_and_si512(u2, m3), 4));
 		sw[1] = _mm512_or_si512(
 			_mm512_and_si512(u1, m4),
 			_mm512_slli_epi32(
@@ -399,12 +405,12 @@ static inline const struct edgeq_block_q8_K *blk8(const char *a, size_t as,
 /* Q4_K (q5 false) or Q5_K (q5: P is a struct q5k_prep array, whose
  * leading fields are q4k_prep's) */
 static inline __attribute__((always_inline)) void
-tile_k4(bool q5, int nt, const void *Pv, int64_t nsb, const char *a,
-	size_t as, const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+tile_k4(bool q5, int nt, const void *Pv, int64_t nsb, const char *a, size_t as,
+	const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	const size_t psz =
-		q5 ? sizeof(struct q5k_prep) : sizeof(struct q4k_prep);
+	const size_t psz = q5 ? sizeof(struct q5k_prep) :
+				sizeof(struct q4k_prep);
 	__m512 acc[NT];
 
 	UNROLL for (int t = 0; t < nt; t++)

@@ -249,20 +249,20 @@ q3k_row(const char *b, const struct qk_act *A, const __m512i idx[4])
 	const __m512i m3 = _mm512_set1_epi8(3), b2 = _mm512_set1_epi8(4);
 	/* the 12 scale bytes as dwords a0, a1, a2 (not past the block) */
 	__m128i v = _mm_maskz_loadu_epi8(0x0fff, b + 96);
-	__m128i lo = _mm_and_si128(
-		_mm_srlv_epi32(_mm_shuffle_epi32(v, 0x44), _mm_set_epi32(4, 4, 0, 0)),
-		_mm_set1_epi8(0x0f));
-	__m128i hi = _mm_and_si128(
-		_mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_set_epi32(6, 4, 2, 0)),
-		_mm_set1_epi8(0x03));
+	__m128i lo = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, 0x44),
+						  _mm_set_epi32(4, 4, 0, 0)),
+				   _mm_set1_epi8(0x0f));
+	__m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa),
+						  _mm_set_epi32(6, 4, 2, 0)),
+				   _mm_set1_epi8(0x03));
 	__m128i s8 = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi32(hi, 4)),
 				  _mm_set1_epi8(32));
 	__m256i sc = _mm256_cvtepi8_epi16(s8);
 	__m512i scz = _mm512_castsi256_si512(sc);
 	__m512i acc = _mm512_zextsi256_si512(
 		_mm256_slli_epi32(_mm256_madd_epi16(sc, A->bs), 2));
-	__m512i hm = _mm512_broadcast_i64x4(
-		_mm256_loadu_si256((const __m256i *)b));
+	__m512i hm =
+		_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b));
 	__m512i qs[2] = { _mm512_broadcast_i64x4(_mm256_loadu_si256(
 				  (const __m256i *)(b + 32))),
 			  _mm512_broadcast_i64x4(_mm256_loadu_si256(
@@ -274,14 +274,14 @@ q3k_row(const char *b, const struct qk_act *A, const __m512i idx[4])
 	h[2] = _mm512_srlv_epi16(hm, cnt2(2, 3));
 	h[3] = _mm512_srlv_epi16(hm, cnt2(4, 5));
 	for (int k = 0; k < 4; k++) {
-		__m512i l2 = _mm512_srlv_epi16(qs[k >> 1],
-					       (k & 1) ? cnt2(4, 6) : cnt2(0, 2));
+		__m512i l2 = _mm512_srlv_epi16(
+			qs[k >> 1], (k & 1) ? cnt2(4, 6) : cnt2(0, 2));
 		__m512i q = _mm512_ternarylogic_epi32(
 			l2, _mm512_and_si512(h[k], b2), m3, 0xe4);
 
-		acc = _mm512_dpwssd_epi32(
-			acc, _mm512_maddubs_epi16(q, A->y[k]),
-			_mm512_permutexvar_epi16(idx[k], scz));
+		acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(q, A->y[k]),
+					  _mm512_permutexvar_epi16(idx[k],
+								   scz));
 	}
 	return acc;
 }
@@ -331,13 +331,11 @@ static inline __attribute__((always_inline)) void
 group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
       const struct qk_act *A, float *y, bool prefetch)
 {
-	const size_t bs = t == EDGEQ_TYPE_Q4_K ?
-				  sizeof(struct edgeq_block_q4_K) :
-			  t == EDGEQ_TYPE_Q5_K ?
-				  sizeof(struct edgeq_block_q5_K) :
-			  t == EDGEQ_TYPE_Q3_K ?
-				  sizeof(struct edgeq_block_q3_K) :
-				  sizeof(struct edgeq_block_q6_K);
+	const size_t bs =
+		t == EDGEQ_TYPE_Q4_K ? sizeof(struct edgeq_block_q4_K) :
+		t == EDGEQ_TYPE_Q5_K ? sizeof(struct edgeq_block_q5_K) :
+		t == EDGEQ_TYPE_Q3_K ? sizeof(struct edgeq_block_q3_K) :
+				       sizeof(struct edgeq_block_q6_K);
 	const bool k4 = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K;
 	const int pf_lines =
 		!prefetch ? 0 : (int)((ROWS * rs / 64 + nsb - 1) / nsb);
@@ -408,11 +406,13 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 							     k++)
 				{
 					s[k] = t == EDGEQ_TYPE_Q5_K ?
-						       q5k_row(wb + off[4 * g + k],
+						       q5k_row(wb + off[4 * g +
+									k],
 							       &A[i], ctl,
 							       chunk_bcast(sc[k],
 									   g)) :
-						       q4k_row(wb + off[4 * g + k],
+						       q4k_row(wb + off[4 * g +
+									k],
 							       &A[i], ctl,
 							       chunk_bcast(sc[k],
 									   g));
@@ -431,7 +431,8 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 		} else {
 			/* d: the high word of the block's last dword */
 			__m512i dd = _mm512_i32gather_epi32(
-				vidx, wb + (t == EDGEQ_TYPE_Q3_K ? 106 : 206), 1);
+				vidx, wb + (t == EDGEQ_TYPE_Q3_K ? 106 : 206),
+				1);
 
 			_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
 			{
@@ -441,9 +442,11 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 							     k++)
 				{
 					s[k] = t == EDGEQ_TYPE_Q3_K ?
-						       q3k_row(wb + off[4 * g + k],
+						       q3k_row(wb + off[4 * g +
+									k],
 							       &A[i], idx) :
-						       q6k_row(wb + off[4 * g + k],
+						       q6k_row(wb + off[4 * g +
+									k],
 							       &A[i], idx);
 				}
 				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
