@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI decode matvec for Q3_K, Q4_K, Q5_K and Q6_K weights x one Q8_K
+ * AVX-512 VNNI decode matvec for Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights x
+ * one Q8_K
  * activation vector, 16 rows at a time (one output row per 32-bit lane of
  * the float chain).
  *
@@ -10,7 +11,8 @@
  *
  * Per row and super-block the weights become unsigned bytes (Q4_K nibbles,
  * Q5_K nibbles with their qh bit as bit 4, Q6_K q + 32 in 0..63, Q3_K
- * q + 4 in 0..7 with Q6_K's scale layout and a -4 offset), vpmaddubsw against the activation bytes gives
+ * q + 4 in 0..7 with Q6_K's scale layout and a -4 offset, Q2_K q in 0..3
+ * in that layout with its mins), vpmaddubsw against the activation bytes gives
  * exact int16 pair sums (|x| <= 2 * 63 * 128), and vpdpwssd weights them
  * with the sub-block scales as int16 words (vpshufb / vpermw of the row's
  * scale bytes) into one zmm of int32 lanes. Q6_K starts that zmm at
@@ -41,8 +43,8 @@
 /* One activation super-block, prepared. */
 struct qk_act {
 	__m512i y[4];
-	__m256i bs; /* Q4_K, Q5_K: 8 bsums pair sums (low half); Q3_K,
-		     * Q6_K: -bsums */
+	__m256i bs; /* Q4_K, Q5_K: 8 bsums pair sums (low half); Q2_K,
+		     * Q3_K, Q6_K: -bsums */
 	float d;
 } __attribute__((aligned(64)));
 
@@ -286,6 +288,42 @@ q3k_row(const char *b, const struct qk_act *A, const __m512i idx[4])
 	return acc;
 }
 
+/*
+ * Row (block b) of a Q2_K group: Q3_K's element order without the mask
+ * bit; the 16 scales are the low nibbles of its first 16 bytes, the mins
+ * the high ones. *mn gets the row's min-term lanes against the negated
+ * bsums (minus sum_g m_g * bsum_g once summed).
+ */
+static inline __attribute__((always_inline)) __m512i
+q2k_row(const char *b, const struct qk_act *A, const __m512i idx[4],
+	__m512i *mn)
+{
+	const __m512i m3 = _mm512_set1_epi8(3);
+	__m128i v = _mm_loadu_si128((const __m128i *)b);
+	__m256i sc =
+		_mm256_cvtepu8_epi16(_mm_and_si128(v, _mm_set1_epi8(0x0f)));
+	__m256i mi = _mm256_cvtepu8_epi16(
+		_mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0f)));
+	__m512i scz = _mm512_castsi256_si512(sc), acc = _mm512_setzero_si512();
+	__m512i qs[2] = { _mm512_broadcast_i64x4(_mm256_loadu_si256(
+				  (const __m256i *)(b + 16))),
+			  _mm512_broadcast_i64x4(_mm256_loadu_si256(
+				  (const __m256i *)(b + 48))) };
+
+	*mn = _mm512_zextsi256_si512(_mm256_madd_epi16(mi, A->bs));
+	for (int k = 0; k < 4; k++) {
+		__m512i q = _mm512_and_si512(
+			_mm512_srlv_epi16(qs[k >> 1],
+					  (k & 1) ? cnt2(4, 6) : cnt2(0, 2)),
+			m3);
+
+		acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(q, A->y[k]),
+					  _mm512_permutexvar_epi16(idx[k],
+								   scz));
+	}
+	return acc;
+}
+
 /* Row r (block b) of a Q6_K group: its scaled sum including the -32
  * offset. */
 static inline __attribute__((always_inline)) __m512i
@@ -335,6 +373,7 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 		t == EDGEQ_TYPE_Q4_K ? sizeof(struct edgeq_block_q4_K) :
 		t == EDGEQ_TYPE_Q5_K ? sizeof(struct edgeq_block_q5_K) :
 		t == EDGEQ_TYPE_Q3_K ? sizeof(struct edgeq_block_q3_K) :
+		t == EDGEQ_TYPE_Q2_K ? sizeof(struct edgeq_block_q2_K) :
 				       sizeof(struct edgeq_block_q6_K);
 	const bool k4 = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K;
 	const int pf_lines =
@@ -428,6 +467,33 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 				_mm512_cvtepi32_ps(
 					hsum_4x4(mv[0], mv[1], mv[2], mv[3])),
 				acc);
+		} else if (t == EDGEQ_TYPE_Q2_K) {
+			/* d and dmin: the block's last dword */
+			__m512i dd = _mm512_i32gather_epi32(vidx, wb + 80, 1);
+			__m512i mt[4];
+
+			_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
+			{
+				__m512i s[4], m[4];
+
+				_Pragma("GCC unroll 4") for (int k = 0; k < 4;
+							     k++)
+				{
+					s[k] = q2k_row(wb + off[4 * g + k],
+						       &A[i], idx, &m[k]);
+				}
+				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
+				mt[g] = hsum_4x4(m[0], m[1], m[2], m[3]);
+			}
+			sum = hsum_chunks(tv);
+			acc = _mm512_fmadd_ps(_mm512_mul_ps(half_lo(dd), da),
+					      _mm512_cvtepi32_ps(sum), acc);
+			/* fma(dmin * da, -summins): scalar's
+			 * fma(-(dmin * da), summins) bit for bit */
+			acc = _mm512_fmadd_ps(
+				_mm512_mul_ps(
+					half_lo(_mm512_srli_epi32(dd, 16)), da),
+				_mm512_cvtepi32_ps(hsum_chunks(mt)), acc);
 		} else {
 			/* d: the high word of the block's last dword */
 			__m512i dd = _mm512_i32gather_epi32(
@@ -475,6 +541,9 @@ static void groups(enum edgeq_type t, const char *w, size_t rs, int64_t nsb,
 			      y + r, r + ROWS < nrows);
 		else if (t == EDGEQ_TYPE_Q3_K)
 			group(EDGEQ_TYPE_Q3_K, w + r * rs, rs, nr, nsb, A,
+			      y + r, r + ROWS < nrows);
+		else if (t == EDGEQ_TYPE_Q2_K)
+			group(EDGEQ_TYPE_Q2_K, w + r * rs, rs, nr, nsb, A,
 			      y + r, r + ROWS < nrows);
 		else
 			group(EDGEQ_TYPE_Q6_K, w + r * rs, rs, nr, nsb, A,
