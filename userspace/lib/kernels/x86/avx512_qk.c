@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI prefill (matmul) for Q3_K, Q4_K, Q5_K and Q6_K weights x Q8_K
+ * AVX-512 VNNI prefill (matmul) for Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights x Q8_K
  * activations: one output row per 32-bit lane.
  *
  * A group of 16 rows is prepared once per call (and token block) into a
@@ -8,7 +8,8 @@
  * holds row r's 4 unsigned values (Q4_K: the packed byte pairs, low nibble
  * sub-block 2p, high nibble 2p+1; Q5_K: its 5-bit values in element order;
  * Q6_K: q + 32 in 0..63; Q3_K, in Q6_K's layout and tile: q + 4 in 0..7,
- * offset -4), the sub-block scales as int32 lanes, the Q4_K
+ * offset -4; Q2_K likewise, q in 0..3 and no offset, with its mins as
+ * int16 pairs), the sub-block scales as int32 lanes, the Q4_K
  * and Q5_K mins as int16 pairs and d/dmin as floats.
  * Per super-block and token each sub-block's dot is vpdpbusd with the
  * token's 4 activation bytes broadcast from memory, weighted by the scale
@@ -51,6 +52,14 @@ struct q6k_prep {
 	__m512i q[64];	/* elements 4k..4k+3 as q + 32, per row */
 	__m512i sc[16]; /* sub-block scales (signed) */
 	__m512 d;
+};
+
+/* One Q2_K super-block: Q6_K's fields first, then the mins. */
+struct q2k_prep {
+	__m512i q[64], sc[16];
+	__m512 d;
+	__m512i mp[8]; /* mins pairs (m[2p], m[2p + 1]) as int16 */
+	__m512 dmin;
 };
 
 static inline __m512i bc32(const void *p)
@@ -347,14 +356,62 @@ static void prep_q3_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
 	}
 }
 
+/* Q2_K: Q3_K's element order without the mask bit; scales and mins the
+ * low and high nibbles of the first 16 bytes. */
+static void prep_q2_K(struct q2k_prep *P, const char *w, size_t rs, int64_t nsb,
+		      int nr)
+{
+	const __mmask16 m = (__mmask16)((1u << nr) - 1);
+	const __m512i idx = row_offsets(rs);
+	const __m512i m3 = _mm512_set1_epi32(0x03030303);
+	const __m512i f = _mm512_set1_epi32(0x0f);
+
+	for (int64_t i = 0; i < nsb; i++, P++) {
+		const char *b = w + i * sizeof(struct edgeq_block_q2_K);
+		__m512i qs[16], sw[4];
+		__m512i dd = gather(m, idx, b + 80);
+
+		P->d = half_lo(dd);
+		P->dmin = half_lo(_mm512_srli_epi32(dd, 16));
+		for (int q = 0; q < 4; q++) {
+			sw[q] = gather(m, idx, b + 4 * q);
+			for (int l = 0; l < 4; l++)
+				P->sc[4 * q + l] = _mm512_and_si512(
+					_mm512_srli_epi32(sw[q], 8 * l), f);
+		}
+		for (int p = 0; p < 8; p++) {
+			__m512i v = _mm512_srli_epi32(sw[p / 2], 16 * (p & 1));
+
+			P->mp[p] = _mm512_or_si512(
+				_mm512_and_si512(_mm512_srli_epi32(v, 4), f),
+				_mm512_slli_epi32(
+					_mm512_and_si512(
+						_mm512_srli_epi32(v, 12), f),
+					16));
+		}
+		load_transpose(qs, b + 16, rs, nr);
+		for (int g = 0; g < 16; g++) {
+			int n = g / 8, j = (g / 2) & 3, h = g & 1;
+
+			for (int k = 0; k < 4; k++)
+				P->q[4 * g + k] = _mm512_and_si512(
+					_mm512_srli_epi32(qs[8 * n + 4 * h + k],
+							  2 * j),
+					m3);
+		}
+	}
+}
+
 /*
  * Per token and super-block the activation side: Q4_K the pair sums
  * (bs[2p], bs[2p + 1]) as int16 pairs, bs[j] = bsums[2j] + bsums[2j + 1]
- * (|bs| <= 32 * 128); Q6_K -32 * bsums[g], Q3_K -4 * bsums[g]. APS int32
- * per super-block.
+ * (|bs| <= 32 * 128); Q6_K -32 * bsums[g], Q3_K -4 * bsums[g]; Q2_K 16
+ * zeros (Q6_K's start values) then the pairs (bsums[2p], bsums[2p + 1]) as
+ * int16. APS int32 per super-block.
  */
 #define APS_Q4K 4
 #define APS_Q6K 16
+#define APS_Q2K 24
 static void prep_act(enum edgeq_type t, int32_t *ap, const char *a, size_t as,
 		     int64_t nt, int64_t nsb)
 {
@@ -375,6 +432,16 @@ static void prep_act(enum edgeq_type t, int32_t *ap, const char *a, size_t as,
 					*ap++ = (int32_t)((uint32_t)lo |
 							  (uint32_t)hi << 16);
 				}
+			} else if (t == EDGEQ_TYPE_Q2_K) {
+				for (int g = 0; g < 16; g++)
+					*ap++ = 0;
+				for (int p = 0; p < 8; p++)
+					*ap++ = (int32_t)((uint32_t)(uint16_t)
+								  bs[2 * p] |
+							  (uint32_t)(uint16_t)
+									  bs[2 * p +
+									     1]
+								  << 16);
 			} else {
 				int off = t == EDGEQ_TYPE_Q3_K ? -4 : -32;
 
@@ -491,17 +558,24 @@ tile_k4(bool q5, int nt, const void *Pv, int64_t nsb, const char *a, size_t as,
 	}
 }
 
+/* Q6_K and Q3_K (q2 false) or Q2_K (q2: P is a struct q2k_prep array,
+ * whose leading fields are q6k_prep's; then the min term as Q4_K's) */
 static inline __attribute__((always_inline)) void
-tile_q6_K(int nt, const struct q6k_prep *P, int64_t nsb, const char *a,
-	  size_t as, const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+tile_k16(bool q2, int nt, const void *Pv, int64_t nsb, const char *a, size_t as,
+	 const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
 {
+	const int64_t aps = q2 ? APS_Q2K : APS_Q6K;
+	const size_t psz = q2 ? sizeof(struct q2k_prep) :
+				sizeof(struct q6k_prep);
 	__m512 acc[NT];
 
 	UNROLL for (int t = 0; t < nt; t++)
 	{
 		acc[t] = _mm512_setzero_ps();
 	}
-	for (int64_t i = 0; i < nsb; i++, P++) {
+	for (int64_t i = 0; i < nsb; i++) {
+		const struct q6k_prep *P =
+			(const struct q6k_prep *)((const char *)Pv + i * psz);
 		__m512i isum[NT];
 
 		UNROLL for (int t = 0; t < nt; t++)
@@ -515,7 +589,8 @@ tile_q6_K(int nt, const struct q6k_prep *P, int64_t nsb, const char *a,
 			/* start at -32 * bsums[g]: the dot of q - 32 */
 			UNROLL for (int t = 0; t < nt; t++)
 			{
-				s[t] = bc32(ap + (t * nsb + i) * APS_Q6K + g);
+				s[t] = q2 ? _mm512_setzero_si512() :
+					    bc32(ap + (t * nsb + i) * aps + g);
 			}
 			UNROLL for (int k = 0; k < 4; k++)
 			{
@@ -543,6 +618,22 @@ tile_q6_K(int nt, const struct q6k_prep *P, int64_t nsb, const char *a,
 			acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(P->d, da),
 						 _mm512_cvtepi32_ps(isum[t]),
 						 acc[t]);
+			if (q2) {
+				const struct q2k_prep *P2 =
+					(const struct q2k_prep *)P;
+				const int32_t *p =
+					ap + (t * nsb + i) * aps + 16;
+				__m512i ms = _mm512_setzero_si512();
+
+				UNROLL for (int k = 0; k < 8; k++)
+				{
+					ms = _mm512_dpwssd_epi32(ms, P2->mp[k],
+								 bc32(p + k));
+				}
+				acc[t] = _mm512_fnmadd_ps(
+					_mm512_mul_ps(P2->dmin, da),
+					_mm512_cvtepi32_ps(ms), acc[t]);
+			}
 		}
 	}
 	UNROLL for (int t = 0; t < nt; t++)
@@ -607,11 +698,32 @@ static void tiles_q5_K(int nt, const void *P, int64_t nsb, const char *a,
 	TILE_CASES(tile_q5_K, P)
 }
 
-static void tiles_q6_K(int nt, const struct q6k_prep *P, int64_t nsb,
-		       const char *a, size_t as, const int32_t *ap, float *y,
-		       int64_t ldy, __mmask16 mask)
+static inline __attribute__((always_inline)) void
+tile_q6_K(int nt, const void *P, int64_t nsb, const char *a, size_t as,
+	  const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+{
+	tile_k16(false, nt, P, nsb, a, as, ap, y, ldy, mask);
+}
+
+static inline __attribute__((always_inline)) void
+tile_q2_K(int nt, const void *P, int64_t nsb, const char *a, size_t as,
+	  const int32_t *ap, float *y, int64_t ldy, __mmask16 mask)
+{
+	tile_k16(true, nt, P, nsb, a, as, ap, y, ldy, mask);
+}
+
+static void tiles_q6_K(int nt, const void *P, int64_t nsb, const char *a,
+		       size_t as, const int32_t *ap, float *y, int64_t ldy,
+		       __mmask16 mask)
 {
 	TILE_CASES(tile_q6_K, P)
+}
+
+static void tiles_q2_K(int nt, const void *P, int64_t nsb, const char *a,
+		       size_t as, const int32_t *ap, float *y, int64_t ldy,
+		       __mmask16 mask)
+{
+	TILE_CASES(tile_q2_K, P)
 }
 
 /* Tokens per block: their Q8_K activations within ACT_BYTES (of L2). */
@@ -622,10 +734,13 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 			    size_t as, int64_t nb, float *y, int64_t ldy)
 {
 	bool q4 = type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q5_K;
-	int64_t nsb = n / EDGEQ_QK_K, aps = q4 ? APS_Q4K : APS_Q6K;
+	int64_t nsb = n / EDGEQ_QK_K, aps = q4			    ? APS_Q4K :
+					    type == EDGEQ_TYPE_Q2_K ? APS_Q2K :
+								      APS_Q6K;
 	size_t rs = edgeq_row_size(type, n);
 	size_t psz = type == EDGEQ_TYPE_Q4_K ? sizeof(struct q4k_prep) :
 		     type == EDGEQ_TYPE_Q5_K ? sizeof(struct q5k_prep) :
+		     type == EDGEQ_TYPE_Q2_K ? sizeof(struct q2k_prep) :
 					       sizeof(struct q6k_prep);
 	int64_t cap = (int64_t)(ACT_BYTES / as) / NT * NT, tb = nb;
 	void *wp;
@@ -665,6 +780,8 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 				prep_q5_K(wp, wr, rs, nsb, (int)nr);
 			else if (type == EDGEQ_TYPE_Q3_K)
 				prep_q3_K(wp, wr, rs, nsb, (int)nr);
+			else if (type == EDGEQ_TYPE_Q2_K)
+				prep_q2_K(wp, wr, rs, nsb, (int)nr);
 			else
 				prep_q6_K(wp, wr, rs, nsb, (int)nr);
 			for (int64_t b = b0; b < b1; b += NT) {
@@ -678,6 +795,9 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 						   ldy, mask);
 				else if (type == EDGEQ_TYPE_Q5_K)
 					tiles_q5_K(nt, wp, nsb, at, as, apb, yt,
+						   ldy, mask);
+				else if (type == EDGEQ_TYPE_Q2_K)
+					tiles_q2_K(nt, wp, nsb, at, as, apb, yt,
 						   ldy, mask);
 				else
 					tiles_q6_K(nt, wp, nsb, at, as, apb, yt,
