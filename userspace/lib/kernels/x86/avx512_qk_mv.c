@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI decode matvec for Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights x
- * one Q8_K
+ * AVX-512 VNNI decode matvec for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS
+ * weights x one Q8_K
  * activation vector, 16 rows at a time (one output row per 32-bit lane of
  * the float chain).
  *
@@ -324,6 +324,76 @@ q2k_row(const char *b, const struct qk_act *A, const __m512i idx[4],
 	return acc;
 }
 
+/*
+ * Row (block b) of an IQ4_XS group. Its table values (-127..113) do not fit
+ * vpmaddubsw's int16 pairs, so they go through vpdpbusd as v + 128
+ * (unsigned) into int32 lanes and are weighted by the sub-block scales with
+ * vpmulld; the accumulator starts at 128 * sum_j ls_j * (minus the
+ * activation's sub-block sum), which removes the +128. Vector k holds
+ * elements 64k..64k+63 (sub-blocks 2k, 2k + 1: Q6_K's activation layout).
+ */
+static inline __attribute__((always_inline)) __m512i
+iq4xs_row(const char *b, const struct qk_act *A)
+{
+	const struct edgeq_block_iq4_xs *x = (const void *)b;
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const __m512i tab = _mm512_broadcast_i32x4(_mm_xor_si128(
+		_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl),
+		_mm_set1_epi8((char)0x80)));
+	const __m128i f = _mm_set1_epi8(0x0f);
+	int32_t sl;
+	__m128i slv, hb, ls8;
+	__m256i ls32, ls16;
+	__m512i acc;
+
+	/* ls_j: nibble j of scales_l, bits 2j..2j+1 of scales_h as bits 4-5 */
+	memcpy(&sl, x->scales_l, 4);
+	slv = _mm_cvtsi32_si128(sl);
+	hb = _mm_and_si128(
+		_mm_srlv_epi16(_mm_set1_epi16((short)x->scales_h),
+			       _mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14)),
+		_mm_set1_epi16(3));
+	ls8 = _mm_sub_epi8(
+		_mm_or_si128(_mm_unpacklo_epi8(
+				     _mm_and_si128(slv, f),
+				     _mm_and_si128(_mm_srli_epi16(slv, 4), f)),
+			     _mm_slli_epi16(_mm_packus_epi16(hb, hb), 4)),
+		_mm_set1_epi8(32));
+	ls32 = _mm256_cvtepi8_epi32(ls8);
+	/* each scale twice: the 16 groups of 16 of A->bs */
+	ls16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(ls8, ls8));
+	acc = _mm512_zextsi256_si512(
+		_mm256_slli_epi32(_mm256_madd_epi16(ls16, A->bs), 7));
+	_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+	{
+		__m256i v =
+			_mm256_loadu_si256((const __m256i *)(x->qs + 32 * k));
+		__m512i nib = _mm512_inserti64x4(
+			_mm512_castsi256_si512(_mm256_and_si256(
+				v, _mm512_castsi512_si256(m4))),
+			_mm256_and_si256(_mm256_srli_epi16(v, 4),
+					 _mm512_castsi512_si256(m4)),
+			1);
+		/* chunks lo0, hi0, lo1, hi1: elements in order */
+		__m512i u = _mm512_shuffle_epi8(
+			tab, _mm512_shuffle_i32x4(nib, nib, 0xd8));
+		__m512i sc = _mm512_permutexvar_epi32(
+			_mm512_set_epi32(2 * k + 1, 2 * k + 1, 2 * k + 1,
+					 2 * k + 1, 2 * k + 1, 2 * k + 1,
+					 2 * k + 1, 2 * k + 1, 2 * k, 2 * k,
+					 2 * k, 2 * k, 2 * k, 2 * k, 2 * k,
+					 2 * k),
+			_mm512_castsi256_si512(ls32));
+
+		acc = _mm512_add_epi32(
+			acc, _mm512_mullo_epi32(
+				     _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+							 u, A->y[k]),
+				     sc));
+	}
+	return acc;
+}
+
 /* Row r (block b) of a Q6_K group: its scaled sum including the -32
  * offset. */
 static inline __attribute__((always_inline)) __m512i
@@ -370,11 +440,12 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
       const struct qk_act *A, float *y, bool prefetch)
 {
 	const size_t bs =
-		t == EDGEQ_TYPE_Q4_K ? sizeof(struct edgeq_block_q4_K) :
-		t == EDGEQ_TYPE_Q5_K ? sizeof(struct edgeq_block_q5_K) :
-		t == EDGEQ_TYPE_Q3_K ? sizeof(struct edgeq_block_q3_K) :
-		t == EDGEQ_TYPE_Q2_K ? sizeof(struct edgeq_block_q2_K) :
-				       sizeof(struct edgeq_block_q6_K);
+		t == EDGEQ_TYPE_Q4_K   ? sizeof(struct edgeq_block_q4_K) :
+		t == EDGEQ_TYPE_Q5_K   ? sizeof(struct edgeq_block_q5_K) :
+		t == EDGEQ_TYPE_Q3_K   ? sizeof(struct edgeq_block_q3_K) :
+		t == EDGEQ_TYPE_Q2_K   ? sizeof(struct edgeq_block_q2_K) :
+		t == EDGEQ_TYPE_IQ4_XS ? sizeof(struct edgeq_block_iq4_xs) :
+					 sizeof(struct edgeq_block_q6_K);
 	const bool k4 = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K;
 	const int pf_lines =
 		!prefetch ? 0 : (int)((ROWS * rs / 64 + nsb - 1) / nsb);
@@ -467,6 +538,25 @@ group(enum edgeq_type t, const char *w, size_t rs, int nr, int64_t nsb,
 				_mm512_cvtepi32_ps(
 					hsum_4x4(mv[0], mv[1], mv[2], mv[3])),
 				acc);
+		} else if (t == EDGEQ_TYPE_IQ4_XS) {
+			/* d: the block's first word */
+			__m512i dd = _mm512_i32gather_epi32(vidx, wb, 1);
+
+			_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
+			{
+				__m512i s[4];
+
+				_Pragma("GCC unroll 4") for (int k = 0; k < 4;
+							     k++)
+				{
+					s[k] = iq4xs_row(wb + off[4 * g + k],
+							 &A[i]);
+				}
+				tv[g] = hsum_4x4(s[0], s[1], s[2], s[3]);
+			}
+			sum = hsum_chunks(tv);
+			acc = _mm512_fmadd_ps(_mm512_mul_ps(half_lo(dd), da),
+					      _mm512_cvtepi32_ps(sum), acc);
 		} else if (t == EDGEQ_TYPE_Q2_K) {
 			/* d and dmin: the block's last dword */
 			__m512i dd = _mm512_i32gather_epi32(vidx, wb + 80, 1);
@@ -544,6 +634,9 @@ static void groups(enum edgeq_type t, const char *w, size_t rs, int64_t nsb,
 			      y + r, r + ROWS < nrows);
 		else if (t == EDGEQ_TYPE_Q2_K)
 			group(EDGEQ_TYPE_Q2_K, w + r * rs, rs, nr, nsb, A,
+			      y + r, r + ROWS < nrows);
+		else if (t == EDGEQ_TYPE_IQ4_XS)
+			group(EDGEQ_TYPE_IQ4_XS, w + r * rs, rs, nr, nsb, A,
 			      y + r, r + ROWS < nrows);
 		else
 			group(EDGEQ_TYPE_Q6_K, w + r * rs, rs, nr, nsb, A,
