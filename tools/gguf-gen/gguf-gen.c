@@ -659,6 +659,7 @@ int main(int argc, char **argv)
 		free(buf);
 		w_raw(zero, (32 - written % 32) % 32);
 	}
+	free(ts);
 	if (fclose(out)) {
 		perror(path);
 		return 1;
