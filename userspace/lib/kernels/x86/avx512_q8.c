@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI prefill matmul for Q4_0 and Q8_0 weights x Q8_0
- * activations: one output row per 32-bit lane.
+ * AVX-512 VNNI prefill matmul for Q4_0, Q8_0, Q5_0 and IQ4_NL weights x
+ * Q8_0 activations: one output row per 32-bit lane.
  *
  * The canonical order (scalar.c) is, per output, an exact integer dot
  * isum_i per 32-element block and one float step per block in block
  * order: acc = fmaf(d_w * d_a, (float)isum_i, acc), from 0.0f. So a lane
  * may hold a whole output: for a group of 16 rows the weights of block i
  * are prepared as 8 zmm, zmm g holding in lane r row r's 4 unsigned bytes
- * of elements 4g..4g+3 (Q4_0: nibbles; Q8_0: w + 128), plus the 16 rows'
+ * of elements 4g..4g+3 (Q4_0: nibbles; Q8_0: w + 128; Q5_0 and IQ4_NL,
+ * whose values are signed bytes too: value + 128), plus the 16 rows'
  * scales as floats. For each token, vpdpbusd with the token's 4 bytes
  * broadcast to all lanes adds 4 products per lane; 8 of them, started at
  * the bias -8 (Q4_0) or -128 (Q8_0) times the sum of the token's block,
@@ -136,7 +137,61 @@ prep_w(enum edgeq_type t, const char *const rp[ROWS], const char *w0,
 {
 	__m512i d[4], g;
 
-	if (t == EDGEQ_TYPE_Q4_0) {
+	if (t == EDGEQ_TYPE_IQ4_NL) {
+		/* Q4_0's layout; the table as value + 128 through vpshufb */
+		const __m512i m4 = _mm512_set1_epi8(0x0f);
+		const __m512i tab = _mm512_broadcast_i32x4(_mm_xor_si128(
+			_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl),
+			_mm_set1_epi8((char)0x80)));
+		size_t off = (size_t)i * sizeof(struct edgeq_block_iq4_nl);
+
+		transpose16x4(rp, off + 2, d);
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+		{
+			out[k] = _mm512_shuffle_epi8(tab, _mm512_and_si512(d[k],
+									   m4));
+			out[4 + k] = _mm512_shuffle_epi8(
+				tab, _mm512_and_si512(
+					     _mm512_srli_epi32(d[k], 4), m4));
+		}
+		g = _mm512_i32gather_epi32(vidx, w0 + off, 1);
+	} else if (t == EDGEQ_TYPE_Q5_0) {
+		/* q - 16 + 128 = (nibble | qh bit << 4) + 112; the 4 qh bits
+		 * of a dword's elements spread to bit 4 of its bytes */
+		const __m512i m4 = _mm512_set1_epi8(0x0f);
+		size_t off = (size_t)i * sizeof(struct edgeq_block_q5_0);
+		__m512i qh;
+
+		transpose16x4(rp, off + 6, d);
+		qh = _mm512_i32gather_epi32(vidx, w0 + off + 2, 1);
+		_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+		{
+			__m512i x = _mm512_srli_epi32(
+				qh, 4 * (k & 3) + 16 * (k >> 2));
+			__m512i hb = _mm512_or_si512(
+				_mm512_or_si512(
+					_mm512_and_si512(x,
+							 _mm512_set1_epi32(1)),
+					_mm512_and_si512(
+						_mm512_slli_epi32(x, 7),
+						_mm512_set1_epi32(0x100))),
+				_mm512_or_si512(
+					_mm512_and_si512(
+						_mm512_slli_epi32(x, 14),
+						_mm512_set1_epi32(0x10000)),
+					_mm512_and_si512(
+						_mm512_slli_epi32(x, 21),
+						_mm512_set1_epi32(0x1000000))));
+			__m512i nib = _mm512_and_si512(
+				k < 4 ? d[k] : _mm512_srli_epi32(d[k & 3], 4),
+				m4);
+
+			out[k] = _mm512_add_epi8(
+				_mm512_or_si512(nib, _mm512_slli_epi32(hb, 4)),
+				_mm512_set1_epi8(112));
+		}
+		g = _mm512_i32gather_epi32(vidx, w0 + off, 1);
+	} else if (t == EDGEQ_TYPE_Q4_0) {
 		const __m512i m4 = _mm512_set1_epi8(0x0f);
 		size_t off = (size_t)i * sizeof(struct edgeq_block_q4_0);
 
@@ -246,6 +301,14 @@ void edgeq_avx512_q8_matmul(enum edgeq_type type, const void *w, int64_t n,
 				for (int64_t i = 0; i < nblk; i++)
 					prep_w(EDGEQ_TYPE_Q4_0, rp, w0, vidx, i,
 					       wb + WVECS * i);
+			else if (type == EDGEQ_TYPE_Q5_0)
+				for (int64_t i = 0; i < nblk; i++)
+					prep_w(EDGEQ_TYPE_Q5_0, rp, w0, vidx, i,
+					       wb + WVECS * i);
+			else if (type == EDGEQ_TYPE_IQ4_NL)
+				for (int64_t i = 0; i < nblk; i++)
+					prep_w(EDGEQ_TYPE_IQ4_NL, rp, w0, vidx,
+					       i, wb + WVECS * i);
 			else
 				for (int64_t i = 0; i < nblk; i++)
 					prep_w(EDGEQ_TYPE_Q8_0, rp, w0, vidx, i,
