@@ -504,7 +504,7 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 	}
 	if ((type == EDGEQ_TYPE_Q2_K || type == EDGEQ_TYPE_Q3_K ||
 	     type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q5_K ||
-	     type == EDGEQ_TYPE_Q6_K) &&
+	     type == EDGEQ_TYPE_Q6_K || type == EDGEQ_TYPE_IQ4_XS) &&
 	    edgeq_avx512_matmul_qk(type, w, n, row0, row1, a, a_stride, nb, y,
 				   ldy))
 		return;

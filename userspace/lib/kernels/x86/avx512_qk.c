@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI prefill (matmul) for Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights x Q8_K
+ * AVX-512 VNNI prefill (matmul) for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS
+ * weights x Q8_K
  * activations: one output row per 32-bit lane.
  *
  * A group of 16 rows is prepared once per call (and token block) into a
@@ -9,7 +10,8 @@
  * sub-block 2p, high nibble 2p+1; Q5_K: its 5-bit values in element order;
  * Q6_K: q + 32 in 0..63; Q3_K, in Q6_K's layout and tile: q + 4 in 0..7,
  * offset -4; Q2_K likewise, q in 0..3 and no offset, with its mins as
- * int16 pairs), the sub-block scales as int32 lanes, the Q4_K
+ * int16 pairs; IQ4_XS the table value + 128, offset -128, each scale for
+ * two groups of 16), the sub-block scales as int32 lanes, the Q4_K
  * and Q5_K mins as int16 pairs and d/dmin as floats.
  * Per super-block and token each sub-block's dot is vpdpbusd with the
  * token's 4 activation bytes broadcast from memory, weighted by the scale
@@ -356,6 +358,53 @@ static void prep_q3_K(struct q6k_prep *P, const char *w, size_t rs, int64_t nsb,
 	}
 }
 
+/* IQ4_XS into Q6_K's layout: group g of 16 elements (sub-block g / 2,
+ * nibble g & 1) of dword 4 (g / 2) + k of qs, as value + 128; the scale of
+ * sub-block g / 2 for both its groups. */
+static void prep_iq4_xs(struct q6k_prep *P, const char *w, size_t rs,
+			int64_t nsb, int nr)
+{
+	const __mmask16 m = (__mmask16)((1u << nr) - 1);
+	const __m512i idx = row_offsets(rs);
+	const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
+	const __m512i tab = _mm512_broadcast_i32x4(_mm_xor_si128(
+		_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl),
+		_mm_set1_epi8((char)0x80)));
+
+	for (int64_t i = 0; i < nsb; i++, P++) {
+		const char *b = w + i * sizeof(struct edgeq_block_iq4_xs);
+		__m512i qs[32];
+		__m512i dd = gather(m, idx, b), sl = gather(m, idx, b + 4);
+		__m512i sh = _mm512_srli_epi32(dd, 16);
+
+		P->d = half_lo(dd);
+		for (int ib = 0; ib < 8; ib++) {
+			__m512i ls = _mm512_or_si512(
+				_mm512_and_si512(_mm512_srli_epi32(sl, 4 * ib),
+						 _mm512_set1_epi32(0xf)),
+				_mm512_slli_epi32(
+					_mm512_and_si512(
+						_mm512_srli_epi32(sh, 2 * ib),
+						_mm512_set1_epi32(3)),
+					4));
+
+			P->sc[2 * ib] = P->sc[2 * ib + 1] =
+				_mm512_sub_epi32(ls, _mm512_set1_epi32(32));
+		}
+		load_transpose(qs, b + 8, rs, nr);
+		load_transpose(qs + 16, b + 72, rs, nr);
+		for (int g = 0; g < 16; g++)
+			for (int k = 0; k < 4; k++)
+				P->q[4 * g + k] = _mm512_shuffle_epi8(
+					tab,
+					_mm512_and_si512(
+						_mm512_srli_epi32(
+							qs[4 * (g / 2) + k],
+							4 * (g & 1)),
+						m4));
+	}
+}
+
 /* Q2_K: Q3_K's element order without the mask bit; scales and mins the
  * low and high nibbles of the first 16 bytes. */
 static void prep_q2_K(struct q2k_prep *P, const char *w, size_t rs, int64_t nsb,
@@ -443,7 +492,9 @@ static void prep_act(enum edgeq_type t, int32_t *ap, const char *a, size_t as,
 									     1]
 								  << 16);
 			} else {
-				int off = t == EDGEQ_TYPE_Q3_K ? -4 : -32;
+				int off = t == EDGEQ_TYPE_Q3_K	 ? -4 :
+					  t == EDGEQ_TYPE_IQ4_XS ? -128 :
+								   -32;
 
 				for (int g = 0; g < 16; g++)
 					*ap++ = off * bs[g];
@@ -782,6 +833,8 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 				prep_q3_K(wp, wr, rs, nsb, (int)nr);
 			else if (type == EDGEQ_TYPE_Q2_K)
 				prep_q2_K(wp, wr, rs, nsb, (int)nr);
+			else if (type == EDGEQ_TYPE_IQ4_XS)
+				prep_iq4_xs(wp, wr, rs, nsb, (int)nr);
 			else
 				prep_q6_K(wp, wr, rs, nsb, (int)nr);
 			for (int64_t b = b0; b < b1; b += NT) {
