@@ -497,7 +497,8 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
 	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0 ||
-	    type == EDGEQ_TYPE_Q5_0 || type == EDGEQ_TYPE_IQ4_NL) {
+	    type == EDGEQ_TYPE_Q5_0 || type == EDGEQ_TYPE_IQ4_NL ||
+	    type == EDGEQ_TYPE_Q4_1 || type == EDGEQ_TYPE_Q5_1) {
 		edgeq_avx512_q8_matmul(type, w, n, row0, row1, a, a_stride, nb,
 				       y, ldy);
 		return;
