@@ -3,7 +3,7 @@
 # The kernels on aarch64, under qemu-aarch64-static: the NEON table against
 # the scalar oracle (exact), the thread pool, and the same results as the
 # x86-64 build bit for bit (kbench --digest hashes quantizer, dot, matvec
-# and matmul outputs of every type). qemu-user has no io_uring or NUMA, so
+# and matmul outputs of all 15 weight types). qemu-user has no io_uring or NUMA, so
 # only fallback paths run there: that is expected.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -20,9 +20,9 @@ check "NEON table selected under qemu" grep -q 'selected kernels: neon' "$T/test
 EDGEQ_KERNELS=scalar timeout 240 $QEMU $A/tests/unit/test_kernels >"$T/s.log" 2>&1
 check "aarch64 scalar table passes" test $? -eq 0 || tail -20 "$T/s.log"
 "$O/tools/kbench" --digest >"$T/x86.txt"
-check "x86-64 digest: selected kernels equal scalar" test "$(grep -c same-as-scalar "$T/x86.txt")" -eq 7
+check "x86-64 digest: selected kernels equal scalar" test "$(grep -c same-as-scalar "$T/x86.txt")" -eq 15
 timeout 120 $QEMU $A/tools/kbench --digest >"$T/arm.txt"
-check "aarch64 digest: selected kernels equal scalar" test "$(grep -c same-as-scalar "$T/arm.txt")" -eq 7
+check "aarch64 digest: selected kernels equal scalar" test "$(grep -c same-as-scalar "$T/arm.txt")" -eq 15
 EDGEQ_KERNELS=scalar timeout 120 $QEMU $A/tools/kbench --digest >"$T/arms.txt"
 check "x86-64 and aarch64 results are bit-identical (all types)" \
 	cmp -s <(tail -n +2 "$T/x86.txt") <(tail -n +2 "$T/arm.txt")

@@ -26,7 +26,56 @@ GGUF_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
 
 # type id: (block elements, block bytes)
 TYPES = {0: (1, 4), 1: (1, 2), 30: (1, 2), 8: (32, 34), 2: (32, 18),
-         12: (256, 144), 14: (256, 210)}
+         12: (256, 144), 14: (256, 210), 3: (32, 20), 6: (32, 22),
+         7: (32, 24), 20: (32, 18), 10: (256, 84), 11: (256, 110),
+         13: (256, 176), 23: (256, 136)}
+
+# ggml's kvalues_iq4nl: the 16 values of IQ4_NL and IQ4_XS
+IQ4 = np.array([-127, -104, -83, -65, -49, -35, -22, -10,
+                1, 13, 25, 38, 53, 69, 89, 113], dtype=np.float64)
+
+
+def k4_scales(s):
+    # the 8 six-bit scales and mins of Q4_K/Q5_K from their 12 bytes
+    s = s.astype(np.int64)
+    sc = np.zeros((s.shape[0], 8))
+    mn = np.zeros((s.shape[0], 8))
+    for j in range(8):
+        if j < 4:
+            sc[:, j] = s[:, j] & 63
+            mn[:, j] = s[:, j + 4] & 63
+        else:
+            sc[:, j] = (s[:, j + 4] & 15) | ((s[:, j - 4] >> 6) << 4)
+            mn[:, j] = (s[:, j + 4] >> 4) | ((s[:, j] >> 6) << 4)
+    return sc, mn
+
+
+def nibbles(qs):
+    # 16 bytes per row -> 32 values: low nibbles first
+    return np.concatenate([qs & 15, qs >> 4], axis=1).astype(np.int64)
+
+
+def q5_values(qs, qh4):
+    # Q5_0/Q5_1: element e has bit e of the little-endian word qh as bit 4
+    qh = qh4.copy().view("<u4").astype(np.int64).reshape(-1, 1)
+    bits = (qh >> np.arange(32)) & 1
+    return nibbles(qs) | (bits << 4)
+
+
+# Q2_K/Q3_K element e = 128 n + 32 j + 16 h + l: bits 2j of byte
+# 32 n + 16 h + l of qs, sub-block e // 16; Q3_K's high bit is bit 4n + j
+# of hmask byte 16 h + l
+_E = np.arange(256)
+_N, _J, _HL = _E // 128, (_E % 128) // 32, _E % 32
+K2_BYTE, K2_SHIFT, K2_HBIT = 32 * _N + _HL, 2 * _J, 4 * _N + _J
+
+
+def q3_scales(s):
+    s = s.astype(np.int64)
+    g = np.arange(16)
+    low = np.where(g < 8, s[:, g % 8] & 15, s[:, g % 8] >> 4)
+    high = (s[:, 8 + g % 4] >> (2 * (g // 4))) & 3
+    return (low | (high << 4)) - 32
 
 
 class Reader:
@@ -114,17 +163,8 @@ def dequant(buf, ne, t, off):
         b = raw.reshape(-1, 144)
         d = f16(b[:, 0:2].copy().view("<u2"))
         dmin = f16(b[:, 2:4].copy().view("<u2"))
-        s = b[:, 4:16].astype(np.int64)
+        sc, mn = k4_scales(b[:, 4:16])
         qs = b[:, 16:]
-        sc = np.zeros((b.shape[0], 8))
-        mn = np.zeros((b.shape[0], 8))
-        for j in range(8):
-            if j < 4:
-                sc[:, j] = s[:, j] & 63
-                mn[:, j] = s[:, j + 4] & 63
-            else:
-                sc[:, j] = (s[:, j + 4] & 15) | ((s[:, j - 4] >> 6) << 4)
-                mn[:, j] = (s[:, j + 4] >> 4) | ((s[:, j] >> 6) << 4)
         out = np.zeros((b.shape[0], 256))
         for j in range(4):
             q = qs[:, 32 * j:32 * j + 32]
@@ -154,6 +194,63 @@ def dequant(buf, ne, t, off):
                 out[:, base + l + 64] = d * S[:, i + 4] * q3
                 out[:, base + l + 96] = d * S[:, i + 6] * q4
         x = out.reshape(-1)
+    elif t == 3:  # Q4_1: d, m, 16 bytes; value q * d + m
+        b = raw.reshape(-1, 20)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        m = f16(b[:, 2:4].copy().view("<u2"))
+        x = (nibbles(b[:, 4:]) * d[:, None] + m[:, None]).reshape(-1)
+    elif t == 6:  # Q5_0: d, qh (32 bits), 16 bytes; value (q - 16) * d
+        b = raw.reshape(-1, 22)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        x = ((q5_values(b[:, 6:], b[:, 2:6]) - 16) * d[:, None]).reshape(-1)
+    elif t == 7:  # Q5_1: d, m, qh, 16 bytes; value q * d + m
+        b = raw.reshape(-1, 24)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        m = f16(b[:, 2:4].copy().view("<u2"))
+        x = (q5_values(b[:, 8:], b[:, 4:8]) * d[:, None] + m[:, None]).reshape(-1)
+    elif t == 20:  # IQ4_NL: d, 16 bytes of indices into the table
+        b = raw.reshape(-1, 18)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        x = (IQ4[nibbles(b[:, 2:])] * d[:, None]).reshape(-1)
+    elif t == 10:  # Q2_K: scales (scale | min << 4), qs, d, dmin
+        b = raw.reshape(-1, 84)
+        sc = b[:, 0:16].astype(np.int64)
+        qs = b[:, 16:80].astype(np.int64)
+        d = f16(b[:, 80:82].copy().view("<u2"))
+        dmin = f16(b[:, 82:84].copy().view("<u2"))
+        q = (qs[:, K2_BYTE] >> K2_SHIFT) & 3
+        g = _E // 16
+        x = (d[:, None] * (sc[:, g] & 15) * q -
+             dmin[:, None] * (sc[:, g] >> 4)).reshape(-1)
+    elif t == 11:  # Q3_K: hmask, qs, 12 bytes of 6-bit scales, d
+        b = raw.reshape(-1, 110)
+        hm = b[:, 0:32].astype(np.int64)
+        qs = b[:, 32:96].astype(np.int64)
+        sc = q3_scales(b[:, 96:108])
+        d = f16(b[:, 108:110].copy().view("<u2"))
+        q = ((qs[:, K2_BYTE] >> K2_SHIFT) & 3) - 4 * (1 - ((hm[:, _HL] >> K2_HBIT) & 1))
+        x = (d[:, None] * sc[:, _E // 16] * q).reshape(-1)
+    elif t == 13:  # Q5_K: d, dmin, scales as Q4_K, qh, qs
+        b = raw.reshape(-1, 176)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        dmin = f16(b[:, 2:4].copy().view("<u2"))
+        sc, mn = k4_scales(b[:, 4:16])
+        qh = b[:, 16:48].astype(np.int64)
+        qs = b[:, 48:176].astype(np.int64)
+        c, hh, l = _E // 64, (_E % 64) // 32, _E % 32
+        j = _E // 32
+        q = ((qs[:, 32 * c + l] >> (4 * hh)) & 15) | (((qh[:, l] >> j) & 1) << 4)
+        x = (d[:, None] * sc[:, j] * q - dmin[:, None] * mn[:, j]).reshape(-1)
+    elif t == 23:  # IQ4_XS: d, scales_h, scales_l, 8 sub-blocks of indices
+        b = raw.reshape(-1, 136)
+        d = f16(b[:, 0:2].copy().view("<u2"))
+        sh = b[:, 2:4].copy().view("<u2").astype(np.int64).reshape(-1, 1)
+        sl = b[:, 4:8].astype(np.int64)
+        ib = np.arange(8)
+        ls = ((sl[:, ib // 2] >> (4 * (ib % 2))) & 15) | (((sh >> (2 * ib)) & 3) << 4)
+        qs = b[:, 8:136]
+        idx = np.concatenate([nibbles(qs[:, 16 * k:16 * k + 16]) for k in range(8)], axis=1)
+        x = (d[:, None] * (ls - 32)[:, _E // 32] * IQ4[idx]).reshape(-1)
     else:
         raise SystemExit("ref.py: tensor type %d not supported" % t)
     # ne[0] is the row length: a [rows, cols] matrix

@@ -3,8 +3,9 @@
 # Greedy decoding is bit-identical between x86-64 (AVX2) and aarch64 (NEON,
 # the cross build run under qemu-aarch64-static): same token ids and the
 # same logits, byte for byte, on tiny synthetic models of each quantized
-# type and on stories260K. Brings `make cross` (build-aarch64/edgeq) up to
-# date first, unless EDGEQ_CROSS names an aarch64 edgeq.
+# type (the llama-quantize mixes included) and on stories260K. Brings
+# `make cross` (build-aarch64/edgeq) up to date first, unless EDGEQ_CROSS
+# names an aarch64 edgeq.
 # Runs with -t 1 (thread count independence is t_run.sh's job).
 . "$(dirname "$0")/../lib/testlib.sh"
 ARM=${EDGEQ_CROSS:-$EDGEQ_TOP/build-aarch64/edgeq}
@@ -28,7 +29,7 @@ same() { # what model prompt
 		--weights mmap --dump-logits "$T/a.bin" >"$T/a.json" &&
 	cmp -s "$T/x.json" "$T/a.json" && cmp -s "$T/x.bin" "$T/a.bin"
 }
-for t in q4_0 q8_0 q4_k f16 bf16; do
+for t in q4_0 q8_0 q4_k f16 bf16 q5_k_m q3_k_m q2_k q4_1 q5_0 q5_1 iq4_nl iq4_xs; do
 	"$GEN" -o "$T/$t.gguf" --type "$t" --seed 21
 	check "tiny $t: x86-64 and aarch64 agree bit for bit" same "$t" "$T/$t.gguf" "Hello world, again"
 done

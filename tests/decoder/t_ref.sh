@@ -2,7 +2,8 @@
 # timeout: 300
 # edgeq's logits against tests/decoder/ref.py (an independent numpy
 # implementation with its own GGUF parser and dequantizers) on tiny
-# synthetic models of every weight type, qwen2, a tied output, a Q8_0 KV
+# synthetic models of every weight type (the llama-quantize mixes Q4_K_M,
+# Q5_K_M, Q3_K_M, Q2_K, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS included), qwen2, a tied output, a Q8_0 KV
 # cache, and $EDGEQ_TEST_MODELS/stories260K.gguf. Prefill runs in batches
 # of 4 so the matrix-matrix path and the decode path are both compared.
 # Tolerance: max |edgeq - ref| <= TOL * max(1, max |ref|) per row; TOL is
@@ -25,11 +26,39 @@ compare() { # what model tol [edgeq args...]
 	check "$what (tol $tol)" $PY "$REF" compare "$model" "$T/l.bin" "$T/l.json" "$tol"
 }
 
-for t in f32 f16 bf16 q8_0 q4_0 q4_k; do
+# the mixes' tensor types, as llama.cpp's llama_tensor_get_type picks them
+# for this shape (2 layers, GQA 2): "tensor=type ..." per file
+check_mix() { # what file tensor=TYPEID...
+	local what=$1 f=$2; shift 2
+	check "$what: tensor types of llama-quantize's mix" $PY -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import ref
+_, _, t = ref.load_gguf(sys.argv[2])
+bad = [w for w in sys.argv[3:] if t[w.split("=")[0]][1] != int(w.split("=")[1])]
+print("wrong:", bad, [(w.split("=")[0], t[w.split("=")[0]][1]) for w in bad]) if bad else None
+sys.exit(1 if bad else 0)' "$(dirname "$REF")" "$f" "$@"
+}
+
+for t in f32 f16 bf16 q8_0 q4_0 q4_k q5_k_m q3_k_m q2_k q4_1 q5_0 q5_1 iq4_nl iq4_xs; do
 	"$GEN" -o "$T/tiny-$t.gguf" --type "$t" --seed 7
 	case $t in f32|f16|bf16) tol=0.005 ;; *) tol=0.05 ;; esac
 	compare "tiny $t" "$T/tiny-$t.gguf" $tol -t 2
 done
+# type ids: Q4_1 3, Q5_0 6, Q5_1 7, Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13,
+# Q6_K 14, IQ4_NL 20, IQ4_XS 23
+check_mix "q5_k_m" "$T/tiny-q5_k_m.gguf" output.weight=14 token_embd.weight=13 \
+	blk.0.attn_q.weight=13 blk.0.attn_v.weight=13 blk.1.attn_v.weight=14 \
+	blk.0.ffn_down.weight=13 blk.1.ffn_down.weight=14 blk.1.ffn_up.weight=13
+check_mix "q3_k_m" "$T/tiny-q3_k_m.gguf" output.weight=14 token_embd.weight=11 \
+	blk.0.attn_q.weight=11 blk.0.attn_v.weight=13 blk.1.attn_v.weight=13 \
+	blk.0.attn_output.weight=12 blk.1.ffn_down.weight=12 blk.1.ffn_gate.weight=11
+check_mix "q2_k" "$T/tiny-q2_k.gguf" output.weight=14 token_embd.weight=10 \
+	blk.0.attn_q.weight=10 blk.0.attn_v.weight=11 blk.0.attn_output.weight=11 \
+	blk.1.ffn_down.weight=11 blk.1.ffn_up.weight=10
+check_mix "iq4_xs" "$T/tiny-iq4_xs.gguf" output.weight=14 token_embd.weight=23 \
+	blk.0.attn_v.weight=23 blk.0.ffn_down.weight=23
+check_mix "q4_1" "$T/tiny-q4_1.gguf" output.weight=14 blk.1.ffn_down.weight=3
 "$GEN" -o "$T/qwen2.gguf" --type f16 --arch qwen2 --seed 3
 compare "tiny qwen2 f16 (biases, neox rope)" "$T/qwen2.gguf" 0.005 -t 2
 "$GEN" -o "$T/rf.gguf" --type f32 --rope-freqs --seed 5

@@ -175,7 +175,7 @@ CASE(test_dim_zero, gb_put_u64(&g, o.t_ne1, 0), "dimension 1 = 0")
 CASE(test_dims_overflow, gb_put_u64(&g, o.t_ne1, 1ull << 62),
      "overflows the element count")
 CASE(test_type_unknown, gb_put_u32(&g, o.t_type, 99), "type id 99 at offset")
-CASE(test_type_unsupported, gb_put_u32(&g, o.t_type, 13), "type Q5_K (id 13")
+CASE(test_type_unsupported, gb_put_u32(&g, o.t_type, 16), "type IQ2_XXS (id 16")
 CASE(test_row_not_block_multiple, gb_put_u32(&g, o.t_type, 2);
      gb_put_u64(&g, o.t_ne0, 33),
      "row length 33 is not a multiple of the Q4_0 block size 32")
@@ -214,7 +214,8 @@ static void test_record_span(void **state)
 	gb_free(&g);
 }
 
-/* EDGEQ_GGUF_ANY_TYPE lets a Q5_0 tensor through, sized by its blocks. */
+/* EDGEQ_GGUF_ANY_TYPE lets an MXFP4 tensor (unsupported) through, sized by its
+ * blocks. */
 static void test_any_type_flag(void **state)
 {
 	char path[] = "/tmp/test_gguf_XXXXXX";
@@ -225,16 +226,16 @@ static void test_any_type_flag(void **state)
 	int fd;
 
 	build(&g, &o);
-	gb_put_u32(&g, o.t_type, 6);
+	gb_put_u32(&g, o.t_type, 39);
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, g.b, g.n), (ssize_t)g.n);
 	close(fd);
 	assert_int_equal(edgeq_gguf_open(path, &f, &err), -EOPNOTSUPP);
-	assert_non_null(strstr(err.msg, "type Q5_0 (id 6"));
+	assert_non_null(strstr(err.msg, "type MXFP4 (id 39"));
 	assert_int_equal(
 		edgeq_gguf_open_flags(path, EDGEQ_GGUF_ANY_TYPE, &f, &err), 0);
-	assert_int_equal(f->tensors[0].size, 2 * 22);
+	assert_int_equal(f->tensors[0].size, 2 * 17);
 	edgeq_gguf_close(f);
 	unlink(path);
 	gb_free(&g);
@@ -268,7 +269,9 @@ static void test_type_names(void **state)
 	assert_string_equal(edgeq_gguf_type_name(12), "Q4_K");
 	assert_null(edgeq_gguf_type_name(99));
 	assert_true(edgeq_gguf_type_supported(14));
-	assert_false(edgeq_gguf_type_supported(13));
+	assert_true(edgeq_gguf_type_supported(13));
+	assert_true(edgeq_gguf_type_supported(23));
+	assert_false(edgeq_gguf_type_supported(16));
 }
 
 int main(void)

@@ -60,6 +60,8 @@ static float u2f(uint32_t u)
 
 /* ---- traits ---- */
 
+#define EDGEQ_TYPE_IQ2_XXS_ID 16 /* a GGUF type edgeq does not support */
+
 static void test_traits(void **state)
 {
 	static const struct {
@@ -76,6 +78,14 @@ static void test_traits(void **state)
 		{ EDGEQ_TYPE_Q4_K, "Q4_K", 256, 144, EDGEQ_TYPE_Q8_K },
 		{ EDGEQ_TYPE_Q6_K, "Q6_K", 256, 210, EDGEQ_TYPE_Q8_K },
 		{ EDGEQ_TYPE_Q8_K, "Q8_K", 256, 292, EDGEQ_TYPE_Q8_K },
+		{ EDGEQ_TYPE_Q4_1, "Q4_1", 32, 20, EDGEQ_TYPE_Q8_0 },
+		{ EDGEQ_TYPE_Q5_0, "Q5_0", 32, 22, EDGEQ_TYPE_Q8_0 },
+		{ EDGEQ_TYPE_Q5_1, "Q5_1", 32, 24, EDGEQ_TYPE_Q8_0 },
+		{ EDGEQ_TYPE_IQ4_NL, "IQ4_NL", 32, 18, EDGEQ_TYPE_Q8_0 },
+		{ EDGEQ_TYPE_Q2_K, "Q2_K", 256, 84, EDGEQ_TYPE_Q8_K },
+		{ EDGEQ_TYPE_Q3_K, "Q3_K", 256, 110, EDGEQ_TYPE_Q8_K },
+		{ EDGEQ_TYPE_Q5_K, "Q5_K", 256, 176, EDGEQ_TYPE_Q8_K },
+		{ EDGEQ_TYPE_IQ4_XS, "IQ4_XS", 256, 136, EDGEQ_TYPE_Q8_K },
 	};
 	enum edgeq_type t;
 
@@ -97,19 +107,20 @@ static void test_traits(void **state)
 	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q4_K, 8192), 32 * 144);
 	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_F16, 7), 14);
 	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q4_0, 33), 0);
-	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q5_K, 256), 0);
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q5_K, 512), 2 * 176);
+	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_IQ2_XXS_ID, 256), 0);
 	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_Q8_0, -32), 0);
 	assert_int_equal(edgeq_row_size(EDGEQ_TYPE_F32, INT64_MAX), 0);
 	/* known but unsupported types are refused by name */
-	assert_null(edgeq_type_traits(EDGEQ_TYPE_Q5_K));
-	assert_null(edgeq_type_traits(EDGEQ_TYPE_Q4_1));
+	assert_null(edgeq_type_traits(EDGEQ_TYPE_IQ2_XXS_ID));
+	assert_null(edgeq_type_traits(EDGEQ_TYPE_Q8_1));
 	assert_null(edgeq_type_traits(1000));
-	assert_string_equal(edgeq_type_name(EDGEQ_TYPE_Q5_K), "Q5_K");
+	assert_string_equal(edgeq_type_name(EDGEQ_TYPE_IQ2_XXS_ID), "IQ2_XXS");
 	assert_string_equal(edgeq_type_name(39), "MXFP4");
 	assert_string_equal(edgeq_type_name(33), "unknown");
 	assert_string_equal(edgeq_type_name(1u << 31), "unknown");
-	assert_int_equal(edgeq_type_from_name("q5_k", &t), -EOPNOTSUPP);
-	assert_int_equal(t, EDGEQ_TYPE_Q5_K);
+	assert_int_equal(edgeq_type_from_name("iq2_xxs", &t), -EOPNOTSUPP);
+	assert_int_equal(t, EDGEQ_TYPE_IQ2_XXS_ID);
 	assert_int_equal(edgeq_type_from_name("q4_k", &t), 0);
 	assert_int_equal(t, EDGEQ_TYPE_Q4_K);
 	assert_int_equal(edgeq_type_from_name("Q9_X", &t), -ENOENT);
@@ -278,9 +289,13 @@ static void test_quantize_error_bounds(void **state)
 		enum edgeq_type t;
 		double bound;
 	} cases[] = {
-		{ EDGEQ_TYPE_F16, 0.001 }, { EDGEQ_TYPE_BF16, 0.005 },
-		{ EDGEQ_TYPE_Q8_0, 0.01 }, { EDGEQ_TYPE_Q6_K, 0.03 },
-		{ EDGEQ_TYPE_Q4_K, 0.12 }, { EDGEQ_TYPE_Q4_0, 0.15 },
+		{ EDGEQ_TYPE_F16, 0.001 },   { EDGEQ_TYPE_BF16, 0.005 },
+		{ EDGEQ_TYPE_Q8_0, 0.01 },   { EDGEQ_TYPE_Q6_K, 0.03 },
+		{ EDGEQ_TYPE_Q4_K, 0.12 },   { EDGEQ_TYPE_Q4_0, 0.15 },
+		{ EDGEQ_TYPE_Q5_K, 0.06 },   { EDGEQ_TYPE_Q3_K, 0.25 },
+		{ EDGEQ_TYPE_Q2_K, 0.45 },   { EDGEQ_TYPE_Q4_1, 0.15 },
+		{ EDGEQ_TYPE_Q5_0, 0.08 },   { EDGEQ_TYPE_Q5_1, 0.08 },
+		{ EDGEQ_TYPE_IQ4_NL, 0.12 }, { EDGEQ_TYPE_IQ4_XS, 0.12 },
 	};
 	enum { N = 4096 };
 	float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
@@ -321,8 +336,12 @@ static void test_quantize_rejects(void **state)
 {
 	float x[1024];
 	unsigned char q[1024 * 4];
-	const enum edgeq_type ts[] = { EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_0,
-				       EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K };
+	const enum edgeq_type ts[] = {
+		EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_0,   EDGEQ_TYPE_Q4_K,
+		EDGEQ_TYPE_Q6_K, EDGEQ_TYPE_Q4_1,   EDGEQ_TYPE_Q5_0,
+		EDGEQ_TYPE_Q5_1, EDGEQ_TYPE_IQ4_NL, EDGEQ_TYPE_Q2_K,
+		EDGEQ_TYPE_Q3_K, EDGEQ_TYPE_Q5_K,   EDGEQ_TYPE_IQ4_XS,
+	};
 
 	for (int i = 0; i < 1024; i++)
 		x[i] = rnd_normal();
@@ -398,8 +417,10 @@ static void test_quantize_act_range(void **state)
 /* ---- SIMD tables against the scalar oracle ---- */
 
 static const enum edgeq_type weight_types[] = {
-	EDGEQ_TYPE_F32,	 EDGEQ_TYPE_F16,  EDGEQ_TYPE_BF16, EDGEQ_TYPE_Q8_0,
-	EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K,
+	EDGEQ_TYPE_F32,	 EDGEQ_TYPE_F16,  EDGEQ_TYPE_BF16,   EDGEQ_TYPE_Q8_0,
+	EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K,   EDGEQ_TYPE_Q4_1,
+	EDGEQ_TYPE_Q5_0, EDGEQ_TYPE_Q5_1, EDGEQ_TYPE_IQ4_NL, EDGEQ_TYPE_Q2_K,
+	EDGEQ_TYPE_Q3_K, EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_IQ4_XS,
 };
 
 /* Fill a row of @type with random bytes, with finite scales of the given
@@ -446,14 +467,27 @@ static void random_row(enum edgeq_type type, void *row, int64_t n, int mode)
 		switch (type) {
 		case EDGEQ_TYPE_Q8_0:
 		case EDGEQ_TYPE_Q4_0:
+		case EDGEQ_TYPE_Q5_0:
+		case EDGEQ_TYPE_IQ4_NL:
+		case EDGEQ_TYPE_IQ4_XS:
 			memcpy(blk, &d, 2);
 			break;
 		case EDGEQ_TYPE_Q4_K:
+		case EDGEQ_TYPE_Q5_K:
+		case EDGEQ_TYPE_Q4_1:
+		case EDGEQ_TYPE_Q5_1:
 			memcpy(blk, &d, 2);
 			memcpy(blk + 2, &d2, 2);
 			break;
 		case EDGEQ_TYPE_Q6_K:
 			memcpy(blk + 208, &d, 2);
+			break;
+		case EDGEQ_TYPE_Q3_K:
+			memcpy(blk + 108, &d, 2);
+			break;
+		case EDGEQ_TYPE_Q2_K:
+			memcpy(blk + 80, &d, 2);
+			memcpy(blk + 82, &d2, 2);
 			break;
 		default:
 			break;
@@ -489,9 +523,12 @@ static void compare_tables(const struct edgeq_kernel_ops *ops)
 					float r0, r1;
 					int q0;
 
-					/* float types also get odd lengths */
+					/* float types also get odd lengths,
+					 * 32-element types odd block counts */
 					if (!tt->is_quantized)
 						n -= rep * 5;
+					else if (tt->blck_size == 32)
+						n -= rep * 32;
 					random_row(t, w, n, mode);
 					for (int64_t j = 0; j < n; j++)
 						x[j] = rnd_normal() *
@@ -1010,50 +1047,100 @@ static void test_q80_extremes(void **state)
 	}
 }
 
-/* Extreme K-quant blocks: mode 0 all-max values and scales (Q4_K nibbles
- * and 6-bit scales/mins 15/63, Q6_K q 63, scale -128), 1 all-zero values
- * (Q6_K q 0, i.e. -32; scale 127), with huge or normal fp16 scales. */
+/* Extreme blocks: mode 0 all-max values and scales (every quant byte
+ * 0xff: Q4_K nibbles and 6-bit scales/mins 15/63, Q5_K 31, Q6_K q 63 with
+ * scale -128, Q3_K q 3 with scale 31, Q2_K 3 with scale 15, IQ4 113 with
+ * scale 31), 1 all-zero bytes (the other end of the signed types: Q6_K q
+ * -32 with scale 127, Q3_K -4 with scale -32, IQ4 -127 with scale -32;
+ * Q2_K/Q4_K/Q5_K keep maximal scales and mins), with huge or normal fp16
+ * scales. */
 static void extreme_qk_row(enum edgeq_type t, unsigned char *row, int64_t n,
 			   int mode)
 {
-	size_t ts = edgeq_type_traits(t)->type_size;
+	const struct edgeq_type_traits *tt = edgeq_type_traits(t);
+	size_t ts = tt->type_size;
 
-	for (int64_t b = 0; b < n / EDGEQ_QK_K; b++) {
+	for (int64_t b = 0; b < n / tt->blck_size; b++) {
 		unsigned char *blk = row + b * ts;
 		uint16_t d = (rnd() & 1) ? 0x7bff :
 					   (uint16_t)(0x2000 | (rnd() & 0xfff));
 		uint16_t dmin = (rnd() & 1) ? 0x7bff : 0x3c00;
 
-		if (t == EDGEQ_TYPE_Q4_K) {
-			memset(blk, mode ? 0 : 0xff, ts);
+		memset(blk, mode ? 0 : 0xff, ts);
+		switch (t) {
+		case EDGEQ_TYPE_Q4_K:
+		case EDGEQ_TYPE_Q5_K:
 			memcpy(blk, &d, 2);
 			memcpy(blk + 2, &dmin, 2);
 			if (mode) /* scales and mins still maximal */
 				memset(blk + 4, 0xff, 12);
-		} else {
-			memset(blk, mode ? 0 : 0xff, 192);
+			break;
+		case EDGEQ_TYPE_Q6_K:
 			memset(blk + 192, mode ? 0x7f : 0x80, 16);
 			memcpy(blk + 208, &d, 2);
+			break;
+		case EDGEQ_TYPE_Q2_K:
+			if (mode)
+				memset(blk, 0xff, 16);
+			memcpy(blk + 80, &d, 2);
+			memcpy(blk + 82, &dmin, 2);
+			break;
+		case EDGEQ_TYPE_Q3_K:
+			memcpy(blk + 108, &d, 2);
+			break;
+		case EDGEQ_TYPE_Q4_1:
+		case EDGEQ_TYPE_Q5_1:
+			memcpy(blk, &d, 2);
+			memcpy(blk + 2, &dmin, 2);
+			break;
+		default: /* d first: Q5_0, IQ4_NL, IQ4_XS */
+			memcpy(blk, &d, 2);
+			break;
 		}
 	}
 }
 
-/* A Q8_K activation row built directly: random bytes (all of -128..127),
- * or every byte -128 / 127 in modes 1 / 2; exact bsums. */
-static void direct_q8_K(struct edgeq_block_q8_K *y, int64_t n, int mode)
+/* A Q8_K activation row built directly: random bytes (all of -128..127,
+ * or -127..127 when @no_min), or every byte -128 (-127) / 127 in modes 1 /
+ * 2; exact bsums. */
+static void direct_q8_K(struct edgeq_block_q8_K *y, int64_t n, int mode,
+			bool no_min)
 {
+	int8_t lo = no_min ? -127 : -128;
+
 	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
 		y[i].d = mode ? 1e30f : rnd_normal() * 0.01f;
-		for (int j = 0; j < EDGEQ_QK_K; j++)
-			y[i].qs[j] = mode == 1 ? -128 :
-				     mode == 2 ? 127 :
-						 (int8_t)rnd();
+		for (int j = 0; j < EDGEQ_QK_K; j++) {
+			int8_t v = mode == 1 ? lo :
+				   mode == 2 ? 127 :
+					       (int8_t)rnd();
+
+			y[i].qs[j] = v < lo ? lo : v;
+		}
 		for (int g = 0; g < EDGEQ_QK_K / 16; g++) {
 			int s = 0;
 
 			for (int j = 0; j < 16; j++)
 				s += y[i].qs[16 * g + j];
 			y[i].bsums[g] = (int16_t)s;
+		}
+	}
+}
+
+/* A Q8_0 activation row built directly: bytes in [-127, 127] (what the
+ * quantizer writes and the AVX2 sign trick needs), or all -127 / 127 in
+ * modes 1 / 2, at a random or the largest fp16 scale. */
+static void direct_q8_0(struct edgeq_block_q8_0 *y, int64_t n, int mode)
+{
+	for (int64_t i = 0; i < n / EDGEQ_QK8_0; i++) {
+		y[i].d = mode ? 0x7bff : (uint16_t)(0x2000 | (rnd() & 0xfff));
+		for (int j = 0; j < EDGEQ_QK8_0; j++) {
+			int8_t v = (int8_t)rnd();
+
+			y[i].qs[j] = mode == 1 ? -127 :
+				     mode == 2 ? 127 :
+				     v == -128 ? -127 :
+						 v;
 		}
 	}
 }
@@ -1072,22 +1159,30 @@ static void qk_matmul_shapes(const struct edgeq_kernel_ops *ops)
 		{ 1280, 24, 64 }, { 8192, 40, 70 }, { 8192, 5, 3 },
 		{ 2816, 50, 4 },  { 12288, 19, 2 }, { 4096, 64, 3 },
 	};
-	static const enum edgeq_type types[] = { EDGEQ_TYPE_Q4_K,
-						 EDGEQ_TYPE_Q6_K };
+	static const enum edgeq_type types[] = {
+		EDGEQ_TYPE_Q4_K,   EDGEQ_TYPE_Q6_K, EDGEQ_TYPE_Q5_K,
+		EDGEQ_TYPE_Q3_K,   EDGEQ_TYPE_Q2_K, EDGEQ_TYPE_IQ4_XS,
+		EDGEQ_TYPE_Q4_1,   EDGEQ_TYPE_Q5_0, EDGEQ_TYPE_Q5_1,
+		EDGEQ_TYPE_IQ4_NL,
+	};
 	enum { NS = sizeof(shapes) / sizeof(shapes[0]) };
 	int checked = 0;
 
-	for (size_t ti = 0; ti < 2; ti++) {
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
 		enum edgeq_type t = types[ti];
+		enum edgeq_type vdt = edgeq_type_traits(t)->vec_dot_type;
+		/* under qemu the many-shape walk is slow: the new types take
+		 * every other shape there */
+		int step = getenv("EDGEQ_TEST_QEMU") && ti >= 2 ? 2 : 1;
 
-		for (int si = 0; si < NS + 40; si++) {
+		for (int si = (int)ti % step; si < NS + 40; si += step) {
 			/* then rows 1..40 with varied tokens at K = 256, 512 */
 			int n = si < NS ? shapes[si].n : 256 << (si & 1);
 			int rows = si < NS ? shapes[si].rows : si - NS + 1;
 			int nb = si < NS ? shapes[si].nb : (si * 37) % 70 + 1;
 			int row0 = si % 3 == 1 ? 3 : 0, ldy = rows + 5;
 			size_t rs = edgeq_row_size(t, n),
-			       as = edgeq_row_size(EDGEQ_TYPE_Q8_K, n);
+			       as = edgeq_row_size(vdt, n);
 			unsigned char *w = malloc(rs * rows),
 				      *a = malloc(as * nb);
 			float *x = malloc(n * sizeof(float)),
@@ -1106,15 +1201,21 @@ static void qk_matmul_shapes(const struct edgeq_kernel_ops *ops)
 			for (int b = 0; b < nb; b++) {
 				int m = (b + si) % 9;
 
-				if (m >= 6) {
+				if (m >= 6 && vdt == EDGEQ_TYPE_Q8_K) {
+					/* IQ4_XS's AVX2 sign trick needs >= -127 */
 					direct_q8_K((void *)(a + b * as), n,
+						    m - 6,
+						    t == EDGEQ_TYPE_IQ4_XS);
+					continue;
+				}
+				if (m >= 6) {
+					direct_q8_0((void *)(a + b * as), n,
 						    m - 6);
 					continue;
 				}
 				for (int j = 0; j < n; j++)
 					x[j] = rnd_normal();
-				ref->quantize_act(EDGEQ_TYPE_Q8_K, x,
-						  a + b * as, n);
+				ref->quantize_act(vdt, x, a + b * as, n);
 			}
 			for (int i = 0; i < nb * ldy; i++)
 				ym[i] = -7.0f;

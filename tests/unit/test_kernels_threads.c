@@ -117,8 +117,10 @@ static void test_pool_rejects(void **state)
 }
 
 static const enum edgeq_type types[] = {
-	EDGEQ_TYPE_F32,	 EDGEQ_TYPE_F16,  EDGEQ_TYPE_BF16, EDGEQ_TYPE_Q8_0,
-	EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q4_K, EDGEQ_TYPE_Q6_K,
+	EDGEQ_TYPE_F32,	 EDGEQ_TYPE_F16,    EDGEQ_TYPE_BF16,   EDGEQ_TYPE_Q8_0,
+	EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q4_K,   EDGEQ_TYPE_Q6_K,   EDGEQ_TYPE_Q5_K,
+	EDGEQ_TYPE_Q3_K, EDGEQ_TYPE_Q2_K,   EDGEQ_TYPE_Q4_1,   EDGEQ_TYPE_Q5_0,
+	EDGEQ_TYPE_Q5_1, EDGEQ_TYPE_IQ4_NL, EDGEQ_TYPE_IQ4_XS,
 };
 
 /* A weight matrix quantized from random floats, and nb activation rows. */

@@ -2,16 +2,21 @@
 /*
  * gguf-gen: write a deterministic synthetic llama-family GGUF model.
  *
- *   gguf-gen -o FILE [--shape tiny|1b|micro] [--type f32|f16|bf16|q8_0|q4_0|q4_k]
+ *   gguf-gen -o FILE [--shape tiny|1b|micro] [--type TYPE]
  *            [--seed N] [--arch llama|qwen2] [--tied] [--vocab N]
  *
  * Weights are uniform random from the seed, scaled by 1/sqrt(fan-in) so
  * activations stay near unit variance; norms are 1 +- small noise. The
  * vocabulary is <unk> <s> </s>, the 256 byte-fallback tokens <0xXX>, the
  * printable ASCII characters, then generated pieces ("\xe2\x96\x81" + letters),
- * so any text tokenizes. q4_k writes the Q4_K_M mix (Q6_K for output,
- * and attn_v/ffn_down in some layers). Quantization uses the kernels'
- * reference quantizers, so the file is the same on every machine.
+ * so any text tokenizes. TYPE is f32, f16, bf16, q8_0, q4_0, q6_k (every
+ * matrix of that type), or one of llama-quantize's mixes, written as its
+ * llama_tensor_get_type picks them for a dense llama without an
+ * importance matrix: q4_k (= q4_k_m), q5_k_m, q3_k_m, q2_k, q4_1, q5_0,
+ * q5_1, iq4_nl, iq4_xs (output.weight Q6_K, attn_v/ffn_down/attn_output
+ * per layer as llama.cpp bumps them; see mix_type). Quantization uses the
+ * kernels' reference quantizers, so the file is the same on every
+ * machine.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -308,29 +313,49 @@ static uint32_t vocab_from(const char *path)
 static int usage(int st)
 {
 	fprintf(st ? stderr : stdout,
-		"usage: gguf-gen -o FILE [--shape tiny|1b|micro] [--type f32|f16|bf16|q8_0|q4_0|q4_k]\n"
+		"usage: gguf-gen -o FILE [--shape tiny|1b|micro]\n"
+		"                [--type f32|f16|bf16|q8_0|q4_0|q6_k|q4_k|q4_k_m|q5_k_m|q3_k_m|\n"
+		"                        q2_k|q4_1|q5_0|q5_1|iq4_nl|iq4_xs]\n"
 		"                [--seed N] [--arch llama|qwen2] [--tied] [--rope-freqs]\n"
 		"                [--vocab-from GGUF] (a SentencePiece vocabulary to use)\n"
 		"                [--layers N]\n");
 	return st;
 }
 
-static uint32_t parse_type(const char *s)
+/* A --type: the main tensor type, general.file_type (llama_ftype) and
+ * whether llama-quantize's mix rules apply. */
+struct ftype {
+	const char *name, *label; /* label: in general.name */
+	uint32_t type, file_type;
+	bool mix;
+};
+
+static const struct ftype ftypes[] = {
+	{ "f32", "F32", EDGEQ_TYPE_F32, 0, false },
+	{ "f16", "F16", EDGEQ_TYPE_F16, 1, false },
+	{ "bf16", "BF16", EDGEQ_TYPE_BF16, 32, false },
+	{ "q8_0", "Q8_0", EDGEQ_TYPE_Q8_0, 7, false },
+	{ "q4_0", "Q4_0", EDGEQ_TYPE_Q4_0, 2, false },
+	{ "q6_k", "Q6_K", EDGEQ_TYPE_Q6_K, 18, false },
+	{ "q4_k", "Q4_K", EDGEQ_TYPE_Q4_K, 15, true },
+	{ "q4_k_m", "Q4_K_M", EDGEQ_TYPE_Q4_K, 15, true },
+	{ "q5_k_m", "Q5_K_M", EDGEQ_TYPE_Q5_K, 17, true },
+	{ "q3_k_m", "Q3_K_M", EDGEQ_TYPE_Q3_K, 12, true },
+	{ "q2_k", "Q2_K", EDGEQ_TYPE_Q2_K, 10, true },
+	{ "q4_1", "Q4_1", EDGEQ_TYPE_Q4_1, 3, true },
+	{ "q5_0", "Q5_0", EDGEQ_TYPE_Q5_0, 8, true },
+	{ "q5_1", "Q5_1", EDGEQ_TYPE_Q5_1, 9, true },
+	{ "iq4_nl", "IQ4_NL", EDGEQ_TYPE_IQ4_NL, 25, true },
+	{ "iq4_xs", "IQ4_XS", EDGEQ_TYPE_IQ4_XS, 30, true },
+};
+
+static const struct ftype *parse_type(const char *s)
 {
-	static const struct {
-		const char *n;
-		uint32_t t;
-	} m[] = {
-		{ "f32", EDGEQ_TYPE_F32 },   { "f16", EDGEQ_TYPE_F16 },
-		{ "bf16", EDGEQ_TYPE_BF16 }, { "q8_0", EDGEQ_TYPE_Q8_0 },
-		{ "q4_0", EDGEQ_TYPE_Q4_0 }, { "q4_k", EDGEQ_TYPE_Q4_K },
-		{ "q6_k", EDGEQ_TYPE_Q6_K },
-	};
 	size_t i;
 
-	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++)
-		if (!strcasecmp(s, m[i].n))
-			return m[i].t;
+	for (i = 0; i < sizeof(ftypes) / sizeof(ftypes[0]); i++)
+		if (!strcasecmp(s, ftypes[i].name))
+			return &ftypes[i];
 	fprintf(stderr, "gguf-gen: unknown type '%s'\n", s);
 	exit(2);
 }
@@ -338,6 +363,49 @@ static uint32_t parse_type(const char *s)
 static bool more_bits(uint32_t l, uint32_t n)
 {
 	return l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
+}
+
+enum cat { C_EMBD, C_OUTPUT, C_Q, C_K, C_V, C_O, C_GATE, C_UP, C_DOWN };
+
+/*
+ * The type of a matrix in a --type mix, as llama.cpp's
+ * llama_tensor_get_type chooses it for a dense, non-Falcon model without
+ * an importance matrix (layer @l of @nl; @gqa = n_head / n_head_kv).
+ */
+static uint32_t mix_type(const struct ftype *f, enum cat c, uint32_t l,
+			 uint32_t nl, uint32_t gqa, bool tied)
+{
+	if (!f->mix)
+		return f->type;
+	if (c == C_OUTPUT || (tied && c == C_EMBD))
+		return EDGEQ_TYPE_Q6_K;
+	switch (f->file_type) {
+	case 10: /* Q2_K */
+		if (c == C_V)
+			return gqa >= 4 ? EDGEQ_TYPE_Q4_K : EDGEQ_TYPE_Q3_K;
+		if (c == C_DOWN || c == C_O)
+			return EDGEQ_TYPE_Q3_K;
+		break;
+	case 12: /* Q3_K_M */
+		if (c == C_V)
+			return l < 2 ? EDGEQ_TYPE_Q5_K : EDGEQ_TYPE_Q4_K;
+		if (c == C_DOWN)
+			return l < nl / 16 ? EDGEQ_TYPE_Q5_K : EDGEQ_TYPE_Q4_K;
+		if (c == C_O)
+			return EDGEQ_TYPE_Q4_K;
+		break;
+	case 15: /* Q4_K_M */
+	case 17: /* Q5_K_M */
+		if ((c == C_V || c == C_DOWN) && more_bits(l, nl))
+			return EDGEQ_TYPE_Q6_K;
+		break;
+	case 25: /* IQ4_NL */
+	case 30: /* IQ4_XS */
+		if ((c == C_V && gqa >= 4) || (c == C_DOWN && l < nl / 8))
+			return EDGEQ_TYPE_Q5_K;
+		break;
+	}
+	return f->type;
 }
 
 int main(int argc, char **argv)
@@ -357,7 +425,8 @@ int main(int argc, char **argv)
 	};
 	const char *path = NULL, *arch = "llama";
 	struct shape sh = shapes[0];
-	uint32_t type = EDGEQ_TYPE_Q4_0, ftype, l, i, nt = 0;
+	const struct ftype *ft = parse_type("q4_0");
+	uint32_t l, i, nt = 0;
 	uint64_t seed = 1, off = 0;
 	struct tensor *ts;
 	int tied = 0, rope_freqs = 0, c, qwen;
@@ -382,7 +451,7 @@ int main(int argc, char **argv)
 				return usage(2);
 			break;
 		case 't':
-			type = parse_type(optarg);
+			ft = parse_type(optarg);
 			break;
 		case 'S':
 			seed = strtoull(optarg, NULL, 0);
@@ -433,32 +502,30 @@ int main(int argc, char **argv)
 	{
 		uint32_t E = sh.n_embd, F = sh.n_ff, hd = E / sh.n_head;
 		uint32_t kvd = hd * sh.n_head_kv;
-		uint32_t mt = type == EDGEQ_TYPE_Q4_K ? EDGEQ_TYPE_Q4_K : type;
-		uint32_t ot = type == EDGEQ_TYPE_Q4_K ? EDGEQ_TYPE_Q6_K : type;
+		uint32_t gqa = sh.n_head / sh.n_head_kv, nl = sh.n_layer;
 		float se = 1.0f, sE = sqrtf(3.0f / (float)E),
 		      sF = sqrtf(3.0f / (float)F);
 
-		T("token_embd.weight", E, sh.n_vocab, mt, se, 0);
+#define MT(c) mix_type(ft, c, l, nl, gqa, tied)
+		l = 0;
+		T("token_embd.weight", E, sh.n_vocab, MT(C_EMBD), se, 0);
 		T("output_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
 		if (rope_freqs) /* Llama 3 style per-dimension divisors */
 			T("rope_freqs.weight", hd / 2, 0, EDGEQ_TYPE_F32, -2,
 			  0);
 		if (!tied)
-			T("output.weight", E, sh.n_vocab, ot, 2.0f * sE, 0);
+			T("output.weight", E, sh.n_vocab, MT(C_OUTPUT),
+			  2.0f * sE, 0);
 		for (l = 0; l < sh.n_layer; l++) {
-			uint32_t vt = type == EDGEQ_TYPE_Q4_K &&
-						      more_bits(l, sh.n_layer) ?
-					      EDGEQ_TYPE_Q6_K :
-					      mt;
 #define LT(sfx, a, b, ty, sc, bi)                                \
 	do {                                                     \
 		snprintf(tmp, sizeof(tmp), "blk.%u.%s", l, sfx); \
 		T(tmp, a, b, ty, sc, bi);                        \
 	} while (0)
 			LT("attn_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
-			LT("attn_q.weight", E, E, mt, sE, 0);
-			LT("attn_k.weight", E, kvd, mt, sE, 0);
-			LT("attn_v.weight", E, kvd, vt, sE, 0);
+			LT("attn_q.weight", E, E, MT(C_Q), sE, 0);
+			LT("attn_k.weight", E, kvd, MT(C_K), sE, 0);
+			LT("attn_v.weight", E, kvd, MT(C_V), sE, 0);
 			if (qwen) {
 				LT("attn_q.bias", E, 0, EDGEQ_TYPE_F32, 0.1f,
 				   1);
@@ -467,13 +534,14 @@ int main(int argc, char **argv)
 				LT("attn_v.bias", kvd, 0, EDGEQ_TYPE_F32, 0.1f,
 				   1);
 			}
-			LT("attn_output.weight", E, E, mt, sE, 0);
+			LT("attn_output.weight", E, E, MT(C_O), sE, 0);
 			LT("ffn_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
-			LT("ffn_gate.weight", E, F, mt, sE, 0);
-			LT("ffn_up.weight", E, F, mt, sE, 0);
-			LT("ffn_down.weight", F, E, vt, sF, 0);
+			LT("ffn_gate.weight", E, F, MT(C_GATE), sE, 0);
+			LT("ffn_up.weight", E, F, MT(C_UP), sE, 0);
+			LT("ffn_down.weight", F, E, MT(C_DOWN), sF, 0);
 #undef LT
 		}
+#undef MT
 	}
 #undef T
 	for (i = 0; i < nt; i++) {
@@ -505,17 +573,10 @@ int main(int argc, char **argv)
 	w_u64(24);
 	kv_str("general.architecture", arch);
 	snprintf(tmp, sizeof(tmp), "edgeq synthetic %s %s seed %llu", sh.name,
-		 edgeq_type_name(type), (unsigned long long)seed);
+		 ft->label, (unsigned long long)seed);
 	kv_str("general.name", tmp);
 	kv_u32("general.alignment", 32);
-	ftype = type == EDGEQ_TYPE_F32	? 0 :
-		type == EDGEQ_TYPE_F16	? 1 :
-		type == EDGEQ_TYPE_Q4_0 ? 2 :
-		type == EDGEQ_TYPE_Q8_0 ? 7 :
-		type == EDGEQ_TYPE_Q4_K ? 15 :
-		type == EDGEQ_TYPE_BF16 ? 32 :
-					  18;
-	kv_u32("general.file_type", ftype);
+	kv_u32("general.file_type", ft->file_type);
 #define AK(sfx) (snprintf(key, sizeof(key), "%s.%s", arch, sfx), key)
 	kv_u32(AK("context_length"), sh.n_ctx);
 	kv_u32(AK("embedding_length"), sh.n_embd);
@@ -598,6 +659,7 @@ int main(int argc, char **argv)
 		free(buf);
 		w_raw(zero, (32 - written % 32) % 32);
 	}
+	free(ts);
 	if (fclose(out)) {
 		perror(path);
 		return 1;

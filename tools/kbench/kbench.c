@@ -19,8 +19,10 @@
 
 #include "kernels/kernels.h"
 
-static const char *const all_types[] = { "Q4_0", "Q8_0", "Q4_K", "Q6_K",
-					 "F16",	 "BF16", "F32" };
+static const char *const all_types[] = {
+	"Q4_0", "Q8_0", "Q4_K", "Q6_K", "F16",	"BF16",	  "F32",    "Q5_K",
+	"Q3_K", "Q2_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS",
+};
 
 /* ---- digest: integer-only inputs so every build sees the same floats ---- */
 
@@ -95,7 +97,7 @@ static int digest(void)
 		h = fnv(h, ym, sizeof(ym));
 		if (memcmp(ym, yr, sizeof(ym)))
 			bad++;
-		printf("%-5s %016llx %s\n", tt->name, (unsigned long long)h,
+		printf("%-6s %016llx %s\n", tt->name, (unsigned long long)h,
 		       memcmp(ym, yr, sizeof(ym)) ? "DIFFERS-FROM-SCALAR" :
 						    "same-as-scalar");
 		free(w);

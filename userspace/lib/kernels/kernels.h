@@ -41,11 +41,17 @@ enum edgeq_type {
 	EDGEQ_TYPE_Q5_K = 13,
 	EDGEQ_TYPE_Q6_K = 14,
 	EDGEQ_TYPE_Q8_K = 15,
+	EDGEQ_TYPE_IQ4_NL = 20,
+	EDGEQ_TYPE_IQ4_XS = 23,
 	EDGEQ_TYPE_BF16 = 30,
 	EDGEQ_TYPE_COUNT = 40,
 };
 
 #define EDGEQ_QK4_0 32
+#define EDGEQ_QK4_1 32
+#define EDGEQ_QK5_0 32
+#define EDGEQ_QK5_1 32
+#define EDGEQ_QK4_NL 32
 #define EDGEQ_QK8_0 32
 #define EDGEQ_QK_K 256
 #define EDGEQ_K_SCALE_SIZE 12
@@ -59,6 +65,62 @@ struct edgeq_block_q4_0 {
 struct edgeq_block_q8_0 {
 	uint16_t d; /* scale (fp16) */
 	int8_t qs[EDGEQ_QK8_0];
+};
+/* value = q * d + m; nibbles as Q4_0 */
+struct edgeq_block_q4_1 {
+	uint16_t d, m; /* scale and min (fp16) */
+	uint8_t qs[EDGEQ_QK4_1 / 2];
+};
+/* value = (q - 16) * d; q = nibble | bit j (j + 16 for the high nibbles) of
+ * qh (little-endian) << 4 */
+struct edgeq_block_q5_0 {
+	uint16_t d;
+	uint8_t qh[4];
+	uint8_t qs[EDGEQ_QK5_0 / 2];
+};
+/* value = q * d + m, q as Q5_0's */
+struct edgeq_block_q5_1 {
+	uint16_t d, m;
+	uint8_t qh[4];
+	uint8_t qs[EDGEQ_QK5_1 / 2];
+};
+/* value = edgeq_kvalues_iq4nl[nibble] * d; nibbles as Q4_0 */
+struct edgeq_block_iq4_nl {
+	uint16_t d;
+	uint8_t qs[EDGEQ_QK4_NL / 2];
+};
+/*
+ * Q2_K and Q3_K element e = 128 n + 32 j + 16 h + l (n < 2, j < 4, h < 2,
+ * l < 16) of sub-block e / 16 takes bits 2j..2j+1 of qs[32 n + 16 h + l];
+ * Q3_K's third bit is bit 4n + j of hmask[16 h + l] (set: q, clear: q - 4).
+ */
+struct edgeq_block_q2_K {
+	uint8_t scales[EDGEQ_QK_K / 16]; /* low nibble scale, high nibble min */
+	uint8_t qs[EDGEQ_QK_K / 4];
+	uint16_t d, dmin;
+};
+struct edgeq_block_q3_K {
+	uint8_t hmask[EDGEQ_QK_K / 8];
+	uint8_t qs[EDGEQ_QK_K / 4];
+	uint8_t scales[12]; /* 16 six-bit scales, value s - 32 */
+	uint16_t d;
+};
+/* Q4_K plus a fifth bit: element 32 j + l of sub-block j has bit j of
+ * qh[l] as its bit 4 */
+struct edgeq_block_q5_K {
+	uint16_t d, dmin;
+	uint8_t scales[EDGEQ_K_SCALE_SIZE];
+	uint8_t qh[EDGEQ_QK_K / 8];
+	uint8_t qs[EDGEQ_QK_K / 2];
+};
+/* 8 sub-blocks of 32, each as an IQ4_NL block's nibbles, with a six-bit
+ * scale ls (value d * (ls - 32)): low 4 bits in scales_l, high 2 in
+ * scales_h */
+struct edgeq_block_iq4_xs {
+	uint16_t d;
+	uint16_t scales_h;
+	uint8_t scales_l[EDGEQ_QK_K / 64];
+	uint8_t qs[EDGEQ_QK_K / 2];
 };
 struct edgeq_block_q4_K {
 	uint16_t d;    /* super-block scale for the scales (fp16) */
@@ -83,6 +145,17 @@ _Static_assert(sizeof(struct edgeq_block_q8_0) == 34, "q8_0 layout");
 _Static_assert(sizeof(struct edgeq_block_q4_K) == 144, "q4_K layout");
 _Static_assert(sizeof(struct edgeq_block_q6_K) == 210, "q6_K layout");
 _Static_assert(sizeof(struct edgeq_block_q8_K) == 292, "q8_K layout");
+_Static_assert(sizeof(struct edgeq_block_q4_1) == 20, "q4_1 layout");
+_Static_assert(sizeof(struct edgeq_block_q5_0) == 22, "q5_0 layout");
+_Static_assert(sizeof(struct edgeq_block_q5_1) == 24, "q5_1 layout");
+_Static_assert(sizeof(struct edgeq_block_iq4_nl) == 18, "iq4_nl layout");
+_Static_assert(sizeof(struct edgeq_block_q2_K) == 84, "q2_K layout");
+_Static_assert(sizeof(struct edgeq_block_q3_K) == 110, "q3_K layout");
+_Static_assert(sizeof(struct edgeq_block_q5_K) == 176, "q5_K layout");
+_Static_assert(sizeof(struct edgeq_block_iq4_xs) == 136, "iq4_xs layout");
+
+/* The 16 IQ4_NL / IQ4_XS values (ggml's kvalues_iq4nl). */
+extern const int8_t edgeq_kvalues_iq4nl[16];
 
 /* ---- scalar conversions (exact IEEE round-to-nearest-even) ---- */
 
@@ -336,6 +409,42 @@ static inline void edgeq_q4_K_unpack_scales(const uint8_t *s, uint8_t sc[8],
 	__builtin_memcpy(sc + 4, &c, 4);
 	__builtin_memcpy(m, &b, 4);
 	__builtin_memcpy(m + 4, &e, 4);
+}
+
+/* The 16 signed Q3_K sub-block scales (stored value - 32). */
+static inline void edgeq_q3_K_scales(const uint8_t *s, int8_t out[16])
+{
+	uint32_t a[4], t;
+
+	__builtin_memcpy(a, s, 12);
+	t = a[2];
+	a[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((t >> 4) & 0x03030303) << 4);
+	a[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((t >> 6) & 0x03030303) << 4);
+	a[0] = (a[0] & 0x0f0f0f0f) | (((t >> 0) & 0x03030303) << 4);
+	a[1] = (a[1] & 0x0f0f0f0f) | (((t >> 2) & 0x03030303) << 4);
+	__builtin_memcpy(out, a, 16);
+	for (int i = 0; i < 16; i++)
+		out[i] = (int8_t)(out[i] - 32);
+}
+
+/* The 8 signed IQ4_XS sub-block scales (ls - 32). */
+static inline void edgeq_iq4_xs_scales(const struct edgeq_block_iq4_xs *b,
+				       int8_t out[8])
+{
+	for (int ib = 0; ib < 8; ib++)
+		out[ib] = (int8_t)((((b->scales_l[ib / 2] >> 4 * (ib % 2)) &
+				     0xf) |
+				    (((b->scales_h >> 2 * ib) & 3) << 4)) -
+				   32);
+}
+
+/* Q5_0/Q5_1 high bits as a little-endian word */
+static inline uint32_t edgeq_q5_qh(const uint8_t qh[4])
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, qh, 4);
+	return v;
 }
 
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_scalar;

@@ -189,6 +189,236 @@ static float vec_dot_q6_K(int64_t n, const void *w, const void *a)
 	return acc;
 }
 
+/*
+ * The other 32-element types (x Q8_0), one float step per block as Q4_0:
+ * Q5_0 (q - 16) and IQ4_NL (table values) acc = fmaf(d_w * d_a, isum, acc);
+ * the affine Q4_1 and Q5_1 then add their min times the activation's exact
+ * block sum: acc = fmaf(m_w * d_a, (float)asum, acc) (m_w * d_a is exact,
+ * two fp16; |asum| <= 32 * 127).
+ */
+static int32_t act_sum_q8_0(const struct edgeq_block_q8_0 *y)
+{
+	int32_t s = 0;
+
+	for (int k = 0; k < EDGEQ_QK8_0; k++)
+		s += y->qs[k];
+	return s;
+}
+
+static float vec_dot_q4_1(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q4_1 *x = w;
+	const struct edgeq_block_q8_0 *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK4_1; i++) {
+		float da = edgeq_fp16_to_fp32(y[i].d);
+		int32_t isum = 0;
+
+		for (int k = 0; k < 16; k++) {
+			isum += (x[i].qs[k] & 0xf) * y[i].qs[k];
+			isum += (x[i].qs[k] >> 4) * y[i].qs[k + 16];
+		}
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) * da, (float)isum, acc);
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].m) * da,
+			   (float)act_sum_q8_0(&y[i]), acc);
+	}
+	return acc;
+}
+
+static int32_t q5_isum(const uint8_t *qs, const uint8_t *qhb, int off,
+		       const int8_t *a)
+{
+	uint32_t qh = edgeq_q5_qh(qhb);
+	int32_t isum = 0;
+
+	for (int k = 0; k < 16; k++) {
+		int q0 = (qs[k] & 0xf) | (((qh >> k) & 1) << 4);
+		int q1 = (qs[k] >> 4) | (((qh >> (k + 16)) & 1) << 4);
+
+		isum += (q0 - off) * a[k] + (q1 - off) * a[k + 16];
+	}
+	return isum;
+}
+
+static float vec_dot_q5_0(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q5_0 *x = w;
+	const struct edgeq_block_q8_0 *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK5_0; i++)
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) *
+				   edgeq_fp16_to_fp32(y[i].d),
+			   (float)q5_isum(x[i].qs, x[i].qh, 16, y[i].qs), acc);
+	return acc;
+}
+
+static float vec_dot_q5_1(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q5_1 *x = w;
+	const struct edgeq_block_q8_0 *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK5_1; i++) {
+		float da = edgeq_fp16_to_fp32(y[i].d);
+
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) * da,
+			   (float)q5_isum(x[i].qs, x[i].qh, 0, y[i].qs), acc);
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].m) * da,
+			   (float)act_sum_q8_0(&y[i]), acc);
+	}
+	return acc;
+}
+
+/* the exact dot of 16 IQ4 nibble bytes (32 values) with 32 int8 */
+static int32_t iq4_isum(const uint8_t *qs, const int8_t *a)
+{
+	int32_t isum = 0;
+
+	for (int k = 0; k < 16; k++)
+		isum += edgeq_kvalues_iq4nl[qs[k] & 0xf] * a[k] +
+			edgeq_kvalues_iq4nl[qs[k] >> 4] * a[k + 16];
+	return isum;
+}
+
+static float vec_dot_iq4_nl(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_iq4_nl *x = w;
+	const struct edgeq_block_q8_0 *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK4_NL; i++)
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) *
+				   edgeq_fp16_to_fp32(y[i].d),
+			   (float)iq4_isum(x[i].qs, y[i].qs), acc);
+	return acc;
+}
+
+/*
+ * The other K-quants (x Q8_K), one exact integer sum per super-block as
+ * Q4_K/Q6_K: isum = sum over sub-blocks of scale * (exact sub-block dot);
+ * Q3_K and IQ4_XS acc = fmaf(d_w * d_a, isum, acc) (their scales signed:
+ * stored - 32); Q2_K and Q5_K as Q4_K, then
+ * acc = fmaf(-(dmin_w * d_a), summins, acc), summins = sum of min * the
+ * activation's group sums (bsums).
+ */
+static float vec_dot_q2_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q2_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		int32_t isum = 0, summs = 0;
+
+		for (int g = 0; g < 16; g++) {
+			/* g = 8 n + 2 j + h */
+			const uint8_t *q =
+				x[i].qs + 32 * (g / 8) + 16 * (g & 1);
+			int shift = 2 * ((g / 2) & 3);
+			int32_t s = 0;
+
+			for (int l = 0; l < 16; l++)
+				s += ((q[l] >> shift) & 3) *
+				     y[i].qs[16 * g + l];
+			isum += (x[i].scales[g] & 0xf) * s;
+			summs += (x[i].scales[g] >> 4) * y[i].bsums[g];
+		}
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) * y[i].d, (float)isum,
+			   acc);
+		acc = fmaf(-(edgeq_fp16_to_fp32(x[i].dmin) * y[i].d),
+			   (float)summs, acc);
+	}
+	return acc;
+}
+
+static float vec_dot_q3_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q3_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		int8_t sc[16];
+		int32_t isum = 0;
+
+		edgeq_q3_K_scales(x[i].scales, sc);
+		for (int g = 0; g < 16; g++) {
+			int nn = g / 8, j = (g / 2) & 3, h = g & 1;
+			const uint8_t *q = x[i].qs + 32 * nn + 16 * h;
+			const uint8_t *hm = x[i].hmask + 16 * h;
+			int32_t s = 0;
+
+			for (int l = 0; l < 16; l++) {
+				int v = ((q[l] >> (2 * j)) & 3) -
+					((hm[l] >> (4 * nn + j)) & 1 ? 0 : 4);
+
+				s += v * y[i].qs[16 * g + l];
+			}
+			isum += sc[g] * s;
+		}
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) * y[i].d, (float)isum,
+			   acc);
+	}
+	return acc;
+}
+
+static float vec_dot_q5_K(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q5_K *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		int32_t isum = 0, summs = 0;
+
+		for (int j = 0; j < 8; j++) {
+			const uint8_t *q4 = x[i].qs + 32 * (j / 2);
+			const int8_t *q8 = y[i].qs + 32 * j;
+			uint8_t sc, m;
+			int32_t s = 0;
+
+			edgeq_q4_K_scale_min(j, x[i].scales, &sc, &m);
+			for (int l = 0; l < 32; l++) {
+				int q = ((j & 1) ? (q4[l] >> 4) :
+						   (q4[l] & 0xf)) |
+					(((x[i].qh[l] >> j) & 1) << 4);
+
+				s += q * q8[l];
+			}
+			isum += sc * s;
+			summs +=
+				m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+		}
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) * y[i].d, (float)isum,
+			   acc);
+		acc = fmaf(-(edgeq_fp16_to_fp32(x[i].dmin) * y[i].d),
+			   (float)summs, acc);
+	}
+	return acc;
+}
+
+static float vec_dot_iq4_xs(int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_iq4_xs *x = w;
+	const struct edgeq_block_q8_K *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		int8_t ls[8];
+		int32_t isum = 0;
+
+		edgeq_iq4_xs_scales(&x[i], ls);
+		for (int ib = 0; ib < 8; ib++)
+			isum += ls[ib] *
+				iq4_isum(x[i].qs + 16 * ib, y[i].qs + 32 * ib);
+		acc = fmaf(edgeq_fp16_to_fp32(x[i].d) * y[i].d, (float)isum,
+			   acc);
+	}
+	return acc;
+}
+
 static void axpy_f32(int64_t n, float a, const float *v, float *y)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -338,6 +568,14 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_scalar = {
 		[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0,
 		[EDGEQ_TYPE_Q4_K] = vec_dot_q4_K,
 		[EDGEQ_TYPE_Q6_K] = vec_dot_q6_K,
+		[EDGEQ_TYPE_Q4_1] = vec_dot_q4_1,
+		[EDGEQ_TYPE_Q5_0] = vec_dot_q5_0,
+		[EDGEQ_TYPE_Q5_1] = vec_dot_q5_1,
+		[EDGEQ_TYPE_IQ4_NL] = vec_dot_iq4_nl,
+		[EDGEQ_TYPE_Q2_K] = vec_dot_q2_K,
+		[EDGEQ_TYPE_Q3_K] = vec_dot_q3_K,
+		[EDGEQ_TYPE_Q5_K] = vec_dot_q5_K,
+		[EDGEQ_TYPE_IQ4_XS] = vec_dot_iq4_xs,
 	},
 	.quantize_act = edgeq_quantize_act_ref,
 	.matvec = matvec_scalar,

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/arm64/neon_quants.h"
 #include "kernels/q80_tiles.h"
 
 static inline float h2f(uint16_t h)
@@ -412,6 +413,8 @@ static void matvec_neon(enum edgeq_type type, const void *w, int64_t n,
 	int64_t r = row0;
 
 	if (type != EDGEQ_TYPE_Q4_0 && type != EDGEQ_TYPE_Q8_0) {
+		if (edgeq_neon_matvec_more(type, w, n, row0, row1, a, y))
+			return;
 		edgeq_matvec_generic(&edgeq_kernel_ops_neon, type, w, n, row0,
 				     row1, a, y);
 		return;
@@ -480,6 +483,9 @@ static void matmul_neon(enum edgeq_type type, const void *w, int64_t n,
 				ldy);
 		return;
 	}
+	if (edgeq_neon_matmul_more(type, w, n, row0, row1, a, a_stride, nb, y,
+				   ldy))
+		return;
 	edgeq_matmul_generic(&edgeq_kernel_ops_neon, type, w, n, row0, row1, a,
 			     a_stride, nb, y, ldy);
 }
@@ -494,6 +500,14 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
 		[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0,
 		[EDGEQ_TYPE_Q4_K] = vec_dot_q4_K,
 		[EDGEQ_TYPE_Q6_K] = vec_dot_q6_K,
+		[EDGEQ_TYPE_Q4_1] = edgeq_neon_dot_q4_1,
+		[EDGEQ_TYPE_Q5_0] = edgeq_neon_dot_q5_0,
+		[EDGEQ_TYPE_Q5_1] = edgeq_neon_dot_q5_1,
+		[EDGEQ_TYPE_IQ4_NL] = edgeq_neon_dot_iq4_nl,
+		[EDGEQ_TYPE_Q2_K] = edgeq_neon_dot_q2_K,
+		[EDGEQ_TYPE_Q3_K] = edgeq_neon_dot_q3_K,
+		[EDGEQ_TYPE_Q5_K] = edgeq_neon_dot_q5_K,
+		[EDGEQ_TYPE_IQ4_XS] = edgeq_neon_dot_iq4_xs,
 	},
 	.quantize_act = edgeq_quantize_act_ref,
 	.matvec = matvec_neon,

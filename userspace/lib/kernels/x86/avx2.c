@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/q80_tiles.h"
+#include "kernels/x86/avx2_quants.h"
 #include "kernels/x86/hsum.h"
 #include "kernels/x86/q4k_mins.h"
 
@@ -588,6 +589,8 @@ static void matvec_avx2(enum edgeq_type type, const void *w, int64_t n,
 		matvec_q80_like(type, w, n, row0, row1, a, y);
 		return;
 	}
+	if (edgeq_avx2_matvec_more(type, w, n, row0, row1, a, y))
+		return;
 	edgeq_matvec_generic(&edgeq_kernel_ops_avx2, type, w, n, row0, row1, a,
 			     y);
 }
@@ -798,6 +801,9 @@ static void matmul_avx2(enum edgeq_type type, const void *w, int64_t n,
 		matmul_q6_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
 		return;
 	}
+	if (edgeq_avx2_matmul_more(type, w, n, row0, row1, a, a_stride, nb, y,
+				   ldy))
+		return;
 	edgeq_matmul_generic(&edgeq_kernel_ops_avx2, type, w, n, row0, row1, a,
 			     a_stride, nb, y, ldy);
 }
@@ -812,6 +818,14 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 		[EDGEQ_TYPE_Q4_0] = vec_dot_q4_0,
 		[EDGEQ_TYPE_Q4_K] = vec_dot_q4_K,
 		[EDGEQ_TYPE_Q6_K] = vec_dot_q6_K,
+		[EDGEQ_TYPE_Q4_1] = edgeq_avx2_dot_q4_1,
+		[EDGEQ_TYPE_Q5_0] = edgeq_avx2_dot_q5_0,
+		[EDGEQ_TYPE_Q5_1] = edgeq_avx2_dot_q5_1,
+		[EDGEQ_TYPE_IQ4_NL] = edgeq_avx2_dot_iq4_nl,
+		[EDGEQ_TYPE_Q2_K] = edgeq_avx2_dot_q2_K,
+		[EDGEQ_TYPE_Q3_K] = edgeq_avx2_dot_q3_K,
+		[EDGEQ_TYPE_Q5_K] = edgeq_avx2_dot_q5_K,
+		[EDGEQ_TYPE_IQ4_XS] = edgeq_avx2_dot_iq4_xs,
 	},
 	.quantize_act = edgeq_quantize_act_avx2,
 	.matvec = matvec_avx2,

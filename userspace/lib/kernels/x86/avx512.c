@@ -484,7 +484,9 @@ static void matvec_avx512(enum edgeq_type type, const void *w, int64_t n,
 		matvec512(type, w, n, row0, row1, a, y);
 		return;
 	}
-	if ((type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q6_K) &&
+	if ((type == EDGEQ_TYPE_Q2_K || type == EDGEQ_TYPE_Q3_K ||
+	     type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q5_K ||
+	     type == EDGEQ_TYPE_Q6_K || type == EDGEQ_TYPE_IQ4_XS) &&
 	    edgeq_avx512_matvec_qk(type, w, n, row0, row1, a, y))
 		return;
 	edgeq_kernel_ops_avx2.matvec(type, w, n, row0, row1, a, y);
@@ -494,12 +496,16 @@ static void matmul_avx512(enum edgeq_type type, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
-	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0) {
+	if (type == EDGEQ_TYPE_Q4_0 || type == EDGEQ_TYPE_Q8_0 ||
+	    type == EDGEQ_TYPE_Q5_0 || type == EDGEQ_TYPE_IQ4_NL ||
+	    type == EDGEQ_TYPE_Q4_1 || type == EDGEQ_TYPE_Q5_1) {
 		edgeq_avx512_q8_matmul(type, w, n, row0, row1, a, a_stride, nb,
 				       y, ldy);
 		return;
 	}
-	if ((type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q6_K) &&
+	if ((type == EDGEQ_TYPE_Q2_K || type == EDGEQ_TYPE_Q3_K ||
+	     type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q5_K ||
+	     type == EDGEQ_TYPE_Q6_K || type == EDGEQ_TYPE_IQ4_XS) &&
 	    edgeq_avx512_matmul_qk(type, w, n, row0, row1, a, a_stride, nb, y,
 				   ldy))
 		return;

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * AVX-512 VNNI prefill matmul for Q4_0 and Q8_0 weights x Q8_0
- * activations: one output row per 32-bit lane.
+ * AVX-512 VNNI prefill matmul for Q4_0, Q8_0, Q5_0, IQ4_NL, Q4_1 and Q5_1
+ * weights x Q8_0 activations: one output row per 32-bit lane.
  *
  * The canonical order (scalar.c) is, per output, an exact integer dot
  * isum_i per 32-element block and one float step per block in block
  * order: acc = fmaf(d_w * d_a, (float)isum_i, acc), from 0.0f. So a lane
  * may hold a whole output: for a group of 16 rows the weights of block i
  * are prepared as 8 zmm, zmm g holding in lane r row r's 4 unsigned bytes
- * of elements 4g..4g+3 (Q4_0: nibbles; Q8_0: w + 128), plus the 16 rows'
+ * of elements 4g..4g+3 (Q4_0: nibbles; Q8_0: w + 128; Q5_0 and IQ4_NL,
+ * whose values are signed bytes too: value + 128; the affine Q4_1 and Q5_1
+ * their unsigned values, no bias, and a tenth zmm of mins), plus the 16 rows'
  * scales as floats. For each token, vpdpbusd with the token's 4 bytes
  * broadcast to all lanes adds 4 products per lane; 8 of them, started at
  * the bias -8 (Q4_0) or -128 (Q8_0) times the sum of the token's block,
@@ -33,9 +35,15 @@
 #include "kernels/kernels.h"
 #include "kernels/x86/avx512_q8.h"
 
-#define ROWS 16 /* output rows per group: one per lane */
-#define TOKS 8	/* tokens per tile */
-#define WVECS 9 /* prepared zmm per block: 8 byte groups + scales */
+#define ROWS 16	     /* output rows per group: one per lane */
+#define TOKS 8	     /* tokens per tile */
+#define WVECS 9	     /* prepared zmm per block: 8 byte groups + scales */
+#define WVECS_AFF 10 /* Q4_1, Q5_1: + mins */
+
+static inline bool affine(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
+}
 /* prepared activations per token block: at most this many bytes */
 #define ACT_BYTES (768 << 10)
 
@@ -136,7 +144,78 @@ prep_w(enum edgeq_type t, const char *const rp[ROWS], const char *w0,
 {
 	__m512i d[4], g;
 
-	if (t == EDGEQ_TYPE_Q4_0) {
+	if (t == EDGEQ_TYPE_IQ4_NL) {
+		/* Q4_0's layout; the table as value + 128 through vpshufb */
+		const __m512i m4 = _mm512_set1_epi8(0x0f);
+		const __m512i tab = _mm512_broadcast_i32x4(_mm_xor_si128(
+			_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl),
+			_mm_set1_epi8((char)0x80)));
+		size_t off = (size_t)i * sizeof(struct edgeq_block_iq4_nl);
+
+		transpose16x4(rp, off + 2, d);
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+		{
+			out[k] = _mm512_shuffle_epi8(tab, _mm512_and_si512(d[k],
+									   m4));
+			out[4 + k] = _mm512_shuffle_epi8(
+				tab, _mm512_and_si512(
+					     _mm512_srli_epi32(d[k], 4), m4));
+		}
+		g = _mm512_i32gather_epi32(vidx, w0 + off, 1);
+	} else if (t == EDGEQ_TYPE_Q4_1) {
+		const __m512i m4 = _mm512_set1_epi8(0x0f);
+		size_t off = (size_t)i * sizeof(struct edgeq_block_q4_1);
+
+		transpose16x4(rp, off + 4, d);
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+		{
+			out[k] = _mm512_and_si512(d[k], m4);
+			out[4 + k] = _mm512_and_si512(
+				_mm512_srli_epi32(d[k], 4), m4);
+		}
+		g = _mm512_i32gather_epi32(vidx, w0 + off, 1);
+	} else if (t == EDGEQ_TYPE_Q5_0 || t == EDGEQ_TYPE_Q5_1) {
+		/* Q5_0: q - 16 + 128 = (nibble | qh bit << 4) + 112; Q5_1: q.
+		 * The 4 qh bits of a dword's elements spread to bit 4 of its
+		 * bytes. */
+		const __m512i m4 = _mm512_set1_epi8(0x0f);
+		const bool q51 = t == EDGEQ_TYPE_Q5_1;
+		size_t off =
+			(size_t)i * (q51 ? sizeof(struct edgeq_block_q5_1) :
+					   sizeof(struct edgeq_block_q5_0));
+		__m512i qh;
+
+		transpose16x4(rp, off + (q51 ? 8 : 6), d);
+		qh = _mm512_i32gather_epi32(vidx, w0 + off + (q51 ? 4 : 2), 1);
+		_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+		{
+			__m512i x = _mm512_srli_epi32(
+				qh, 4 * (k & 3) + 16 * (k >> 2));
+			__m512i hb = _mm512_or_si512(
+				_mm512_or_si512(
+					_mm512_and_si512(x,
+							 _mm512_set1_epi32(1)),
+					_mm512_and_si512(
+						_mm512_slli_epi32(x, 7),
+						_mm512_set1_epi32(0x100))),
+				_mm512_or_si512(
+					_mm512_and_si512(
+						_mm512_slli_epi32(x, 14),
+						_mm512_set1_epi32(0x10000)),
+					_mm512_and_si512(
+						_mm512_slli_epi32(x, 21),
+						_mm512_set1_epi32(0x1000000))));
+			__m512i nib = _mm512_and_si512(
+				k < 4 ? d[k] : _mm512_srli_epi32(d[k & 3], 4),
+				m4);
+
+			out[k] = _mm512_or_si512(nib, _mm512_slli_epi32(hb, 4));
+			if (!q51)
+				out[k] = _mm512_add_epi8(out[k],
+							 _mm512_set1_epi8(112));
+		}
+		g = _mm512_i32gather_epi32(vidx, w0 + off, 1);
+	} else if (t == EDGEQ_TYPE_Q4_0) {
 		const __m512i m4 = _mm512_set1_epi8(0x0f);
 		size_t off = (size_t)i * sizeof(struct edgeq_block_q4_0);
 
@@ -161,20 +240,28 @@ prep_w(enum edgeq_type t, const char *const rp[ROWS], const char *w0,
 			out[4 + k] = _mm512_xor_si512(d[k], s);
 		g = _mm512_i32gather_epi32(vidx, w0 + off, 1);
 	}
-	/* the low 16 bits of each gathered dword are the fp16 scale */
+	/* the low 16 bits of each gathered dword are the fp16 scale (the
+	 * affine types' min the high 16) */
 	out[8] = _mm512_castps_si512(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(g)));
+	if (affine(t))
+		out[9] = _mm512_castps_si512(_mm512_cvtph_ps(
+			_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))));
 }
 
-/* 16 rows (prepared: wb) x 8 tokens (prepared: ap), all blocks. */
-static inline void tile(const __m512i *wb, const struct act8 *ap, int64_t nblk,
-			float *y, int64_t ldy, int nt, __mmask16 m)
+/* 16 rows (prepared: wb) x 8 tokens (prepared: ap), all blocks. The
+ * affine types (aff) start each dot at 0 and add their min term with the
+ * token's block sum (-bias: prepared with shift 0). */
+static inline __attribute__((always_inline)) void
+tile(bool aff, const __m512i *wb, const struct act8 *ap, int64_t nblk, float *y,
+     int64_t ldy, int nt, __mmask16 m)
 {
+	const int wvecs = aff ? WVECS_AFF : WVECS;
 	__m512 acc[TOKS];
 
 	_Pragma("GCC unroll 8") for (int k = 0; k < TOKS; k++)
 		acc[k] = _mm512_setzero_ps();
 	for (int64_t i = 0; i < nblk; i++) {
-		const __m512i *wv = wb + WVECS * i;
+		const __m512i *wv = wb + wvecs * i;
 		const struct act8 *p = ap + i;
 		__m512i w[8];
 		__m512 dw = _mm512_castsi512_ps(_mm512_load_si512(wv + 8));
@@ -183,7 +270,8 @@ static inline void tile(const __m512i *wb, const struct act8 *ap, int64_t nblk,
 			w[g] = _mm512_load_si512(wv + g);
 		_Pragma("GCC unroll 8") for (int k = 0; k < TOKS; k++)
 		{
-			__m512i s = _mm512_set1_epi32(p->bias[k]);
+			__m512i s = aff ? _mm512_setzero_si512() :
+					  _mm512_set1_epi32(p->bias[k]);
 
 			_Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) s =
 				_mm512_dpbusd_epi32(s, w[g],
@@ -192,6 +280,14 @@ static inline void tile(const __m512i *wb, const struct act8 *ap, int64_t nblk,
 			acc[k] = _mm512_fmadd_ps(
 				_mm512_mul_ps(dw, _mm512_set1_ps(p->da[k])),
 				_mm512_cvtepi32_ps(s), acc[k]);
+			if (aff)
+				acc[k] = _mm512_fmadd_ps(
+					_mm512_mul_ps(_mm512_castsi512_ps(
+							      _mm512_load_si512(
+								      wv + 9)),
+						      _mm512_set1_ps(p->da[k])),
+					_mm512_set1_ps((float)-p->bias[k]),
+					acc[k]);
 		}
 	}
 	for (int k = 0; k < nt; k++)
@@ -204,7 +300,8 @@ void edgeq_avx512_q8_matmul(enum edgeq_type type, const void *w, int64_t n,
 {
 	size_t rs = edgeq_row_size(type, n);
 	int64_t nblk = n / EDGEQ_QK8_0;
-	int shift = type == EDGEQ_TYPE_Q4_0 ? 3 : 7;
+	int shift = type == EDGEQ_TYPE_Q4_0 ? 3 : affine(type) ? 0 : 7;
+	int wvecs = affine(type) ? WVECS_AFF : WVECS;
 	int64_t tbmax, nblocks, tb;
 	struct act8 *ap;
 	__m512i *wb;
@@ -218,7 +315,7 @@ void edgeq_avx512_q8_matmul(enum edgeq_type type, const void *w, int64_t n,
 	nblocks = (nb + tbmax - 1) / tbmax;
 	tb = ((nb + nblocks - 1) / nblocks + TOKS - 1) / TOKS * TOKS;
 	ap = aligned_alloc(64, (size_t)(tb / TOKS * nblk) * sizeof(*ap));
-	wb = aligned_alloc(64, (size_t)(nblk * WVECS) * sizeof(*wb));
+	wb = aligned_alloc(64, (size_t)(nblk * wvecs) * sizeof(*wb));
 	if (!ap || !wb || rs * ROWS > 0x7fffffff) {
 		free(ap);
 		free(wb);
@@ -246,6 +343,22 @@ void edgeq_avx512_q8_matmul(enum edgeq_type type, const void *w, int64_t n,
 				for (int64_t i = 0; i < nblk; i++)
 					prep_w(EDGEQ_TYPE_Q4_0, rp, w0, vidx, i,
 					       wb + WVECS * i);
+			else if (type == EDGEQ_TYPE_Q5_0)
+				for (int64_t i = 0; i < nblk; i++)
+					prep_w(EDGEQ_TYPE_Q5_0, rp, w0, vidx, i,
+					       wb + WVECS * i);
+			else if (type == EDGEQ_TYPE_Q4_1)
+				for (int64_t i = 0; i < nblk; i++)
+					prep_w(EDGEQ_TYPE_Q4_1, rp, w0, vidx, i,
+					       wb + WVECS_AFF * i);
+			else if (type == EDGEQ_TYPE_Q5_1)
+				for (int64_t i = 0; i < nblk; i++)
+					prep_w(EDGEQ_TYPE_Q5_1, rp, w0, vidx, i,
+					       wb + WVECS_AFF * i);
+			else if (type == EDGEQ_TYPE_IQ4_NL)
+				for (int64_t i = 0; i < nblk; i++)
+					prep_w(EDGEQ_TYPE_IQ4_NL, rp, w0, vidx,
+					       i, wb + WVECS * i);
 			else
 				for (int64_t i = 0; i < nblk; i++)
 					prep_w(EDGEQ_TYPE_Q8_0, rp, w0, vidx, i,
@@ -253,9 +366,16 @@ void edgeq_avx512_q8_matmul(enum edgeq_type type, const void *w, int64_t n,
 			for (int64_t b = b0; b < b1; b += TOKS) {
 				int nt = b1 - b < TOKS ? (int)(b1 - b) : TOKS;
 
-				tile(wb, ap + (b - b0) / TOKS * nblk, nblk,
-				     y + b * ldy + r0, ldy, nt,
-				     (__mmask16)((1u << nr) - 1));
+				if (affine(type))
+					tile(true, wb,
+					     ap + (b - b0) / TOKS * nblk, nblk,
+					     y + b * ldy + r0, ldy, nt,
+					     (__mmask16)((1u << nr) - 1));
+				else
+					tile(false, wb,
+					     ap + (b - b0) / TOKS * nblk, nblk,
+					     y + b * ldy + r0, ldy, nt,
+					     (__mmask16)((1u << nr) - 1));
 			}
 		}
 	}

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * NEON (sdot) kernels of the types added after Q4_0/Q8_0/Q4_K/Q6_K, in the
+ * canonical order of scalar.c: weights become signed bytes (Q5_0 q - 16,
+ * the IQ4 table through vqtbl1q, Q3_K q - 4 from its mask bit, the affine
+ * types their unsigned values, at most 31), sdot gives exact int32 lane
+ * sums, and every float step is the scalar fmaf chain.
+ *
+ *  - 32-element blocks x Q8_0: decode takes 8 rows per step (two
+ *    float32x4 chains, pairwise-add trees as the Q4_0 matvec); prefill runs
+ *    it per token over groups of 8 rows that stay in L1.
+ *  - K-quants x Q8_K: a super-block unpacked once into 16 vectors of 16
+ *    bytes (element order) and 16 sub-block scales, then per token 16 sdot
+ *    and a multiply-accumulate by the scale; prefill tiles of one row x 4
+ *    tokens.
+ */
+#include <arm_neon.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/k_rows.h"
+#include "kernels/more_types.h"
+#include "kernels/arm64/neon_quants.h"
+
+static inline float h2f(uint16_t h)
+{
+	__fp16 f;
+
+	memcpy(&f, &h, sizeof(f));
+	return (float)f;
+}
+
+/* bytes b of @bits (a 16-bit half of the Q5 word) as 0 or @val */
+static inline uint8x16_t bits16_to_bytes(uint32_t bits, uint8_t val)
+{
+	static const uint8_t bit[16] = { 1, 2, 4, 8, 16, 32, 64, 128,
+					 1, 2, 4, 8, 16, 32, 64, 128 };
+	uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)bits),
+				   vdup_n_u8((uint8_t)(bits >> 8)));
+
+	return vandq_u8(vtstq_u8(v, vld1q_u8(bit)), vdupq_n_u8(val));
+}
+
+/* ---- 32-element blocks x Q8_0 ---- */
+
+static inline bool affine(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
+}
+
+/* Block i as two halves of 16 signed bytes (elements 0-15, 16-31), its
+ * scale and min. */
+static inline __attribute__((always_inline)) void
+wblock(enum edgeq_type t, const void *row, int64_t i, int8x16_t *x0,
+       int8x16_t *x1, float *d, float *m)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	const uint8_t *qs;
+	uint8x16_t lo, hi;
+
+	switch (t) {
+	case EDGEQ_TYPE_Q4_1: {
+		const struct edgeq_block_q4_1 *b =
+			(const struct edgeq_block_q4_1 *)row + i;
+
+		*d = h2f(b->d);
+		*m = h2f(b->m);
+		qs = b->qs;
+		break;
+	}
+	case EDGEQ_TYPE_Q5_0:
+	case EDGEQ_TYPE_Q5_1: {
+		const uint8_t *qhb;
+		uint32_t qh;
+
+		if (t == EDGEQ_TYPE_Q5_0) {
+			const struct edgeq_block_q5_0 *b =
+				(const struct edgeq_block_q5_0 *)row + i;
+
+			*d = h2f(b->d);
+			*m = 0;
+			qs = b->qs;
+			qhb = b->qh;
+		} else {
+			const struct edgeq_block_q5_1 *b =
+				(const struct edgeq_block_q5_1 *)row + i;
+
+			*d = h2f(b->d);
+			*m = h2f(b->m);
+			qs = b->qs;
+			qhb = b->qh;
+		}
+		qh = edgeq_q5_qh(qhb);
+		lo = vorrq_u8(vandq_u8(vld1q_u8(qs), m4),
+			      bits16_to_bytes(qh, 16));
+		hi = vorrq_u8(vshrq_n_u8(vld1q_u8(qs), 4),
+			      bits16_to_bytes(qh >> 16, 16));
+		if (t == EDGEQ_TYPE_Q5_0) {
+			lo = vsubq_u8(lo, vdupq_n_u8(16));
+			hi = vsubq_u8(hi, vdupq_n_u8(16));
+		}
+		*x0 = vreinterpretq_s8_u8(lo);
+		*x1 = vreinterpretq_s8_u8(hi);
+		return;
+	}
+	default: {
+		const struct edgeq_block_iq4_nl *b =
+			(const struct edgeq_block_iq4_nl *)row + i;
+		int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
+		uint8x16_t v = vld1q_u8(b->qs);
+
+		*d = h2f(b->d);
+		*m = 0;
+		*x0 = vqtbl1q_s8(tab, vandq_u8(v, m4));
+		*x1 = vqtbl1q_s8(tab, vshrq_n_u8(v, 4));
+		return;
+	}
+	}
+	*x0 = vreinterpretq_s8_u8(vandq_u8(vld1q_u8(qs), m4));
+	*x1 = vreinterpretq_s8_u8(vshrq_n_u8(vld1q_u8(qs), 4));
+}
+
+static inline int32x4_t block_dot(int8x16_t x0, int8x16_t x1, const int8_t *y)
+{
+	return vdotq_s32(vdotq_s32(vdupq_n_s32(0), x0, vld1q_s8(y)), x1,
+			 vld1q_s8(y + 16));
+}
+
+static inline int32_t act_sum(const int8_t *y)
+{
+	return vaddlvq_s8(vld1q_s8(y)) + vaddlvq_s8(vld1q_s8(y + 16));
+}
+
+static inline __attribute__((always_inline)) float
+dot32(enum edgeq_type t, int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q8_0 *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / 32; i++) {
+		int8x16_t x0, x1;
+		float d, m, da = h2f(y[i].d);
+
+		wblock(t, w, i, &x0, &x1, &d, &m);
+		acc = fmaf(d * da,
+			   (float)vaddvq_s32(block_dot(x0, x1, y[i].qs)), acc);
+		if (affine(t))
+			acc = fmaf(m * da, (float)act_sum(y[i].qs), acc);
+	}
+	return acc;
+}
+
+float edgeq_neon_dot_q4_1(int64_t n, const void *w, const void *a)
+{
+	return dot32(EDGEQ_TYPE_Q4_1, n, w, a);
+}
+
+float edgeq_neon_dot_q5_0(int64_t n, const void *w, const void *a)
+{
+	return dot32(EDGEQ_TYPE_Q5_0, n, w, a);
+}
+
+float edgeq_neon_dot_q5_1(int64_t n, const void *w, const void *a)
+{
+	return dot32(EDGEQ_TYPE_Q5_1, n, w, a);
+}
+
+float edgeq_neon_dot_iq4_nl(int64_t n, const void *w, const void *a)
+{
+	return dot32(EDGEQ_TYPE_IQ4_NL, n, w, a);
+}
+
+static inline int32x4_t hsum_4x4(const int32x4_t p[4])
+{
+	return vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
+}
+
+static inline __attribute__((always_inline)) void
+rows8_32(enum edgeq_type t, int64_t nb, const char *w, size_t rs, const void *a,
+	 float *y)
+{
+	const struct edgeq_block_q8_0 *ya = a;
+	float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+
+	for (int64_t i = 0; i < nb; i++) {
+		float32x4_t da = vdupq_n_f32(h2f(ya[i].d));
+		int32x4_t p[8];
+		float d[8], m[8];
+
+		for (int r = 0; r < 8; r++) {
+			int8x16_t x0, x1;
+
+			wblock(t, w + r * rs, i, &x0, &x1, &d[r], &m[r]);
+			p[r] = block_dot(x0, x1, ya[i].qs);
+		}
+		acc0 = vfmaq_f32(acc0, vmulq_f32(vld1q_f32(d), da),
+				 vcvtq_f32_s32(hsum_4x4(p)));
+		acc1 = vfmaq_f32(acc1, vmulq_f32(vld1q_f32(d + 4), da),
+				 vcvtq_f32_s32(hsum_4x4(p + 4)));
+		if (affine(t)) {
+			float32x4_t s = vdupq_n_f32((float)act_sum(ya[i].qs));
+
+			acc0 = vfmaq_f32(acc0, vmulq_f32(vld1q_f32(m), da), s);
+			acc1 = vfmaq_f32(acc1, vmulq_f32(vld1q_f32(m + 4), da),
+					 s);
+		}
+	}
+	vst1q_f32(y, acc0);
+	vst1q_f32(y + 4, acc1);
+}
+
+static inline __attribute__((always_inline)) void
+matmul32(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
+	 int64_t row1, const char *a, size_t as, int64_t nb, float *y,
+	 int64_t ldy)
+{
+	size_t rs = edgeq_row_size(t, n);
+	int64_t r = row0;
+
+	for (; r + 8 <= row1; r += 8)
+		for (int64_t b = 0; b < nb; b++)
+			rows8_32(t, n / 32, (const char *)w + r * rs, rs,
+				 a + b * as, y + b * ldy + r);
+	for (; r < row1; r++)
+		for (int64_t b = 0; b < nb; b++)
+			y[b * ldy + r] = dot32(t, n, (const char *)w + r * rs,
+					       a + b * as);
+}
+
+/* ---- K-quants x Q8_K ---- */
+
+/* A super-block unpacked: q[k] the signed weights of elements
+ * 16k..16k+15, sc[k] their sub-block's scale (32-element sub-blocks: two
+ * equal entries), and the min term's inputs. */
+struct kunp {
+	int8x16_t q[16];
+	int32_t sc[16];
+	int16_t mins[16]; /* Q2_K: per 16; Q5_K: per 32 in 0..7 */
+	float d, dmin;
+};
+
+static inline __attribute__((always_inline)) void
+unpack_q5_K(const struct edgeq_block_q5_K *b, struct kunp *u)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1);
+	uint8x16_t qh[2] = { vld1q_u8(b->qh), vld1q_u8(b->qh + 16) };
+	uint8_t sc[8], mn[8];
+
+	edgeq_q4_K_unpack_scales(b->scales, sc, mn);
+	_Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+	{
+		_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+		{
+			uint8x16_t v = vld1q_u8(b->qs + 32 * (j / 2) + 16 * h);
+			uint8x16_t q = (j & 1) ? vshrq_n_u8(v, 4) :
+						 vandq_u8(v, m4);
+			uint8x16_t hb = vandq_u8(
+				vshlq_u8(qh[h], vdupq_n_s8((int8_t)-j)), one);
+
+			u->q[2 * j + h] = vreinterpretq_s8_u8(
+				vorrq_u8(q, vshlq_n_u8(hb, 4)));
+			u->sc[2 * j + h] = sc[j];
+		}
+		u->mins[j] = mn[j];
+	}
+	u->d = h2f(b->d);
+	u->dmin = h2f(b->dmin);
+}
+
+static inline __attribute__((always_inline)) void
+unpack_q2_K(const struct edgeq_block_q2_K *b, struct kunp *u)
+{
+	const uint8x16_t m3 = vdupq_n_u8(3);
+
+	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++)
+	{
+		uint8x16_t v = vld1q_u8(b->qs + 32 * (g / 8) + 16 * (g & 1));
+
+		u->q[g] = vreinterpretq_s8_u8(vandq_u8(
+			vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * ((g / 2) & 3)))),
+			m3));
+		u->sc[g] = b->scales[g] & 0xf;
+		u->mins[g] = b->scales[g] >> 4;
+	}
+	u->d = h2f(b->d);
+	u->dmin = h2f(b->dmin);
+}
+
+static inline __attribute__((always_inline)) void
+unpack_q3_K(const struct edgeq_block_q3_K *b, struct kunp *u)
+{
+	const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
+	int8_t sc[16];
+
+	edgeq_q3_K_scales(b->scales, sc);
+	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++)
+	{
+		int nn = g / 8, j = (g / 2) & 3, h = g & 1;
+		uint8x16_t v = vld1q_u8(b->qs + 32 * nn + 16 * h);
+		uint8x16_t hm = vld1q_u8(b->hmask + 16 * h);
+		uint8x16_t lo =
+			vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * j))), m3);
+		uint8x16_t hb = vandq_u8(
+			vshlq_u8(hm, vdupq_n_s8((int8_t) - (4 * nn + j))), one);
+
+		/* q - 4 where the mask bit is clear */
+		u->q[g] = vsubq_s8(
+			vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hb, 2))),
+			vdupq_n_s8(4));
+		u->sc[g] = sc[g];
+	}
+	u->d = h2f(b->d);
+}
+
+static inline __attribute__((always_inline)) void
+unpack_iq4_xs(const struct edgeq_block_iq4_xs *b, struct kunp *u)
+{
+	int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	int8_t ls[8];
+
+	edgeq_iq4_xs_scales(b, ls);
+	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+	{
+		uint8x16_t v = vld1q_u8(b->qs + 16 * k);
+
+		u->q[2 * k] = vqtbl1q_s8(tab, vandq_u8(v, m4));
+		u->q[2 * k + 1] = vqtbl1q_s8(tab, vshrq_n_u8(v, 4));
+		u->sc[2 * k] = u->sc[2 * k + 1] = ls[k];
+	}
+	u->d = h2f(b->d);
+}
+
+static inline __attribute__((always_inline)) void
+unpack_k(enum edgeq_type t, const void *row, int64_t i, struct kunp *u)
+{
+	if (t == EDGEQ_TYPE_Q5_K)
+		unpack_q5_K((const struct edgeq_block_q5_K *)row + i, u);
+	else if (t == EDGEQ_TYPE_Q2_K)
+		unpack_q2_K((const struct edgeq_block_q2_K *)row + i, u);
+	else if (t == EDGEQ_TYPE_Q3_K)
+		unpack_q3_K((const struct edgeq_block_q3_K *)row + i, u);
+	else
+		unpack_iq4_xs((const struct edgeq_block_iq4_xs *)row + i, u);
+}
+
+static inline __attribute__((always_inline)) float
+kstep(enum edgeq_type t, const struct kunp *u, const struct edgeq_block_q8_K *y,
+      float acc)
+{
+	int32x4_t s = vdupq_n_s32(0);
+	int32_t summs = 0;
+
+	_Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) s = vmlaq_n_s32(
+		s, vdotq_s32(vdupq_n_s32(0), u->q[k], vld1q_s8(y->qs + 16 * k)),
+		u->sc[k]);
+	if (t == EDGEQ_TYPE_Q5_K) {
+		int16x8_t bs = vpaddq_s16(vld1q_s16(y->bsums),
+					  vld1q_s16(y->bsums + 8));
+		int16x8_t mn = vld1q_s16(u->mins);
+		int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(mn));
+
+		ms = vmlal_s16(ms, vget_high_s16(bs), vget_high_s16(mn));
+		summs = vaddvq_s32(ms);
+	} else if (t == EDGEQ_TYPE_Q2_K) {
+		int16x8_t b0 = vld1q_s16(y->bsums),
+			  b1 = vld1q_s16(y->bsums + 8);
+		int16x8_t m0 = vld1q_s16(u->mins), m1 = vld1q_s16(u->mins + 8);
+		int32x4_t ms = vmull_s16(vget_low_s16(b0), vget_low_s16(m0));
+
+		ms = vmlal_s16(ms, vget_high_s16(b0), vget_high_s16(m0));
+		ms = vmlal_s16(ms, vget_low_s16(b1), vget_low_s16(m1));
+		ms = vmlal_s16(ms, vget_high_s16(b1), vget_high_s16(m1));
+		summs = vaddvq_s32(ms);
+	}
+	acc = fmaf(u->d * y->d, (float)vaddvq_s32(s), acc);
+	if (t == EDGEQ_TYPE_Q5_K || t == EDGEQ_TYPE_Q2_K)
+		acc = fmaf(-(u->dmin * y->d), (float)summs, acc);
+	return acc;
+}
+
+static inline __attribute__((always_inline)) float
+dotk(enum edgeq_type t, int64_t n, const void *w, const void *a)
+{
+	const struct edgeq_block_q8_K *y = a;
+	float acc = 0;
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		struct kunp u;
+
+		unpack_k(t, w, i, &u);
+		acc = kstep(t, &u, &y[i], acc);
+	}
+	return acc;
+}
+
+float edgeq_neon_dot_q2_K(int64_t n, const void *w, const void *a)
+{
+	return dotk(EDGEQ_TYPE_Q2_K, n, w, a);
+}
+
+float edgeq_neon_dot_q3_K(int64_t n, const void *w, const void *a)
+{
+	return dotk(EDGEQ_TYPE_Q3_K, n, w, a);
+}
+
+float edgeq_neon_dot_q5_K(int64_t n, const void *w, const void *a)
+{
+	return dotk(EDGEQ_TYPE_Q5_K, n, w, a);
+}
+
+float edgeq_neon_dot_iq4_xs(int64_t n, const void *w, const void *a)
+{
+	return dotk(EDGEQ_TYPE_IQ4_XS, n, w, a);
+}
+
+#define KTK EDGEQ_K_TK
+static inline __attribute__((always_inline)) void
+tilek(enum edgeq_type t, int64_t n, const void *w, const char *a, size_t as,
+      float *y, int64_t ldy)
+{
+	float acc[KTK] = { 0 };
+
+	for (int64_t i = 0; i < n / EDGEQ_QK_K; i++) {
+		struct kunp u;
+
+		unpack_k(t, w, i, &u);
+		for (int k = 0; k < KTK; k++)
+			acc[k] = kstep(
+				t, &u,
+				(const struct edgeq_block_q8_K *)(a + k * as) +
+					i,
+				acc[k]);
+	}
+	for (int k = 0; k < KTK; k++)
+		y[k * ldy] = acc[k];
+}
+
+static inline __attribute__((always_inline)) void
+matmulk(enum edgeq_type t, const void *w, int64_t n, int64_t row0, int64_t row1,
+	const char *a, size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	edgeq_matmul_k_rows(t, w, n, row0, row1, a, as, nb, y, ldy, tilek,
+			    dotk);
+}
+
+/* Decode is the prefill driver with one token: 8-row groups for the
+ * 32-element types, row by row for the K-quants. */
+bool edgeq_neon_matvec_more(enum edgeq_type type, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a, float *y)
+{
+	return edgeq_neon_matmul_more(type, w, n, row0, row1, a, 0, 1, y, 0);
+}
+
+bool edgeq_neon_matmul_more(enum edgeq_type type, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a,
+			    size_t as, int64_t nb, float *y, int64_t ldy)
+{
+#define MM32(T)                                                   \
+	case T:                                                   \
+		matmul32(T, w, n, row0, row1, a, as, nb, y, ldy); \
+		return true;
+#define MMK(T)                                                   \
+	case T:                                                  \
+		matmulk(T, w, n, row0, row1, a, as, nb, y, ldy); \
+		return true;
+	switch (type) {
+		EDGEQ_FOR_MORE_TYPES(MM32, MMK)
+	default:
+		return false;
+	}
+#undef MM32
+#undef MMK
+}
