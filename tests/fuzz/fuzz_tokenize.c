@@ -136,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!spm.n) {
 		static const char *const pre[4] = { "llama-bpe", "qwen2",
-						    "smollm", "gpt2" };
+						    "smollm", "gpt-2" };
 
 		build_spm();
 		for (k = 0; k < 4; k++)

@@ -327,7 +327,7 @@ static void test_bpe_gpt2_spaces(void **state)
 	struct edgeq_vocab v;
 	struct gb g;
 
-	bpe_vocab(&v, &g, "gpt2");
+	bpe_vocab(&v, &g, "gpt-2");
 	bpe_expect(&v, "  x", false, a, 3);
 	vocab_free(&v);
 	gb_free(&g);

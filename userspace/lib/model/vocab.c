@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/pretok.h"
 #include "model/tokenize.h"
 #include "model/vocab.h"
 
@@ -231,12 +232,13 @@ static const char *const eog_names[] = {
 	"</s>",
 };
 
-int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
-	       struct edgeq_error *err)
+static int vocab_read(struct edgeq_vocab *v, const struct edgeq_gguf *g,
+		      struct edgeq_error *err)
 {
 	const struct edgeq_gguf_kv *tk, *sk = NULL, *tt = NULL;
 	struct edgeq_gguf_str model, pre, *strs = NULL;
 	uint32_t i, cap = 2;
+	unsigned int pre_flags = 0;
 	int ret;
 
 	memset(v, 0, sizeof(*v));
@@ -261,6 +263,18 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 			"tokenizer: tokenizer.ggml.model '%.*s' at offset %llu is not supported (llama, gpt2)",
 			(int)(model.len > 32 ? 32 : model.len), model.ptr,
 			(unsigned long long)mk->val_off);
+	}
+	if (v->kind == VOCAB_BPE) {
+		/* The split rules first: an unknown name is refused by name. */
+		ret = edgeq_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err);
+		if (ret && ret != -ENOENT)
+			return ret;
+		ret = pretok_new(ret ? NULL : pre.ptr, ret ? 0 : pre.len,
+				 &v->pre, err);
+		if (ret)
+			return ret;
+		pre_flags = pretok_flags(v->pre);
+		v->ignore_merges = pre_flags & PRETOK_IGNORE_MERGES;
 	}
 	ret = edgeq_gguf_get_arr(g, "tokenizer.ggml.tokens", EDGEQ_GGUF_STRING,
 				 &tk, err);
@@ -360,7 +374,7 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 		v->add_bos = true;
 		v->add_space_prefix = true;
 	} else {
-		v->add_bos = false;
+		v->add_bos = pre_flags & PRETOK_ADD_BOS;
 	}
 	if ((ret = opt_id(g, "tokenizer.ggml.bos_token_id", v->n, &v->bos,
 			  err)) ||
@@ -392,20 +406,6 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 			v->byte_tok[i] = vocab_find(v, b, 6);
 		}
 	} else {
-		v->pre = PRE_GPT2;
-		if (!edgeq_gguf_get_str(g, "tokenizer.ggml.pre", &pre, NULL)) {
-			if (edgeq_gguf_str_eq(pre, "llama-bpe") ||
-			    edgeq_gguf_str_eq(pre, "llama3") ||
-			    edgeq_gguf_str_eq(pre, "llama-v3")) {
-				v->pre = PRE_LLAMA3;
-				v->ignore_merges = true;
-			} else if (edgeq_gguf_str_eq(pre, "qwen2") ||
-				   edgeq_gguf_str_eq(pre, "deepseek-r1-qwen")) {
-				v->pre = PRE_QWEN2;
-			} else if (edgeq_gguf_str_eq(pre, "smollm")) {
-				v->pre = PRE_SMOLLM;
-			}
-		}
 		for (i = 0; i < 256; i++) {
 			char b[4];
 			size_t n = utf8_put(bpe_byte_to_cp((uint8_t)i), b);
@@ -443,6 +443,16 @@ fail:
 	return ret;
 }
 
+int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
+	       struct edgeq_error *err)
+{
+	int ret = vocab_read(v, g, err);
+
+	if (ret)
+		vocab_free(v); /* what an early return left */
+	return ret;
+}
+
 void vocab_free(struct edgeq_vocab *v)
 {
 	uint32_t i;
@@ -459,6 +469,7 @@ void vocab_free(struct edgeq_vocab *v)
 	free(v->merge_key);
 	free(v->merge_rank);
 	free(v->merge_res);
+	pretok_free(v->pre);
 	memset(v, 0, sizeof(*v));
 }
 
