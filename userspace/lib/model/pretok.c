@@ -219,7 +219,7 @@ static bool has_name(const char *names, const char *name, size_t len)
 	return false;
 }
 
-const char *pretok_known(size_t i, bool *implemented)
+const char *pretok_known(size_t i, bool *implemented, size_t *rules)
 {
 	static __thread char buf[64];
 	size_t d;
@@ -233,6 +233,7 @@ const char *pretok_known(size_t i, bool *implemented)
 			if (!i--) {
 				snprintf(buf, sizeof(buf), "%.*s", (int)l, p);
 				*implemented = !defs[d].missing;
+				*rules = d;
 				return buf;
 			}
 			p += l;

@@ -46,7 +46,10 @@ int pretok_split(const struct pretok *p, const uint32_t *cps,
 		 const uint8_t *fl, size_t n, struct pretok_piece **out,
 		 size_t *n_out);
 
-/* Every name llama.cpp knows, NULL-terminated, and whether it is implemented. */
-const char *pretok_known(size_t i, bool *implemented);
+/*
+ * Name @i of those llama.cpp knows (NULL past the last), whether it is
+ * implemented, and which set of split rules it names (aliases share one).
+ */
+const char *pretok_known(size_t i, bool *implemented, size_t *rules);
 
 #endif /* EDGEQ_MODEL_PRETOK_H */
