@@ -99,9 +99,14 @@ static void test_splits(void **state)
 	expect("seed-coder", "a!!\n\nb", "a|!!|\n\n|b");
 	expect("bailingmoe", "x\n\n\ny", "x|\n\n\n|y");
 	/* a non-ASCII space is White_Space: \s, not a letter */
-	expect("qwen2", "a\xe3\x80\x80" "b", "a|\xe3\x80\x80" "b");
+	expect("qwen2",
+	       "a\xe3\x80\x80"
+	       "b",
+	       "a|\xe3\x80\x80"
+	       "b");
 	/* collapsed text: a Latin-1 letter is \p{L} */
-	expect("deepseek-coder", "\xc3\xa9t\xc3\xa9 1", "\xc3\xa9t\xc3\xa9| |1");
+	expect("deepseek-coder", "\xc3\xa9t\xc3\xa9 1",
+	       "\xc3\xa9t\xc3\xa9| |1");
 }
 
 static void test_refusals(void **state)
@@ -168,8 +173,20 @@ static void test_every_name(void **state)
 static void test_long_inputs(void **state)
 {
 	static const char *const pieces[] = {
-		" ",  "a", "A", "1", "!", "\n", "\xe4\xb8\x80", "\xc3\xa9",
-		"'", "\xe3\x80\x80", "\xcc\x81", "\t", "$", "\xef\xbf\xbd",
+		" ",
+		"a",
+		"A",
+		"1",
+		"!",
+		"\n",
+		"\xe4\xb8\x80",
+		"\xc3\xa9",
+		"'",
+		"\xe3\x80\x80",
+		"\xcc\x81",
+		"\t",
+		"$",
+		"\xef\xbf\xbd",
 	};
 	size_t np = sizeof(pieces) / sizeof(pieces[0]);
 	size_t n = 1 << 17, i, k, l, len = 0, rules, prev = SIZE_MAX;
@@ -230,15 +247,20 @@ static void test_long_inputs(void **state)
 static void test_regex_refusals(void **state)
 {
 	static const char *const bad[] = {
-		"(?=(\\d{3})+)", /* look-ahead of more than one character */
-		"a+?",		 /* lazy */
-		"a++",		 /* possessive */
+		"(?=(\\d{3})+)",  /* look-ahead of more than one character */
+		"a+?",		  /* lazy */
+		"a++",		  /* possessive */
 		"\\p{L}\xc3\xa9", /* non-ASCII literal with a category */
-		"\\p{Han}",	 /* unknown category */
-		"(?<=a)b",	 /* look-behind */
-		"[a-",		 /* unterminated */
-		"a{2000}",	 /* too many */
-		"(a",		 "a)", "*a", "\\w", "[z-a]", "a{3,2}",
+		"\\p{Han}",	  /* unknown category */
+		"(?<=a)b",	  /* look-behind */
+		"[a-",		  /* unterminated */
+		"a{2000}",	  /* too many */
+		"(a",
+		"a)",
+		"*a",
+		"\\w",
+		"[z-a]",
+		"a{3,2}",
 	};
 	struct edgeq_error err = { 0 };
 	struct re_prog *p;
@@ -268,13 +290,13 @@ static void test_unicode_table(void **state)
 	assert_int_equal(ucd_flags(0x301), UCD_M);
 	assert_int_equal(ucd_flags(0x20ac), UCD_S);
 	assert_int_equal(ucd_flags(0x3000), UCD_Z | UCD_WS);
-	assert_int_equal(ucd_flags(0x4e00), UCD_L);  /* in a First/Last range */
+	assert_int_equal(ucd_flags(0x4e00), UCD_L); /* in a First/Last range */
 	assert_int_equal(ucd_flags(0x9fff), UCD_L);
 	assert_int_equal(ucd_flags(0xac00), UCD_L);
 	assert_int_equal(ucd_flags(0x0663), UCD_N);
-	assert_int_equal(ucd_flags(0x2160), UCD_N);  /* Nl */
-	assert_int_equal(ucd_flags(0xe000), UCD_C);  /* private use */
-	assert_int_equal(ucd_flags(0x0378), UCD_C);  /* unassigned */
+	assert_int_equal(ucd_flags(0x2160), UCD_N); /* Nl */
+	assert_int_equal(ucd_flags(0xe000), UCD_C); /* private use */
+	assert_int_equal(ucd_flags(0x0378), UCD_C); /* unassigned */
 	assert_int_equal(ucd_flags(0x10ffff), UCD_C);
 	assert_int_equal(ucd_flags(0x110000), 0);
 	assert_int_equal(ucd_flags(0x1f600), UCD_S);

@@ -61,8 +61,11 @@ static bool valid_utf8(const char *s, size_t n)
 	while (i < n) {
 		unsigned char c = (unsigned char)s[i];
 
-		l = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 :
-			       (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		l = c < 0x80	       ? 1 :
+		    (c & 0xe0) == 0xc0 ? 2 :
+		    (c & 0xf0) == 0xe0 ? 3 :
+		    (c & 0xf8) == 0xf0 ? 4 :
+					 0;
 		if (!l || i + l > n)
 			return false;
 		for (k = 1; k < l; k++)
@@ -149,8 +152,9 @@ static void run_file(const char *name)
 			if (dl - skip_sp != strlen(text) ||
 			    memcmp(dec + skip_sp, text, dl - skip_sp)) {
 				bad++;
-				print_message("%s input %zu '%s': decodes to '%.*s'\n",
-					      name, k, text, (int)dl, dec);
+				print_message(
+					"%s input %zu '%s': decodes to '%.*s'\n",
+					name, k, text, (int)dl, dec);
 			}
 		}
 		text = end + strlen(SEP);
@@ -167,9 +171,9 @@ static void run_file(const char *name)
 	assert_true(k > 0);
 }
 
-#define SUITE_CASE(fn, file)                 \
-	static void fn(void **state)         \
-	{                                    \
+#define SUITE_CASE(fn, file)                          \
+	static void fn(void **state)                  \
+	{                                             \
 		run_file("ggml-vocab-" file ".gguf"); \
 	}
 

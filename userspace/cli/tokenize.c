@@ -109,14 +109,17 @@ static int cmd_tokenize(int argc, char **argv)
 				 "--ids and --pieces exclude each other");
 	if (opt_stdin) {
 		if (arg < argc)
-			return cli_error(EXIT_USAGE, "tokenize",
-					 "a TEXT argument and --stdin exclude each other");
+			return cli_error(
+				EXIT_USAGE, "tokenize",
+				"a TEXT argument and --stdin exclude each other");
 		ret = read_stdin(&owned);
 		if (ret)
-			return cli_error(
-				ret == -EILSEQ ? EXIT_BADINPUT : cli_exit_for(ret),
-				"tokenize", "reading standard input: %s",
-				ret == -EILSEQ ? "it holds a NUL byte" :
+			return cli_error(ret == -EILSEQ ? EXIT_BADINPUT :
+							  cli_exit_for(ret),
+					 "tokenize",
+					 "reading standard input: %s",
+					 ret == -EILSEQ ?
+						 "it holds a NUL byte" :
 						 strerror(-ret));
 		text = owned;
 	} else {
@@ -124,9 +127,10 @@ static int cmd_tokenize(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "tokenize",
 					 "no TEXT given (or --stdin)");
 		if (arg + 1 < argc)
-			return cli_error(EXIT_USAGE, "tokenize",
-					 "unexpected argument '%s' (quote the text)",
-					 argv[arg + 1]);
+			return cli_error(
+				EXIT_USAGE, "tokenize",
+				"unexpected argument '%s' (quote the text)",
+				argv[arg + 1]);
 		text = argv[arg];
 	}
 
@@ -151,10 +155,9 @@ static int cmd_tokenize(int argc, char **argv)
 			st = cli_error(EXIT_NORES, "tokenize", "out of memory");
 			goto out;
 		}
-		ret = edgeq_tokenize(m, text,
-				     !opt_no_bos && edgeq_model_info(m)->add_bos,
-				     opt_parse_special,
-				     ids, cap, &n);
+		ret = edgeq_tokenize(
+			m, text, !opt_no_bos && edgeq_model_info(m)->add_bos,
+			opt_parse_special, ids, cap, &n);
 		if (ret != -ENOSPC)
 			break;
 		free(ids);

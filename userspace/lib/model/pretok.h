@@ -42,9 +42,8 @@ struct pretok_piece {
  * Split @n code points @cps (with their ucd_flags() @fl) into pieces, in
  * order, covering the text. *@out (malloc'ed, caller frees) and *@n_out.
  */
-int pretok_split(const struct pretok *p, const uint32_t *cps,
-		 const uint8_t *fl, size_t n, struct pretok_piece **out,
-		 size_t *n_out);
+int pretok_split(const struct pretok *p, const uint32_t *cps, const uint8_t *fl,
+		 size_t n, struct pretok_piece **out, size_t *n_out);
 
 /*
  * Name @i of those llama.cpp knows (NULL past the last), whether it is

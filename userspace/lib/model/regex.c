@@ -49,9 +49,9 @@ enum re_node_type { N_CLASS, N_AHEAD, N_NAHEAD, N_EOL, N_CAT, N_ALT, N_REP };
 
 struct re_node {
 	uint8_t type;
-	uint32_t k;	     /* class */
-	int child, next;     /* first child (CAT, ALT, REP), next sibling */
-	uint16_t min, max;   /* REP */
+	uint32_t k;	   /* class */
+	int child, next;   /* first child (CAT, ALT, REP), next sibling */
+	uint16_t min, max; /* REP */
 };
 
 struct re_prog {
@@ -159,16 +159,11 @@ static int add_category(struct re_parser *ps, struct re_class *c)
 		const char *name, *ascii;
 		uint32_t key;
 	} cats[] = {
-		{ "N", "09", KEY_N },
-		{ "L", "AZaz", KEY_L },
-		{ "Lu", "AZaz", KEY_L },
-		{ "Ll", "AZaz", KEY_L },
-		{ "Lt", "AZaz", KEY_L },
-		{ "Lm", "AZaz", KEY_L },
-		{ "Lo", "AZaz", KEY_L },
-		{ "P", "!#%*,/:;?@[]__{{}}", KEY_P },
-		{ "M", "", KEY_M },
-		{ "S", "$$++<>^^``||", KEY_S },
+		{ "N", "09", KEY_N },	 { "L", "AZaz", KEY_L },
+		{ "Lu", "AZaz", KEY_L }, { "Ll", "AZaz", KEY_L },
+		{ "Lt", "AZaz", KEY_L }, { "Lm", "AZaz", KEY_L },
+		{ "Lo", "AZaz", KEY_L }, { "P", "!#%*,/:;?@[]__{{}}", KEY_P },
+		{ "M", "", KEY_M },	 { "S", "$$++<>^^``||", KEY_S },
 	};
 	const char *close;
 	size_t i, len;
@@ -206,11 +201,21 @@ static int literal(struct re_parser *ps, uint32_t *cp)
 		e = ps->p[1];
 		ps->p += 2;
 		switch (e) {
-		case 'r': *cp = '\r'; return 0;
-		case 'n': *cp = '\n'; return 0;
-		case 't': *cp = '\t'; return 0;
-		case 'v': *cp = '\v'; return 0;
-		case 'f': *cp = '\f'; return 0;
+		case 'r':
+			*cp = '\r';
+			return 0;
+		case 'n':
+			*cp = '\n';
+			return 0;
+		case 't':
+			*cp = '\t';
+			return 0;
+		case 'v':
+			*cp = '\v';
+			return 0;
+		case 'f':
+			*cp = '\f';
+			return 0;
 		}
 		if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') ||
 		    (e >= '0' && e <= '9')) {
@@ -353,7 +358,9 @@ static int parse_atom(struct re_parser *ps)
 			if (k < 0)
 				return k;
 			if (ps->p >= ps->end || *ps->p != ')')
-				return perr(ps, "look-ahead of more than one character");
+				return perr(
+					ps,
+					"look-ahead of more than one character");
 			ps->p++;
 			n = new_node(ps, neg ? N_NAHEAD : N_AHEAD);
 			if (n >= 0)
@@ -425,9 +432,18 @@ static int parse_repeat(struct re_parser *ps)
 		return a;
 	while (ps->p < ps->end) {
 		switch (*ps->p) {
-		case '?': min = 0, max = 1; ps->p++; break;
-		case '*': min = 0, max = RE_INF; ps->p++; break;
-		case '+': min = 1, max = RE_INF; ps->p++; break;
+		case '?':
+			min = 0, max = 1;
+			ps->p++;
+			break;
+		case '*':
+			min = 0, max = RE_INF;
+			ps->p++;
+			break;
+		case '+':
+			min = 1, max = RE_INF;
+			ps->p++;
+			break;
 		case '{':
 			ps->p++;
 			if ((ret = parse_count(ps, &min)))
@@ -526,7 +542,9 @@ static int gen(struct re_parser *ps, int n)
 	case N_AHEAD:
 	case N_NAHEAD:
 		return emit(ps, nd->type == N_AHEAD ? OP_AHEAD : OP_NAHEAD,
-			    nd->k, 0, 0) < 0 ? -EINVAL : 0;
+			    nd->k, 0, 0) < 0 ?
+			       -EINVAL :
+			       0;
 	case N_EOL:
 		return emit(ps, OP_EOL, 0, 0, 0) < 0 ? -EINVAL : 0;
 	case N_CAT:
@@ -688,8 +706,8 @@ static uint32_t collapse_key(uint32_t cp, uint8_t f)
 	return KEY_OTHER;
 }
 
-void re_keys(const struct re_prog *p, const uint32_t *cps,
-	     const uint8_t *flags, size_t n, uint32_t *keys)
+void re_keys(const struct re_prog *p, const uint32_t *cps, const uint8_t *flags,
+	     size_t n, uint32_t *keys)
 {
 	size_t i;
 
@@ -782,12 +800,14 @@ static void add_thread(struct re_run *r, struct re_thread *list, size_t *n,
 			pc = in->y;
 			continue;
 		case OP_AHEAD:
-			if (pos >= r->end || !class_has(r->p, in->k, r->keys[pos]))
+			if (pos >= r->end ||
+			    !class_has(r->p, in->k, r->keys[pos]))
 				return;
 			pc++;
 			continue;
 		case OP_NAHEAD:
-			if (pos < r->end && class_has(r->p, in->k, r->keys[pos]))
+			if (pos < r->end &&
+			    class_has(r->p, in->k, r->keys[pos]))
 				return;
 			pc++;
 			continue;
@@ -813,9 +833,8 @@ static void next_gen(struct re_vm *vm, uint32_t n_code)
 	}
 }
 
-bool re_search(const struct re_prog *p, struct re_vm *vm,
-	       const uint32_t *keys, size_t from, size_t end, size_t *ms,
-	       size_t *me)
+bool re_search(const struct re_prog *p, struct re_vm *vm, const uint32_t *keys,
+	       size_t from, size_t end, size_t *ms, size_t *me)
 {
 	struct re_run r = { p, vm, keys, end };
 	struct re_thread *cl = vm->a, *nl = vm->b, *t;

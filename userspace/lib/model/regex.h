@@ -39,8 +39,8 @@ void re_free(struct re_prog *p);
  * mode wants it (see above). @cps are the code points, @flags their
  * ucd_flags(). @keys receives @n entries.
  */
-void re_keys(const struct re_prog *p, const uint32_t *cps,
-	     const uint8_t *flags, size_t n, uint32_t *keys);
+void re_keys(const struct re_prog *p, const uint32_t *cps, const uint8_t *flags,
+	     size_t n, uint32_t *keys);
 
 /* Scratch for re_search, sized for @p. */
 struct re_vm;
@@ -51,8 +51,7 @@ void re_vm_free(struct re_vm *vm);
  * The leftmost-first non-empty match of @p in keys[@from, @end) (look-aheads
  * and $ see nothing past @end). Returns true and sets [*@ms, *@me).
  */
-bool re_search(const struct re_prog *p, struct re_vm *vm,
-	       const uint32_t *keys, size_t from, size_t end, size_t *ms,
-	       size_t *me);
+bool re_search(const struct re_prog *p, struct re_vm *vm, const uint32_t *keys,
+	       size_t from, size_t end, size_t *ms, size_t *me);
 
 #endif /* EDGEQ_MODEL_REGEX_H */

@@ -10,13 +10,13 @@
 #include <stdint.h>
 
 enum ucd_flag {
-	UCD_L = 0x01, /* letter */
-	UCD_N = 0x02, /* number */
-	UCD_P = 0x04, /* punctuation */
-	UCD_M = 0x08, /* mark */
-	UCD_S = 0x10, /* symbol */
-	UCD_Z = 0x20, /* separator */
-	UCD_C = 0x40, /* other: control, format, unassigned, private use */
+	UCD_L = 0x01,  /* letter */
+	UCD_N = 0x02,  /* number */
+	UCD_P = 0x04,  /* punctuation */
+	UCD_M = 0x08,  /* mark */
+	UCD_S = 0x10,  /* symbol */
+	UCD_Z = 0x20,  /* separator */
+	UCD_C = 0x40,  /* other: control, format, unassigned, private use */
 	UCD_WS = 0x80, /* White_Space */
 };
 
