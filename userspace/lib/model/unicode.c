@@ -6,6 +6,8 @@ uint8_t ucd_flags(uint32_t cp)
 {
 	unsigned int lo = 0, hi = ucd_n_ranges;
 
+	if (cp < 0x80)
+		return ucd_ascii[cp];
 	if (cp >= 0x110000)
 		return 0;
 	/* the last run whose first code point is <= cp */

@@ -27,6 +27,7 @@ uint32_t ucd_tolower(uint32_t cp);
 
 extern const uint32_t ucd_ranges[];
 extern const unsigned int ucd_n_ranges;
+extern const uint8_t ucd_ascii[128];
 extern const uint32_t ucd_lower[][2];
 extern const unsigned int ucd_n_lower;
 

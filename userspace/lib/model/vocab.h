@@ -46,9 +46,11 @@ struct edgeq_vocab {
 	uint64_t *merge_key;
 	uint32_t *merge_rank, *merge_res;
 	uint32_t merge_mask;
-	/* special tokens to match in text, longest first */
+	/* special tokens to match in text, longest first (special.c) */
 	uint32_t *special;
 	uint32_t n_special;
+	uint8_t *strip;		      /* per token: STRIP_LEFT, STRIP_RIGHT */
+	uint32_t *sp_start, *sp_list; /* ranks by their first two bytes */
 	int32_t bos, eos, eot, eom, unk, pad;
 	bool add_bos, add_eos, add_space_prefix, ignore_merges;
 	int32_t eog_ids[8];
