@@ -66,6 +66,7 @@ if [ -f "$VOCAB/ggml-vocab-gpt-2.gguf.inp" ]; then
 	"$EDGEQ" tokenize -m "$spm" --pieces "Hello world" >"$T/p"
 	check "--pieces: one line per token" test "$(wc -l <"$T/p")" -eq 3
 	check "--pieces: id -> 'piece'" grep -qx "  3186 -> ' world'" "$T/p"
+	check "--pieces: a control token shows its text" grep -qx "     1 -> '<s>'" "$T/p"
 	gpt2=$VOCAB/ggml-vocab-gpt-2.gguf
 	out=$("$EDGEQ" tokenize -m "$gpt2" "Hello world")
 	check "gpt-2: no BOS unless the vocabulary asks" test "$out" = "[15496, 995]"

@@ -70,7 +70,6 @@ static void build_spm(void)
 
 static void build_bpe(int k, const char *pre)
 {
-	static char store[256][4];
 	static const char *const merges[] = { "\xc4\xa0 t", "h e",
 					      "\xc4\xa0t he", "i n", "1 2" };
 	const char *toks[256 + 6];
@@ -79,13 +78,7 @@ static void build_bpe(int k, const char *pre)
 	struct edgeq_error err;
 	int i;
 
-	for (i = 0; i < 256; i++) {
-		size_t l = utf8_put(bpe_byte_to_cp((uint8_t)i), store[i]);
-
-		store[i][l] = 0;
-		toks[i] = store[i];
-		types[i] = 1;
-	}
+	gb_bpe_bytes(toks, types);
 	toks[256] = "\xc4\xa0t", toks[257] = "he", toks[258] = "\xc4\xa0the";
 	toks[259] = "in", toks[260] = "12", toks[261] = "<|eot_id|>";
 	for (i = 256; i < 262; i++)

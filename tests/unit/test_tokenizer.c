@@ -202,7 +202,6 @@ static const char *const extra[] = {
 
 static void bpe_vocab(struct edgeq_vocab *v, struct gb *g, const char *pre)
 {
-	static char store[256][4];
 	const char *toks[256 + 9];
 	int32_t types[256 + 9];
 	static const char *const merges[] = { "l o", "lo w", "e r" };
@@ -210,13 +209,7 @@ static void bpe_vocab(struct edgeq_vocab *v, struct gb *g, const char *pre)
 	struct edgeq_error err = { 0 };
 	int i;
 
-	for (i = 0; i < 256; i++) {
-		size_t l = utf8_put(bpe_byte_to_cp((uint8_t)i), store[i]);
-
-		store[i][l] = 0;
-		toks[i] = store[i];
-		types[i] = 1;
-	}
+	gb_bpe_bytes(toks, types);
 	for (i = 0; i < 9; i++) {
 		toks[256 + i] = extra[i];
 		types[256 + i] = i == 8 ? 3 : 1;
@@ -341,7 +334,6 @@ static void test_bpe_gpt2_spaces(void **state)
 static void special_vocab(struct edgeq_vocab *v, struct gb *g, const char *pre,
 			  const char *name)
 {
-	static char store[256][4];
 	static const char *const sp[] = { "ab", "bcd", "<unk>", "<|end|>",
 					  "<mask>" };
 	static const int32_t sp_type[] = { 4, 4, 2, 3, 4 };
@@ -352,13 +344,7 @@ static void special_vocab(struct edgeq_vocab *v, struct gb *g, const char *pre,
 	struct edgeq_error err = { 0 };
 	int i;
 
-	for (i = 0; i < 256; i++) {
-		size_t l = utf8_put(bpe_byte_to_cp((uint8_t)i), store[i]);
-
-		store[i][l] = 0;
-		toks[i] = store[i];
-		types[i] = 1;
-	}
+	gb_bpe_bytes(toks, types);
 	for (i = 0; i < 5; i++) {
 		toks[256 + i] = sp[i];
 		types[256 + i] = sp_type[i];

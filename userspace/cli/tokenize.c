@@ -13,6 +13,7 @@
 #include <edgeq/engine.h>
 
 #include "cli.h"
+#include "model/model.h"
 
 static const char *opt_model;
 static bool opt_ids, opt_pieces, opt_no_bos, opt_parse_special, opt_stdin;
@@ -23,7 +24,7 @@ static const struct cli_option tokenize_opts[] = {
 	{ "ids", 0, CLI_FLAG, &opt_ids, NULL,
 	  "print the ids as a JSON list (the default)" },
 	{ "pieces", 0, CLI_FLAG, &opt_pieces, NULL,
-	  "print one line per token: id -> 'piece' (raw bytes)" },
+	  "print one line per token: id -> 'piece' (raw bytes; a control token's text)" },
 	{ "no-bos", 0, CLI_FLAG, &opt_no_bos, NULL,
 	  "never add BOS (by default it is added when the vocabulary wants it)" },
 	{ "parse-special", 0, CLI_FLAG, &opt_parse_special, NULL,
@@ -77,12 +78,18 @@ static int print_pieces(const struct edgeq_model *m, const int32_t *ids,
 	size_t i;
 
 	for (i = 0; i < n; i++) {
+		const struct edgeq_vocab *v = &m->vocab;
 		int l = edgeq_token_to_piece(m, ids[i], piece, sizeof(piece));
 
 		if (l < 0)
 			return l;
 		printf("%6d -> '", ids[i]);
-		fwrite(piece, 1, (size_t)l, stdout);
+		/* a control token decodes to nothing: show its text, as
+		 * llama-tokenize does */
+		if (v->ttype[ids[i]] == TT_CONTROL)
+			fwrite(v->text[ids[i]], 1, v->len[ids[i]], stdout);
+		else
+			fwrite(piece, 1, (size_t)l, stdout);
 		fputs("'\n", stdout);
 	}
 	return 0;
