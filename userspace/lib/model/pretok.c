@@ -351,6 +351,11 @@ void pretok_free(struct pretok *p)
 	free(p);
 }
 
+const char *pretok_step(const struct pretok *p, unsigned int i)
+{
+	return i < p->n_steps ? p->step[i] : NULL;
+}
+
 unsigned int pretok_flags(const struct pretok *p)
 {
 	return p->def->flags;

@@ -32,6 +32,9 @@ int pretok_new(const char *name, size_t len, struct pretok **out,
 void pretok_free(struct pretok *p);
 unsigned int pretok_flags(const struct pretok *p);
 const char *pretok_name(const struct pretok *p);
+/* Step @i: its pattern, or "@gpt2", "@llama3", "@digits3" for the
+ * hand-written splitters; NULL past the last. */
+const char *pretok_step(const struct pretok *p, unsigned int i);
 
 /* A piece: code points [start, start + len). */
 struct pretok_piece {

@@ -205,7 +205,8 @@ int special_partition(const struct edgeq_vocab *v, const char *text, size_t len,
 	}
 	if (ret)
 		goto out;
-	qsort(c, n, sizeof(*c), cmp_cand);
+	if (n)
+		qsort(c, n, sizeof(*c), cmp_cand);
 	for (k = 0; k < n; k++) {
 		uint32_t id = v->special[c[k].rank];
 		size_t p = c[k].pos, j;
