@@ -8,14 +8,18 @@ set -u
 VOCAB=${EDGEQ_TEST_VOCAB:-$EDGEQ_TOP/../shared/vocab}
 GEN=$EDGEQ_TOP/${O:-build}/tools/gguf-gen
 
-# Small byte-level BPE vocabularies: mkvocab FILE ARCH PRE (PRE "-": no key).
+# Small byte-level BPE vocabularies: mkvocab FILE ARCH PRE [eos] (PRE "-":
+# no key; eos: tokenizer.ggml.add_eos_token with <|eot_id|> as EOS).
 mkvocab() {
 	/usr/bin/python3 - "$@" <<'PY'
 import struct, sys
 path, arch, pre = sys.argv[1:4]
+eos = sys.argv[4:] == ['eos']
 def s(x): x = x.encode(); return struct.pack('<Q', len(x)) + x
 def kv_str(k, v): return s(k) + struct.pack('<I', 8) + s(v)
 def arr_str(k, L): return s(k) + struct.pack('<IIQ', 9, 8, len(L)) + b''.join(s(x) for x in L)
+def kv_u32(k, v): return s(k) + struct.pack('<II', 4, v)
+def kv_bool(k, v): return s(k) + struct.pack('<IB', 7, v)
 def arr_i32(k, L): return s(k) + struct.pack('<IIQ', 9, 5, len(L)) + b''.join(struct.pack('<i', x) for x in L)
 bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
 cs, n = bs[:], 0
@@ -29,6 +33,9 @@ kvs = [kv_str('general.architecture', arch), kv_str('tokenizer.ggml.model', 'gpt
        arr_str('tokenizer.ggml.merges', ['\u0120 t', 'h e', '\u0120t he'])]
 if pre != '-':
     kvs.append(kv_str('tokenizer.ggml.pre', pre))
+if eos:
+    kvs += [kv_u32('tokenizer.ggml.eos_token_id', len(toks) - 1),
+            kv_bool('tokenizer.ggml.add_eos_token', 1)]
 open(path, 'wb').write(b'GGUF' + struct.pack('<IQQ', 3, 0, len(kvs)) + b''.join(kvs))
 PY
 }
@@ -79,6 +86,11 @@ fi
 mkvocab "$T/frob.gguf" frobnicator gpt-2
 out=$("$EDGEQ" tokenize -m "$T/frob.gguf" " the th")
 check "a vocabulary of an architecture without a decoder loads" test "$out" = "[258, 256, 71]"
+mkvocab "$T/eos.gguf" llama gpt-2 eos
+out=$("$EDGEQ" tokenize -m "$T/eos.gguf" " the")
+check "add_eos_token: EOS appended" test "$out" = "[258, 259]"
+out=$("$EDGEQ" tokenize -m "$T/eos.gguf" --no-bos " the")
+check "--no-bos: no EOS either" test "$out" = "[258]"
 mkvocab "$T/nopre.gguf" llama -
 out=$("$EDGEQ" tokenize -m "$T/nopre.gguf" "a!!")
 check "no tokenizer.ggml.pre: llama.cpp's default splits" test "$out" = "[64, 0, 0]"

@@ -26,7 +26,7 @@ static const struct cli_option tokenize_opts[] = {
 	{ "pieces", 0, CLI_FLAG, &opt_pieces, NULL,
 	  "print one line per token: id -> 'piece' (raw bytes; a control token's text)" },
 	{ "no-bos", 0, CLI_FLAG, &opt_no_bos, NULL,
-	  "never add BOS (by default it is added when the vocabulary wants it)" },
+	  "add no BOS (nor EOS), which by default are added when the vocabulary asks" },
 	{ "parse-special", 0, CLI_FLAG, &opt_parse_special, NULL,
 	  "match control tokens written in the text, such as <|im_start|>" },
 	{ "stdin", 0, CLI_FLAG, &opt_stdin, NULL,
@@ -155,7 +155,7 @@ static int cmd_tokenize(int argc, char **argv)
 			cli_error(st, "tokenize", "%s: %s", opt_model, err.msg);
 		goto out;
 	}
-	cap = strlen(text) + 16;
+	cap = strlen(text) + 17; /* room for BOS and EOS */
 	for (;;) {
 		ids = malloc(cap * sizeof(*ids));
 		if (!ids) {
@@ -168,7 +168,19 @@ static int cmd_tokenize(int argc, char **argv)
 		if (ret != -ENOSPC)
 			break;
 		free(ids);
-		cap = n;
+		cap = n + 1;
+	}
+	/* llama-tokenize's add_special: EOS too when the vocabulary asks */
+	if (!ret && !opt_no_bos && m->vocab.add_eos && m->vocab.eos >= 0) {
+		int32_t *more = n < cap ? ids :
+					  realloc(ids, (n + 1) * sizeof(*ids));
+
+		if (!more) {
+			st = cli_error(EXIT_NORES, "tokenize", "out of memory");
+			goto out;
+		}
+		ids = more;
+		ids[n++] = m->vocab.eos;
 	}
 	if (ret) {
 		st = cli_error(cli_exit_for(ret), "tokenize", "%s",
@@ -205,6 +217,7 @@ EDGEQ_COMMAND(
 	"Tokenizes TEXT (or standard input) with the vocabulary of FILE, a model or\n"
 	"a vocabulary-only GGUF, exactly as llama.cpp's llama-tokenize does: BOS\n"
 	"when the vocabulary asks for it (tokenizer.ggml.add_bos_token, or the\n"
-	"pre-tokenizer's default) unless --no-bos, special tokens in the text taken\n"
-	"literally unless --parse-special. Prints the ids as a JSON list.",
+	"pre-tokenizer's default) and EOS when it asks (add_eos_token), neither with\n"
+	"--no-bos; special tokens in the text taken literally unless\n"
+	"--parse-special. Prints the ids as a JSON list.",
 	tokenize_opts, cmd_tokenize);
