@@ -153,7 +153,7 @@ int bpe_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 	struct pretok_piece *pc = NULL;
 	uint32_t *cps = NULL;
 	uint8_t *fl = NULL;
-	size_t *off = NULL, i, l, n = 0, npc = 0, bl = 0;
+	size_t *off = NULL, i, l, n = 0, npc = 0, bl = 0, w = 1;
 	char *u = NULL;
 	int ret = -ENOMEM;
 
@@ -163,13 +163,7 @@ int bpe_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 	fl = malloc(len + 1);
 	off = malloc((len + 1) * sizeof(*off));
 	u = malloc(len * 3 + 4); /* an invalid byte grows to U+FFFD's 3 */
-	s.ids = malloc((len * 3 + 1) * sizeof(*s.ids));
-	s.prev = malloc((len * 3 + 1) * sizeof(*s.prev));
-	s.next = malloc((len * 3 + 1) * sizeof(*s.next));
-	s.heap = malloc((9 * len + 3) * sizeof(*s.heap));
-	s.buf = malloc(len * 6 + 4);
-	if (!cps || !fl || !off || !u || !s.ids || !s.prev || !s.next ||
-	    !s.heap || !s.buf)
+	if (!cps || !fl || !off || !u)
 		goto out;
 	for (i = 0; i < len; i += l) {
 		uint32_t c = utf8_get(text + i, len - i, &l);
@@ -185,6 +179,21 @@ int bpe_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 	ret = pretok_split(v->pre, cps, fl, n, &pc, &npc);
 	if (ret)
 		goto out;
+	/* merge scratch for the longest word, not the whole text */
+	for (i = 0; i < npc; i++) {
+		size_t b = off[pc[i].start + pc[i].len] - off[pc[i].start];
+
+		w = b > w ? b : w;
+	}
+	ret = -ENOMEM;
+	s.ids = malloc((w + 1) * sizeof(*s.ids));
+	s.prev = malloc((w + 1) * sizeof(*s.prev));
+	s.next = malloc((w + 1) * sizeof(*s.next));
+	s.heap = malloc((3 * w + 3) * sizeof(*s.heap));
+	s.buf = malloc(w * 2 + 4); /* a byte maps to at most 2 UTF-8 bytes */
+	if (!s.ids || !s.prev || !s.next || !s.heap || !s.buf)
+		goto out;
+	ret = 0;
 	for (i = 0; i < npc; i++) {
 		size_t a = off[pc[i].start], b = off[pc[i].start + pc[i].len];
 
