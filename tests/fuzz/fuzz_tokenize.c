@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * libFuzzer harness: arbitrary text through both tokenizers (SentencePiece
- * with byte fallback, byte-level BPE with each pre-tokenizer), with and
- * without special-token parsing. Checks: no crash; every id in range; the
- * SentencePiece decode of the ids gives back the text (after the added
- * leading space) whenever the text holds no U+2581 and no special token.
+ * with byte fallback, byte-level BPE under every set of split rules that
+ * pretok.c implements), with and without special-token parsing. Checks: no
+ * crash; every id in range; the SentencePiece decode of the ids gives back
+ * the text (after the added leading space) whenever the text holds no
+ * U+2581 and no special token; the BPE decode gives back the text read as
+ * code points (each undecodable byte as U+FFFD).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,13 +16,16 @@
 #include <edgeq/gguf.h>
 
 #include "gguf_build.h"
+#include "model/pretok.h"
 #include "model/tokenize.h"
 #include "model/vocab.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct edgeq_vocab spm, bpe[4];
-static struct gb spm_buf, bpe_buf[4];
+#define MAX_BPE 64
+static struct edgeq_vocab spm, bpe[MAX_BPE];
+static struct gb spm_buf, bpe_buf[MAX_BPE];
+static int n_bpe;
 
 static void build_spm(void)
 {
@@ -65,7 +70,6 @@ static void build_spm(void)
 
 static void build_bpe(int k, const char *pre)
 {
-	static char store[256][4];
 	static const char *const merges[] = { "\xc4\xa0 t", "h e",
 					      "\xc4\xa0t he", "i n", "1 2" };
 	const char *toks[256 + 6];
@@ -74,13 +78,7 @@ static void build_bpe(int k, const char *pre)
 	struct edgeq_error err;
 	int i;
 
-	for (i = 0; i < 256; i++) {
-		size_t l = utf8_put(bpe_byte_to_cp((uint8_t)i), store[i]);
-
-		store[i][l] = 0;
-		toks[i] = store[i];
-		types[i] = 1;
-	}
+	gb_bpe_bytes(toks, types);
 	toks[256] = "\xc4\xa0t", toks[257] = "he", toks[258] = "\xc4\xa0the";
 	toks[259] = "in", toks[260] = "12", toks[261] = "<|eot_id|>";
 	for (i = 256; i < 262; i++)
@@ -97,14 +95,28 @@ static void build_bpe(int k, const char *pre)
 	edgeq_gguf_close(g);
 }
 
+/* BPE reads code points: what does not decode becomes U+FFFD. */
+static size_t as_code_points(const char *t, size_t n, char *out)
+{
+	size_t i, l, o = 0;
+
+	for (i = 0; i < n; i += l) {
+		uint32_t c = utf8_get(t + i, n - i, &l);
+
+		o += utf8_put(c >= 0x110000 ? 0xfffd : c, out + o);
+	}
+	return o;
+}
+
 static void run(const struct edgeq_vocab *v, const char *t, size_t n,
 		bool special, bool check_rt)
 {
-	size_t cap = n * 2 + 8, got, i;
+	size_t cap = n * 3 + 8, got, i;
 	int32_t *toks = malloc(cap * sizeof(*toks));
 	char *out = malloc(n * 4 + 16), *p = out;
+	char *want = malloc(n * 3 + 4);
 
-	if (!toks || !out)
+	if (!toks || !out || !want)
 		abort();
 	if (vocab_tokenize(v, t, n, false, special, toks, cap, &got))
 		abort(); /* every byte is at most one token or two */
@@ -119,13 +131,19 @@ static void run(const struct edgeq_vocab *v, const char *t, size_t n,
 		p += l;
 	}
 	if (check_rt) {
-		size_t pre = v->kind == VOCAB_SPM && n ? 1 : 0;
+		size_t pre = v->kind == VOCAB_SPM && n ? 1 : 0, wn = n;
 
-		if ((size_t)(p - out) != n + pre || memcmp(out + pre, t, n))
+		if (v->kind == VOCAB_BPE)
+			wn = as_code_points(t, n, want);
+		else
+			memcpy(want, t, n);
+		if ((size_t)(p - out) != wn + pre ||
+		    memcmp(out + pre, want, wn))
 			abort();
 	}
 	free(toks);
 	free(out);
+	free(want);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -135,19 +153,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int k;
 
 	if (!spm.n) {
-		static const char *const pre[4] = { "llama-bpe", "qwen2",
-						    "smollm", "gpt2" };
+		size_t i, rules, prev = SIZE_MAX;
+		const char *name;
+		bool impl;
 
 		build_spm();
-		for (k = 0; k < 4; k++)
-			build_bpe(k, pre[k]);
+		/* every set of split rules, by its first name */
+		for (i = 0; (name = pretok_known(i, &impl, &rules)); i++) {
+			if (!impl || rules == prev || n_bpe == MAX_BPE)
+				continue;
+			prev = rules;
+			build_bpe(n_bpe++, name);
+		}
 	}
 	plain = !memmem(t, size, "\xe2\x96\x81", 3) &&
 		!memmem(t, size, "<|user|>", 8) && !memmem(t, size, "<s>", 3) &&
 		!memmem(t, size, "</s>", 4) && !memmem(t, size, "<unk>", 5);
 	run(&spm, t, size, false, plain);
 	run(&spm, t, size, true, false);
-	for (k = 0; k < 4; k++) {
+	/* short texts through every rule set; a long one through the set its
+	 * first byte picks, so that each run stays quick */
+	for (k = 0; k < n_bpe; k++) {
+		if (size > 256 && k != data[0] % n_bpe)
+			continue;
 		run(&bpe[k], t, size, false, true);
 		run(&bpe[k], t, size, true, false);
 	}

@@ -16,6 +16,8 @@ $CLANG -fsanitize=fuzzer,address,undefined "$T/probe.c" -o "$T/probe" 2>/dev/nul
 FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
  -fno-omit-frame-pointer -D_GNU_SOURCE -std=gnu11 -Iinclude -Iuserspace/lib  -Itests/lib -DEDGEQ_VERSION=\"fuzz\" -DEDGEQ_COMMIT=\"fuzz\""
 LIB="userspace/lib/model/gguf.c userspace/lib/model/vocab.c userspace/lib/model/spm.c
+ userspace/lib/model/pretok.c userspace/lib/model/regex.c userspace/lib/model/unicode.c userspace/lib/model/unicode_table.c
+ userspace/lib/model/special.c
  userspace/lib/model/bpe.c userspace/lib/core/core.c tests/lib/gguf_build.c"
 for h in gguf tokenize; do
 	if ! $CLANG $FLAGS tests/fuzz/fuzz_$h.c $LIB -o "$out/fuzz_$h" -lm 2>"$T/cc.log"; then

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gguf_build.h"
+#include "model/tokenize.h"
 
 size_t gb_raw(struct gb *g, const void *p, size_t n)
 {
@@ -168,4 +169,18 @@ void gb_free(struct gb *g)
 {
 	free(g->b);
 	memset(g, 0, sizeof(*g));
+}
+
+void gb_bpe_bytes(const char **toks, int32_t *types)
+{
+	static char store[256][4];
+	int i;
+
+	for (i = 0; i < 256; i++) {
+		size_t l = utf8_put(bpe_byte_to_cp((uint8_t)i), store[i]);
+
+		store[i][l] = 0;
+		toks[i] = store[i];
+		types[i] = 1;
+	}
 }

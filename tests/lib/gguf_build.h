@@ -38,5 +38,8 @@ void gb_zero(struct gb *g, size_t n);
 void gb_put_u32(struct gb *g, size_t off, uint32_t v);
 void gb_put_u64(struct gb *g, size_t off, uint64_t v);
 void gb_free(struct gb *g);
+/* The 256 byte tokens of a byte-level BPE vocabulary (GPT-2's byte map),
+ * ids 0..255 in byte order, all normal: fills toks[0..255], types[0..255]. */
+void gb_bpe_bytes(const char **toks, int32_t *types);
 
 #endif

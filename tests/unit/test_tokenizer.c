@@ -202,7 +202,6 @@ static const char *const extra[] = {
 
 static void bpe_vocab(struct edgeq_vocab *v, struct gb *g, const char *pre)
 {
-	static char store[256][4];
 	const char *toks[256 + 9];
 	int32_t types[256 + 9];
 	static const char *const merges[] = { "l o", "lo w", "e r" };
@@ -210,13 +209,7 @@ static void bpe_vocab(struct edgeq_vocab *v, struct gb *g, const char *pre)
 	struct edgeq_error err = { 0 };
 	int i;
 
-	for (i = 0; i < 256; i++) {
-		size_t l = utf8_put(bpe_byte_to_cp((uint8_t)i), store[i]);
-
-		store[i][l] = 0;
-		toks[i] = store[i];
-		types[i] = 1;
-	}
+	gb_bpe_bytes(toks, types);
 	for (i = 0; i < 9; i++) {
 		toks[256 + i] = extra[i];
 		types[256 + i] = i == 8 ? 3 : 1;
@@ -327,8 +320,81 @@ static void test_bpe_gpt2_spaces(void **state)
 	struct edgeq_vocab v;
 	struct gb g;
 
-	bpe_vocab(&v, &g, "gpt2");
+	bpe_vocab(&v, &g, "gpt-2");
 	bpe_expect(&v, "  x", false, a, 3);
+	vocab_free(&v);
+	gb_free(&g);
+}
+
+/*
+ * Special tokens as llama.cpp partitions them: longest first, each claiming
+ * its occurrences in the text left; unknown and control tokens only with
+ * parse_special; the per-model whitespace stripping.
+ */
+static void special_vocab(struct edgeq_vocab *v, struct gb *g, const char *pre,
+			  const char *name)
+{
+	static const char *const sp[] = { "ab", "bcd", "<unk>", "<|end|>",
+					  "<mask>" };
+	static const int32_t sp_type[] = { 4, 4, 2, 3, 4 };
+	static const char *const merges[] = { "a b" };
+	const char *toks[256 + 5];
+	int32_t types[256 + 5];
+	struct edgeq_gguf *f;
+	struct edgeq_error err = { 0 };
+	int i;
+
+	gb_bpe_bytes(toks, types);
+	for (i = 0; i < 5; i++) {
+		toks[256 + i] = sp[i];
+		types[256 + i] = sp_type[i];
+	}
+	memset(g, 0, sizeof(*g));
+	gb_header(g, 3, 0, name ? 6 : 5);
+	gb_kv_str(g, "tokenizer.ggml.model", "gpt2");
+	gb_kv_str(g, "tokenizer.ggml.pre", pre);
+	gb_kv_arr_str(g, "tokenizer.ggml.tokens", toks, 261);
+	gb_kv_arr_i32(g, "tokenizer.ggml.token_type", types, 261);
+	gb_kv_arr_str(g, "tokenizer.ggml.merges", merges, 1);
+	if (name)
+		gb_kv_str(g, "general.name", name);
+	assert_int_equal(edgeq_gguf_open_mem(g->b, g->n, &f, &err), 0);
+	assert_int_equal(vocab_load(v, f, &err), 0);
+	edgeq_gguf_close(f);
+}
+
+static void test_special_partition(void **state)
+{
+	static const int32_t longest[] = { 'a', 257 }; /* a + bcd */
+	static const int32_t left[] = { 256, 'c' };    /* ab + c */
+	static const int32_t unk_text[] = { '<', 'u', 'n', 'k', '>' };
+	static const int32_t unk[] = { 258, 'x' };
+	static const int32_t end_ws[] = { 259, ' ', ' ', '\n', ' ', 'x' };
+	static const int32_t end_strip[] = { 259, 'x' };
+	static const int32_t mask_ws[] = { 'a', ' ', ' ', 260 };
+	static const int32_t mask_strip[] = { 'a', 260 };
+	struct edgeq_vocab v;
+	struct gb g;
+
+	special_vocab(&v, &g, "gpt-2", NULL);
+	/* "bcd" is longer: it wins though "ab" starts first */
+	bpe_expect(&v, "abcd", false, longest, 2);
+	bpe_expect(&v, "abc", false, left, 2);
+	bpe_expect(&v, "<unk>", false, unk_text, 5);
+	bpe_expect(&v, "<unk>x", true, unk, 2);
+	bpe_expect(&v, "<|end|>  \n x", true, end_ws, 6);
+	bpe_expect(&v, "a  <mask>", false, mask_ws, 4);
+	vocab_free(&v);
+	gb_free(&g);
+	/* a Phi-3 model: specials strip the whitespace to their right */
+	special_vocab(&v, &g, "gpt-2", "Phi-3 mini");
+	bpe_expect(&v, "<|end|>  \n x", true, end_strip, 2);
+	bpe_expect(&v, "<unk>x", true, unk, 2);
+	vocab_free(&v);
+	gb_free(&g);
+	/* jina-v2: <mask> strips to its left */
+	special_vocab(&v, &g, "jina-v2-de", NULL);
+	bpe_expect(&v, "a  <mask>", false, mask_strip, 2);
 	vocab_free(&v);
 	gb_free(&g);
 }
@@ -343,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_bpe_long_word),
 		cmocka_unit_test(test_bpe_qwen2_digits),
 		cmocka_unit_test(test_bpe_gpt2_spaces),
+		cmocka_unit_test(test_special_partition),
 	};
 
 	return cmocka_run_group_tests(tests, spm_setup, spm_teardown);

@@ -1,186 +1,20 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Byte-level BPE (the "gpt2" tokenizer in GGUF): the text is split into
- * words by a pre-tokenizer, each word's bytes are mapped to printable code
- * points (GPT-2's byte map), and ranked merges are applied lowest rank first.
+ * Byte-level BPE (the "gpt2" tokenizer in GGUF): the pre-tokenizer that
+ * tokenizer.ggml.pre names splits the text into words (pretok.c), each
+ * word's bytes are mapped to printable code points (GPT-2's byte map), and
+ * ranked merges are applied lowest rank first.
  *
- * The pre-tokenizers are the regular expressions of the reference
- * tokenizers, implemented by hand:
- *   llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
- *           ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
- *   qwen2:  the same with \p{N} (one digit per word)
- *   gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
- *           \s+(?!\S)|\s+
- *   smollm: every \p{N} alone, then gpt2 on the rest
- * Unicode classes come from a compact table (see cp_class): exact for
- * ASCII and Latin-1, by block for the rest.
+ * As in llama.cpp, the text is read as code points first: a byte that is
+ * not valid UTF-8 becomes U+FFFD, whose bytes are what gets tokenized.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/pretok.h"
 #include "model/tokenize.h"
-
-enum cclass { C_OTHER, C_LETTER, C_NUMBER, C_SPACE };
-
-static enum cclass cp_class(uint32_t c)
-{
-	if (c < 0x80) {
-		if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
-			return C_LETTER;
-		if (c >= '0' && c <= '9')
-			return C_NUMBER;
-		if (c == ' ' || (c >= 9 && c <= 13))
-			return C_SPACE;
-		return C_OTHER;
-	}
-	if (c >= 0x110000)
-		return C_OTHER; /* invalid UTF-8 byte */
-	if (c == 0x85 || c == 0xa0 || c == 0x1680 ||
-	    (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-	    c == 0x202f || c == 0x205f || c == 0x3000)
-		return C_SPACE;
-	if (c < 0x100) {
-		if (c == 0xaa || c == 0xb5 || c == 0xba)
-			return C_LETTER;
-		if (c == 0xb2 || c == 0xb3 || c == 0xb9 ||
-		    (c >= 0xbc && c <= 0xbe))
-			return C_NUMBER;
-		if (c < 0xc0 || c == 0xd7 || c == 0xf7)
-			return C_OTHER;
-		return C_LETTER;
-	}
-	if ((c >= 0x660 && c <= 0x669) || (c >= 0x6f0 && c <= 0x6f9) ||
-	    (c >= 0x966 && c <= 0x96f) || (c >= 0x2070 && c <= 0x2079) ||
-	    (c >= 0x2080 && c <= 0x2089) || (c >= 0x2150 && c <= 0x2189) ||
-	    (c >= 0x2460 && c <= 0x249b) || (c >= 0xff10 && c <= 0xff19))
-		return C_NUMBER;
-	if ((c >= 0x300 && c <= 0x36f) ||   /* combining marks */
-	    (c >= 0x2000 && c <= 0x2bff) || /* punctuation, symbols, arrows */
-	    (c >= 0x3000 && c <= 0x303f) || /* CJK punctuation */
-	    (c >= 0xe000 && c <= 0xf8ff) || /* private use */
-	    (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff0f) ||
-	    (c >= 0xff1a && c <= 0xff20) || (c >= 0xff3b && c <= 0xff40) ||
-	    (c >= 0xff5b && c <= 0xff65) || (c >= 0x1f000 && c <= 0x1faff))
-		return C_OTHER;
-	return C_LETTER;
-}
-
-struct cps {
-	const char *t;
-	size_t *off; /* byte offset of each code point, n + 1 entries */
-	uint8_t *cl;
-	uint32_t *cp;
-	size_t n;
-};
-
-static bool is_nl(const struct cps *c, size_t i)
-{
-	return c->cp[i] == '\r' || c->cp[i] == '\n';
-}
-
-static size_t lower(uint32_t c)
-{
-	return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-/* 's 't 're 've 'm 'll 'd at i; returns the length in code points or 0. */
-static size_t contraction(const struct cps *c, size_t i, size_t end, bool icase)
-{
-	uint32_t a, b;
-
-	if (c->cp[i] != '\'' || i + 1 >= end)
-		return 0;
-	a = icase ? lower(c->cp[i + 1]) : c->cp[i + 1];
-	b = i + 2 < end ? (icase ? lower(c->cp[i + 2]) : c->cp[i + 2]) : 0;
-	if (a == 's' || a == 't')
-		return 2;
-	if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e'))
-		return 3;
-	if (a == 'm')
-		return 2;
-	if (a == 'l' && b == 'l')
-		return 3;
-	if (a == 'd')
-		return 2;
-	return 0;
-}
-
-/* Whitespace rules shared by all: \s+(?!\S)|\s+ (and llama3's \s*[\r\n]+). */
-static size_t spaces(const struct cps *c, size_t i, size_t end, bool nl_rule)
-{
-	size_t j = i, k, last_nl = SIZE_MAX;
-
-	while (j < end && c->cl[j] == C_SPACE) {
-		if (is_nl(c, j))
-			last_nl = j;
-		j++;
-	}
-	if (nl_rule && last_nl != SIZE_MAX)
-		return last_nl + 1 - i;
-	if (j == end)
-		return j - i;
-	k = j - i;
-	if (k > 1)
-		return k - 1; /* leave one space for the next word */
-	return k;
-}
-
-static size_t word_llama3(const struct cps *c, size_t i, size_t end,
-			  size_t max_digits)
-{
-	size_t j, k;
-
-	k = contraction(c, i, end, true);
-	if (k)
-		return k;
-	j = i;
-	if (c->cl[j] != C_LETTER && c->cl[j] != C_NUMBER && !is_nl(c, j) &&
-	    j + 1 < end && c->cl[j + 1] == C_LETTER)
-		j++;
-	if (c->cl[j] == C_LETTER) {
-		while (j < end && c->cl[j] == C_LETTER)
-			j++;
-		return j - i;
-	}
-	if (c->cl[i] == C_NUMBER) {
-		for (j = i;
-		     j < end && j - i < max_digits && c->cl[j] == C_NUMBER; j++)
-			;
-		return j - i;
-	}
-	j = i;
-	if (c->cp[j] == ' ' && j + 1 < end && c->cl[j + 1] == C_OTHER)
-		j++;
-	if (c->cl[j] == C_OTHER) {
-		while (j < end && c->cl[j] == C_OTHER)
-			j++;
-		while (j < end && is_nl(c, j))
-			j++;
-		return j - i;
-	}
-	return spaces(c, i, end, true);
-}
-
-static size_t word_gpt2(const struct cps *c, size_t i, size_t end)
-{
-	size_t j, k;
-	enum cclass want;
-
-	k = contraction(c, i, end, false);
-	if (k)
-		return k;
-	j = i;
-	if (c->cp[j] == ' ' && j + 1 < end && c->cl[j + 1] != C_SPACE)
-		j++;
-	want = c->cl[j];
-	if (want != C_SPACE) {
-		while (j < end && c->cl[j] == want)
-			j++;
-		return j - i;
-	}
-	return spaces(c, i, end, false);
-}
+#include "model/unicode.h"
 
 /*
  * Merge state of one word: a linked list of symbols and a min-heap of
@@ -315,66 +149,62 @@ static int bpe_word(const struct edgeq_vocab *v, const char *w, size_t len,
 int bpe_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 		 struct tok_out *o)
 {
-	struct cps c = { text, NULL, NULL, NULL, 0 };
 	struct bpe_scratch s = { 0 };
-	size_t i, l, seg, end;
+	struct pretok_piece *pc = NULL;
+	uint32_t *cps = NULL;
+	uint8_t *fl = NULL;
+	size_t *off = NULL, i, l, n = 0, npc = 0, bl = 0, w = 1;
+	char *u = NULL;
 	int ret = -ENOMEM;
 
 	if (len > INT32_MAX / 4)
 		return -E2BIG;
-
-	c.off = malloc((len + 1) * sizeof(*c.off));
-	c.cl = malloc(len + 1);
-	c.cp = malloc((len + 1) * sizeof(*c.cp));
-	s.ids = malloc((len + 1) * sizeof(*s.ids));
-	s.prev = malloc((len + 1) * sizeof(*s.prev));
-	s.next = malloc((len + 1) * sizeof(*s.next));
-	s.heap = malloc((3 * len + 3) * sizeof(*s.heap));
-	s.buf = malloc(len * 2 + 4);
-	if (!c.off || !c.cl || !c.cp || !s.ids || !s.prev || !s.next ||
-	    !s.heap || !s.buf)
+	cps = malloc((len + 1) * sizeof(*cps));
+	fl = malloc(len + 1);
+	off = malloc((len + 1) * sizeof(*off));
+	u = malloc(len * 3 + 4); /* an invalid byte grows to U+FFFD's 3 */
+	if (!cps || !fl || !off || !u)
 		goto out;
 	for (i = 0; i < len; i += l) {
-		c.cp[c.n] = utf8_get(text + i, len - i, &l);
-		c.cl[c.n] = (uint8_t)cp_class(c.cp[c.n]);
-		c.off[c.n++] = i;
+		uint32_t c = utf8_get(text + i, len - i, &l);
+
+		if (c >= 0x110000)
+			c = 0xfffd;
+		cps[n] = c;
+		fl[n] = ucd_flags(c);
+		off[n++] = bl;
+		bl += utf8_put(c, u + bl);
 	}
-	c.off[c.n] = len;
-	for (seg = 0; seg < c.n; seg = end) {
-		/* smollm: every digit is a word of its own first. */
-		end = c.n;
-		if (v->pre == PRE_SMOLLM) {
-			if (c.cl[seg] == C_NUMBER) {
-				end = seg + 1;
-			} else {
-				for (end = seg;
-				     end < c.n && c.cl[end] != C_NUMBER; end++)
-					;
-			}
-		}
-		for (i = seg; i < end; i += l) {
-			switch (v->pre) {
-			case PRE_LLAMA3:
-				l = word_llama3(&c, i, end, 3);
-				break;
-			case PRE_QWEN2:
-				l = word_llama3(&c, i, end, 1);
-				break;
-			default:
-				l = word_gpt2(&c, i, end);
-				break;
-			}
-			if (!l)
-				l = 1;
-			bpe_word(v, text + c.off[i], c.off[i + l] - c.off[i],
-				 &s, o);
-		}
+	off[n] = bl;
+	ret = pretok_split(v->pre, cps, fl, n, &pc, &npc);
+	if (ret)
+		goto out;
+	/* merge scratch for the longest word, not the whole text */
+	for (i = 0; i < npc; i++) {
+		size_t b = off[pc[i].start + pc[i].len] - off[pc[i].start];
+
+		w = b > w ? b : w;
 	}
+	ret = -ENOMEM;
+	s.ids = malloc((w + 1) * sizeof(*s.ids));
+	s.prev = malloc((w + 1) * sizeof(*s.prev));
+	s.next = malloc((w + 1) * sizeof(*s.next));
+	s.heap = malloc((3 * w + 3) * sizeof(*s.heap));
+	s.buf = malloc(w * 2 + 4); /* a byte maps to at most 2 UTF-8 bytes */
+	if (!s.ids || !s.prev || !s.next || !s.heap || !s.buf)
+		goto out;
 	ret = 0;
+	for (i = 0; i < npc; i++) {
+		size_t a = off[pc[i].start], b = off[pc[i].start + pc[i].len];
+
+		bpe_word(v, u + a, b - a, &s, o);
+	}
 out:
-	free(c.off);
-	free(c.cl);
-	free(c.cp);
+	free(pc);
+	free(cps);
+	free(fl);
+	free(off);
+	free(u);
 	free(s.ids);
 	free(s.prev);
 	free(s.next);

@@ -377,7 +377,8 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 				      "model: general.architecture is missing");
 	if (ret)
 		goto fail;
-	if (!edgeq_gguf_str_eq(arch, "llama") &&
+	/* A vocabulary is read whatever decoder the file is for. */
+	if (!p->vocab_only && !edgeq_gguf_str_eq(arch, "llama") &&
 	    !edgeq_gguf_str_eq(arch, "qwen2")) {
 		ret = edgeq_error_set(
 			err, EOPNOTSUPP,

@@ -25,6 +25,15 @@ int bpe_cp_to_byte(uint32_t cp);
 int32_t vocab_merge(const struct edgeq_vocab *v, int32_t a, int32_t b,
 		    uint32_t *rank);
 
+/* special.c: the index, and the partition of a text (see there). */
+enum { STRIP_LEFT = 1, STRIP_RIGHT = 2 };
+enum { SP_TEXT = 0, SP_START, SP_TOKEN, SP_GONE }; /* per byte of text */
+int special_index(struct edgeq_vocab *v, const struct edgeq_gguf *g);
+/* Marks each byte of @text in @mark; tok_at[i] is the token starting at a
+ * SP_START byte i. */
+int special_partition(const struct edgeq_vocab *v, const char *text, size_t len,
+		      bool parse_special, uint8_t *mark, int32_t *tok_at);
+
 int spm_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 		 bool space_prefix, struct tok_out *o);
 int bpe_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,

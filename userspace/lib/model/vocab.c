@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/pretok.h"
 #include "model/tokenize.h"
 #include "model/vocab.h"
 
@@ -104,16 +105,6 @@ static int opt_bool(const struct edgeq_gguf *g, const char *key, bool *out,
 	return ret == -ENOENT ? 0 : ret;
 }
 
-static int cmp_special(const void *a, const void *b, void *arg)
-{
-	const struct edgeq_vocab *v = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	if (v->len[x] != v->len[y])
-		return v->len[x] > v->len[y] ? -1 : 1;
-	return x < y ? -1 : x > y;
-}
-
 static int load_merges(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 		       struct edgeq_error *err)
 {
@@ -193,36 +184,37 @@ static int load_merges(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 	return 0;
 }
 
-/* GPT-2's byte <-> printable code point map. */
+/*
+ * GPT-2's byte <-> printable code point map: printable Latin-1 bytes stand
+ * for themselves, the 68 others (0..32, 127..160, 173) for U+0100.. in
+ * order.
+ */
+static bool bpe_printable(uint32_t b)
+{
+	return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) ||
+	       (b >= 174 && b <= 255);
+}
+
 uint32_t bpe_byte_to_cp(uint8_t b)
 {
-	int n = 0, x;
-
-	if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174)
+	if (bpe_printable(b))
 		return b;
-	for (x = 0; x < b; x++)
-		if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) ||
-		      x >= 174))
-			n++;
-	return 256 + (uint32_t)n;
+	if (b <= 32)
+		return 256 + (uint32_t)b;
+	if (b <= 160)
+		return 256 + 33 + (uint32_t)(b - 127);
+	return 256 + 33 + 34; /* 173 */
 }
 
 int bpe_cp_to_byte(uint32_t cp)
 {
-	int b;
-
-	if (cp < 256) {
-		if ((cp >= 33 && cp <= 126) || (cp >= 161 && cp <= 172) ||
-		    cp >= 174)
-			return (int)cp;
-		return -1;
-	}
-	if (cp >= 256 + 68)
-		return -1;
-	for (b = 0; b < 256; b++)
-		if (bpe_byte_to_cp((uint8_t)b) == cp)
-			return b;
-	return -1;
+	if (cp < 256)
+		return bpe_printable(cp) ? (int)cp : -1;
+	if (cp < 256 + 33)
+		return (int)(cp - 256);
+	if (cp < 256 + 33 + 34)
+		return (int)(cp - 256 - 33 + 127);
+	return cp == 256 + 33 + 34 ? 173 : -1;
 }
 
 static const char *const eog_names[] = {
@@ -231,12 +223,13 @@ static const char *const eog_names[] = {
 	"</s>",
 };
 
-int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
-	       struct edgeq_error *err)
+static int vocab_read(struct edgeq_vocab *v, const struct edgeq_gguf *g,
+		      struct edgeq_error *err)
 {
 	const struct edgeq_gguf_kv *tk, *sk = NULL, *tt = NULL;
 	struct edgeq_gguf_str model, pre, *strs = NULL;
 	uint32_t i, cap = 2;
+	unsigned int pre_flags = 0;
 	int ret;
 
 	memset(v, 0, sizeof(*v));
@@ -261,6 +254,18 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 			"tokenizer: tokenizer.ggml.model '%.*s' at offset %llu is not supported (llama, gpt2)",
 			(int)(model.len > 32 ? 32 : model.len), model.ptr,
 			(unsigned long long)mk->val_off);
+	}
+	if (v->kind == VOCAB_BPE) {
+		/* The split rules first: an unknown name is refused by name. */
+		ret = edgeq_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err);
+		if (ret && ret != -ENOENT)
+			return ret;
+		ret = pretok_new(ret ? NULL : pre.ptr, ret ? 0 : pre.len,
+				 &v->pre, err);
+		if (ret)
+			return ret;
+		pre_flags = pretok_flags(v->pre);
+		v->ignore_merges = pre_flags & PRETOK_IGNORE_MERGES;
 	}
 	ret = edgeq_gguf_get_arr(g, "tokenizer.ggml.tokens", EDGEQ_GGUF_STRING,
 				 &tk, err);
@@ -360,7 +365,7 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 		v->add_bos = true;
 		v->add_space_prefix = true;
 	} else {
-		v->add_bos = false;
+		v->add_bos = pre_flags & PRETOK_ADD_BOS;
 	}
 	if ((ret = opt_id(g, "tokenizer.ggml.bos_token_id", v->n, &v->bos,
 			  err)) ||
@@ -392,20 +397,6 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 			v->byte_tok[i] = vocab_find(v, b, 6);
 		}
 	} else {
-		v->pre = PRE_GPT2;
-		if (!edgeq_gguf_get_str(g, "tokenizer.ggml.pre", &pre, NULL)) {
-			if (edgeq_gguf_str_eq(pre, "llama-bpe") ||
-			    edgeq_gguf_str_eq(pre, "llama3") ||
-			    edgeq_gguf_str_eq(pre, "llama-v3")) {
-				v->pre = PRE_LLAMA3;
-				v->ignore_merges = true;
-			} else if (edgeq_gguf_str_eq(pre, "qwen2") ||
-				   edgeq_gguf_str_eq(pre, "deepseek-r1-qwen")) {
-				v->pre = PRE_QWEN2;
-			} else if (edgeq_gguf_str_eq(pre, "smollm")) {
-				v->pre = PRE_SMOLLM;
-			}
-		}
 		for (i = 0; i < 256; i++) {
 			char b[4];
 			size_t n = utf8_put(bpe_byte_to_cp((uint8_t)i), b);
@@ -417,11 +408,10 @@ int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
 			goto fail;
 	}
 
-	for (i = 0; i < v->n; i++)
-		if ((v->ttype[i] == TT_CONTROL || v->ttype[i] == TT_USER) &&
-		    v->len[i] > 0)
-			v->special[v->n_special++] = i;
-	qsort_r(v->special, v->n_special, sizeof(*v->special), cmp_special, v);
+	if (special_index(v, g)) {
+		ret = edgeq_error_set(err, ENOMEM, "tokenizer: out of memory");
+		goto fail;
+	}
 
 	if (v->eos >= 0)
 		v->eog_ids[v->n_eog++] = v->eos;
@@ -443,6 +433,16 @@ fail:
 	return ret;
 }
 
+int vocab_load(struct edgeq_vocab *v, const struct edgeq_gguf *g,
+	       struct edgeq_error *err)
+{
+	int ret = vocab_read(v, g, err);
+
+	if (ret)
+		vocab_free(v); /* what an early return left */
+	return ret;
+}
+
 void vocab_free(struct edgeq_vocab *v)
 {
 	uint32_t i;
@@ -456,9 +456,13 @@ void vocab_free(struct edgeq_vocab *v)
 	free(v->ttype);
 	free(v->hash);
 	free(v->special);
+	free(v->strip);
+	free(v->sp_start);
+	free(v->sp_list);
 	free(v->merge_key);
 	free(v->merge_rank);
 	free(v->merge_res);
+	pretok_free(v->pre);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -547,59 +551,59 @@ void tok_push(struct tok_out *o, int32_t t)
 	o->n++;
 }
 
+static int tokenize_text(const struct edgeq_vocab *v, const char *text,
+			 size_t len, bool space_prefix, struct tok_out *o)
+{
+	if (v->kind == VOCAB_SPM)
+		return spm_tokenize(v, text, len,
+				    space_prefix && v->add_space_prefix, o);
+	return bpe_tokenize(v, text, len, o);
+}
+
 int vocab_tokenize(const struct edgeq_vocab *v, const char *text, size_t len,
 		   bool add_bos, bool parse_special, int32_t *toks, size_t max,
 		   size_t *n_out)
 {
 	struct tok_out o = { toks, max, 0 };
 	bool prev_special = true;
-	size_t i = 0, start = 0;
-	int ret;
+	uint8_t *mark = malloc(len + 1);
+	int32_t *tok_at = malloc((len + 1) * sizeof(*tok_at));
+	size_t i = 0, j;
+	int ret = -ENOMEM;
 
+	if (!mark || !tok_at)
+		goto out;
+	ret = special_partition(v, text, len, parse_special, mark, tok_at);
+	if (ret)
+		goto out;
 	if (add_bos && v->bos >= 0)
 		tok_push(&o, v->bos);
-	while (i <= len) {
-		uint32_t k, match = UINT32_MAX;
-
-		if (i < len) {
-			for (k = 0; k < v->n_special; k++) {
-				uint32_t id = v->special[k];
-
-				if (!parse_special && v->ttype[id] != TT_USER)
-					continue;
-				if (v->len[id] <= len - i &&
-				    v->text[id][0] == text[i] &&
-				    !memcmp(v->text[id], text + i,
-					    v->len[id])) {
-					match = id;
-					break;
-				}
-			}
-			if (match == UINT32_MAX) {
-				i++;
-				continue;
-			}
-		}
-		if (i > start) {
-			if (v->kind == VOCAB_SPM)
-				ret = spm_tokenize(v, text + start, i - start,
-						   prev_special &&
-							   v->add_space_prefix,
-						   &o);
-			else
-				ret = bpe_tokenize(v, text + start, i - start,
-						   &o);
-			if (ret)
-				return ret;
-			prev_special = false;
-		}
-		if (i == len)
+	while (i < len) {
+		switch (mark[i]) {
+		case SP_START:
+			tok_push(&o, tok_at[i]);
+			prev_special = true;
+			i += v->len[tok_at[i]];
 			break;
-		tok_push(&o, (int32_t)match);
-		prev_special = true;
-		i += v->len[match];
-		start = i;
+		case SP_TEXT:
+			for (j = i; j < len && mark[j] == SP_TEXT; j++)
+				;
+			ret = tokenize_text(v, text + i, j - i, prev_special,
+					    &o);
+			if (ret)
+				goto out;
+			prev_special = false;
+			i = j;
+			break;
+		default: /* whitespace a token stripped */
+			i++;
+			break;
+		}
 	}
 	*n_out = o.n;
-	return o.n > max ? -ENOSPC : 0;
+	ret = o.n > max ? -ENOSPC : 0;
+out:
+	free(mark);
+	free(tok_at);
+	return ret;
 }

@@ -3,8 +3,8 @@
  * Tokenizers built from GGUF metadata (internal):
  *  - "llama": SentencePiece-style BPE over pieces with scores, "\xe2\x96\x81"
  *    for spaces, byte fallback <0xXX>;
- *  - "gpt2": byte-level BPE with ranked merges and a hand-written
- *    pre-tokenizer (Llama 3, Qwen2, SmolLM, GPT-2 splits).
+ *  - "gpt2": byte-level BPE with ranked merges, after the pre-tokenizer
+ *    that tokenizer.ggml.pre names (pretok.c).
  */
 #ifndef EDGEQ_MODEL_VOCAB_H
 #define EDGEQ_MODEL_VOCAB_H
@@ -18,12 +18,7 @@
 
 enum vocab_kind { VOCAB_SPM = 1, VOCAB_BPE = 2 };
 
-enum vocab_pre {
-	PRE_GPT2 = 0,
-	PRE_LLAMA3,
-	PRE_QWEN2,
-	PRE_SMOLLM,
-};
+struct pretok;
 
 /* Token types (tokenizer.ggml.token_type). */
 enum vocab_ttype {
@@ -38,7 +33,7 @@ enum vocab_ttype {
 
 struct edgeq_vocab {
 	enum vocab_kind kind;
-	enum vocab_pre pre;
+	struct pretok *pre; /* BPE only */
 	uint32_t n;
 	char **text; /* NUL-terminated copies; may contain no NUL */
 	uint32_t *len;
@@ -51,9 +46,11 @@ struct edgeq_vocab {
 	uint64_t *merge_key;
 	uint32_t *merge_rank, *merge_res;
 	uint32_t merge_mask;
-	/* special tokens to match in text, longest first */
+	/* special tokens to match in text, longest first (special.c) */
 	uint32_t *special;
 	uint32_t n_special;
+	uint8_t *strip;		      /* per token: STRIP_LEFT, STRIP_RIGHT */
+	uint32_t *sp_start, *sp_list; /* ranks by their first two bytes */
 	int32_t bos, eos, eot, eom, unk, pad;
 	bool add_bos, add_eos, add_space_prefix, ignore_merges;
 	int32_t eog_ids[8];
