@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+Reference chat-template renderer: Jinja2 configured the way Hugging Face
+transformers configures it (chat_template_utils: an ImmutableSandboxedEnvironment
+with trim_blocks and lstrip_blocks, the loopcontrols extension and a
+{% generation %} block tag, raise_exception, strftime_now, and a tojson filter
+that keeps non-ASCII and takes json.dumps' options). Written for edgeq's tests,
+which compare `edgeq template` against it byte for byte.
+
+  ref_render.py --batch OUTDIR NOW TEMPLATE... -- CONV.json...
+
+renders every template for every conversation, with add_generation_prompt
+off and on, into OUTDIR/<template>.<conv>.<0|1>.out, or .err holding the
+exception's class name and message when Jinja2 refuses it.
+"""
+import datetime
+import json
+import os
+import sys
+
+import jinja2
+import jinja2.ext
+from jinja2 import nodes
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+class GenerationTag(jinja2.ext.Extension):
+    """{% generation %}...{% endgeneration %}: renders its body (transformers
+    uses it to mark assistant tokens; the text is the same)."""
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+    def _body(self, caller):
+        return caller()
+
+
+def make_env(now):
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
+                          separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(fmt):
+        return now.strftime(fmt)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[GenerationTag, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+def load_conv(path):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if isinstance(doc, list):
+        return doc, None
+    return doc["messages"], doc.get("tools")
+
+
+def render(env, source, messages, tools, agp, bos="<s>", eos="</s>"):
+    t = env.from_string(source)
+    return t.render(messages=messages, tools=tools, documents=None,
+                    add_generation_prompt=agp, bos_token=bos, eos_token=eos)
+
+
+def main():
+    a = sys.argv[1:]
+    if len(a) < 4 or a[0] != "--batch" or "--" not in a:
+        sys.exit(__doc__)
+    outdir, now = a[1], datetime.datetime.strptime(a[2], "%Y-%m-%d")
+    sep = a.index("--")
+    templates, convs = a[3:sep], a[sep + 1:]
+    env = make_env(now)
+    for tp in templates:
+        with open(tp, encoding="utf-8", newline="") as f:
+            src = f.read()
+        tn = os.path.basename(tp).rsplit(".", 1)[0]
+        for cp in convs:
+            cn = os.path.basename(cp).rsplit(".", 1)[0]
+            messages, tools = load_conv(cp)
+            for agp in (0, 1):
+                base = os.path.join(outdir, "%s.%s.%d" % (tn, cn, agp))
+                try:
+                    out = render(env, src, messages, tools, bool(agp))
+                    with open(base + ".out", "wb") as f:
+                        f.write(out.encode("utf-8", "surrogatepass"))
+                except Exception as e:
+                    with open(base + ".err", "w", encoding="utf-8") as f:
+                        f.write("%s: %s\n" % (type(e).__name__, e))
+
+
+if __name__ == "__main__":
+    main()
