@@ -76,6 +76,16 @@ int edgeq_tmpl_render_chat(const struct edgeq_tmpl *t,
 			   const char *eos, time_t now, char **out,
 			   size_t *out_len, struct edgeq_error *err);
 
+/*
+ * As edgeq_tmpl_render_chat(), from one JSON document @conv_json: a list of
+ * messages, or an object with "messages" and optionally "tools" (its other
+ * keys are ignored), as `edgeq template --messages` reads.
+ */
+int edgeq_tmpl_render_conv(const struct edgeq_tmpl *t, const char *conv_json,
+			   bool add_generation_prompt, const char *bos,
+			   const char *eos, time_t now, char **out,
+			   size_t *out_len, struct edgeq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,12 @@ which compare `edgeq template` against it byte for byte.
 renders every template for every conversation, with add_generation_prompt
 off and on, into OUTDIR/<template>.<conv>.<0|1>.out, or .err holding the
 exception's class name and message when Jinja2 refuses it.
+
+  ref_render.py --compare REFDIR GOTDIR
+
+compares those with edgeq's (build/tools/template-render): one line per
+template, "ok NAME N" or "FAIL NAME N" followed by what differs. A render
+Jinja2 refuses must be refused too, a raise_exception with its message.
 """
 import datetime
 import json
@@ -72,8 +78,52 @@ def render(env, source, messages, tools, agp, bos="<s>", eos="</s>"):
                     add_generation_prompt=agp, bos_token=bos, eos_token=eos)
 
 
+def compare(refdir, gotdir):
+    per = {}
+    for name in sorted(os.listdir(refdir)):
+        base, ext = name.rsplit(".", 1)
+        tn = base.rsplit(".", 2)[0]
+        ok, why = True, None
+        got_out = os.path.join(gotdir, base + ".out")
+        got_err = os.path.join(gotdir, base + ".err")
+        with open(os.path.join(refdir, name), "rb") as f:
+            ref = f.read()
+        if ext == "out":
+            if not os.path.exists(got_out):
+                ok = False
+                why = "edgeq refused: " + open(got_err, errors="replace").read()[:300] \
+                    if os.path.exists(got_err) else "no output"
+            else:
+                got = open(got_out, "rb").read()
+                if got != ref:
+                    ok = False
+                    at = next((i for i in range(min(len(got), len(ref))) if got[i] != ref[i]),
+                              min(len(got), len(ref)))
+                    why = "differs at byte %d: Jinja2 %r, edgeq %r" % (
+                        at, ref[max(0, at - 40):at + 40], got[max(0, at - 40):at + 40])
+        else:
+            msg = ref.decode("utf-8", "replace").strip()
+            if not os.path.exists(got_err):
+                ok, why = False, "Jinja2 refused (%s) but edgeq rendered it" % msg[:200]
+            elif msg.startswith("TemplateError: "):
+                want = "raise_exception: " + msg[len("TemplateError: "):]
+                got = open(got_err, encoding="utf-8", errors="replace").read()
+                if want not in got:
+                    ok, why = False, "raise_exception message: want %r, got %r" % (want, got)
+        n, fails = per.get(tn, (0, []))
+        if not ok:
+            fails.append("%s: %s" % (base, why))
+        per[tn] = (n + 1, fails)
+    for tn, (n, fails) in sorted(per.items()):
+        print("%s %s %d" % ("FAIL" if fails else "ok", tn, n))
+        for f in fails[:6]:
+            print("   " + f)
+
+
 def main():
     a = sys.argv[1:]
+    if len(a) == 3 and a[0] == "--compare":
+        return compare(a[1], a[2])
     if len(a) < 4 or a[0] != "--batch" or "--" not in a:
         sys.exit(__doc__)
     outdir, now = a[1], datetime.datetime.strptime(a[2], "%Y-%m-%d")

@@ -10,8 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include <edgeq/gguf.h>
 #include <edgeq/template.h>
 
@@ -141,41 +139,6 @@ static int parse_now(time_t *now)
 	return 0;
 }
 
-/* messages and tools of the conversation file, as JSON texts */
-static int load_messages(char **msgs, char **tools)
-{
-	json_error_t je;
-	json_t *doc, *m, *t = NULL;
-
-	doc = json_load_file(tp_messages, JSON_ALLOW_NUL, &je);
-	if (!doc)
-		return cli_error(EXIT_BADINPUT, "template", "%s:%d: %s",
-				 tp_messages, je.line, je.text);
-	if (json_is_array(doc)) {
-		m = doc;
-	} else if (json_is_object(doc)) {
-		m = json_object_get(doc, "messages");
-		t = json_object_get(doc, "tools");
-		if (t && json_is_null(t))
-			t = NULL;
-	} else {
-		m = NULL;
-	}
-	if (!json_is_array(m) || (t && !json_is_array(t))) {
-		json_decref(doc);
-		return cli_error(EXIT_BADINPUT, "template",
-				 "%s: expected a list of messages or an object with a \"messages\" list (and a \"tools\" list)",
-				 tp_messages);
-	}
-	*msgs = json_dumps(m, JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-	*tools = t ? json_dumps(t, JSON_ENCODE_ANY | JSON_PRESERVE_ORDER) :
-		     NULL;
-	json_decref(doc);
-	if (!*msgs || (t && !*tools))
-		return cli_error(EXIT_NORES, "template", "out of memory");
-	return 0;
-}
-
 static int tmpl_exit(int ret)
 {
 	switch (-ret) {
@@ -192,8 +155,7 @@ static int tmpl_exit(int ret)
 static int cmd_template(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("template");
-	char *src = NULL, *bos = NULL, *eos = NULL, *msgs = NULL,
-	     *tools = NULL, *out = NULL;
+	char *src = NULL, *bos = NULL, *eos = NULL, *conv = NULL, *out = NULL;
 	struct edgeq_tmpl *t = NULL;
 	struct edgeq_error err;
 	size_t len = 0, out_len;
@@ -226,16 +188,19 @@ static int cmd_template(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = load_messages(&msgs, &tools);
-	if (ret)
+	conv = read_all(tp_messages, &out_len);
+	if (!conv) {
+		ret = cli_error(EXIT_FAIL, "template", "%s: %s", tp_messages,
+				strerror(errno));
 		goto out;
+	}
 	ret = edgeq_tmpl_compile(src, len, NULL, &t, &err);
 	if (ret) {
 		ret = cli_error(tmpl_exit(ret), "template", "%s: %s",
 				tp_model ? tp_model : tp_template, err.msg);
 		goto out;
 	}
-	ret = edgeq_tmpl_render_chat(t, msgs, tools, tp_agp,
+	ret = edgeq_tmpl_render_conv(t, conv, tp_agp,
 				     tp_bos ? tp_bos : bos,
 				     tp_eos ? tp_eos : eos, now, &out,
 				     &out_len, &err);
@@ -256,8 +221,7 @@ out:
 	free(src);
 	free(bos);
 	free(eos);
-	free(msgs);
-	free(tools);
+	free(conv);
 	free(out);
 	return ret;
 }

@@ -286,13 +286,9 @@ static struct tv ts_split(struct tctx *c, struct tv s, const struct tv *sep,
 		if (i >= s.n)
 			break;
 		if (maxsplit == 0) {
-			size_t e = s.n;
-
-			/* the rest, without trailing whitespace */
-			struct tv rest = ts_strip(c, tv_str(&c->arena, s.s + i,
-							    e - i),
-						  NULL, 'r');
-			tl_push(&c->arena, r.l, rest);
+			/* the rest, as it is */
+			tl_push(&c->arena, r.l,
+				tv_str(&c->arena, s.s + i, s.n - i));
 			break;
 		}
 		st = i;

@@ -151,9 +151,39 @@ int edgeq_tmpl_render(const struct edgeq_tmpl *t, const char *vars_json,
 }
 
 struct chat_args {
-	const char *messages, *tools, *bos, *eos;
+	const char *messages, *tools, *bos, *eos, *conv;
 	bool agp;
 };
+
+/* messages and tools of a conversation document */
+static int conv_parts(struct tarena *a, const char *conv, struct tv *msgs,
+		      struct tv *tools, struct edgeq_error *err)
+{
+	struct tv doc;
+	long i;
+	int ret;
+
+	ret = tv_from_json(a, conv, &doc, err);
+	if (ret)
+		return ret;
+	if (doc.t == TV_LIST) {
+		*msgs = doc;
+		return 0;
+	}
+	if (doc.t != TV_DICT || (i = td_finds(doc.d, "messages")) < 0 ||
+	    doc.d->v[i].t != TV_LIST)
+		return edgeq_error_set(err, EINVAL,
+				       "expected a list of messages, or an object with a \"messages\" list");
+	*msgs = doc.d->v[i];
+	i = td_finds(doc.d, "tools");
+	if (i >= 0 && doc.d->v[i].t != TV_NONE) {
+		if (doc.d->v[i].t != TV_LIST)
+			return edgeq_error_set(err, EINVAL,
+					       "\"tools\" must be a list");
+		*tools = doc.d->v[i];
+	}
+	return 0;
+}
 
 static int fill_chat(struct tarena *a, void *arg, struct tv *vars,
 		     struct edgeq_error *err)
@@ -162,15 +192,25 @@ static int fill_chat(struct tarena *a, void *arg, struct tv *vars,
 	struct tv msgs, tools = tv_none();
 	int ret;
 
-	ret = tv_from_json(a, ca->messages, &msgs, err);
-	if (ret)
-		return ret;
-	if (msgs.t != TV_LIST)
-		return edgeq_error_set(err, EINVAL, "messages must be a JSON list");
+	if (ca->conv) {
+		ret = conv_parts(a, ca->conv, &msgs, &tools, err);
+		if (ret)
+			return ret;
+	} else {
+		ret = tv_from_json(a, ca->messages, &msgs, err);
+		if (ret)
+			return ret;
+		if (msgs.t != TV_LIST)
+			return edgeq_error_set(err, EINVAL,
+					       "messages must be a JSON list");
+	}
 	if (ca->tools) {
 		ret = tv_from_json(a, ca->tools, &tools, err);
 		if (ret)
 			return ret;
+		if (tools.t != TV_LIST && tools.t != TV_NONE)
+			return edgeq_error_set(err, EINVAL,
+					       "tools must be a JSON list");
 	}
 	/* what transformers' apply_chat_template() passes */
 	*vars = tv_dict(a, 8);
@@ -195,8 +235,24 @@ int edgeq_tmpl_render_chat(const struct edgeq_tmpl *t,
 			   const char *eos, time_t now, char **out,
 			   size_t *out_len, struct edgeq_error *err)
 {
-	struct chat_args ca = { messages_json, tools_json, bos, eos,
-				add_generation_prompt };
+	struct chat_args ca = { .messages = messages_json,
+				.tools = tools_json,
+				.bos = bos,
+				.eos = eos,
+				.agp = add_generation_prompt };
+
+	return render(t, fill_chat, &ca, now, out, out_len, err);
+}
+
+int edgeq_tmpl_render_conv(const struct edgeq_tmpl *t, const char *conv_json,
+			   bool add_generation_prompt, const char *bos,
+			   const char *eos, time_t now, char **out,
+			   size_t *out_len, struct edgeq_error *err)
+{
+	struct chat_args ca = { .conv = conv_json,
+				.bos = bos,
+				.eos = eos,
+				.agp = add_generation_prompt };
 
 	return render(t, fill_chat, &ca, now, out, out_len, err);
 }
