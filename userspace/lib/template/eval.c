@@ -185,7 +185,7 @@ struct tv tmpl_getattr(struct tctx *c, struct tv obj, const char *name)
 	case TV_DICT: {
 		struct tv m = tb_method(c, obj, name);
 
-		if (m.t != TV_UNDEF)
+		if (m.t != TV_UNDEF || m.n == TU_UNSAFE)
 			return m;
 		i = td_finds(obj.d, name);
 		if (i >= 0)

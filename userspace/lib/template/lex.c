@@ -205,7 +205,7 @@ static size_t lex_tag(struct lexer *lx, size_t p, bool block, bool *strip)
 {
 	const char *s = lx->s;
 	char close = block ? '%' : '}';
-	char stack[64];
+	char stack[256];
 	int depth = 0;
 	size_t q, i;
 	struct tk *k;
@@ -278,8 +278,8 @@ static size_t lex_tag(struct lexer *lx, size_t p, bool block, bool *strip)
 		k->op = s[p];
 		if (s[p] == '(' || s[p] == '[' || s[p] == '{') {
 			if (depth == (int)sizeof(stack))
-				ta_fail(lx->a, EINVAL,
-					"line %d: brackets nest deeper than %zu",
+				ta_fail(lx->a, ELOOP,
+					"line %d: nesting limit: brackets nest deeper than %zu",
 					k->line, sizeof(stack));
 			stack[depth++] = s[p] == '(' ? ')' :
 					 s[p] == '[' ? ']' : '}';
