@@ -51,7 +51,8 @@ static struct tv copy_list(struct tctx *c, struct tlist *l)
 {
 	struct tv r = tv_list(&c->arena, l->n);
 
-	memcpy(r.l->v, l->v, l->n * sizeof(struct tv));
+	if (l->n)
+		memcpy(r.l->v, l->v, l->n * sizeof(struct tv));
 	r.l->n = l->n;
 	return r;
 }

@@ -642,8 +642,11 @@ static struct tv binop(struct tctx *c, int op, struct tv l, struct tv r)
 	    !r.l->gen && l.l->tuple == r.l->tuple) {
 		struct tv s = tv_list(&c->arena, l.l->n + r.l->n);
 
-		memcpy(s.l->v, l.l->v, l.l->n * sizeof(struct tv));
-		memcpy(s.l->v + l.l->n, r.l->v, r.l->n * sizeof(struct tv));
+		if (l.l->n)
+			memcpy(s.l->v, l.l->v, l.l->n * sizeof(struct tv));
+		if (r.l->n)
+			memcpy(s.l->v + l.l->n, r.l->v,
+			       r.l->n * sizeof(struct tv));
 		s.l->n = l.l->n + r.l->n;
 		s.l->tuple = l.l->tuple;
 		return s;

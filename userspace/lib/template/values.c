@@ -72,7 +72,8 @@ char *ta_strndup(struct tarena *a, const char *s, size_t n)
 {
 	char *p = ta_alloc(a, n + 1);
 
-	memcpy(p, s, n);
+	if (n)
+		memcpy(p, s, n);
 	p[n] = 0;
 	return p;
 }
@@ -100,7 +101,8 @@ void tb_put(struct tarena *a, struct tbuf *b, const char *s, size_t n)
 		b->p = ta_grow(a, b->p, b->n, cap);
 		b->cap = cap;
 	}
-	memcpy(b->p + b->n, s, n);
+	if (n)
+		memcpy(b->p + b->n, s, n);
 	b->n += n;
 	b->p[b->n] = 0;
 }
@@ -727,7 +729,8 @@ struct tlist *tv_iter(struct tctx *c, struct tv v)
 		return v.l;
 	case TV_DICT:
 		l = tv_list(&c->arena, v.d->n).l;
-		memcpy(l->v, v.d->k, v.d->n * sizeof(struct tv));
+		if (v.d->n)
+			memcpy(l->v, v.d->k, v.d->n * sizeof(struct tv));
 		l->n = v.d->n;
 		return l;
 	case TV_STR:
