@@ -981,6 +981,19 @@ static struct tv capture(struct tctx *c, struct tn *body, struct tscope *s)
 
 static int exec_body(struct tctx *c, struct tn *body, struct tscope *s);
 
+/*
+ * A fresh scope for the next iteration: the last one emptied, unless a
+ * closure still refers to it (so long loops do not grow memory).
+ */
+static struct tscope *iter_scope(struct tctx *c, struct tscope *last,
+				 struct tscope *parent)
+{
+	if (!last || last->captured)
+		return tscope_new(c, parent);
+	last->n = 0;
+	return last;
+}
+
 static int exec_for(struct tctx *c, struct tn *n, struct tscope *s)
 {
 	struct tlist *items = tv_iter(c, tmpl_eval(c, n->b, s));
@@ -995,9 +1008,9 @@ static int exec_for(struct tctx *c, struct tn *n, struct tscope *s)
 	if (n->c) {
 		struct tlist *kept = tv_list(&c->arena, 0).l;
 
-		for (i = 0; i < items->n; i++) {
+		for (i = 0, it = NULL; i < items->n; i++) {
 			tc_step(c);
-			it = tscope_new(c, s);
+			it = iter_scope(c, it, s);
 			assign(c, it, n->a, items->v[i]);
 			if (tv_truthy(tmpl_eval(c, n->c, it)))
 				tl_push(&c->arena, kept, items->v[i]);
@@ -1007,10 +1020,10 @@ static int exec_for(struct tctx *c, struct tn *n, struct tscope *s)
 	lp = ta_alloc(&c->arena, sizeof(*lp));
 	lp->items = items;
 	loopv.lp = lp;
-	for (i = 0; i < items->n; i++) {
+	for (i = 0, it = NULL; i < items->n; i++) {
 		tc_step(c);
 		lp->index0 = i;
-		it = tscope_new(c, s);
+		it = iter_scope(c, it, s);
 		assign(c, it, n->a, items->v[i]);
 		tscope_set(c, it, "loop", loopv);
 		st = exec_body(c, n->body, it);
@@ -1067,6 +1080,7 @@ static int exec_stmt(struct tctx *c, struct tn *n, struct tscope *s)
 		v.fn->name = n->name;
 		v.fn->macro = n;
 		v.fn->env = s;
+		s->captured = true;
 		tscope_set(c, s, n->name, v);
 		break;
 	case N_CALLBLOCK: {
@@ -1076,6 +1090,7 @@ static int exec_stmt(struct tctx *c, struct tn *n, struct tscope *s)
 		caller.fn->name = "caller";
 		caller.fn->macro = n;
 		caller.fn->env = s;
+		s->captured = true;
 		v = eval_call(c, n->a, s, &caller);
 		tv_write_str(c, c->out, v);
 		out_check(c);

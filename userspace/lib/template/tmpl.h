@@ -244,6 +244,7 @@ struct tn *tmpl_parse(struct tarena *a, struct tk *toks, size_t ntoks,
 /* ---- evaluation */
 struct tscope {
 	struct tscope *parent;
+	bool captured; /* a macro or caller closes over it: keep it */
 	size_t n, cap;
 	const char **names;
 	struct tv *vals;
