@@ -88,8 +88,8 @@ static void test_expressions(void **state)
 	       "3.5 3 -4 2");
 	expect("{{ 'a' ~ 1 ~ none }} {{ 'ab' * 2 }} {{ [1] + [2] }}", NULL,
 	       "a1None abab [1, 2]");
-	expect("{{ 1 < 2 < 3 }} {{ 'a' in 'cat' }} {{ 3 not in [1, 2] }}",
-	       NULL, "True True True");
+	expect("{{ 1 < 2 < 3 }} {{ 'a' in 'cat' }} {{ 3 not in [1, 2] }}", NULL,
+	       "True True True");
 	expect("{{ x or 'd' }} {{ 0 and 1 }} {{ 'y' if x else 'n' }}",
 	       "{\"x\": 0}", "d 0 n");
 	expect("{{ x.y.z }} {{ x['y']['z'] }} {{ l[-1] }} {{ l[1:] }}",
@@ -122,8 +122,7 @@ static void test_tojson(void **state)
 	expect("{{ 'é\\n\"'|tojson(ensure_ascii=true) }}", NULL,
 	       "\"\\u00e9\\n\\\"\"");
 	expect_err("{{ x|tojson }}", NULL, EINVAL, "not JSON serializable");
-	expect_err("{{ [1]|map('string')|tojson }}", NULL, EINVAL,
-		   "generator");
+	expect_err("{{ [1]|map('string')|tojson }}", NULL, EINVAL, "generator");
 }
 
 static void test_filters_and_tests(void **state)
@@ -140,8 +139,8 @@ static void test_filters_and_tests(void **state)
 	       NULL, "True True True False");
 	expect("{{ '{}-{}'.format(1, 'b') }} {{ 'a,b'.split(',') }} {{ 'xa'.lstrip('x') }}",
 	       NULL, "1-b ['a', 'b'] a");
-	expect("{{ d.get('k', 5) }} {{ d.items()|list }}", "{\"d\": {\"j\": 1}}",
-	       "5 [('j', 1)]");
+	expect("{{ d.get('k', 5) }} {{ d.items()|list }}",
+	       "{\"d\": {\"j\": 1}}", "5 [('j', 1)]");
 	expect("{{ '<a>'|safe + '<b>' }}", NULL, "<a>&lt;b&gt;");
 	expect("{{ strftime_now('%Y-%m-%d') }}", NULL, "2026-08-15");
 }
@@ -243,29 +242,37 @@ static void test_limits(void **state)
 			 -E2BIG);
 	assert_non_null(strstr(err.msg, "output limit"));
 	/* also when the output is built inside a set block */
-	assert_int_equal(render_lim("{% set b %}{% for i in range(2000) %}x{% endfor %}{% endset %}",
-				    NULL, &lim, &out, &err),
-			 -E2BIG);
+	assert_int_equal(
+		render_lim(
+			"{% set b %}{% for i in range(2000) %}x{% endfor %}{% endset %}",
+			NULL, &lim, &out, &err),
+		-E2BIG);
 
 	lim = (struct edgeq_tmpl_limits){ .max_memory = 1 << 20 };
-	assert_int_equal(render_lim("{% set ns = namespace(s='x') %}{% for i in range(30) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
-				    NULL, &lim, &out, &err),
-			 -ENOMEM);
+	assert_int_equal(
+		render_lim(
+			"{% set ns = namespace(s='x') %}{% for i in range(30) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+			NULL, &lim, &out, &err),
+		-ENOMEM);
 	assert_non_null(strstr(err.msg, "memory limit"));
 	assert_int_equal(render_lim("{{ 'x' * 100000000000 }}", NULL, &lim,
 				    &out, &err),
 			 -ENOMEM);
 
 	lim = (struct edgeq_tmpl_limits){ .max_steps = 10000 };
-	assert_int_equal(render_lim("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}",
-				    NULL, &lim, &out, &err),
-			 -ETIME);
+	assert_int_equal(
+		render_lim(
+			"{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}",
+			NULL, &lim, &out, &err),
+		-ETIME);
 	assert_non_null(strstr(err.msg, "step limit"));
 
 	lim = (struct edgeq_tmpl_limits){ .max_depth = 50 };
-	assert_int_equal(render_lim("{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}",
-				    NULL, &lim, &out, &err),
-			 -ELOOP);
+	assert_int_equal(
+		render_lim(
+			"{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}",
+			NULL, &lim, &out, &err),
+		-ELOOP);
 	assert_non_null(strstr(err.msg, "nesting limit"));
 	deep = malloc(4000);
 	assert_non_null(deep);
@@ -291,9 +298,11 @@ static void test_limits(void **state)
 	free(deep);
 	/* compile is bounded by the memory limit too */
 	lim = (struct edgeq_tmpl_limits){ .max_memory = 4096 };
-	assert_int_equal(render_lim("{% for i in range(3) %}{{ i }}{% endfor %}{{ 'a' }}{{ 'b' }}{{ 'c' }}",
-				    NULL, &lim, &out, &err),
-			 -ENOMEM);
+	assert_int_equal(
+		render_lim(
+			"{% for i in range(3) %}{{ i }}{% endfor %}{{ 'a' }}{{ 'b' }}{{ 'c' }}",
+			NULL, &lim, &out, &err),
+		-ENOMEM);
 }
 
 static void test_chat(void **state)
@@ -307,26 +316,30 @@ static void test_chat(void **state)
 	char *out;
 	size_t n;
 
-	assert_int_equal(edgeq_tmpl_compile(src, strlen(src), NULL, &t, &err), 0);
-	assert_int_equal(edgeq_tmpl_render_chat(t, "[{\"role\": \"user\", \"content\": \"hi\"}]",
-						NULL, true, "<s>", NULL, NOW,
-						&out, &n, &err),
+	assert_int_equal(edgeq_tmpl_compile(src, strlen(src), NULL, &t, &err),
+			 0);
+	assert_int_equal(edgeq_tmpl_render_chat(
+				 t,
+				 "[{\"role\": \"user\", \"content\": \"hi\"}]",
+				 NULL, true, "<s>", NULL, NOW, &out, &n, &err),
 			 0);
 	assert_string_equal(out, "<s><user>hi<assistant>False");
 	free(out);
-	assert_int_equal(edgeq_tmpl_render_conv(t, "{\"messages\": [], \"tools\": [{}], \"x\": 1}",
-						false, "", "</s>", NOW, &out,
-						&n, &err),
-			 0);
+	assert_int_equal(
+		edgeq_tmpl_render_conv(
+			t, "{\"messages\": [], \"tools\": [{}], \"x\": 1}",
+			false, "", "</s>", NOW, &out, &n, &err),
+		0);
 	assert_string_equal(out, "T1True");
 	free(out);
 	assert_int_equal(edgeq_tmpl_render_conv(t, "{\"messages\": 3}", false,
-						NULL, NULL, NOW, &out, &n, &err),
-			 -EINVAL);
-	assert_int_equal(edgeq_tmpl_render_conv(t, "{\"messages\": [], \"tools\": 1}",
-						false, NULL, NULL, NOW, &out, &n,
+						NULL, NULL, NOW, &out, &n,
 						&err),
 			 -EINVAL);
+	assert_int_equal(
+		edgeq_tmpl_render_conv(t, "{\"messages\": [], \"tools\": 1}",
+				       false, NULL, NULL, NOW, &out, &n, &err),
+		-EINVAL);
 	assert_int_equal(edgeq_tmpl_render_chat(t, "{}", NULL, false, NULL,
 						NULL, NOW, &out, &n, &err),
 			 -EINVAL);

@@ -60,7 +60,8 @@ static int put(const char *path, const char *s, size_t n)
 	FILE *f = fopen(path, "wb");
 
 	if (!f || fwrite(s, 1, n, f) != n || fclose(f)) {
-		fprintf(stderr, "template-render: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "template-render: %s: %s\n", path,
+			strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -109,12 +110,12 @@ int main(int argc, char **argv)
 				int ret = cret;
 
 				if (!ret)
-					ret = edgeq_tmpl_render_conv(t, conv, agp,
-								     "<s>", "</s>",
-								     now, &out,
-								     &n, &err);
+					ret = edgeq_tmpl_render_conv(
+						t, conv, agp, "<s>", "</s>",
+						now, &out, &n, &err);
 				snprintf(path, sizeof(path), "%s/%s.%s.%d.%s",
-					 argv[1], tn, cn, agp, ret ? "err" : "out");
+					 argv[1], tn, cn, agp,
+					 ret ? "err" : "out");
 				if (ret) {
 					char msg[600];
 

@@ -28,8 +28,10 @@ static const struct cli_option template_opts[] = {
 	  "the conversation: a list of messages, or {\"messages\": [...], \"tools\": [...]}" },
 	{ "add-generation-prompt", 0, CLI_FLAG, &tp_agp, NULL,
 	  "end with the assistant's turn opening" },
-	{ "bos", 0, CLI_STR, &tp_bos, "S", "bos_token text (default: the model's)" },
-	{ "eos", 0, CLI_STR, &tp_eos, "S", "eos_token text (default: the model's)" },
+	{ "bos", 0, CLI_STR, &tp_bos, "S",
+	  "bos_token text (default: the model's)" },
+	{ "eos", 0, CLI_STR, &tp_eos, "S",
+	  "eos_token text (default: the model's)" },
 	{ "now", 0, CLI_STR, &tp_now, "YYYY-MM-DD",
 	  "the date strftime_now() formats (default: now, local time)" },
 	CLI_OPTIONS_END,
@@ -166,13 +168,14 @@ static int cmd_template(int argc, char **argv)
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;
 	if (first < argc)
-		return cli_error(EXIT_USAGE, "template", "unexpected argument '%s'",
-				 argv[first]);
+		return cli_error(EXIT_USAGE, "template",
+				 "unexpected argument '%s'", argv[first]);
 	if (!tp_model == !tp_template)
 		return cli_error(EXIT_USAGE, "template",
 				 "give one of -m MODEL or --template FILE");
 	if (!tp_messages)
-		return cli_error(EXIT_USAGE, "template", "--messages FILE.json is required");
+		return cli_error(EXIT_USAGE, "template",
+				 "--messages FILE.json is required");
 	ret = parse_now(&now);
 	if (ret)
 		return ret;
@@ -183,8 +186,8 @@ static int cmd_template(int argc, char **argv)
 	} else {
 		src = read_all(tp_template, &len);
 		if (!src) {
-			ret = cli_error(EXIT_FAIL, "template", "%s: %s", tp_template,
-					strerror(errno));
+			ret = cli_error(EXIT_FAIL, "template", "%s: %s",
+					tp_template, strerror(errno));
 			goto out;
 		}
 	}
@@ -200,13 +203,12 @@ static int cmd_template(int argc, char **argv)
 				tp_model ? tp_model : tp_template, err.msg);
 		goto out;
 	}
-	ret = edgeq_tmpl_render_conv(t, conv, tp_agp,
-				     tp_bos ? tp_bos : bos,
-				     tp_eos ? tp_eos : eos, now, &out,
-				     &out_len, &err);
+	ret = edgeq_tmpl_render_conv(t, conv, tp_agp, tp_bos ? tp_bos : bos,
+				     tp_eos ? tp_eos : eos, now, &out, &out_len,
+				     &err);
 	if (ret == -ECANCELED) {
-		ret = cli_error(EXIT_BADINPUT, "template", "raise_exception: %s",
-				err.msg);
+		ret = cli_error(EXIT_BADINPUT, "template",
+				"raise_exception: %s", err.msg);
 		goto out;
 	}
 	if (ret) {

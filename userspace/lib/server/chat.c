@@ -100,15 +100,17 @@ int srv_chat_template_load(struct srv *s, struct edgeq_error *err)
 			want, strerror(e));
 	/* the stop text of the nearest built-in format, and the fallback */
 	s->tmpl = srv_template_detect(src, s->info->arch, s->info->name,
-				      has_special(s->model, "<|start_header_id|>"),
+				      has_special(s->model,
+						  "<|start_header_id|>"),
 				      has_special(s->model, "<|im_start|>"));
 	if (!src) {
-		snprintf(s->tmpl_desc, sizeof(s->tmpl_desc),
-			 "built-in %s (fallback: the model has no tokenizer.chat_template)",
-			 srv_template_name(s->tmpl));
+		snprintf(
+			s->tmpl_desc, sizeof(s->tmpl_desc),
+			"built-in %s (fallback: the model has no tokenizer.chat_template)",
+			srv_template_name(s->tmpl));
 		srv_log(SRV_WARN,
-			(const char *const[]){ "EDGEQ_EVENT=chat-template-fallback",
-					       NULL },
+			(const char *const[]){
+				"EDGEQ_EVENT=chat-template-fallback", NULL },
 			"model has no tokenizer.chat_template: chats use the built-in %s format",
 			srv_template_name(s->tmpl));
 		return 0;
@@ -151,9 +153,10 @@ void srv_chat_fields(struct srv_req *r)
 
 	v = json_object_get(j, "tools");
 	if (json_array_size(v))
-		warn(r, r->s->jinja ?
-				"tools are given to the chat template; tool calls come back as text in content" :
-				"tools ignored: the model has no chat template");
+		warn(r,
+		     r->s->jinja ?
+			     "tools are given to the chat template; tool calls come back as text in content" :
+			     "tools ignored: the model has no chat template");
 	v = json_object_get(j, "tool_choice");
 	if (v && !json_is_null(v) &&
 	    !(json_is_string(v) && (!strcmp(json_string_value(v), "auto") ||
@@ -201,14 +204,15 @@ int srv_chat_prompt(struct srv_req *r, json_t *msgs)
 		return -ENOMEM;
 	}
 	ret = edgeq_tmpl_render_chat(r->s->jinja, mj, tj, true, r->s->bos_text,
-				     r->s->eos_text, time(NULL), &out, &n, &err);
+				     r->s->eos_text, time(NULL), &out, &n,
+				     &err);
 	free(mj);
 	free(tj);
 	if (ret)
-		return srv_bad_request(r, "messages",
-				       "the model's chat template refused the messages: %s%s",
-				       ret == -ECANCELED ? "raise_exception: " : "",
-				       err.msg);
+		return srv_bad_request(
+			r, "messages",
+			"the model's chat template refused the messages: %s%s",
+			ret == -ECANCELED ? "raise_exception: " : "", err.msg);
 	r->prompt = out;
 	/* the template writes BOS itself when the model wants one */
 	r->add_bos = r->s->add_bos_chat &&

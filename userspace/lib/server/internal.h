@@ -37,8 +37,8 @@ struct srv {
 	struct edgeq_model *model;
 	const struct edgeq_model_info *info;
 	char model_id[160];
-	enum srv_template tmpl; /* built-in format: fallback, stop text */
-	struct edgeq_tmpl *jinja; /* the chat template, or NULL (built-in) */
+	enum srv_template tmpl;	   /* built-in format: fallback, stop text */
+	struct edgeq_tmpl *jinja;  /* the chat template, or NULL (built-in) */
 	char *bos_text, *eos_text; /* for the template's bos/eos_token */
 	const char *jinja_stop;	   /* stop text the template uses, or NULL */
 	char tmpl_desc[200];	   /* which template chats use, for the log */
@@ -141,8 +141,8 @@ void srv_log_request(struct srv_req *r, int status);
 /* request.c: parse and validate; on error sends the 4xx and returns it */
 int srv_parse_request(struct srv_req *r);
 /* Send a 400 naming @param; returns -EINVAL. */
-int srv_bad_request(struct srv_req *r, const char *param, const char *fmt,
-		    ...) __attribute__((format(printf, 3, 4)));
+int srv_bad_request(struct srv_req *r, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* chat.c: the model's chat template (or --chat-template FILE) */
 int srv_chat_template_load(struct srv *s, struct edgeq_error *err);

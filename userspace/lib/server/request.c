@@ -104,8 +104,7 @@ static const char *type_words(unsigned int t)
 	return "an object";
 }
 
-int srv_bad_request(struct srv_req *r, const char *param, const char *fmt,
-		    ...)
+int srv_bad_request(struct srv_req *r, const char *param, const char *fmt, ...)
 {
 	char msg[400];
 	va_list ap;

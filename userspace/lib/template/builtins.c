@@ -171,7 +171,8 @@ static struct tv f_default(struct tctx *c, struct tv v, struct targs *a)
 {
 	struct tv *d = targ(a, 0, "default_value");
 
-	if (v.t == TV_UNDEF || (opt_bool(a, 1, "boolean", false) && !tv_truthy(v)))
+	if (v.t == TV_UNDEF ||
+	    (opt_bool(a, 1, "boolean", false) && !tv_truthy(v)))
 		return d ? *d : tv_str_static("");
 	return v;
 }
@@ -193,8 +194,8 @@ static int ci_cmp(struct tctx *c, struct tv x, struct tv y, bool cs)
 }
 
 /* Stable merge sort of @n values by @keys (Python's sorted is stable). */
-static void sort_by(struct tctx *c, struct tv *vals, struct tv *keys,
-		    size_t n, bool cs, bool rev)
+static void sort_by(struct tctx *c, struct tv *vals, struct tv *keys, size_t n,
+		    bool cs, bool rev)
 {
 	struct tv *tv, *tk;
 	size_t w, i, lo, mid, hi, x, y;
@@ -326,7 +327,8 @@ static struct tv f_last(struct tctx *c, struct tv v, struct targs *a)
 		tc_fail(c, EINVAL,
 			"TypeError: 'generator' object is not reversible");
 	if (v.t == TV_DICT)
-		tc_fail(c, EINVAL, "TypeError: 'dict' object is not reversible");
+		tc_fail(c, EINVAL,
+			"TypeError: 'dict' object is not reversible");
 	l = tv_iter(c, v);
 	return l->n ? l->v[l->n - 1] :
 		      tv_undef("No last item, sequence was empty.");
@@ -369,7 +371,8 @@ static struct tv f_int(struct tctx *c, struct tv v, struct targs *a)
 	struct tv *d = targ(a, 0, "default");
 	int64_t base = targ(a, 1, "base") && targ(a, 1, "base")->t == TV_INT ?
 			       targ(a, 1, "base")->i :
-			       10, i;
+			       10,
+		i;
 	double f;
 
 	switch (v.t) {
@@ -559,8 +562,8 @@ static struct tv f_title(struct tctx *c, struct tv v, struct targs *a)
 
 		while (i < s.n) {
 			l = u8_decode(s.s + i, s.n - i, &cp);
-			if (!(cp == '-' || cp == '(' || cp == '{' || cp == '[' ||
-			      cp == '<' || u_isspace(cp)))
+			if (!(cp == '-' || cp == '(' || cp == '{' ||
+			      cp == '[' || cp == '<' || u_isspace(cp)))
 				break;
 			i += l;
 		}
@@ -578,7 +581,8 @@ static struct tv f_title(struct tctx *c, struct tv v, struct targs *a)
 		l = u8_decode(s.s + st, i - st, &cp);
 		w = ts_case(c, tv_str(&c->arena, s.s + st, l), 'u');
 		tb_put(&c->arena, &b, w.s, w.n);
-		w = ts_case(c, tv_str(&c->arena, s.s + st + l, i - st - l), 'l');
+		w = ts_case(c, tv_str(&c->arena, s.s + st + l, i - st - l),
+			    'l');
 		tb_put(&c->arena, &b, w.s, w.n);
 	}
 	return tv_str(&c->arena, b.p ? b.p : "", b.n);
@@ -591,7 +595,8 @@ static struct tv apply_filter(struct tctx *c, const char *name, struct tv v,
 
 	if (!f)
 		tc_fail(c, EINVAL,
-			"TemplateRuntimeError: No filter named '%s' found.", name);
+			"TemplateRuntimeError: No filter named '%s' found.",
+			name);
 	tc_step(c);
 	return f->fn(c, v, a);
 }
@@ -603,7 +608,8 @@ static struct tv apply_test(struct tctx *c, const char *name, struct tv v,
 
 	if (!t)
 		tc_fail(c, EINVAL,
-			"TemplateRuntimeError: No test named '%s' found.", name);
+			"TemplateRuntimeError: No test named '%s' found.",
+			name);
 	tc_step(c);
 	return t->fn(c, v, a);
 }
@@ -620,7 +626,8 @@ static struct targs shift_args(struct targs *a, size_t skip)
 
 static struct tv f_map(struct tctx *c, struct tv v, struct targs *a)
 {
-	struct tv r = tv_list(&c->arena, 0), *attr = targ(a, (size_t)-1, "attribute");
+	struct tv r = tv_list(&c->arena, 0),
+		  *attr = targ(a, (size_t)-1, "attribute");
 	struct tlist *l;
 	size_t i;
 
@@ -633,16 +640,19 @@ static struct tv f_map(struct tctx *c, struct tv v, struct targs *a)
 		for (i = 0; i < l->n; i++) {
 			struct tv x = get_path(c, l->v[i], *attr);
 
-			tl_push(&c->arena, r.l, x.t == TV_UNDEF && def ? *def : x);
+			tl_push(&c->arena, r.l,
+				x.t == TV_UNDEF && def ? *def : x);
 		}
 		return gen_of(r);
 	}
 	if (!a->npos || a->pos[0].t != TV_STR)
-		tc_fail(c, EINVAL, "TypeError: map needs a filter name or attribute=");
+		tc_fail(c, EINVAL,
+			"TypeError: map needs a filter name or attribute=");
 	for (i = 0; i < l->n; i++) {
 		struct targs rest = shift_args(a, 1);
 
-		tl_push(&c->arena, r.l, apply_filter(c, a->pos[0].s, l->v[i], &rest));
+		tl_push(&c->arena, r.l,
+			apply_filter(c, a->pos[0].s, l->v[i], &rest));
 	}
 	return gen_of(r);
 }
@@ -657,7 +667,8 @@ static struct tv select_reject(struct tctx *c, struct tv v, struct targs *a,
 	if (!tv_truthy(v))
 		return gen_of(r);
 	if (attr && !a->npos)
-		tc_fail(c, EINVAL, "FilterArgumentError: Missing parameter for attribute name");
+		tc_fail(c, EINVAL,
+			"FilterArgumentError: Missing parameter for attribute name");
 	l = tv_iter(c, v);
 	for (i = 0; i < l->n; i++) {
 		struct tv x = attr ? get_path(c, l->v[i], a->pos[0]) : l->v[i];
@@ -667,7 +678,8 @@ static struct tv select_reject(struct tctx *c, struct tv v, struct targs *a,
 			struct targs rest = shift_args(a, off + 1);
 
 			if (a->pos[off].t != TV_STR)
-				tc_fail(c, EINVAL, "TypeError: test name must be a string");
+				tc_fail(c, EINVAL,
+					"TypeError: test name must be a string");
 			ok = tv_truthy(apply_test(c, a->pos[off].s, x, &rest));
 		} else {
 			ok = tv_truthy(x);
@@ -715,7 +727,8 @@ static struct tv minmax(struct tctx *c, struct tv v, struct targs *a, int want)
 			bk = k;
 		}
 	}
-	return best.t ? best : tv_undef("No aggregated item, sequence was empty.");
+	return best.t ? best :
+			tv_undef("No aggregated item, sequence was empty.");
 }
 
 static struct tv f_min(struct tctx *c, struct tv v, struct targs *a)
@@ -752,7 +765,8 @@ static struct tv f_reverse(struct tctx *c, struct tv v, struct targs *a)
 		while (e > 0) {
 			size_t st = e - 1;
 
-			while (st > 0 && ((unsigned char)v.s[st] & 0xc0) == 0x80)
+			while (st > 0 &&
+			       ((unsigned char)v.s[st] & 0xc0) == 0x80)
 				st--;
 			tb_put(&c->arena, &b, v.s + st, e - st);
 			e = st;
@@ -778,7 +792,8 @@ static struct tv f_round(struct tctx *c, struct tv v, struct targs *a)
 	char buf[400];
 
 	if (!tv_is_num(v))
-		tc_fail(c, EINVAL, "TypeError: type %s doesn't define __round__",
+		tc_fail(c, EINVAL,
+			"TypeError: type %s doesn't define __round__",
 			tv_typename(v));
 	f = tv_num(v);
 	if (prec > 300 || prec < -300)
@@ -821,7 +836,8 @@ static struct tv f_sort(struct tctx *c, struct tv v, struct targs *a)
 		keys[i] = attr && attr->t != TV_NONE ?
 				  get_path(c, l->v[i], *attr) :
 				  l->v[i];
-	sort_by(c, r.l->v, keys, r.l->n, opt_bool(a, 1, "case_sensitive", false),
+	sort_by(c, r.l->v, keys, r.l->n,
+		opt_bool(a, 1, "case_sensitive", false),
 		opt_bool(a, 0, "reverse", false));
 	return r;
 }
@@ -849,9 +865,9 @@ static struct tv f_sum(struct tctx *c, struct tv v, struct targs *a)
 				tv_typename(acc), tv_typename(x));
 		if (acc.t == TV_FLOAT || x.t == TV_FLOAT)
 			acc = tv_float(tv_num(acc) + tv_num(x));
-		else if (__builtin_add_overflow(acc.t == TV_BOOL ? acc.b : acc.i,
-						x.t == TV_BOOL ? x.b : x.i,
-						&acc.i))
+		else if (__builtin_add_overflow(
+				 acc.t == TV_BOOL ? acc.b : acc.i,
+				 x.t == TV_BOOL ? x.b : x.i, &acc.i))
 			tc_fail(c, EINVAL, "OverflowError: sum beyond 64 bits");
 		else
 			acc.t = TV_INT;
@@ -889,7 +905,8 @@ static struct tv f_tojson(struct tctx *c, struct tv v, struct targs *a)
 		o.item_sep = sep->l->v[0].s;
 		o.key_sep = sep->l->v[1].s;
 	} else if (sep && sep->t != TV_NONE) {
-		tc_fail(c, EINVAL, "TypeError: separators must be a pair of strings");
+		tc_fail(c, EINVAL,
+			"TypeError: separators must be a pair of strings");
 	}
 	tv_write_json(c, &b, v, &o, 0);
 	return tv_str(&c->arena, b.p ? b.p : "", b.n);
@@ -897,7 +914,8 @@ static struct tv f_tojson(struct tctx *c, struct tv v, struct targs *a)
 
 static struct tv f_trim(struct tctx *c, struct tv v, struct targs *a)
 {
-	return keep_markup(v, ts_strip(c, str_of(c, v), targ(a, 0, "chars"), 'b'));
+	return keep_markup(v,
+			   ts_strip(c, str_of(c, v), targ(a, 0, "chars"), 'b'));
 }
 
 static struct tv f_unique(struct tctx *c, struct tv v, struct targs *a)
@@ -1071,7 +1089,8 @@ static struct tv *need_arg(struct tctx *c, struct targs *a, const char *what)
 	struct tv *o = targ(a, 0, NULL);
 
 	if (!o)
-		tc_fail(c, EINVAL, "TypeError: test '%s' needs an argument", what);
+		tc_fail(c, EINVAL, "TypeError: test '%s' needs an argument",
+			what);
 	return o;
 }
 
@@ -1288,10 +1307,12 @@ static struct tv g_range(struct tctx *c, struct tv self, struct targs *a)
 		if (a->npos == 3)
 			step = a->pos[2].i;
 	} else {
-		tc_fail(c, EINVAL, "TypeError: range expected 1 to 3 arguments");
+		tc_fail(c, EINVAL,
+			"TypeError: range expected 1 to 3 arguments");
 	}
 	if (!step)
-		tc_fail(c, EINVAL, "ValueError: range() arg 3 must not be zero");
+		tc_fail(c, EINVAL,
+			"ValueError: range() arg 3 must not be zero");
 	if (step > 0)
 		n = stop > start ? (stop - start + step - 1) / step : 0;
 	else
@@ -1312,9 +1333,11 @@ static struct tv g_dict(struct tctx *c, struct tv self, struct targs *a)
 	size_t i;
 
 	if (a->npos)
-		tc_fail(c, EINVAL, "dict() with positional arguments is not supported");
+		tc_fail(c, EINVAL,
+			"dict() with positional arguments is not supported");
 	for (i = 0; i < a->nkw; i++)
-		td_set(&c->arena, r.d, tv_strz(&c->arena, a->kwn[i]), a->kwv[i]);
+		td_set(&c->arena, r.d, tv_strz(&c->arena, a->kwn[i]),
+		       a->kwv[i]);
 	return r;
 }
 
@@ -1325,15 +1348,19 @@ static struct tv g_namespace(struct tctx *c, struct tv self, struct targs *a)
 
 	r.t = TV_NS;
 	if (a->npos > 1)
-		tc_fail(c, EINVAL, "TypeError: namespace takes at most one positional argument");
+		tc_fail(c, EINVAL,
+			"TypeError: namespace takes at most one positional argument");
 	if (a->npos) {
 		if (a->pos[0].t != TV_DICT)
-			tc_fail(c, EINVAL, "TypeError: namespace() argument must be a mapping");
+			tc_fail(c, EINVAL,
+				"TypeError: namespace() argument must be a mapping");
 		for (i = 0; i < a->pos[0].d->n; i++)
-			td_set(&c->arena, r.d, a->pos[0].d->k[i], a->pos[0].d->v[i]);
+			td_set(&c->arena, r.d, a->pos[0].d->k[i],
+			       a->pos[0].d->v[i]);
 	}
 	for (i = 0; i < a->nkw; i++)
-		td_set(&c->arena, r.d, tv_strz(&c->arena, a->kwn[i]), a->kwv[i]);
+		td_set(&c->arena, r.d, tv_strz(&c->arena, a->kwn[i]),
+		       a->kwv[i]);
 	return r;
 }
 
@@ -1345,8 +1372,7 @@ static struct tv g_raise(struct tctx *c, struct tv self, struct targs *a)
 	tc_fail(c, ECANCELED, "%.*s", (int)(s.n > 390 ? 390 : s.n), s.s);
 }
 
-static struct tv g_strftime_now(struct tctx *c, struct tv self,
-				struct targs *a)
+static struct tv g_strftime_now(struct tctx *c, struct tv self, struct targs *a)
 {
 	struct tv *f = targ(a, 0, "format");
 	char buf[512];
@@ -1354,9 +1380,11 @@ static struct tv g_strftime_now(struct tctx *c, struct tv self,
 	size_t n;
 
 	if (!f || f->t != TV_STR)
-		tc_fail(c, EINVAL, "TypeError: strftime_now needs a format string");
+		tc_fail(c, EINVAL,
+			"TypeError: strftime_now needs a format string");
 	if (f->n > 200)
-		tc_fail(c, EINVAL, "strftime_now: format longer than 200 bytes");
+		tc_fail(c, EINVAL,
+			"strftime_now: format longer than 200 bytes");
 	gmtime_r(&c->now, &tm);
 	n = strftime(buf, sizeof(buf), f->s, &tm);
 	return tv_str(&c->arena, buf, n);
@@ -1404,10 +1432,10 @@ static struct tv call_list_method(struct tctx *c, struct tv self,
 static struct tv call_loop_method(struct tctx *c, struct tv self,
 				  struct targs *a);
 
-static const char *const unsafe_list[] = { "append", "clear", "extend",
-					   "insert", "pop",   "remove",
-					   "reverse", "sort", NULL };
-static const char *const unsafe_dict[] = { "clear", "pop", "popitem",
+static const char *const unsafe_list[] = { "append",  "clear", "extend",
+					   "insert",  "pop",   "remove",
+					   "reverse", "sort",  NULL };
+static const char *const unsafe_dict[] = { "clear",	 "pop",	   "popitem",
 					   "setdefault", "update", NULL };
 
 static bool listed(const char *const *l, const char *name)
@@ -1476,7 +1504,8 @@ unsafe:
 		 "access to attribute '%.80s' of '%s' object is unsafe.", name,
 		 tv_typename(self));
 	{
-		struct tv u = tv_undef(ta_strndup(&c->arena, hint, strlen(hint)));
+		struct tv u =
+			tv_undef(ta_strndup(&c->arena, hint, strlen(hint)));
 
 		u.n = TU_UNSAFE;
 		return u;
@@ -1502,7 +1531,8 @@ static struct tv call_dict_method(struct tctx *c, struct tv self,
 		long j;
 
 		if (!k)
-			tc_fail(c, EINVAL, "TypeError: get expected at least 1 argument");
+			tc_fail(c, EINVAL,
+				"TypeError: get expected at least 1 argument");
 		if (k->t == TV_LIST || k->t == TV_DICT)
 			tc_fail(c, EINVAL, "TypeError: unhashable type: '%s'",
 				tv_typename(*k));
@@ -1546,7 +1576,8 @@ static struct tv call_list_method(struct tctx *c, struct tv self,
 	if (!strcmp(m, "copy"))
 		return copy_list(c, l.l);
 	if (!x)
-		tc_fail(c, EINVAL, "TypeError: %s() takes exactly one argument", m);
+		tc_fail(c, EINVAL, "TypeError: %s() takes exactly one argument",
+			m);
 	for (i = 0; i < l.l->n; i++)
 		if (tv_equal(l.l->v[i], *x)) {
 			if (m[0] == 'i')
@@ -1566,7 +1597,8 @@ static struct tv call_loop_method(struct tctx *c, struct tv self,
 
 	if (!strcmp(m, "cycle")) {
 		if (!a->npos)
-			tc_fail(c, EINVAL, "TypeError: no items for cycling given");
+			tc_fail(c, EINVAL,
+				"TypeError: no items for cycling given");
 		return a->pos[lp->index0 % a->npos];
 	}
 	tc_fail(c, EINVAL, "loop.%s() is not supported", m);

@@ -10,8 +10,8 @@ struct tv ts_case(struct tctx *c, struct tv s, char mode);
 /* @how: 'b' both ends, 'l' left, 'r' right; @chars NULL: whitespace */
 struct tv ts_strip(struct tctx *c, struct tv s, const struct tv *chars,
 		   char how);
-struct tv ts_replace(struct tctx *c, struct tv s, struct tv old,
-		     struct tv new, int64_t count);
+struct tv ts_replace(struct tctx *c, struct tv s, struct tv old, struct tv new,
+		     int64_t count);
 struct tv ts_method(struct tctx *c, struct tv s, const char *name,
 		    struct targs *a);
 bool ts_has_method(const char *name);

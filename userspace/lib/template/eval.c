@@ -51,8 +51,7 @@ struct tscope *tscope_new(struct tctx *c, struct tscope *parent)
 	return s;
 }
 
-void tscope_set(struct tctx *c, struct tscope *s, const char *name,
-		struct tv v)
+void tscope_set(struct tctx *c, struct tscope *s, const char *name, struct tv v)
 {
 	size_t i;
 
@@ -275,7 +274,8 @@ static struct tv do_slice(struct tctx *c, struct tv obj, struct tv *st,
 		slice_bounds(c, st, sp, sk, len, &start, &stop, &step);
 		if (ascii && step == 1)
 			return tv_str(&c->arena, obj.s + start,
-				      stop > start ? (size_t)(stop - start) : 0);
+				      stop > start ? (size_t)(stop - start) :
+						     0);
 		for (i = start; step > 0 ? i < stop : i > stop; i += step) {
 			size_t o = ascii ? (size_t)i :
 					   u8_offset(obj.s, obj.n, (size_t)i);
@@ -385,8 +385,8 @@ static struct tv call_macro(struct tctx *c, struct tfunc *f, struct targs *a)
 		} else if (!strcmp(a->kwn[k], "caller") && f->caller.t) {
 			continue;
 		} else {
-			td_set(&c->arena, kwargs.d, tv_strz(&c->arena, a->kwn[k]),
-			       a->kwv[k]);
+			td_set(&c->arena, kwargs.d,
+			       tv_strz(&c->arena, a->kwn[k]), a->kwv[k]);
 		}
 	}
 	for (i = 0; i < m->nkids; i++) {
@@ -396,10 +396,11 @@ static struct tv call_macro(struct tctx *c, struct tfunc *f, struct targs *a)
 			tscope_set(c, s, m->kids[i]->name,
 				   tmpl_eval(c, m->kwv[i], s));
 		else
-			tscope_set(c, s, m->kids[i]->name,
-				   undef_fmt(c,
-					     "parameter '%.100s' was not provided",
-					     m->kids[i]->name));
+			tscope_set(
+				c, s, m->kids[i]->name,
+				undef_fmt(c,
+					  "parameter '%.100s' was not provided",
+					  m->kids[i]->name));
 	}
 	tscope_set(c, s, "varargs", varargs);
 	tscope_set(c, s, "kwargs", kwargs);
@@ -461,7 +462,8 @@ static void eval_args(struct tctx *c, struct tn *n, struct tscope *s,
 	}
 	for (i = 0; dkw.t && i < dkw.d->n; i++) {
 		if (dkw.d->k[i].t != TV_STR)
-			tc_fail(c, EINVAL, "TypeError: keywords must be strings");
+			tc_fail(c, EINVAL,
+				"TypeError: keywords must be strings");
 		a->kwn[a->nkw] = dkw.d->k[i].s;
 		a->kwv[a->nkw++] = dkw.d->v[i];
 	}
@@ -513,11 +515,11 @@ static struct tv repeat(struct tctx *c, struct tv seq, int64_t times)
 }
 
 static const char *const op_names[] = {
-	[OP_ADD] = "+",	 [OP_SUB] = "-",      [OP_MUL] = "*",
-	[OP_DIV] = "/",	 [OP_FLOORDIV] = "//", [OP_MOD] = "%",
-	[OP_POW] = "**", [OP_CONCAT] = "~",   [OP_EQ] = "==",
-	[OP_NE] = "!=",	 [OP_LT] = "<",	      [OP_LE] = "<=",
-	[OP_GT] = ">",	 [OP_GE] = ">=",      [OP_IN] = "in",
+	[OP_ADD] = "+",	       [OP_SUB] = "-",	     [OP_MUL] = "*",
+	[OP_DIV] = "/",	       [OP_FLOORDIV] = "//", [OP_MOD] = "%",
+	[OP_POW] = "**",       [OP_CONCAT] = "~",    [OP_EQ] = "==",
+	[OP_NE] = "!=",	       [OP_LT] = "<",	     [OP_LE] = "<=",
+	[OP_GT] = ">",	       [OP_GE] = ">=",	     [OP_IN] = "in",
 	[OP_NOTIN] = "not in",
 };
 
@@ -571,8 +573,8 @@ static struct tv binop(struct tctx *c, int op, struct tv l, struct tv r)
 								  x - res * y);
 			case OP_POW:
 				if (y < 0)
-					return tv_float(pow((double)x,
-							    (double)y));
+					return tv_float(
+						pow((double)x, (double)y));
 				res = 1;
 				ovf = false;
 				while (y-- > 0 && !ovf)
@@ -698,7 +700,8 @@ static bool contains(struct tctx *c, struct tv needle, struct tv hay)
 				return true;
 		return false;
 	default:
-		tc_fail(c, EINVAL, "TypeError: argument of type '%s' is not iterable",
+		tc_fail(c, EINVAL,
+			"TypeError: argument of type '%s' is not iterable",
 			tv_typename(hay));
 	}
 }
@@ -753,7 +756,8 @@ static struct tv eval_filter(struct tctx *c, struct tn *n, struct tscope *s,
 		v = *subject;
 	c->line = n->line;
 	if (!n->fn)
-		tc_fail(c, EINVAL, "TemplateRuntimeError: No filter named '%s' found.",
+		tc_fail(c, EINVAL,
+			"TemplateRuntimeError: No filter named '%s' found.",
 			n->name);
 	eval_args(c, n, s, &a, 0);
 	tc_step(c);
@@ -768,7 +772,8 @@ static struct tv eval_test(struct tctx *c, struct tn *n, struct tscope *s)
 
 	c->line = n->line;
 	if (!n->fn)
-		tc_fail(c, EINVAL, "TemplateRuntimeError: No test named '%s' found.",
+		tc_fail(c, EINVAL,
+			"TemplateRuntimeError: No test named '%s' found.",
 			n->name);
 	eval_args(c, n, s, &a, 0);
 	tc_step(c);
@@ -898,9 +903,10 @@ struct tv tmpl_eval(struct tctx *c, struct tn *n, struct tscope *s)
 		else if (n->c)
 			r = tmpl_eval(c, n->c, s);
 		else
-			r = undef_fmt(c,
-				      "the inline if-expression on line %d evaluated to false and no else section was defined.",
-				      n->line);
+			r = undef_fmt(
+				c,
+				"the inline if-expression on line %d evaluated to false and no else section was defined.",
+				n->line);
 		break;
 	case N_LIST:
 	case N_TUPLE:
@@ -918,7 +924,8 @@ struct tv tmpl_eval(struct tctx *c, struct tn *n, struct tscope *s)
 				tc_fail(c, EINVAL,
 					"TypeError: unhashable type: '%s'",
 					tv_typename(k));
-			td_set(&c->arena, r.d, k, tmpl_eval(c, n->kids[i + 1], s));
+			td_set(&c->arena, r.d, k,
+			       tmpl_eval(c, n->kids[i + 1], s));
 		}
 		break;
 	default:
@@ -938,8 +945,7 @@ static void out_check(struct tctx *c)
 			c->max_output);
 }
 
-static void assign(struct tctx *c, struct tscope *s, struct tn *t,
-		   struct tv v)
+static void assign(struct tctx *c, struct tscope *s, struct tn *t, struct tv v)
 {
 	struct tlist *l;
 	size_t i;
@@ -959,7 +965,8 @@ static void assign(struct tctx *c, struct tscope *s, struct tn *t,
 	}
 	l = tv_iter(c, v);
 	if (l->n != t->nkids)
-		tc_fail(c, EINVAL, "ValueError: %s values to unpack (expected %zu, got %zu)",
+		tc_fail(c, EINVAL,
+			"ValueError: %s values to unpack (expected %zu, got %zu)",
 			l->n > t->nkids ? "too many" : "not enough", t->nkids,
 			l->n);
 	for (i = 0; i < t->nkids; i++)
@@ -1115,7 +1122,8 @@ static int exec_stmt(struct tctx *c, struct tn *n, struct tscope *s)
 	case N_CONTINUE:
 		return ST_CONTINUE;
 	default:
-		tc_fail(c, EINVAL, "internal: node %d is not a statement", n->k);
+		tc_fail(c, EINVAL, "internal: node %d is not a statement",
+			n->k);
 	}
 	return st;
 }

@@ -108,7 +108,8 @@ static int key_order(struct tctx *c, struct tdict *d, size_t x, size_t y)
 	int r = tv_cmp(d->k[x], d->k[y]);
 
 	if (r == -2)
-		tc_fail(c, EINVAL, "TypeError: sort_keys on keys of mixed types");
+		tc_fail(c, EINVAL,
+			"TypeError: sort_keys on keys of mixed types");
 	return r;
 }
 
@@ -172,8 +173,8 @@ void tv_write_json(struct tctx *c, struct tbuf *b, struct tv v,
 			ord[i] = i;
 		/* insertion sort: stable, and dicts here are small */
 		for (i = 1; o->sort_keys && i < v.d->n; i++)
-			for (j = i; j > 0 && key_order(c, v.d, ord[j - 1],
-						       ord[j]) > 0;
+			for (j = i;
+			     j > 0 && key_order(c, v.d, ord[j - 1], ord[j]) > 0;
 			     j--) {
 				size_t t = ord[j];
 
@@ -197,7 +198,8 @@ void tv_write_json(struct tctx *c, struct tbuf *b, struct tv v,
 	default:
 		break;
 	}
-	tc_fail(c, EINVAL, "TypeError: Object of type %s is not JSON serializable",
+	tc_fail(c, EINVAL,
+		"TypeError: Object of type %s is not JSON serializable",
 		tv_typename(v));
 }
 
@@ -215,7 +217,8 @@ static int from_jansson(struct tarena *a, json_t *j, struct tv *out,
 	switch (json_typeof(j)) {
 	case JSON_OBJECT:
 		*out = tv_dict(a, json_object_size(j));
-		json_object_foreach(j, k, x) {
+		json_object_foreach(j, k, x)
+		{
 			struct tv v;
 
 			ret = from_jansson(a, x, &v, depth + 1, err);
@@ -226,7 +229,8 @@ static int from_jansson(struct tarena *a, json_t *j, struct tv *out,
 		return 0;
 	case JSON_ARRAY:
 		*out = tv_list(a, json_array_size(j));
-		json_array_foreach(j, i, x) {
+		json_array_foreach(j, i, x)
+		{
 			ret = from_jansson(a, x, &out->l->v[i], depth + 1, err);
 			if (ret)
 				return ret;

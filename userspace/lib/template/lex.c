@@ -118,8 +118,9 @@ static void unescape(struct lexer *lx, struct tk *k, const char *s, size_t n)
 				memcpy(hex, s + i + 1, d);
 				hex[d] = 0;
 				cp = (uint32_t)strtoul(hex, &end, 16);
-				if (*end || strchr(hex, '-') || strchr(hex, '+') ||
-				    strchr(hex, ' ') || cp > 0x10ffff)
+				if (*end || strchr(hex, '-') ||
+				    strchr(hex, '+') || strchr(hex, ' ') ||
+				    cp > 0x10ffff)
 					ta_fail(lx->a, EINVAL,
 						"line %d: TemplateSyntaxError: bad \\%c escape",
 						k->line, s[i]);
@@ -162,7 +163,7 @@ static size_t lex_number(struct lexer *lx, size_t p)
 	struct tk *k;
 
 	while (q < lx->n && (is_digit(s[q]) || (s[q] == '_' && q + 1 < lx->n &&
-						 is_digit(s[q + 1]))))
+						is_digit(s[q + 1]))))
 		q++;
 	if (q + 1 < lx->n && s[q] == '.' && is_digit(s[q + 1])) {
 		flt = true;
@@ -230,13 +231,12 @@ static size_t lex_tag(struct lexer *lx, size_t p, bool block, bool *strip)
 				return p + 2;
 			}
 		}
-		if ((s[p] >= 'a' && s[p] <= 'z') || (s[p] >= 'A' && s[p] <= 'Z') ||
-		    s[p] == '_') {
+		if ((s[p] >= 'a' && s[p] <= 'z') ||
+		    (s[p] >= 'A' && s[p] <= 'Z') || s[p] == '_') {
 			q = p;
-			while (q < lx->n &&
-			       ((s[q] >= 'a' && s[q] <= 'z') ||
-				(s[q] >= 'A' && s[q] <= 'Z') || s[q] == '_' ||
-				is_digit(s[q])))
+			while (q < lx->n && ((s[q] >= 'a' && s[q] <= 'z') ||
+					     (s[q] >= 'A' && s[q] <= 'Z') ||
+					     s[q] == '_' || is_digit(s[q])))
 				q++;
 			k = emit(lx, TK_NAME, p);
 			k->s = ta_strndup(lx->a, s + p, q - p);
@@ -282,7 +282,8 @@ static size_t lex_tag(struct lexer *lx, size_t p, bool block, bool *strip)
 					"line %d: nesting limit: brackets nest deeper than %zu",
 					k->line, sizeof(stack));
 			stack[depth++] = s[p] == '(' ? ')' :
-					 s[p] == '[' ? ']' : '}';
+					 s[p] == '[' ? ']' :
+						       '}';
 		} else if (s[p] == ')' || s[p] == ']' || s[p] == '}') {
 			if (!depth || stack[depth - 1] != s[p])
 				ta_fail(lx->a, EINVAL,
@@ -305,8 +306,7 @@ static void emit_data(struct lexer *lx, size_t at, const char *s, size_t n)
 	k->n = n;
 }
 
-size_t tmpl_lex(struct tarena *a, const char *src, size_t len,
-		struct tk **out)
+size_t tmpl_lex(struct tarena *a, const char *src, size_t len, struct tk **out)
 {
 	struct lexer lx = { .a = a, .lline = 1 };
 	bool line_starting = true, strip;
@@ -336,7 +336,8 @@ size_t tmpl_lex(struct tarena *a, const char *src, size_t len,
 
 		for (i = p; i + 1 < lx.n; i++)
 			if (s[i] == '{' &&
-			    (s[i + 1] == '{' || s[i + 1] == '%' || s[i + 1] == '#')) {
+			    (s[i + 1] == '{' || s[i + 1] == '%' ||
+			     s[i + 1] == '#')) {
 				o = s + i;
 				break;
 			}

@@ -148,9 +148,8 @@ static void enter(struct parser *p)
 }
 
 static struct tn *parse_expr(struct parser *p, bool condexpr);
-static struct tn *parse_tuple(struct parser *p, bool simplified,
-			      bool condexpr, const char *extra_end,
-			      bool explicit_parens);
+static struct tn *parse_tuple(struct parser *p, bool simplified, bool condexpr,
+			      const char *extra_end, bool explicit_parens);
 static struct tn *parse_unary(struct parser *p, bool with_filter);
 static struct tn *parse_primary(struct parser *p);
 static struct tn *parse_postfix(struct parser *p, struct tn *n);
@@ -175,13 +174,15 @@ static void parse_call_args(struct parser *p, struct tn *call)
 			const char *k = next(p)->s;
 
 			if (call->dyn_kwargs)
-				P_FAIL(p, "line %d: TemplateSyntaxError: invalid syntax for function call expression",
+				P_FAIL(p,
+				       "line %d: TemplateSyntaxError: invalid syntax for function call expression",
 				       cur(p)->line);
 			next(p);
 			add_kw(p, call, k, parse_expr(p, true));
 		} else {
 			if (call->nkw || call->dyn_args || call->dyn_kwargs)
-				P_FAIL(p, "line %d: TemplateSyntaxError: invalid syntax for function call expression",
+				P_FAIL(p,
+				       "line %d: TemplateSyntaxError: invalid syntax for function call expression",
 				       cur(p)->line);
 			add_kid(p, call, parse_expr(p, true));
 		}
@@ -221,7 +222,8 @@ static struct tn *parse_filter(struct parser *p, struct tn *subject,
 		f->name = dotted_name(p);
 		f->fn = tb_filter(f->name);
 		if (!f->fn && !p->soft)
-			P_FAIL(p, "line %d: TemplateAssertionError: No filter named '%s'.",
+			P_FAIL(p,
+			       "line %d: TemplateAssertionError: No filter named '%s'.",
 			       f->line, f->name);
 		if (is_op(cur(p), '('))
 			parse_call_args(p, f);
@@ -244,7 +246,8 @@ static struct tn *parse_test(struct parser *p, struct tn *subject)
 	t->name = dotted_name(p);
 	t->fn = tb_test(t->name);
 	if (!t->fn && !p->soft)
-		P_FAIL(p, "line %d: TemplateAssertionError: No test named '%s'.",
+		P_FAIL(p,
+		       "line %d: TemplateAssertionError: No test named '%s'.",
 		       t->line, t->name);
 	k = cur(p);
 	if (is_op(k, '(')) {
@@ -255,7 +258,8 @@ static struct tn *parse_test(struct parser *p, struct tn *subject)
 		   !is_name(k, "else") && !is_name(k, "or") &&
 		   !is_name(k, "and")) {
 		if (is_name(k, "is"))
-			P_FAIL(p, "line %d: TemplateSyntaxError: You cannot chain multiple tests with is",
+			P_FAIL(p,
+			       "line %d: TemplateSyntaxError: You cannot chain multiple tests with is",
 			       k->line);
 		add_kid(p, t, parse_postfix(p, parse_primary(p)));
 	}
@@ -484,11 +488,12 @@ static struct tn *parse_math2(struct parser *p)
 
 	for (;;) {
 		struct tk *k = cur(p);
-		int op = is_op(k, '*')		   ? OP_MUL :
-			 is_op(k, '/')		   ? OP_DIV :
-			 is_op(k, '%')		   ? OP_MOD :
-			 (k->t == TK_OP && k->op == TKO_FLOORDIV) ? OP_FLOORDIV :
-								    0;
+		int op = is_op(k, '*') ? OP_MUL :
+			 is_op(k, '/') ? OP_DIV :
+			 is_op(k, '%') ? OP_MOD :
+			 (k->t == TK_OP && k->op == TKO_FLOORDIV) ?
+					 OP_FLOORDIV :
+					 0;
 
 		if (!op)
 			return l;
@@ -662,9 +667,8 @@ static bool tuple_end(struct parser *p, const char *extra)
 	       k->t == TK_EOF || (extra && is_name(k, extra));
 }
 
-static struct tn *parse_tuple(struct parser *p, bool simplified,
-			      bool condexpr, const char *extra_end,
-			      bool explicit_parens)
+static struct tn *parse_tuple(struct parser *p, bool simplified, bool condexpr,
+			      const char *extra_end, bool explicit_parens)
 {
 	struct tn *t = node(p, N_TUPLE), *e;
 	bool is_tuple = false;
@@ -685,7 +689,8 @@ static struct tn *parse_tuple(struct parser *p, bool simplified,
 		if (t->nkids)
 			return t->kids[0];
 		if (!explicit_parens)
-			P_FAIL(p, "line %d: TemplateSyntaxError: Expected an expression, got %s",
+			P_FAIL(p,
+			       "line %d: TemplateSyntaxError: Expected an expression, got %s",
 			       cur(p)->line, tk_desc(cur(p)));
 	}
 	return t;
@@ -717,8 +722,8 @@ static void check_target(struct parser *p, struct tn *t)
 		return;
 	}
 bad:
-	P_FAIL(p, "line %d: TemplateSyntaxError: can't assign to %s",
-	       t->line, t->k == N_CONST ? "a constant" : "this expression");
+	P_FAIL(p, "line %d: TemplateSyntaxError: can't assign to %s", t->line,
+	       t->k == N_CONST ? "a constant" : "this expression");
 }
 
 static struct tn *parse_target(struct parser *p, bool ns, const char *extra)
@@ -840,7 +845,8 @@ static void parse_signature(struct parser *p, struct tn *n)
 			next(p);
 			n->kwv[n->nkids] = parse_expr(p, true);
 		} else if (n->nkids && n->kwv[n->nkids - 1]) {
-			P_FAIL(p, "line %d: TemplateSyntaxError: non-default argument follows default argument",
+			P_FAIL(p,
+			       "line %d: TemplateSyntaxError: non-default argument follows default argument",
 			       arg->line);
 		}
 		add_kid(p, n, arg);
@@ -928,12 +934,14 @@ static struct tn *parse_statement(struct parser *p)
 		end_block(p);
 	} else if (!strcmp(k->s, "break") || !strcmp(k->s, "continue")) {
 		if (!p->loops)
-			P_FAIL(p, "line %d: TemplateSyntaxError: '%s' outside a loop",
+			P_FAIL(p,
+			       "line %d: TemplateSyntaxError: '%s' outside a loop",
 			       k->line, k->s);
 		n = node(p, k->s[0] == 'b' ? N_BREAK : N_CONTINUE);
 		end_block(p);
 	} else {
-		P_FAIL(p, "line %d: TemplateSyntaxError: Encountered unknown tag '%s'.",
+		P_FAIL(p,
+		       "line %d: TemplateSyntaxError: Encountered unknown tag '%s'.",
 		       k->line, k->s);
 	}
 	p->depth--;
@@ -960,7 +968,8 @@ static struct tn *parse_body(struct parser *p, const char *const *ends)
 		switch (k->t) {
 		case TK_EOF:
 			if (ends)
-				P_FAIL(p, "line %d: TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: '%s'.",
+				P_FAIL(p,
+				       "line %d: TemplateSyntaxError: Unexpected end of template. Jinja was looking for the following tags: '%s'.",
 				       k->line, ends[0]);
 			return b;
 		case TK_DATA:

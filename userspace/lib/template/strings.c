@@ -47,7 +47,8 @@ bool ts_iscased(uint32_t cp, bool upper)
 		return upper ? cp >= 'A' && cp <= 'Z' : cp >= 'a' && cp <= 'z';
 	if (!loc)
 		return false;
-	return upper ? iswupper_l((wint_t)cp, loc) : iswlower_l((wint_t)cp, loc);
+	return upper ? iswupper_l((wint_t)cp, loc) :
+		       iswlower_l((wint_t)cp, loc);
 }
 
 static struct tv from_buf(struct tbuf *b)
@@ -135,8 +136,8 @@ struct tv ts_strip(struct tctx *c, struct tv s, const struct tv *chars,
 	return tv_str(&c->arena, s.s + a, e - a);
 }
 
-struct tv ts_replace(struct tctx *c, struct tv s, struct tv old,
-		     struct tv new, int64_t count)
+struct tv ts_replace(struct tctx *c, struct tv s, struct tv old, struct tv new,
+		     int64_t count)
 {
 	struct tbuf b = { 0 };
 	size_t i = 0;
@@ -220,7 +221,8 @@ static struct tv ts_split(struct tctx *c, struct tv s, const struct tv *sep,
 		while (maxsplit != 0 &&
 		       (hit = memmem(s.s + i, s.n - i, sep->s, sep->n))) {
 			tl_push(&c->arena, r.l,
-				tv_str(&c->arena, s.s + i, (size_t)(hit - s.s) - i));
+				tv_str(&c->arena, s.s + i,
+				       (size_t)(hit - s.s) - i));
 			i = (size_t)(hit - s.s) + sep->n;
 			if (maxsplit > 0)
 				maxsplit--;
@@ -360,8 +362,8 @@ static struct tv ts_format(struct tctx *c, struct tv s, struct targs *a)
 				"ValueError: Single '{' encountered in format string");
 		k = e - i - 1;
 		if (k >= sizeof(name) || memchr(s.s + i + 1, ':', k) ||
-		    memchr(s.s + i + 1, '!', k) || memchr(s.s + i + 1, '.', k) ||
-		    memchr(s.s + i + 1, '[', k))
+		    memchr(s.s + i + 1, '!', k) ||
+		    memchr(s.s + i + 1, '.', k) || memchr(s.s + i + 1, '[', k))
 			tc_fail(c, EINVAL,
 				"str.format with conversions, specs or lookups is not supported");
 		memcpy(name, s.s + i + 1, k);
@@ -412,11 +414,13 @@ static struct tv need_str(struct tctx *c, struct targs *a, size_t pos,
 	struct tv *v = targ(a, pos, NULL);
 
 	if (!v)
-		tc_fail(c, EINVAL, "TypeError: %s() takes at least %zu argument(s)",
-			what, pos + 1);
+		tc_fail(c, EINVAL,
+			"TypeError: %s() takes at least %zu argument(s)", what,
+			pos + 1);
 	if (v->t != TV_STR)
-		tc_fail(c, EINVAL, "TypeError: %s() argument must be str, not %s",
-			what, tv_typename(*v));
+		tc_fail(c, EINVAL,
+			"TypeError: %s() argument must be str, not %s", what,
+			tv_typename(*v));
 	return *v;
 }
 
@@ -461,12 +465,14 @@ struct tv ts_method(struct tctx *c, struct tv s, const char *name,
 				name[0] == 's' ? 'b' : name[0]);
 	if (!strcmp(name, "split") || !strcmp(name, "rsplit"))
 		return ts_split(c, s, targ(a, 0, "sep"),
-				opt_int(c, a, 1, "maxsplit", -1), name[0] == 'r');
+				opt_int(c, a, 1, "maxsplit", -1),
+				name[0] == 'r');
 	if (!strcmp(name, "startswith") || !strcmp(name, "endswith")) {
 		struct tv *p = targ(a, 0, NULL);
 
 		if (!p)
-			tc_fail(c, EINVAL, "TypeError: %s() takes at least 1 argument",
+			tc_fail(c, EINVAL,
+				"TypeError: %s() takes at least 1 argument",
 				name);
 		return tv_bool(match_affix(c, s, *p, name[0] == 'e'));
 	}
@@ -489,8 +495,9 @@ struct tv ts_method(struct tctx *c, struct tv s, const char *name,
 		if (!low.n)
 			return low;
 		l = u8_decode(low.s, low.n, &cp);
-		first = ts_case(c, tv_str(&c->arena, s.s, u8_decode(s.s, s.n, &cp)),
-				'u');
+		first = ts_case(
+			c, tv_str(&c->arena, s.s, u8_decode(s.s, s.n, &cp)),
+			'u');
 		return binop_concat(c, first,
 				    tv_str(&c->arena, low.s + l, low.n - l));
 	}
@@ -533,7 +540,8 @@ struct tv ts_method(struct tctx *c, struct tv s, const char *name,
 		size_t i;
 
 		if (!it)
-			tc_fail(c, EINVAL, "TypeError: join() takes exactly one argument");
+			tc_fail(c, EINVAL,
+				"TypeError: join() takes exactly one argument");
 		l = tv_iter(c, *it);
 		for (i = 0; i < l->n; i++) {
 			if (l->v[i].t != TV_STR)
@@ -594,13 +602,13 @@ struct tv ts_method(struct tctx *c, struct tv s, const char *name,
 bool ts_has_method(const char *name)
 {
 	static const char *const names[] = {
-		"strip",      "lstrip",	      "rstrip",	    "split",
-		"rsplit",     "startswith",   "endswith",   "replace",
-		"upper",      "lower",	      "title",	    "capitalize",
-		"find",	      "rfind",	      "index",	    "count",
-		"format",     "join",	      "splitlines", "isdigit",
-		"isalpha",    "isalnum",      "isspace",    "islower",
-		"isupper",    "removeprefix", "removesuffix", NULL
+		"strip",   "lstrip",	   "rstrip",	   "split",
+		"rsplit",  "startswith",   "endswith",	   "replace",
+		"upper",   "lower",	   "title",	   "capitalize",
+		"find",	   "rfind",	   "index",	   "count",
+		"format",  "join",	   "splitlines",   "isdigit",
+		"isalpha", "isalnum",	   "isspace",	   "islower",
+		"isupper", "removeprefix", "removesuffix", NULL
 	};
 	size_t i;
 

@@ -172,8 +172,9 @@ static int conv_parts(struct tarena *a, const char *conv, struct tv *msgs,
 	}
 	if (doc.t != TV_DICT || (i = td_finds(doc.d, "messages")) < 0 ||
 	    doc.d->v[i].t != TV_LIST)
-		return edgeq_error_set(err, EINVAL,
-				       "expected a list of messages, or an object with a \"messages\" list");
+		return edgeq_error_set(
+			err, EINVAL,
+			"expected a list of messages, or an object with a \"messages\" list");
 	*msgs = doc.d->v[i];
 	i = td_finds(doc.d, "tools");
 	if (i >= 0 && doc.d->v[i].t != TV_NONE) {

@@ -131,8 +131,8 @@ enum tn_kind {
 	N_TEXT,	  /* literal output: val */
 	N_OUTPUT, /* {{ a }} */
 	N_IF,	  /* if a: body; else orelse (elif is a nested N_IF) */
-	N_FOR, /* for a in b [if c]: body; else orelse; recursive: flag */
-	N_SET, /* a = b; a is a name, tuple of names, or N_GETATTR of a ns */
+	N_FOR,	  /* for a in b [if c]: body; else orelse; recursive: flag */
+	N_SET,	  /* a = b; a is a name, tuple of names, or N_GETATTR of a ns */
 	N_SETBLOCK,    /* a = body rendered, through filter c */
 	N_MACRO,       /* name(kids = kwv defaults): body */
 	N_CALLBLOCK,   /* a (a call) with caller(kids): body */
@@ -235,8 +235,7 @@ enum {
 };
 
 /* Tokenize @src into *@out (arena), fails through the arena. */
-size_t tmpl_lex(struct tarena *a, const char *src, size_t len,
-		struct tk **out);
+size_t tmpl_lex(struct tarena *a, const char *src, size_t len, struct tk **out);
 /* Parse the tokens into the template body. */
 struct tn *tmpl_parse(struct tarena *a, struct tk *toks, size_t ntoks,
 		      unsigned max_depth);
@@ -261,11 +260,11 @@ struct tloop {
 
 struct tfunc {
 	const char *name;
-	tbuiltin_fn fn;	     /* builtin or bound method; NULL for a macro */
-	struct tv self;	     /* a bound method's object */
-	struct tn *macro;    /* N_MACRO, or the call block (caller) */
-	struct tscope *env;  /* the macro's defining scope */
-	struct tv caller;    /* for a call block's macro call */
+	tbuiltin_fn fn;	    /* builtin or bound method; NULL for a macro */
+	struct tv self;	    /* a bound method's object */
+	struct tn *macro;   /* N_MACRO, or the call block (caller) */
+	struct tscope *env; /* the macro's defining scope */
+	struct tv caller;   /* for a call block's macro call */
 };
 
 struct tctx {
@@ -335,7 +334,7 @@ int tv_from_json(struct tarena *a, const char *text, struct tv *out,
 		 struct edgeq_error *err);
 
 /* UTF-8 helpers */
-size_t u8_len(const char *s, size_t n);		     /* code points */
+size_t u8_len(const char *s, size_t n);		      /* code points */
 size_t u8_offset(const char *s, size_t n, size_t cp); /* byte of cp */
 size_t u8_decode(const char *s, size_t n, uint32_t *cp);
 size_t u8_encode(uint32_t cp, char *out);
