@@ -44,8 +44,8 @@ if [ -f "$LIBA" ]; then
 	fi
 fi
 # The template interpreter: its sources and the JSON reader it uses.
-if ! $CLANG $FLAGS tests/fuzz/fuzz_template.c userspace/lib/template/*.c \
-	userspace/lib/core/core.c -o "$out/fuzz_template" -ljansson -lm 2>"$T/cct.log"; then
+if ! $CLANG $FLAGS tests/fuzz/fuzz_template.c userspace/lib/template/*.c $LIB \
+	-o "$out/fuzz_template" -ljansson -lm 2>"$T/cct.log"; then
 	cat "$T/cct.log"
 	check "build fuzz_template" false
 fi

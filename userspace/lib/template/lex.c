@@ -126,7 +126,7 @@ static void unescape(struct lexer *lx, struct tk *k, const char *s, size_t n)
 						k->line, s[i]);
 			}
 			i += d;
-			j += u8_encode(cp, o + j);
+			j += utf8_put(cp, o + j);
 			break;
 		default:
 			if (s[i] >= '0' && s[i] <= '7') {
@@ -136,7 +136,7 @@ static void unescape(struct lexer *lx, struct tk *k, const char *s, size_t n)
 				     d++, i++)
 					cp = cp * 8 + (uint32_t)(s[i] - '0');
 				i--;
-				j += u8_encode(cp, o + j);
+				j += utf8_put(cp, o + j);
 			} else {
 				o[j++] = '\\';
 				o[j++] = s[i];

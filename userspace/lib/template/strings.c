@@ -88,7 +88,7 @@ struct tv ts_case(struct tctx *c, struct tv s, char mode)
 		m = case_map(cp, up);
 		prev_cased = ts_iscased(cp, true) || ts_iscased(cp, false);
 		first = false;
-		tb_put(&c->arena, &b, enc, u8_encode(m, enc));
+		tb_put(&c->arena, &b, enc, utf8_put(m, enc));
 	}
 	return from_buf(&b);
 }

@@ -18,6 +18,8 @@
 #include <edgeq/edgeq.h>
 #include <edgeq/template.h>
 
+#include "model/tokenize.h" /* utf8_put() */
+
 /* ---- arena: bump allocation in chunks, bounded in total */
 struct tarena {
 	struct tchunk *head;
@@ -337,7 +339,6 @@ int tv_from_json(struct tarena *a, const char *text, struct tv *out,
 size_t u8_len(const char *s, size_t n);		      /* code points */
 size_t u8_offset(const char *s, size_t n, size_t cp); /* byte of cp */
 size_t u8_decode(const char *s, size_t n, uint32_t *cp);
-size_t u8_encode(uint32_t cp, char *out);
 bool u_isspace(uint32_t cp);
 
 /* Iterate a value as Jinja2's for does: a list (generators marked used). */
