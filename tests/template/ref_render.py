@@ -16,7 +16,13 @@ exception's class name and message when Jinja2 refuses it.
 
   ref_render.py --compare REFDIR GOTDIR
 
-compares those with edgeq's (build/tools/template-render): one line per
+  ref_render.py --model GGUF CONV.json NOW
+
+renders a GGUF's tokenizer.chat_template, with its BOS and EOS token texts,
+for CONV.json with add_generation_prompt on, to stdout (exit 3 when Jinja2
+refuses, 4 when the file has no template).
+
+--compare compares the batch outputs with edgeq's (build/tools/template-render): one line per
 template, "ok NAME N" or "FAIL NAME N" followed by what differs. A render
 Jinja2 refuses must be refused too, a raise_exception with its message.
 """
@@ -120,8 +126,63 @@ def compare(refdir, gotdir):
             print("   " + f)
 
 
+def gguf_kv(path):
+    """The metadata of a GGUF file (versions 2 and 3), as a dict."""
+    import struct
+    b = open(path, "rb").read()
+    if b[:4] != b"GGUF":
+        raise ValueError("not a GGUF file")
+    nkv = struct.unpack_from("<Q", b, 16)[0]
+    fmts = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
+            10: "Q", 11: "q", 12: "d"}
+
+    def value(t, o):
+        if t == 8:
+            n = struct.unpack_from("<Q", b, o)[0]
+            return b[o + 8:o + 8 + n].decode("utf-8", "surrogateescape"), o + 8 + n
+        if t == 9:
+            at, n = struct.unpack_from("<IQ", b, o)
+            o += 12
+            out = []
+            for _ in range(n):
+                v, o = value(at, o)
+                out.append(v)
+            return out, o
+        return struct.unpack_from("<" + fmts[t], b, o)[0], o + struct.calcsize(fmts[t])
+
+    kv, o = {}, 24
+    for _ in range(nkv):
+        k, o = value(8, o)
+        t = struct.unpack_from("<I", b, o)[0]
+        kv[k], o = value(t, o + 4)
+    return kv
+
+
+def render_model(path, conv, now):
+    kv = gguf_kv(path)
+    src = kv.get("tokenizer.chat_template")
+    if src is None:
+        sys.exit(4)
+    toks = kv.get("tokenizer.ggml.tokens", [])
+    tok = {}
+    for name in ("bos", "eos"):
+        i = kv.get("tokenizer.ggml.%s_token_id" % name)
+        if i is not None and i < len(toks):
+            tok[name + "_token"] = toks[i]
+    messages, tools = load_conv(conv)
+    try:
+        out = make_env(now).from_string(src).render(
+            messages=messages, tools=tools, documents=None, add_generation_prompt=True, **tok)
+    except Exception as e:
+        print("%s: %s" % (type(e).__name__, e), file=sys.stderr)
+        sys.exit(3)
+    sys.stdout.buffer.write(out.encode("utf-8", "surrogateescape"))
+
+
 def main():
     a = sys.argv[1:]
+    if len(a) == 4 and a[0] == "--model":
+        return render_model(a[1], a[2], datetime.datetime.strptime(a[3], "%Y-%m-%d"))
     if len(a) == 3 and a[0] == "--compare":
         return compare(a[1], a[2])
     if len(a) < 4 or a[0] != "--batch" or "--" not in a:

@@ -79,4 +79,22 @@ check "neither: exit 2" status 2 "$EDGEQ" template --messages "$T/m.json"
 check "no --messages: exit 2" status 2 "$EDGEQ" template --template "$T/t.jinja"
 check "a bad --now: exit 2" status 2 "$EDGEQ" template --template "$T/t.jinja" --messages "$T/m.json" --now 2024-13-45
 check "a stray argument: exit 2" status 2 "$EDGEQ" template --template "$T/t.jinja" --messages "$T/m.json" extra
+
+# Real vocabularies (../shared/vocab) that carry a chat template: -m renders
+# what Jinja2 renders from the same GGUF's template and token texts.
+VDIR=${EDGEQ_TEST_VOCAB:-$EDGEQ_TOP/../shared/vocab}
+PY=/usr/bin/python3
+n=0
+if [ -d "$VDIR" ] && $PY -c 'import jinja2' 2>/dev/null; then
+	for f in "$VDIR"/*.gguf; do
+		$PY tests/template/ref_render.py --model "$f" tests/template/conv/multiturn.json \
+			2026-08-15 >"$T/ref" 2>/dev/null
+		[ $? = 4 ] && continue
+		"$EDGEQ" template -m "$f" --messages tests/template/conv/multiturn.json \
+			--add-generation-prompt --now 2026-08-15 >"$T/got" 2>/dev/null
+		check "-m $(basename "$f"): as Jinja2 renders its template" cmp -s "$T/ref" "$T/got"
+		n=$((n + 1))
+	done
+fi
+[ $n -gt 0 ] || echo "note: no GGUF with a chat template in $VDIR"
 summary
