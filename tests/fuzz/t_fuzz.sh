@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 400
+# timeout: 500
 # libFuzzer on the GGUF reader (with the tokenizer loader behind it), on
 # both tokenizers, on the chat-template interpreter (templates and
 # conversations), and on the whole model loader plus two decode steps, under ASan+UBSan, for a bounded time each
