@@ -78,6 +78,7 @@ static void test_text_and_whitespace(void **state)
 	expect("a\n  {# c #}\nb", NULL, "a\nb");
 	expect("{{ 'x' }}\ny", NULL, "x\ny");
 	expect("{{ {'a': {'b': 1}} }}", NULL, "{'a': {'b': 1}}");
+	expect("  {% raw %}{{ x }}{% endraw %}\nz", NULL, "{{ x }}z");
 }
 
 static void test_expressions(void **state)
@@ -184,6 +185,7 @@ static void test_syntax_errors(void **state)
 		"{{ x ! y }}",
 		"{% for %}{% endfor %}",
 		"{{ a is b is c }}",
+		"{% raw %}never closed",
 	};
 	struct edgeq_error err;
 	struct edgeq_tmpl *t;

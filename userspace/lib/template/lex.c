@@ -306,11 +306,100 @@ static void emit_data(struct lexer *lx, size_t at, const char *s, size_t n)
 	k->n = n;
 }
 
+/*
+ * How much of the text from @p to the tag at @start stays: a - sign strips
+ * all whitespace before the tag; lstrip_blocks strips the spaces before a
+ * block or comment tag alone on its line, unless the sign is +.
+ */
+static size_t data_before(const char *s, size_t p, size_t start, char sign,
+			  char kind, bool line_starting)
+{
+	size_t tlen = start - p, lp, i;
+
+	if (sign == '-') {
+		while (tlen && is_ws(s[p + tlen - 1]))
+			tlen--;
+	} else if (sign != '+' && kind != '{') {
+		for (lp = tlen; lp && s[p + lp - 1] != '\n'; lp--)
+			;
+		if (lp > 0 || line_starting) {
+			for (i = p + lp; i < start && is_ws(s[i]); i++)
+				;
+			if (i == start)
+				tlen = lp;
+		}
+	}
+	return tlen;
+}
+
+/*
+ * {%[-+] WORD [-+]%} at @p ("raw", "endraw"): returns the index past it and
+ * the sign before its %} in *@close, or 0.
+ */
+static size_t raw_tag(const char *s, size_t p, size_t n, const char *word,
+		      char *close)
+{
+	size_t wl = strlen(word);
+
+	if (p + 2 > n || s[p] != '{' || s[p + 1] != '%')
+		return 0;
+	p += 2;
+	if (p < n && (s[p] == '-' || s[p] == '+'))
+		p++;
+	while (p < n && is_ws(s[p]))
+		p++;
+	if (p + wl > n || memcmp(s + p, word, wl))
+		return 0;
+	p += wl;
+	while (p < n && is_ws(s[p]))
+		p++;
+	*close = 0;
+	if (p < n && (s[p] == '-' || s[p] == '+'))
+		*close = s[p++];
+	if (p + 2 > n || s[p] != '%' || s[p + 1] != '}')
+		return 0;
+	return p + 2;
+}
+
+/*
+ * The body of {% raw %} from @p (past the tag) as text, to its
+ * {% endraw %}; returns the position past that. Whitespace as Jinja2: no
+ * trim_blocks after raw, the usual rules before and after endraw.
+ */
+static size_t lex_raw(struct lexer *lx, size_t p, bool strip_after)
+{
+	const char *s = lx->s;
+	size_t i, q = 0, tlen;
+	char close = 0;
+
+	if (strip_after)
+		while (p < lx->n && is_ws(s[p]))
+			p++;
+	for (i = p; i + 1 < lx->n; i++)
+		if (s[i] == '{' && s[i + 1] == '%' &&
+		    (q = raw_tag(s, i, lx->n, "endraw", &close)))
+			break;
+	if (!q)
+		ta_fail(lx->a, EINVAL,
+			"line %d: TemplateSyntaxError: Missing end of raw directive",
+			line_at(lx, p));
+	tlen = data_before(s, p, i, i + 2 < lx->n ? s[i + 2] : 0, '%',
+			   p > 0 && s[p - 1] == '\n');
+	emit_data(lx, p, s + p, tlen);
+	if (close == '-')
+		while (q < lx->n && is_ws(s[q]))
+			q++;
+	else if (close != '+' && q < lx->n && s[q] == '\n')
+		q++;
+	return q;
+}
+
 size_t tmpl_lex(struct tarena *a, const char *src, size_t len, struct tk **out)
 {
 	struct lexer lx = { .a = a, .lline = 1 };
 	bool line_starting = true, strip;
-	size_t i, j, p, start, tlen, lp;
+	size_t i, j, p, q, start, tlen;
+	char close;
 	char *s;
 
 	/* newlines: \r\n and \r become \n; one trailing newline goes */
@@ -348,21 +437,14 @@ size_t tmpl_lex(struct tarena *a, const char *src, size_t len, struct tk **out)
 		start = (size_t)(o - s);
 		kind = o[1];
 		sign = start + 2 < lx.n ? o[2] : 0;
-		tlen = start - p;
-		if (sign == '-') {
-			while (tlen && is_ws(s[p + tlen - 1]))
-				tlen--;
-		} else if (sign != '+' && kind != '{') {
-			for (lp = tlen; lp && s[p + lp - 1] != '\n'; lp--)
-				;
-			if (lp > 0 || line_starting) {
-				for (i = p + lp; i < start && is_ws(s[i]); i++)
-					;
-				if (i == start)
-					tlen = lp;
-			}
-		}
+		tlen = data_before(s, p, start, sign, kind, line_starting);
 		emit_data(&lx, p, s + p, tlen);
+		if (kind == '%' &&
+		    (q = raw_tag(s, start, lx.n, "raw", &close))) {
+			p = lex_raw(&lx, q, close == '-');
+			line_starting = p > 0 && s[p - 1] == '\n';
+			continue;
+		}
 		p = start + 2 + (sign == '-' || sign == '+');
 		if (kind == '#') {
 			const char *e = NULL;
