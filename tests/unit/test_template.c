@@ -144,6 +144,8 @@ static void test_filters_and_tests(void **state)
 	       "{\"d\": {\"j\": 1}}", "5 [('j', 1)]");
 	expect("{{ '<a>'|safe + '<b>' }}", NULL, "<a>&lt;b&gt;");
 	expect("{{ strftime_now('%Y-%m-%d') }}", NULL, "2026-08-15");
+	expect("{{ '%s=%03d %.1f %x' % ('a', 7, 2.25, -255) }} {{ '%(n)s'|format(n=1) }}",
+	       NULL, "a=007 2.2 -ff 1");
 }
 
 static void test_scoping(void **state)
@@ -227,6 +229,14 @@ static void test_runtime_errors(void **state)
 	expect_err("{{ 1 < 'a' }}", NULL, EINVAL, "not supported");
 	expect_err("{{ 5() }}", NULL, EINVAL, "not callable");
 	expect_err("{{ [1]|map('upper')|length }}", NULL, EINVAL, "len()");
+	expect_err("{{ '%s %s' % ('a',) }}", NULL, EINVAL,
+		   "not enough arguments");
+	expect_err("{{ '%s' % ('a', 'b') }}", NULL, EINVAL,
+		   "not all arguments");
+	expect_err("{{ '%y' % 1 }}", NULL, EINVAL,
+		   "unsupported format character");
+	expect_err("{{ '%d' % 'x' }}", NULL, EINVAL, "real number");
+	expect_err("{{ '%(k)s' % {} }}", NULL, EINVAL, "KeyError");
 	expect_err("{{ 'x' }}", "[1]", EINVAL, "JSON object");
 	expect_err("{{ 'x' }}", "{bad json", EINVAL, "JSON");
 }

@@ -426,6 +426,26 @@ static struct tv f_float(struct tctx *c, struct tv v, struct targs *a)
 	return d ? *d : tv_float(0);
 }
 
+/* soft_str(value) % (kwargs or args) */
+static struct tv f_format(struct tctx *c, struct tv v, struct targs *a)
+{
+	struct tv args;
+	size_t i;
+
+	if (a->nkw) {
+		args = tv_dict(&c->arena, a->nkw);
+		for (i = 0; i < a->nkw; i++)
+			td_set(&c->arena, args.d, tv_strz(&c->arena, a->kwn[i]),
+			       a->kwv[i]);
+	} else {
+		args = tv_list(&c->arena, a->npos);
+		args.l->tuple = true;
+		for (i = 0; i < a->npos; i++)
+			args.l->v[args.l->n++] = a->pos[i];
+	}
+	return ts_percent(c, str_of(c, v), args);
+}
+
 static struct tv f_indent(struct tctx *c, struct tv v, struct targs *a)
 {
 	struct tv *w = targ(a, 0, "width"), ind, s, lines, r;
@@ -980,6 +1000,7 @@ static const struct tbuiltin filters[] = {
 	{ "first", f_first },
 	{ "float", f_float },
 	{ "forceescape", f_escape },
+	{ "format", f_format },
 	{ "indent", f_indent },
 	{ "int", f_int },
 	{ "items", f_items },

@@ -18,6 +18,8 @@ bool ts_has_method(const char *name);
 bool ts_iscased(uint32_t cp, bool upper);
 /* markupsafe.escape(): Markup stays, anything else is str()'d and escaped. */
 struct tv tv_escape(struct tctx *c, struct tv v);
+/* Python's str % args: a tuple, a mapping for %(key)s, or one value. */
+struct tv ts_percent(struct tctx *c, struct tv fmt, struct tv args);
 /* Two strings joined. */
 struct tv binop_concat(struct tctx *c, struct tv a, struct tv b);
 

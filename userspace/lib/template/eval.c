@@ -662,8 +662,7 @@ static struct tv binop(struct tctx *c, int op, struct tv l, struct tv r)
 			return repeat(c, r, index_of(c, l));
 	}
 	if (op == OP_MOD && l.t == TV_STR)
-		tc_fail(c, EINVAL,
-			"printf-style '%%' formatting of strings is not supported");
+		return ts_percent(c, l, r);
 	tc_fail(c, EINVAL,
 		"TypeError: unsupported operand type(s) for %s: '%s' and '%s'",
 		op_names[op], tv_typename(l), tv_typename(r));

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <locale.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wctype.h>
@@ -616,4 +617,189 @@ bool ts_has_method(const char *name)
 		if (!strcmp(names[i], name))
 			return true;
 	return false;
+}
+
+/* Pad @s to @width code points (left-justified when @left). */
+static void put_padded(struct tctx *c, struct tbuf *b, const char *s, size_t n,
+		       long width, bool left)
+{
+	long pad = width - (long)u8_len(s, n), i;
+
+	for (i = 0; !left && i < pad; i++)
+		tb_putc(&c->arena, b, ' ');
+	tb_put(&c->arena, b, s, n);
+	for (i = 0; left && i < pad; i++)
+		tb_putc(&c->arena, b, ' ');
+}
+
+static struct tv next_arg(struct tctx *c, struct tlist *args, size_t *k)
+{
+	if (!args || *k >= args->n)
+		tc_fail(c, EINVAL,
+			"TypeError: not enough arguments for format string");
+	return args->v[(*k)++];
+}
+
+/* One printf-style conversion of @v by @conv with the C spec @spec. */
+static void convert(struct tctx *c, struct tbuf *b, char conv,
+		    const char *flags, long width, long prec, struct tv v)
+{
+	char spec[32], out[1024]; /* width, precision <= 400: fits */
+	bool left = strchr(flags, '-') != NULL;
+	struct tbuf t = { 0 };
+
+	switch (conv) {
+	case 's':
+	case 'r':
+	case 'a':
+		if (conv == 's')
+			tv_write_str(c, &t, v);
+		else
+			tv_write_repr(c, &t, v);
+		if (prec >= 0 && t.n)
+			t.n = u8_offset(t.p, t.n, (size_t)prec);
+		put_padded(c, b, t.p ? t.p : "", t.n, width, left);
+		return;
+	case 'c':
+		if (v.t == TV_STR && u8_len(v.s, v.n) == 1) {
+			put_padded(c, b, v.s, v.n, width, left);
+			return;
+		}
+		if (v.t == TV_INT && v.i >= 0 && v.i <= 0x10ffff) {
+			char enc[4];
+
+			put_padded(c, b, enc, utf8_put((uint32_t)v.i, enc),
+				   width, left);
+			return;
+		}
+		tc_fail(c, EINVAL, "TypeError: %%c requires an int or a char");
+	default:
+		break;
+	}
+	if (!tv_is_num(v))
+		tc_fail(c, EINVAL,
+			"TypeError: %%%c format: a real number is required, not %s",
+			conv, tv_typename(v));
+	if (prec >= 0)
+		snprintf(spec, sizeof(spec), "%%%s%ld.%ld", flags, width, prec);
+	else
+		snprintf(spec, sizeof(spec), "%%%s%ld", flags, width);
+	if (strchr("diuoxX", conv)) {
+		long long x = v.t == TV_FLOAT ? (long long)v.f :
+			      v.t == TV_BOOL  ? v.b :
+						v.i;
+
+		if (conv == 'u')
+			conv = 'd';
+		strcat(spec, "ll");
+		spec[strlen(spec) + 1] = 0;
+		spec[strlen(spec)] = conv;
+		if ((conv == 'x' || conv == 'X' || conv == 'o') && x < 0) {
+			/* Python keeps the sign; C would print two's complement */
+			tb_putc(&c->arena, b, '-');
+			x = -x;
+		}
+		snprintf(out, sizeof(out), spec, x);
+	} else {
+		spec[strlen(spec) + 1] = 0;
+		spec[strlen(spec)] = conv;
+		snprintf(out, sizeof(out), spec, tv_num(v));
+	}
+	tb_put(&c->arena, b, out, strlen(out));
+}
+
+/* Python's str % args (and the format filter). */
+struct tv ts_percent(struct tctx *c, struct tv fmt, struct tv args)
+{
+	struct tlist *pos = NULL, one = { .n = 1, .cap = 1, .v = &args };
+	struct tdict *map = args.t == TV_DICT ? args.d : NULL;
+	struct tbuf b = { 0 };
+	size_t i, k = 0;
+
+	if (args.t == TV_LIST && args.l->tuple)
+		pos = args.l;
+	else if (!map)
+		pos = &one;
+	for (i = 0; i < fmt.n; i++) {
+		char flags[8] = "", conv;
+		long width = 0, prec = -1;
+		size_t nf = 0;
+		struct tv v;
+		bool have_key = false;
+
+		if (fmt.s[i] != '%') {
+			tb_putc(&c->arena, &b, fmt.s[i]);
+			continue;
+		}
+		if (++i >= fmt.n)
+			tc_fail(c, EINVAL, "ValueError: incomplete format");
+		if (fmt.s[i] == '(') {
+			size_t e = i + 1;
+
+			while (e < fmt.n && fmt.s[e] != ')')
+				e++;
+			if (e >= fmt.n || !map)
+				tc_fail(c, EINVAL,
+					"TypeError: format requires a mapping");
+			{
+				long j = -1;
+				size_t q;
+
+				for (q = 0; q < map->n; q++)
+					if (map->k[q].t == TV_STR &&
+					    map->k[q].n == e - i - 1 &&
+					    !memcmp(map->k[q].s, fmt.s + i + 1,
+						    e - i - 1))
+						j = (long)q;
+				if (j < 0)
+					tc_fail(c, EINVAL, "KeyError: '%.*s'",
+						(int)(e - i - 1),
+						fmt.s + i + 1);
+				v = map->v[j];
+			}
+			have_key = true;
+			i = e + 1;
+		}
+		while (i < fmt.n && strchr("-+ #0", fmt.s[i]) && nf < 5)
+			flags[nf++] = fmt.s[i++];
+		if (i < fmt.n && fmt.s[i] == '*') {
+			struct tv w = next_arg(c, pos, &k);
+
+			width = w.t == TV_INT ? (long)w.i : 0;
+			i++;
+		}
+		while (i < fmt.n && fmt.s[i] >= '0' && fmt.s[i] <= '9' &&
+		       width < 10000)
+			width = width * 10 + (fmt.s[i++] - '0');
+		if (i < fmt.n && fmt.s[i] == '.') {
+			prec = 0;
+			i++;
+			while (i < fmt.n && fmt.s[i] >= '0' &&
+			       fmt.s[i] <= '9' && prec < 10000)
+				prec = prec * 10 + (fmt.s[i++] - '0');
+		}
+		while (i < fmt.n && strchr("hlL", fmt.s[i]))
+			i++;
+		if (i >= fmt.n)
+			tc_fail(c, EINVAL, "ValueError: incomplete format");
+		conv = fmt.s[i];
+		if (conv == '%') {
+			tb_putc(&c->arena, &b, '%');
+			continue;
+		}
+		if (!strchr("sradiuoxXeEfFgGc", conv))
+			tc_fail(c, EINVAL,
+				"ValueError: unsupported format character '%c'",
+				conv);
+		if (width > 400 || prec > 400)
+			tc_fail(c, EINVAL,
+				"format width or precision over 400");
+		if (!have_key)
+			v = next_arg(c, map ? &one : pos, &k);
+		convert(c, &b, conv, flags, width, prec, v);
+	}
+	if (!map && pos && k < pos->n)
+		tc_fail(c, EINVAL,
+			"TypeError: not all arguments converted during string formatting");
+	return tv_str(&c->arena, b.p ? b.p : "", b.n);
 }
