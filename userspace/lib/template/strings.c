@@ -448,7 +448,8 @@ static bool is_digit_cp(uint32_t cp)
 static bool is_alpha_cp(uint32_t cp)
 {
 	return ts_iscased(cp, true) || ts_iscased(cp, false) ||
-	       (cp > 0x7f && iswalpha_l((wint_t)cp, utf8_locale()));
+	       (cp > 0x7f && utf8_locale() &&
+		iswalpha_l((wint_t)cp, utf8_locale()));
 }
 
 static bool is_alnum_cp(uint32_t cp)
