@@ -120,9 +120,10 @@ int srv_chat_template_load(struct srv *s, struct edgeq_error *err)
 		s->jinja_stop = srv_template_stop(s->tmpl);
 	free(src);
 	if (ret)
-		return edgeq_error_set(err, -ret, "chat template %s: %s",
-				       from_file ? want : "of the model",
-				       cerr.msg);
+		return edgeq_error_set(
+			err, -ret,
+			"chat template %s: %s (--chat-template FILE or a built-in name overrides it)",
+			from_file ? want : "of the model", cerr.msg);
 	s->bos_text = token_text(s->model, s->info->bos);
 	s->eos_text = token_text(s->model, s->info->eos);
 	snprintf(s->tmpl_desc, sizeof(s->tmpl_desc), "%s (Jinja)",
