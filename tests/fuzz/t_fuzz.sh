@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# timeout: 400
+# timeout: 500
 # libFuzzer on the GGUF reader (with the tokenizer loader behind it), on
-# both tokenizers, and on the whole model loader plus two decode steps, under ASan+UBSan, for a bounded time each
+# both tokenizers, on the chat-template interpreter (templates and
+# conversations), and on the whole model loader plus two decode steps, under ASan+UBSan, for a bounded time each
 # (EDGEQ_FUZZ_SECONDS, default 20). Any finding fails the test; the crashing
 # input is kept in $O/fuzz/ for a look.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -44,6 +45,12 @@ if [ -f "$LIBA" ]; then
 		check "build fuzz_model" false
 	fi
 fi
+# The template interpreter: its sources and the JSON reader it uses.
+if ! $CLANG $FLAGS tests/fuzz/fuzz_template.c userspace/lib/template/*.c $LIB \
+	-o "$out/fuzz_template" -ljansson -lm 2>"$T/cct.log"; then
+	cat "$T/cct.log"
+	check "build fuzz_template" false
+fi
 [ -x "$out/fuzz_gguf" ] && [ -x "$out/fuzz_tokenize" ] || { summary; exit 1; }
 
 # Seed corpus, made here: small valid files of each kind.
@@ -78,14 +85,21 @@ open(d + '/bpe', 'wb').write(gguf([kv_str('tokenizer.ggml.model', 'gpt2'), kv_st
 open(d + '/tensors', 'wb').write(gguf([kv_u32('general.alignment', 32), kv_str('general.architecture', 'llama')],
     [('a', [32, 2], 0, 0), ('b', [32], 8, 256), ('c', [256], 12, 320)], b'\1' * 512))
 PY
+# templates: the feature templates, and real ones when ../shared has them
+mkdir -p "$T/c-tmpl"
+cp tests/template/cases/*.jinja "$T/c-tmpl/"
+TDIR=${EDGEQ_TEST_TEMPLATES:-$EDGEQ_TOP/../shared/templates}
+[ -d "$TDIR" ] && cp "$TDIR"/*.jinja "$T/c-tmpl/"
+printf '{%% for m in messages %%}{{ m.role }}{%% endfor %%}\0[{"role": "user", "content": [1, {"a": null}]}]' >"$T/c-tmpl/conv"
 printf 'Hello world' >"$T/c-tok/a"
 printf ' the\tin  12345 \xf0\x9f\xa6\x99\n\n<s>x' >"$T/c-tok/b"
 printf "it's they'RE <|eot_id|> \xe2\x96\x81" >"$T/c-tok/c"
 
 harnesses="gguf tokenize"
+[ -x "$out/fuzz_template" ] && harnesses="$harnesses template"
 [ -x "$out/fuzz_model" ] && [ -x "$GEN" ] && harnesses="$harnesses model"
 for h in $harnesses; do
-	case $h in gguf) c=$T/c-gguf ;; model) c=$T/c-model ;; *) c=$T/c-tok ;; esac
+	case $h in gguf) c=$T/c-gguf ;; model) c=$T/c-model ;; template) c=$T/c-tmpl ;; *) c=$T/c-tok ;; esac
 	if (cd "$out" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
 		./fuzz_$h -max_total_time="$secs" -max_len=131072 -rss_limit_mb=1024 \
 		-malloc_limit_mb=512 -timeout=10 -print_final_stats=1 "$c" \

@@ -37,7 +37,11 @@ struct srv {
 	struct edgeq_model *model;
 	const struct edgeq_model_info *info;
 	char model_id[160];
-	enum srv_template tmpl;
+	enum srv_template tmpl;	   /* built-in format: fallback, stop text */
+	struct edgeq_tmpl *jinja;  /* the chat template, or NULL (built-in) */
+	char *bos_text, *eos_text; /* for the template's bos/eos_token */
+	const char *jinja_stop;	   /* stop text the template uses, or NULL */
+	char tmpl_desc[200];	   /* which template chats use, for the log */
 	bool add_bos_chat;
 	time_t created;
 	uint32_t n_ctx;
@@ -84,6 +88,7 @@ struct srv_req {
 	bool add_bos, parse_special;
 	const char *stops[6];
 	int n_stops;
+	char warning[256]; /* fields accepted but not acted on (a header) */
 	enum edgeq_privacy privacy;
 	double slo_tok_s, deadline_s;
 
@@ -135,6 +140,17 @@ void srv_log_request(struct srv_req *r, int status);
 
 /* request.c: parse and validate; on error sends the 4xx and returns it */
 int srv_parse_request(struct srv_req *r);
+/* Send a 400 naming @param; returns -EINVAL. */
+int srv_bad_request(struct srv_req *r, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* chat.c: the model's chat template (or --chat-template FILE) */
+int srv_chat_template_load(struct srv *s, struct edgeq_error *err);
+void srv_chat_template_free(struct srv *s);
+/* Render r's messages and tools into r->prompt; a 400 on refusal. */
+int srv_chat_prompt(struct srv_req *r, json_t *msgs);
+/* Name in r->warning the request fields the engine does not act on. */
+void srv_chat_fields(struct srv_req *r);
 
 /* local.c */
 int srv_tokenize_prompt(struct srv_req *r);

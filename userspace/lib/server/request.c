@@ -53,6 +53,12 @@ static const struct field fields[] = {
 	{ "user", T_STR, K_BOTH },
 	{ "logprobs", T_BOOL | T_NULL, K_CHAT },
 	{ "echo", T_BOOL | T_NULL, K_CMPL },
+	/* OpenAI and LangChain clients send these: see chat.c */
+	{ "tools", T_ARR | T_NULL, K_CHAT },
+	{ "tool_choice", T_STR | T_OBJ | T_NULL, K_CHAT },
+	{ "parallel_tool_calls", T_BOOL | T_NULL, K_CHAT },
+	{ "response_format", T_OBJ | T_NULL, K_BOTH },
+	{ "logit_bias", T_OBJ | T_NULL, K_BOTH },
 	{ "edgeq_privacy", T_STR, K_BOTH },
 	{ "edgeq_slo_tokens_per_s", T_NUM, K_BOTH },
 	{ "edgeq_deadline_s", T_NUM, K_BOTH },
@@ -98,11 +104,7 @@ static const char *type_words(unsigned int t)
 	return "an object";
 }
 
-static int bad(struct srv_req *r, const char *param, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Send a 400 naming @param; returns -EINVAL. */
-static int bad(struct srv_req *r, const char *param, const char *fmt, ...)
+int srv_bad_request(struct srv_req *r, const char *param, const char *fmt, ...)
 {
 	char msg[400];
 	va_list ap;
@@ -114,7 +116,7 @@ static int bad(struct srv_req *r, const char *param, const char *fmt, ...)
 	return -EINVAL;
 }
 
-#define BAD bad
+#define BAD srv_bad_request
 
 static int check_fields(struct srv_req *r)
 {
@@ -207,6 +209,8 @@ static int parse_messages(struct srv_req *r)
 		return BAD(r, "messages", "'messages' must not be empty");
 	if (n > 1024)
 		return BAD(r, "messages", "too many messages (%zu)", n);
+	if (r->s->jinja)
+		return srv_chat_prompt(r, msgs);
 	list = calloc(n, sizeof(*list));
 	if (!list)
 		return srv_send_error(r, 500, "server_error", NULL,
@@ -393,6 +397,7 @@ int srv_parse_request(struct srv_req *r)
 	ret = check_fields(r);
 	if (ret)
 		return ret;
+	srv_chat_fields(r);
 
 	r->stream = json_is_true(json_object_get(r->json, "stream"));
 	so = json_object_get(r->json, "stream_options");

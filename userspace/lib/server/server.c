@@ -67,6 +67,8 @@ void srv_add_route_headers(struct srv_req *r, struct MHD_Response *resp)
 				edgeq_route_name(r->route));
 	if (r->fallback[0])
 		MHD_add_response_header(resp, "X-Edgeq-Fallback", r->fallback);
+	if (r->warning[0])
+		MHD_add_response_header(resp, "X-Edgeq-Warning", r->warning);
 }
 
 int srv_send_json(struct srv_req *r, int status, json_t *j)
@@ -958,41 +960,10 @@ bool srv_ready(struct srv *s)
 	return atomic_load(&s->state) == SRV_READY;
 }
 
-static bool has_special(struct edgeq_model *m, const char *text)
-{
-	int32_t t[4];
-	size_t n = 0;
-
-	return !edgeq_tokenize(m, text, false, true, t, 4, &n) && n == 1;
-}
-
-/* tokenizer.chat_template of the file, or NULL (only its markers are used) */
-static char *read_chat_template(const char *path)
-{
-	struct edgeq_gguf_str str;
-	struct edgeq_gguf *g;
-	char *t = NULL;
-	size_t n;
-
-	if (edgeq_gguf_open(path, &g, NULL))
-		return NULL;
-	if (!edgeq_gguf_get_str(g, "tokenizer.chat_template", &str, NULL)) {
-		n = str.len < 65536 ? (size_t)str.len : 65536;
-		t = malloc(n + 1);
-		if (t) {
-			memcpy(t, str.ptr, n);
-			t[n] = '\0';
-		}
-	}
-	edgeq_gguf_close(g);
-	return t;
-}
-
 int srv_load(struct srv *s, struct edgeq_error *err)
 {
 	struct edgeq_model_params mp;
 	struct edgeq_ctx_params cp;
-	char *jinja = NULL;
 	const char *base;
 	int i, ret;
 
@@ -1056,23 +1027,11 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 		snprintf(s->model_id, sizeof(s->model_id), "%s",
 			 base ? base + 1 : s->cfg.model_path);
 	}
-	jinja = read_chat_template(s->cfg.model_path);
-	if (!s->cfg.chat_template || !strcmp(s->cfg.chat_template, "auto"))
-		s->tmpl = srv_template_detect(
-			jinja ? jinja : NULL, s->info->arch, s->info->name,
-			has_special(s->model, "<|start_header_id|>"),
-			has_special(s->model, "<|im_start|>"));
-	else if (srv_template_parse(s->cfg.chat_template, &s->tmpl)) {
-		ret = edgeq_error_set(
-			err, EINVAL,
-			"unknown chat template '%s': auto, llama3, chatml, llama2 or mistral",
-			s->cfg.chat_template);
+	ret = srv_chat_template_load(s, err);
+	if (ret)
 		goto fail;
-	}
 	/* the tokenizer's own add_bos_token (Qwen's ChatML has none) */
 	s->add_bos_chat = s->info->bos >= 0 && s->info->add_bos;
-	free(jinja);
-	jinja = NULL;
 
 	if (s->cfg.load_delay_ms > 0)
 		usleep((useconds_t)s->cfg.load_delay_ms * 1000);
@@ -1082,10 +1041,9 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 		(const char *const[]){ "EDGEQ_EVENT=model-loaded", NULL },
 		"model %s loaded: %s, %u layers, %u slots of %u tokens, chat template %s",
 		s->model_id, s->info->arch, s->info->n_layer, s->n_slots,
-		s->n_ctx, srv_template_name(s->tmpl));
+		s->n_ctx, s->tmpl_desc);
 	return 0;
 fail:
-	free(jinja);
 	snprintf(s->load_error, sizeof(s->load_error), "%s",
 		 err ? err->msg : "load failed");
 	atomic_store(&s->state, SRV_FAILED);
@@ -1175,6 +1133,7 @@ void srv_free(struct srv *s)
 		free(s->slots[i].hist);
 	}
 	free(s->slots);
+	srv_chat_template_free(s);
 	if (s->model)
 		edgeq_model_free(s->model);
 	srv_metrics_free(s->metrics);
