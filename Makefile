@@ -265,7 +265,7 @@ install-profiles:
 clean: modules_clean
 	rm -rf $(O) build-san build-aarch64
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -name debian-kernels -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- daemon: the example configuration (an existing one is kept)
 .PHONY: install-serve-config
