@@ -6,6 +6,7 @@
 #   make                 libedgeq (static + shared), edgeq, BPF skeletons
 #   make modules         kmod/edgeq.ko against KDIR
 #   make check           every test suite; ends with "N passed, N failed, N skipped"
+#   make kfuzz           the kernel fuzzer in the test VM for KFUZZ_SECS (600)
 #   make sanitize        the unit tests under ASan+UBSan
 #   make run             build, make the default model, run it
 #   make install DESTDIR= PREFIX=
@@ -102,7 +103,7 @@ CPPFLAGS += -DEDGEQ_HAVE_BPF=1
 BPF_DEPS := $(BPF_SKELS)
 endif
 
-.PHONY: all lib modules check check-unit sanitize run install format format-check \
+.PHONY: all lib modules check check-unit kfuzz sanitize run install format format-check \
 	clean cross tools tests FORCE
 .DEFAULT_GOAL := all
 
@@ -193,6 +194,15 @@ check:
 	tools/install-deps
 	$(MAKE) tests
 	O=$(O) tests/run $(SUITES)
+
+# The kernel fuzzer for longer (KFUZZ_SECS, default 600) in the 6.1 VM.
+KFUZZ_SECS ?= 600
+kfuzz: tests
+	@kd=$$(ls -d /usr/src/linux-headers-6.1*-amd64 | sort -V | tail -1); \
+	$(MAKE) -s modules KDIR=$$kd
+	EDGEQ_KMOD_CASES=kfuzz EDGEQ_KFUZZ_SECS=$(KFUZZ_SECS) \
+		tools/vm/run-in-vm --timeout $$(($(KFUZZ_SECS) + 300)) \
+		--params "queues=npu0,gpu0 sim_sensor=1" -- tests/kmod/guest-suite
 
 check-unit: tests
 	O=$(O) tests/run unit

@@ -410,7 +410,7 @@ static int t_exchange(void)
 
 	reset_queue("npu0");
 	agent = start_agent("npu0", "gpu", "0");
-	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 20000));
 	for (i = 0; i < 3; i++) {
 		kids[i] = fork();
 		if (!kids[i])
@@ -458,7 +458,7 @@ static int t_validation(void)
 	CHECK(!tensor_new(other, 4096, &t2));
 
 	agent = start_agent("npu0", "npu", "200000");
-	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 20000));
 	CHECK_EQ(sysfs_get("npu0", "agent_ops") & (1 << EDGEQ_OP_SOFTMAX), 0);
 	edgeq_op_desc_init(&op, EDGEQ_OP_SOFTMAX, 1);
 	op.shape[0] = 16;
@@ -890,7 +890,7 @@ static int t_agent_killed(void)
 	CHECK(ue >= 0);
 	CHECK(!edgeq_kq_open("npu0", 0, &c));
 	agent = start_agent("npu0", "cpu", "3000000");
-	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 20000));
 	for (i = 0; i < 4; i++)
 		edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP, i);
 	CHECK_EQ(edgeq_kq_submit(c, ops, 4), 4);
@@ -916,7 +916,7 @@ static int t_agent_killed(void)
 	/* Policy requeue: the new agent completes them. */
 	CHECK(!sysfs_set("npu0", "policy", "requeue"));
 	agent = start_agent("npu0", "cpu", "3000000");
-	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 20000));
 	CHECK_EQ(edgeq_kq_submit(c, ops, 4), 4);
 	CHECK(wait_sysfs_ge("npu0", "nr_inflight", 1, 3000));
 	kill(agent, SIGKILL);
