@@ -266,7 +266,14 @@ format-check:
 
 # ---- ledgers: device profiles for edgeq plan (found via EDGEQ_DATADIR)
 CPPFLAGS += -DEDGEQ_DATADIR='"$(PREFIX)/share/edgeq"'
-.PHONY: install-profiles
+.PHONY: install-profiles install-udev
+# The udev rule giving queue nodes to group edgeq (userspace-api/edgeq.rst).
+UDEVDIR ?= $(PREFIX)/lib/udev/rules.d
+install: install-udev
+install-udev:
+	install -d $(DESTDIR)$(UDEVDIR)
+	install -m 644 tools/udev/60-edgeq.rules $(DESTDIR)$(UDEVDIR)/
+
 install: install-profiles
 install-profiles:
 	install -d $(DESTDIR)$(PREFIX)/share/edgeq
