@@ -450,12 +450,21 @@ static void client_uring(struct cfile *c)
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_write(sqe, edgeq_kq_fd(c->kq), &op, sizeof(op), 0);
 	io_uring_submit(&ring);
-	if (!io_uring_wait_cqe(&ring, &cqe)) {
+	/*
+	 * On a blocking file io_uring waits for EPOLLOUT (an agent attached)
+	 * before it writes; the ring's exit cancels such a write.
+	 */
+	struct __kernel_timespec wts = { 1, 0 };
+
+	if (!io_uring_wait_cqe_timeout(&ring, &cqe, &wts)) {
 		ret = cqe->res;
 		allowed(K_URING, ret, ENODEV, EOPNOTSUPP, EAGAIN, EDQUOT, 0);
 		if (ret == (int)sizeof(op) && c->nout < 1024)
 			c->out[c->nout++] = op.cookie;
 		io_uring_cqe_seen(&ring, cqe);
+	} else {
+		/* Cancelled at exit, or written just before: may complete. */
+		c->out[c->nout++] = op.cookie;
 	}
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_poll_add(sqe, edgeq_kq_fd(c->kq), POLLIN);
@@ -756,6 +765,39 @@ static int admin_main(void)
 
 /* ---- main */
 
+/* Prints what each thread of @pid (io_uring workers too) is doing. */
+static void dump_threads(pid_t pid)
+{
+	static const char *const what[] = { "comm", "stack", "wchan",
+					    "syscall" };
+	char path[96], buf[2048], cmd[64];
+	unsigned int w;
+	ssize_t len;
+	FILE *ls;
+	int fd;
+
+	snprintf(cmd, sizeof(cmd), "ls /proc/%d/task", pid);
+	ls = popen(cmd, "r");
+	if (!ls)
+		return;
+	while (fgets(buf, 32, ls)) {
+		int tid = atoi(buf);
+
+		for (w = 0; w < 4; w++) {
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", pid,
+				 tid, what[w]);
+			fd = open(path, O_RDONLY);
+			len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+			buf[len > 0 ? len : 0] = 0;
+			if (fd >= 0)
+				close(fd);
+			fprintf(stderr, "kfuzz: pid %d task %d %s: %s\n", pid,
+				tid, what[w], buf);
+		}
+	}
+	pclose(ls);
+}
+
 static void restore(void)
 {
 	static const char *const p[][2] = {
@@ -835,28 +877,10 @@ int main(int argc, char **argv)
 			waited += 50;
 		}
 		if (r == 0) {
-			static const char *const what[] = { "stack", "wchan",
-							    "syscall", "stat" };
-			char path[64], buf[2048];
-			unsigned int w;
-			ssize_t len;
-			int fd;
-
 			finding("process %d (%s) did not stop within 60 s", i,
 				i < nclients ? "client" :
 				i == nclients ? "agent" : "admin");
-			for (w = 0; w < 4; w++) {
-				snprintf(path, sizeof(path), "/proc/%d/%s",
-					 pids[i], what[w]);
-				fd = open(path, O_RDONLY);
-				len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) :
-						-1;
-				buf[len > 0 ? len : 0] = 0;
-				if (fd >= 0)
-					close(fd);
-				fprintf(stderr, "kfuzz: process %d %s: %s\n", i,
-					what[w], buf);
-			}
+			dump_threads(pids[i]);
 			kill(pids[i], SIGKILL);
 			waitpid(pids[i], &st, 0);
 			continue;

@@ -53,12 +53,13 @@ static void *volatile bad_ptr = (void *)8; /* unmapped */
 
 /* ---- helpers */
 
-static long sysfs_get(const char *q, const char *attr)
+/* The number in file @name of directory @dir; -1 when unreadable. */
+static long read_long(const char *dir, const char *name)
 {
 	char path[256], buf[64];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/%s", q, attr);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -68,22 +69,42 @@ static long sysfs_get(const char *q, const char *attr)
 	return strtol(buf, NULL, 0);
 }
 
-static int sysfs_set(const char *q, const char *attr, const char *fmt, ...)
+static long sysfs_get(const char *q, const char *attr)
+{
+	char dir[128];
+
+	snprintf(dir, sizeof(dir), "/sys/class/edgeq/%s", q);
+	return read_long(dir, attr);
+}
+
+/* Writes printf-style @fmt to @dir/@name; 0 or -errno. */
+static int write_attr(const char *dir, const char *name, const char *fmt,
+		      va_list ap)
 {
 	char path[256], buf[64];
-	va_list ap;
 	int fd, ret = 0;
 
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/%s", q, attr);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = open(path, O_WRONLY);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, buf, strlen(buf)) < 0)
 		ret = -errno;
 	close(fd);
+	return ret;
+}
+
+static int sysfs_set(const char *q, const char *attr, const char *fmt, ...)
+{
+	char dir[128];
+	va_list ap;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "/sys/class/edgeq/%s", q);
+	va_start(ap, fmt);
+	ret = write_attr(dir, attr, fmt, ap);
+	va_end(ap);
 	return ret;
 }
 
@@ -1366,20 +1387,12 @@ static int t_race(void)
 
 static int param_set(const char *name, const char *fmt, ...)
 {
-	char path[256], buf[64];
 	va_list ap;
-	int fd, ret = 0;
+	int ret;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	ret = write_attr("/sys/module/edgeq/parameters", name, fmt, ap);
 	va_end(ap);
-	snprintf(path, sizeof(path), "/sys/module/edgeq/parameters/%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, buf, strlen(buf)) < 0)
-		ret = -errno;
-	close(fd);
 	return ret;
 }
 
@@ -1692,21 +1705,6 @@ static int find_zone(const char *type, char *dir, size_t len)
 		fclose(f);
 	}
 	return -ENOENT;
-}
-
-static long read_long(const char *dir, const char *name)
-{
-	char path[256], buf[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strtol(buf, NULL, 0);
 }
 
 /* sim_trip_mC moves the zone's trips, on every kernel (6.8+ copies them). */
