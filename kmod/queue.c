@@ -149,6 +149,7 @@ static ssize_t edgeq_client_read(struct edgeq_file *f, char __user *buf,
 	LIST_HEAD(delivered);
 	LIST_HEAD(got);
 	size_t n = 0;
+	bool was_full;
 	ssize_t ret;
 
 	if (!max)
@@ -190,9 +191,13 @@ static ssize_t edgeq_client_read(struct edgeq_file *f, char __user *buf,
 	}
 	spin_lock(&q->lock);
 	list_splice(&got, &f->done);
+	was_full = f->outstanding >= EDGEQ_MAX_OUTSTANDING;
 	f->outstanding -= n;
 	spin_unlock(&q->lock);
 	edgeq_user_uncharge(f, false, n);
+	/* Room again: whoever polls for POLLOUT may submit. */
+	if (n && was_full)
+		wake_up_interruptible_poll(&f->wq, EPOLLOUT | EPOLLWRNORM);
 	list_for_each_entry_safe(req, rn, &delivered, node) {
 		put_pid(req->client_pid);
 		kfree(req);

@@ -1607,6 +1607,48 @@ static int t_attach_wake(void)
 	return 0;
 }
 
+/* A client at max_outstanding polling for POLLOUT is woken when a read
+ * (here by another thread) makes room. */
+static int t_pollout_wake(void)
+{
+	struct edgeq_op_desc ops[64];
+	struct edgeq_completion comp;
+	struct edgeq_agent_op a;
+	struct edgeq_agent_done d = { 0 };
+	struct edgeq_features f;
+	struct edgeq_kq *agent;
+	struct pollout p;
+	pthread_t th;
+	unsigned int i;
+
+	reset_queue("gpu0");
+	sysfs_set("gpu0", "timeout_ms", "0");
+	CHECK(!edgeq_kq_open("gpu0", 0, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, 1));
+	CHECK(!edgeq_kq_open("gpu0", 0, &p.kq));
+	for (i = 0; i < 64; i++)
+		edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP, i);
+	CHECK(!edgeq_kq_features(p.kq, &f));
+	for (i = 0; i < f.max_outstanding / 64; i++)
+		CHECK_EQ(edgeq_kq_submit(p.kq, ops, 64), 64);
+	CHECK_EQ(edgeq_kq_submit(p.kq, ops, 1), -EAGAIN);
+	CHECK(!(edgeq_kq_wait(p.kq, POLLOUT, 0) & POLLOUT));
+	CHECK_EQ(edgeq_kq_agent_next(agent, &a, 1), 1);
+	d.tag = a.tag;
+	CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+	CHECK(!pthread_create(&th, NULL, pollout_thread, &p));
+	msleep(300);
+	CHECK_EQ(edgeq_kq_complete(p.kq, &comp, 1), 1);
+	pthread_join(th, NULL);
+	printf("pollout_wake: POLLOUT after %.0f ms\n", (double)p.ns / 1e6);
+	CHECK(p.revents & POLLOUT);
+	CHECK(p.ns < 5000000000ULL);
+	edgeq_kq_close(p.kq);
+	edgeq_kq_close(agent);
+	reset_queue("gpu0");
+	return 0;
+}
+
 /* Queue names: [a-z0-9_-] and nothing else (no Latin-1 letters). */
 static int t_names(void)
 {
@@ -1997,6 +2039,7 @@ static const struct {
 	{ "destroy_race", t_destroy_race },
 	{ "destroy_wake", t_destroy_wake },
 	{ "attach_wake", t_attach_wake },
+	{ "pollout_wake", t_pollout_wake },
 	{ "names", t_names },
 	{ "agent_scope", t_agent_scope },
 	{ "trips", t_trips },
