@@ -6,6 +6,7 @@
 #   make                 libedgeq (static + shared), edgeq, BPF skeletons
 #   make modules         kmod/edgeq.ko against KDIR
 #   make check           every test suite; ends with "N passed, N failed, N skipped"
+#   make kfuzz           the kernel fuzzer in the test VM for KFUZZ_SECS (600)
 #   make sanitize        the unit tests under ASan+UBSan
 #   make run             build, make the default model, run it
 #   make install DESTDIR= PREFIX=
@@ -102,7 +103,7 @@ CPPFLAGS += -DEDGEQ_HAVE_BPF=1
 BPF_DEPS := $(BPF_SKELS)
 endif
 
-.PHONY: all lib modules check check-unit sanitize run install format format-check \
+.PHONY: all lib modules check check-unit kfuzz sanitize run install format format-check \
 	clean cross tools tests FORCE
 .DEFAULT_GOAL := all
 
@@ -194,6 +195,15 @@ check:
 	$(MAKE) tests
 	O=$(O) tests/run $(SUITES)
 
+# The kernel fuzzer for longer (KFUZZ_SECS, default 600) in the 6.1 VM.
+KFUZZ_SECS ?= 600
+kfuzz: tests
+	@kd=$$(ls -d /usr/src/linux-headers-6.1*-amd64 | sort -V | tail -1); \
+	$(MAKE) -s modules KDIR=$$kd
+	EDGEQ_KMOD_CASES=kfuzz EDGEQ_KFUZZ_SECS=$(KFUZZ_SECS) \
+		tools/vm/run-in-vm --timeout $$(($(KFUZZ_SECS) + 300)) \
+		--params "queues=npu0,gpu0 sim_sensor=1" -- tests/kmod/guest-suite
+
 check-unit: tests
 	O=$(O) tests/run unit
 
@@ -260,7 +270,14 @@ format-check:
 
 # ---- ledgers: device profiles for edgeq plan (found via EDGEQ_DATADIR)
 CPPFLAGS += -DEDGEQ_DATADIR='"$(PREFIX)/share/edgeq"'
-.PHONY: install-profiles
+.PHONY: install-profiles install-udev
+# The udev rule giving queue nodes to group edgeq (userspace-api/edgeq.rst).
+UDEVDIR ?= $(PREFIX)/lib/udev/rules.d
+install: install-udev
+install-udev:
+	install -d $(DESTDIR)$(UDEVDIR)
+	install -m 644 tools/udev/60-edgeq.rules $(DESTDIR)$(UDEVDIR)/
+
 install: install-profiles
 install-profiles:
 	install -d $(DESTDIR)$(PREFIX)/share/edgeq
@@ -269,7 +286,7 @@ install-profiles:
 clean: modules_clean
 	rm -rf $(O) build-san build-aarch64
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -name debian-kernels -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- daemon: the example configuration (an existing one is kept)
 .PHONY: install-serve-config

@@ -10,6 +10,7 @@
 #include <linux/fcntl.h>
 #include <linux/fs.h>
 #include <linux/kobject.h>
+#include <linux/poll.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -37,6 +38,7 @@ int edgeq_agent_attach(struct edgeq_file *f, void __user *arg)
 	struct edgeq_agent_attach a;
 	struct edgeq_queue *q = f->q;
 	u64 all_ops = BIT_ULL(EDGEQ_OP_COUNT) - 1;
+	struct edgeq_file *c;
 	int ret = 0;
 
 	if (!capable(CAP_SYS_ADMIN))
@@ -60,6 +62,12 @@ int edgeq_agent_attach(struct edgeq_file *f, void __user *arg)
 		q->agent_pid = pid_nr(f->pid);
 		q->agent_op_mask = a.op_mask;
 		trace_edgeq_agent_attach(q->id, q->agent_pid);
+		/* Clients polling for POLLOUT may write now. */
+		list_for_each_entry(c, &q->files, qnode)
+			if (c != f)
+				wake_up_interruptible_poll(&c->wq,
+							   EPOLLOUT |
+								   EPOLLWRNORM);
 	}
 	spin_unlock(&q->lock);
 	if (ret)
@@ -172,10 +180,10 @@ ssize_t edgeq_agent_read(struct edgeq_file *f, char __user *buf, size_t len,
 			ret = -EAGAIN;
 			goto out_free;
 		}
-		ret = wait_event_interruptible(
-			q->agent_wq, READ_ONCE(q->dead) ||
-					     READ_ONCE(q->agent) != f ||
-					     edgeq_can_dispatch(q));
+		ret = wait_event_interruptible(q->agent_wq,
+					       READ_ONCE(q->dead) ||
+					       READ_ONCE(q->agent) != f ||
+					       edgeq_can_dispatch(q));
 		if (ret)
 			goto out_free;
 	}
@@ -259,8 +267,9 @@ int edgeq_agent_tensor_fd(struct edgeq_file *f, void __user *arg)
 	} else if (q->agent != f) {
 		ret = -EPERM;
 	} else {
+		/* Only the memfds of ops it holds: a handle is no capability. */
 		t = xa_load(&q->tensors, a.handle);
-		if (t) {
+		if (t && t->inflight) {
 			file = get_file(t->file);
 			a.length = t->length;
 		} else {

@@ -1,17 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Kernel version differences edgeq.ko meets between 5.15 and 6.12, in one
- * place. Tested: 6.1 (Debian 12). The other branches follow the upstream
- * changes named next to them and are kept building by review.
+ * Kernel version differences edgeq.ko meets between 5.10 and 6.12, in one
+ * place. Built -Werror by tests/kmod/t_kbuild against Debian's 5.10
+ * (bullseye), 6.1 (bookworm) and 6.12 (trixie) headers, x86-64 and arm64;
+ * run in the test VM on 6.1 and 6.12. Each version test below has a built
+ * version on either side of it (5.15, JetPack 6, lies between 5.10 and 6.1).
  */
 #ifndef EDGEQ_COMPAT_H
 #define EDGEQ_COMPAT_H
 
 #include <linux/version.h>
 #include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <linux/shmem_fs.h>
 #include <linux/thermal.h>
 
-/* 6.2: class devnode() takes a const device. */
+/*
+ * 6.0: shmem_mapping() became inline; before, shmem_file() calls it out of
+ * line and it is not exported (5.10), so the superblock tells tmpfs.
+ */
+#if KERNEL_VERSION(6, 0, 0) <= LINUX_VERSION_CODE
+#define edgeq_shmem_file(file) shmem_file(file)
+#else
+static inline bool edgeq_shmem_file(struct file *file)
+{
+	return file_inode(file)->i_sb->s_magic == TMPFS_MAGIC;
+}
+#endif
+
+/* 6.2: class and device_type devnode() take a const device. */
 #if KERNEL_VERSION(6, 2, 0) <= LINUX_VERSION_CODE
 #define EDGEQ_DEVNODE_CONST const
 #else
@@ -75,6 +93,16 @@ edgeq_tz_register(const char *type, struct edgeq_thermal_trip *trips,
 						       passive_ms, polling_ms);
 #endif
 }
+
+/*
+ * 6.8: the zone keeps its own copy of the trips; a trip moves with
+ * thermal_zone_set_trip_temp(), under the zone's lock that
+ * thermal_zone_for_each_trip() takes. Before, the zone reads the driver's
+ * array (or its get_trip_temp op), which changes under tz->lock.
+ */
+#if KERNEL_VERSION(6, 8, 0) <= LINUX_VERSION_CODE
+#define EDGEQ_TZ_SET_TRIP_TEMP 1
+#endif
 
 /* 6.4: thermal_zone_device_priv() replaces tz->devdata. */
 #if KERNEL_VERSION(6, 4, 0) <= LINUX_VERSION_CODE

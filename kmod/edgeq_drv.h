@@ -3,19 +3,26 @@
  * edgeq.ko internals: a queue, the files open on it, the ops they submit.
  *
  * Locking: everything of a queue (lists, counters, knobs, agent, tensor
- * registry) is under queue->lock, a spinlock taken from process context and
- * the timeout work. Nothing sleeps under it. The global queue table is under
- * edgeq_mutex.
+ * registry, its open files) is under queue->lock, a spinlock taken from
+ * process context and the timeout work. Nothing sleeps under it. The global
+ * queue table is under edgeq_mutex, held from the creation of a queue to
+ * its registration and from its destruction's start to the removal of its
+ * char device, so a minor is never in use twice. q->sensor_mutex keeps the
+ * simulated sensor while a sysfs write moves its trips. Per-user counters
+ * are atomics in struct edgeq_user.
  */
 #ifndef EDGEQ_DRV_H
 #define EDGEQ_DRV_H
 
+#include <linux/atomic.h>
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -62,8 +69,9 @@ struct edgeq_queue {
 	struct list_head node; /* in the global table (edgeq_mutex) */
 	u32 id;		       /* minor number; tracepoint queue id */
 	char name[EDGEQ_NAME_MAX];
-	spinlock_t lock;
+	spinlock_t lock; /* everything below, see the top of this file */
 	bool dead; /* destroyed: every call gets -ENODEV */
+	struct list_head files; /* struct edgeq_file open on it (qnode) */
 
 	/* knobs */
 	u32 max_inflight; /* configured limit, 1..EDGEQ_MAX_INFLIGHT */
@@ -100,14 +108,31 @@ struct edgeq_queue {
 
 	/* thermal */
 	struct thermal_cooling_device *cooling;
-	struct edgeq_sensor *sensor;
+	struct edgeq_sensor *sensor; /* set and cleared under both locks */
+	struct mutex sensor_mutex;
 	int sim_ambient_mc, sim_rise_mc, sim_tau_ms, sim_trip_mc;
+};
+
+/*
+ * What one user (euid of the opener) holds over every file of every queue:
+ * ops submitted and not read back, registered memfds. Bounded by the
+ * max_user_ops and max_user_tensors parameters.
+ */
+struct edgeq_user {
+	struct list_head node; /* edgeq_users, under edgeq_users_lock */
+	kuid_t uid;
+	u32 refs; /* open files; under edgeq_users_lock */
+	atomic_t ops;
+	atomic_t tensors;
 };
 
 /* One open file of a queue: a client, or the agent after ATTACH. */
 struct edgeq_file {
 	struct edgeq_queue *q;
-	u32 id; /* per-queue client id */
+	struct list_head qnode; /* in q->files */
+	struct edgeq_user *user;
+	bool unlimited; /* opened with CAP_SYS_RESOURCE: no per-user limit */
+	u32 id;		/* per-queue client id */
 	bool is_agent;
 	struct pid *pid;				/* tgid of the opener */
 	struct list_head waiting[EDGEQ_PRIO_COUNT];	/* its waiting ops */
@@ -128,6 +153,7 @@ struct edgeq_tensor {
 	struct list_head node; /* in owner->tensors */
 	u32 handle;
 	u32 users;  /* ops of the owner referencing it */
+	u32 inflight; /* of those, ops with the agent (its fds for them) */
 	u64 length; /* size at registration */
 };
 
@@ -155,6 +181,10 @@ struct edgeq_queue *edgeq_queue_create(const char *name, u32 max_inflight,
 int edgeq_queue_destroy(const char *name);
 int edgeq_get_features(void __user *arg);
 bool edgeq_sim_sensor_enabled(void);
+struct edgeq_user *edgeq_user_get(kuid_t uid);
+void edgeq_user_put(struct edgeq_user *u);
+bool edgeq_user_charge(struct edgeq_file *f, bool tensors, int n);
+void edgeq_user_uncharge(struct edgeq_file *f, bool tensors, int n);
 
 /* queue.c: the char device */
 extern const struct file_operations edgeq_queue_fops;
@@ -196,6 +226,6 @@ int edgeq_set_cool_state(struct edgeq_queue *q, unsigned long state);
 int edgeq_sensor_register(struct edgeq_queue *q);
 void edgeq_sensor_unregister(struct edgeq_queue *q);
 int edgeq_sensor_temp(struct edgeq_queue *q);
-void edgeq_sensor_sync(struct edgeq_queue *q);
+void edgeq_sensor_set_trips(struct edgeq_queue *q);
 
 #endif /* EDGEQ_DRV_H */

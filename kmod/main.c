@@ -7,12 +7,13 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
-#include <linux/ctype.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -30,6 +31,10 @@ static char *queues;
 static bool sim_sensor;
 static u32 max_inflight = 8;
 static u32 timeout_ms = 5000;
+static u32 node_uid, node_gid;
+static u32 node_mode = 0660;
+static u32 max_user_ops = 4096;
+static u32 max_user_tensors = 1024;
 
 bool edgeq_sim_sensor_enabled(void)
 {
@@ -60,6 +65,8 @@ int edgeq_get_features(void __user *arg)
 	feat.max_dims = EDGEQ_MAX_DIMS;
 	feat.max_batch = EDGEQ_MAX_BATCH;
 	feat.max_outstanding = EDGEQ_MAX_OUTSTANDING;
+	feat.max_user_ops = READ_ONCE(max_user_ops);
+	feat.max_user_tensors = READ_ONCE(max_user_tensors);
 	if (copy_to_user(arg, &feat, sizeof(feat)))
 		return -EFAULT;
 	return 0;
@@ -73,12 +80,97 @@ static bool edgeq_name_valid(const char *name)
 
 	if (!len || len > EDGEQ_NAME_LEN)
 		return false;
+	/* ASCII only: islower() would take Latin-1 letters too. */
 	for (i = 0; i < len; i++)
-		if (!islower(name[i]) && !isdigit(name[i]) && name[i] != '_' &&
+		if (!(name[i] >= 'a' && name[i] <= 'z') &&
+		    !(name[i] >= '0' && name[i] <= '9') && name[i] != '_' &&
 		    name[i] != '-')
 			return false;
 	return true;
 }
+
+/* ---- what each user holds, across every queue */
+
+static DEFINE_SPINLOCK(edgeq_users_lock);
+static LIST_HEAD(edgeq_users);
+
+struct edgeq_user *edgeq_user_get(kuid_t uid)
+{
+	struct edgeq_user *u, *n;
+
+	n = kzalloc(sizeof(*n), GFP_KERNEL);
+	if (!n)
+		return NULL;
+	spin_lock(&edgeq_users_lock);
+	list_for_each_entry(u, &edgeq_users, node) {
+		if (uid_eq(u->uid, uid)) {
+			u->refs++;
+			spin_unlock(&edgeq_users_lock);
+			kfree(n);
+			return u;
+		}
+	}
+	n->uid = uid;
+	n->refs = 1;
+	list_add(&n->node, &edgeq_users);
+	spin_unlock(&edgeq_users_lock);
+	return n;
+}
+
+void edgeq_user_put(struct edgeq_user *u)
+{
+	bool last;
+
+	spin_lock(&edgeq_users_lock);
+	last = !--u->refs;
+	if (last)
+		list_del(&u->node);
+	spin_unlock(&edgeq_users_lock);
+	if (last) {
+		WARN_ON_ONCE(atomic_read(&u->ops) || atomic_read(&u->tensors));
+		kfree(u);
+	}
+}
+
+/*
+ * Takes @n more of what @v counts for @f's user, at most the limit
+ * (max_user_ops or max_user_tensors); files opened with CAP_SYS_RESOURCE
+ * are not limited. Returns false when the user is at the limit.
+ */
+bool edgeq_user_charge(struct edgeq_file *f, bool tensors, int n)
+{
+	atomic_t *v = tensors ? &f->user->tensors : &f->user->ops;
+	u32 max = tensors ? READ_ONCE(max_user_tensors) : READ_ONCE(max_user_ops);
+
+	if (atomic_add_return(n, v) > max && !f->unlimited) {
+		atomic_sub(n, v);
+		return false;
+	}
+	return true;
+}
+
+void edgeq_user_uncharge(struct edgeq_file *f, bool tensors, int n)
+{
+	atomic_sub(n, tensors ? &f->user->tensors : &f->user->ops);
+}
+
+/* /dev/edgeq/<name>, owner, group and mode from the node_* parameters. */
+static char *edgeq_type_devnode(EDGEQ_DEVNODE_CONST struct device *dev,
+				umode_t *mode, kuid_t *uid, kgid_t *gid)
+{
+	if (mode)
+		*mode = READ_ONCE(node_mode);
+	if (uid)
+		*uid = make_kuid(&init_user_ns, READ_ONCE(node_uid));
+	if (gid)
+		*gid = make_kgid(&init_user_ns, READ_ONCE(node_gid));
+	return kasprintf(GFP_KERNEL, "edgeq/%s", dev_name(dev));
+}
+
+static const struct device_type edgeq_queue_type = {
+	.name = "edgeq_queue",
+	.devnode = edgeq_type_devnode,
+};
 
 static struct edgeq_queue *edgeq_find(const char *name)
 {
@@ -128,6 +220,8 @@ struct edgeq_queue *edgeq_queue_create(const char *name, u32 inflight,
 	q->id = id;
 	strscpy(q->name, name, sizeof(q->name));
 	spin_lock_init(&q->lock);
+	mutex_init(&q->sensor_mutex);
+	INIT_LIST_HEAD(&q->files);
 	q->max_inflight = inflight ? inflight : max_inflight;
 	q->timeout_ms = timeout ? timeout : timeout_ms;
 	q->policy = EDGEQ_POLICY_FAIL;
@@ -145,6 +239,7 @@ struct edgeq_queue *edgeq_queue_create(const char *name, u32 inflight,
 
 	device_initialize(&q->dev);
 	q->dev.class = edgeq_class;
+	q->dev.type = &edgeq_queue_type;
 	q->dev.devt = MKDEV(MAJOR(edgeq_devt), id);
 	q->dev.groups = edgeq_queue_groups;
 	q->dev.release = edgeq_queue_free;
@@ -180,11 +275,19 @@ out_unlock:
 	return ERR_PTR(ret);
 }
 
-/* Tears @q down; open files keep the memory until they close. */
+/*
+ * Tears @q down, edgeq_mutex held: its slot (the minor) is freed by the
+ * caller only after the char device is gone, so that a new queue never
+ * shares a device number with a dying one. Every file open on it is woken
+ * (read() returns -ENODEV, poll EPOLLERR | EPOLLHUP); open files keep the
+ * memory until they close.
+ */
 static void edgeq_queue_kill(struct edgeq_queue *q)
 {
+	struct edgeq_file *f;
 	bool detached;
 
+	lockdep_assert_held(&edgeq_mutex);
 	edgeq_sensor_unregister(q);
 	edgeq_cooling_unregister(q);
 	spin_lock(&q->lock);
@@ -196,11 +299,13 @@ static void edgeq_queue_kill(struct edgeq_queue *q)
 						node),
 			       -ENODEV, 0);
 	edgeq_fail_waiting(q, -ENODEV);
+	list_for_each_entry(f, &q->files, qnode)
+		wake_up_interruptible_poll(&f->wq, EPOLLERR | EPOLLHUP);
+	wake_up_interruptible_poll(&q->agent_wq, EPOLLERR | EPOLLHUP);
 	spin_unlock(&q->lock);
 	if (detached)
 		edgeq_agent_detached(q);
 	cancel_delayed_work_sync(&q->timeout_work);
-	wake_up_interruptible_all(&q->agent_wq);
 	cdev_device_del(&q->cdev, &q->dev);
 	put_device(&q->dev);
 }
@@ -208,16 +313,17 @@ static void edgeq_queue_kill(struct edgeq_queue *q)
 int edgeq_queue_destroy(const char *name)
 {
 	struct edgeq_queue *q;
+	u32 id;
 
 	mutex_lock(&edgeq_mutex);
 	q = edgeq_find(name);
-	if (q)
-		edgeq_queues[q->id] = NULL;
+	if (q) {
+		id = q->id;
+		edgeq_queue_kill(q);
+		edgeq_queues[id] = NULL;
+	}
 	mutex_unlock(&edgeq_mutex);
-	if (!q)
-		return -ENOENT;
-	edgeq_queue_kill(q);
-	return 0;
+	return q ? 0 : -ENOENT;
 }
 
 /* ---- /dev/edgeq-control */
@@ -285,30 +391,19 @@ static struct miscdevice edgeq_ctl_dev = {
 	.mode = 0600,
 };
 
-static char *edgeq_devnode(EDGEQ_DEVNODE_CONST struct device *dev,
-			   umode_t *mode)
-{
-	if (mode)
-		*mode = 0666;
-	return kasprintf(GFP_KERNEL, "edgeq/%s", dev_name(dev));
-}
-
 /* ---- init/exit */
 
 static void edgeq_destroy_all(void)
 {
 	int i;
 
+	mutex_lock(&edgeq_mutex);
 	for (i = 0; i < EDGEQ_MAX_QUEUES; i++) {
-		struct edgeq_queue *q;
-
-		mutex_lock(&edgeq_mutex);
-		q = edgeq_queues[i];
+		if (edgeq_queues[i])
+			edgeq_queue_kill(edgeq_queues[i]);
 		edgeq_queues[i] = NULL;
-		mutex_unlock(&edgeq_mutex);
-		if (q)
-			edgeq_queue_kill(q);
 	}
+	mutex_unlock(&edgeq_mutex);
 }
 
 static int __init edgeq_create_param_queues(void)
@@ -349,7 +444,6 @@ static int __init edgeq_init(void)
 		ret = PTR_ERR(edgeq_class);
 		goto out_region;
 	}
-	edgeq_class->devnode = edgeq_devnode;
 	ret = misc_register(&edgeq_ctl_dev);
 	if (ret)
 		goto out_class;
@@ -421,19 +515,78 @@ static const struct kernel_param_ops edgeq_timeout_ops = {
 	.get = param_get_uint,
 };
 
+static int edgeq_mode_set(const char *val, const struct kernel_param *kp)
+{
+	return edgeq_param_set_bounded(val, kp, 0, 0777);
+}
+
+static int edgeq_user_limit_set(const char *val, const struct kernel_param *kp)
+{
+	return edgeq_param_set_bounded(val, kp, 1, 1U << 20);
+}
+
+static int edgeq_id_set(const char *val, const struct kernel_param *kp)
+{
+	int ret = edgeq_param_set_bounded(val, kp, 0, U32_MAX - 1);
+
+	if (ret)
+		return ret;
+	/* An id that does not map is refused, not turned into nobody. */
+	if (kp->arg == &node_uid &&
+	    !uid_valid(make_kuid(&init_user_ns, node_uid)))
+		return -EINVAL;
+	if (kp->arg == &node_gid &&
+	    !gid_valid(make_kgid(&init_user_ns, node_gid)))
+		return -EINVAL;
+	return 0;
+}
+
+static int edgeq_param_get_octal(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "0%o\n", *(u32 *)kp->arg);
+}
+
+static const struct kernel_param_ops edgeq_mode_ops = {
+	.set = edgeq_mode_set,
+	.get = edgeq_param_get_octal,
+};
+
+static const struct kernel_param_ops edgeq_user_limit_ops = {
+	.set = edgeq_user_limit_set,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops edgeq_id_ops = {
+	.set = edgeq_id_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(node_uid, &edgeq_id_ops, &node_uid, 0644);
+MODULE_PARM_DESC(node_uid, "owner of new /dev/edgeq/<name> nodes (default 0)");
+module_param_cb(node_gid, &edgeq_id_ops, &node_gid, 0644);
+MODULE_PARM_DESC(node_gid,
+		 "group of new /dev/edgeq/<name> nodes (default 0; udev rules may set the edgeq group)");
+module_param_cb(node_mode, &edgeq_mode_ops, &node_mode, 0644);
+MODULE_PARM_DESC(node_mode, "mode of new /dev/edgeq/<name> nodes (default 0660)");
+module_param_cb(max_user_ops, &edgeq_user_limit_ops, &max_user_ops, 0644);
+MODULE_PARM_DESC(max_user_ops,
+		 "ops one user may have outstanding over all files (default 4096; CAP_SYS_RESOURCE: no limit)");
+module_param_cb(max_user_tensors, &edgeq_user_limit_ops, &max_user_tensors,
+		0644);
+MODULE_PARM_DESC(max_user_tensors,
+		 "memfds one user may have registered over all files (default 1024; CAP_SYS_RESOURCE: no limit)");
+
 module_param_cb(max_inflight, &edgeq_inflight_ops, &max_inflight, 0644);
 MODULE_PARM_DESC(max_inflight,
 		 "default in-flight limit of new queues (1..256, default 8)");
 
 module_param_cb(timeout_ms, &edgeq_timeout_ops, &timeout_ms, 0644);
-MODULE_PARM_DESC(
-	timeout_ms,
-	"default op timeout of new queues in ms (0 = none, default 5000)");
+MODULE_PARM_DESC(timeout_ms,
+		 "default op timeout of new queues in ms (0 = none, default 5000)");
 
 module_init(edgeq_init);
 module_exit(edgeq_exit);
 
-MODULE_DESCRIPTION(
-	"edgeq: accelerator work queues executed by userspace agents");
+MODULE_DESCRIPTION("edgeq: accelerator work queues executed by userspace agents");
 MODULE_AUTHOR("edgeq developers");
 MODULE_LICENSE("GPL");

@@ -4,6 +4,8 @@
  * (submits ops, reads completions, registers memfds) until it attaches as
  * the agent; agent reads and writes go to agent.c.
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/module.h>
@@ -34,18 +36,26 @@ static int edgeq_open(struct inode *inode, struct file *file)
 	INIT_LIST_HEAD(&f->done);
 	INIT_LIST_HEAD(&f->tensors);
 	init_waitqueue_head(&f->wq);
+	f->user = edgeq_user_get(current_euid());
+	if (!f->user) {
+		kfree(f);
+		return -ENOMEM;
+	}
+	f->unlimited = file_ns_capable(file, &init_user_ns, CAP_SYS_RESOURCE);
 	f->pid = get_pid(task_tgid(current));
 	f->q = q;
 
 	spin_lock(&q->lock);
 	if (q->dead) {
 		spin_unlock(&q->lock);
+		edgeq_user_put(f->user);
 		put_pid(f->pid);
 		kfree(f);
 		return -ENODEV;
 	}
 	f->id = ++q->next_client_id;
 	q->nr_clients++;
+	list_add_tail(&f->qnode, &q->files);
 	spin_unlock(&q->lock);
 
 	get_device(&q->dev);
@@ -60,6 +70,7 @@ static int edgeq_release(struct inode *inode, struct file *file)
 
 	edgeq_agent_detach(f); /* -EINVAL unless it is the agent */
 	edgeq_client_release(f);
+	edgeq_user_put(f->user);
 	put_pid(f->pid);
 	kfree(f);
 	put_device(&q->dev);
@@ -97,12 +108,23 @@ static ssize_t edgeq_client_write(struct edgeq_file *f, const char __user *buf,
 	return done ? done : ret;
 }
 
+/* The role of @f now; the paths it picks recheck it under the lock. */
+static bool edgeq_is_agent(struct edgeq_file *f)
+{
+	bool ret;
+
+	spin_lock(&f->q->lock);
+	ret = f->is_agent;
+	spin_unlock(&f->q->lock);
+	return ret;
+}
+
 static ssize_t edgeq_write(struct file *file, const char __user *buf,
 			   size_t len, loff_t *ppos)
 {
 	struct edgeq_file *f = file->private_data;
 
-	if (f->is_agent)
+	if (edgeq_is_agent(f))
 		return edgeq_agent_write(f, buf, len);
 	return edgeq_client_write(f, buf, len);
 }
@@ -127,18 +149,21 @@ static ssize_t edgeq_client_read(struct edgeq_file *f, char __user *buf,
 	LIST_HEAD(delivered);
 	LIST_HEAD(got);
 	size_t n = 0;
+	bool was_full;
 	ssize_t ret;
 
 	if (!max)
 		return -EINVAL;
 	for (;;) {
 		spin_lock(&q->lock);
-		while (n < max && (req = list_first_entry_or_null(
-					   &f->done, struct edgeq_req, node))) {
+		while (n < max &&
+		       (req = list_first_entry_or_null(&f->done,
+						       struct edgeq_req,
+						       node))) {
 			list_move_tail(&req->node, &got);
 			n++;
 		}
-		ret = q->dead ? -ENODEV : 0;
+		ret = q->dead ? -ENODEV : f->is_agent ? -EBUSY : 0;
 		spin_unlock(&q->lock);
 		if (n)
 			break;
@@ -166,8 +191,13 @@ static ssize_t edgeq_client_read(struct edgeq_file *f, char __user *buf,
 	}
 	spin_lock(&q->lock);
 	list_splice(&got, &f->done);
+	was_full = f->outstanding >= EDGEQ_MAX_OUTSTANDING;
 	f->outstanding -= n;
 	spin_unlock(&q->lock);
+	edgeq_user_uncharge(f, false, n);
+	/* Room again: whoever polls for POLLOUT may submit. */
+	if (n && was_full)
+		wake_up_interruptible_poll(&f->wq, EPOLLOUT | EPOLLWRNORM);
 	list_for_each_entry_safe(req, rn, &delivered, node) {
 		put_pid(req->client_pid);
 		kfree(req);
@@ -183,7 +213,7 @@ static ssize_t edgeq_read(struct file *file, char __user *buf, size_t len,
 	struct edgeq_file *f = file->private_data;
 	bool nonblock = file->f_flags & O_NONBLOCK;
 
-	if (f->is_agent)
+	if (edgeq_is_agent(f))
 		return edgeq_agent_read(f, buf, len, nonblock);
 	return edgeq_client_read(f, buf, len, nonblock);
 }
@@ -194,7 +224,7 @@ static __poll_t edgeq_poll(struct file *file, poll_table *wait)
 	struct edgeq_queue *q = f->q;
 	__poll_t mask = 0;
 
-	if (f->is_agent)
+	if (edgeq_is_agent(f))
 		poll_wait(file, &q->agent_wq, wait);
 	else
 		poll_wait(file, &f->wq, wait);
@@ -229,14 +259,12 @@ static int edgeq_tensor_register(struct edgeq_file *f, void __user *arg)
 	if (r.size != sizeof(r) || r.flags || r.handle || r.length ||
 	    r.reserved[0] || r.reserved[1] || r.fd < 0)
 		return -EINVAL;
-	if (f->is_agent)
-		return -EBUSY;
 	file = fget(r.fd);
 	if (!file)
 		return -EBADF;
 	/* A shmem file (memfd) that cannot shrink under the agent's map. */
 	ret = -EINVAL;
-	if (!shmem_file(file) ||
+	if (!edgeq_shmem_file(file) ||
 	    !(SHMEM_I(file_inode(file))->seals & F_SEAL_SHRINK) ||
 	    !i_size_read(file_inode(file)))
 		goto out_fput;
@@ -249,9 +277,16 @@ static int edgeq_tensor_register(struct edgeq_file *f, void __user *arg)
 	t->length = i_size_read(file_inode(file));
 
 	spin_lock(&q->lock);
-	ret = q->dead				      ? -ENODEV :
-	      f->ntensors >= EDGEQ_MAX_CLIENT_TENSORS ? -EMFILE :
-							0;
+	if (q->dead)
+		ret = -ENODEV;
+	else if (f->is_agent)
+		ret = -EBUSY;
+	else if (f->ntensors >= EDGEQ_MAX_CLIENT_TENSORS)
+		ret = -EMFILE;
+	else if (!edgeq_user_charge(f, true, 1))
+		ret = -EDQUOT;
+	else
+		ret = 0;
 	if (!ret)
 		f->ntensors++;
 	spin_unlock(&q->lock);
@@ -278,6 +313,7 @@ out_uncount:
 	spin_lock(&q->lock);
 	f->ntensors--;
 	spin_unlock(&q->lock);
+	edgeq_user_uncharge(f, true, 1);
 out_free:
 	kfree(t);
 out_fput:
@@ -310,6 +346,7 @@ static int edgeq_tensor_unregister(struct edgeq_file *f, void __user *arg)
 	spin_unlock(&q->lock);
 	if (ret)
 		return ret;
+	edgeq_user_uncharge(f, true, 1);
 	fput(t->file);
 	kfree(t);
 	return 0;
@@ -325,8 +362,6 @@ static int edgeq_ioc_submit(struct edgeq_file *f, void __user *arg)
 	if (s.size != sizeof(s) || !s.count || s.count > EDGEQ_MAX_BATCH ||
 	    s.submitted || s.reserved0 || s.reserved[0] || s.reserved[1])
 		return -EINVAL;
-	if (f->is_agent)
-		return -EBUSY;
 	ret = edgeq_client_write(f, u64_to_user_ptr(s.ops),
 				 (size_t)s.count *
 					 sizeof(struct edgeq_op_desc));
@@ -385,7 +420,8 @@ static void edgeq_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "drm-engine-%s:\t%llu ns\n", q->name, busy);
 	seq_printf(m, "edgeq-ops-%s:\t%llu\n", q->name, ops);
 	seq_printf(m, "edgeq-bytes-%s:\t%llu\n", q->name, bytes);
-	seq_printf(m, "edgeq-role:\t%s\n", f->is_agent ? "agent" : "client");
+	seq_printf(m, "edgeq-role:\t%s\n",
+		   edgeq_is_agent(f) ? "agent" : "client");
 }
 
 const struct file_operations edgeq_queue_fops = {

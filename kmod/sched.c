@@ -13,6 +13,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/ktime.h>
+#include <linux/overflow.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -45,6 +46,93 @@ static bool edgeq_dtype_valid(u32 dtype)
 		return true;
 	}
 	return false;
+}
+
+/* Bytes of a row of @n elements of @dtype; 0 when @n is not whole blocks. */
+static u64 edgeq_row_bytes(u32 dtype, u64 n)
+{
+	switch (dtype) {
+	case EDGEQ_DTYPE_F32:
+		return n * 4;
+	case EDGEQ_DTYPE_F16:
+	case EDGEQ_DTYPE_BF16:
+		return n * 2;
+	case EDGEQ_DTYPE_Q4_0: /* 32 per block: f16 scale, 16 bytes */
+		return n % 32 ? 0 : n / 32 * 18;
+	case EDGEQ_DTYPE_Q8_0: /* 32 per block: f16 scale, 32 bytes */
+		return n % 32 ? 0 : n / 32 * 34;
+	case EDGEQ_DTYPE_Q4_K: /* 256 per super-block */
+		return n % 256 ? 0 : n / 256 * 144;
+	case EDGEQ_DTYPE_Q6_K:
+		return n % 256 ? 0 : n / 256 * 210;
+	}
+	return 0;
+}
+
+/* @rows rows of @row bytes fit in tensor @i of @op. */
+static bool edgeq_fits(const struct edgeq_op_desc *op, int i, u64 rows,
+		       u64 row)
+{
+	u64 need;
+
+	return row && !check_mul_overflow(rows, row, &need) &&
+	       need <= op->tensors[i].length;
+}
+
+/*
+ * Checks each tensor's length against the shape and dtype (enum
+ * edgeq_opcode): the agent reads and writes that many bytes. Shapes are
+ * at most U32_MAX per dim here, so two dims multiply without overflow.
+ */
+static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
+{
+	const u64 *d = op->shape;
+	u64 w, rot;
+
+	switch (op->opcode) {
+	case EDGEQ_OP_MATVEC:
+	case EDGEQ_OP_MATMUL: {
+		u64 n = op->opcode == EDGEQ_OP_MATMUL ? d[2] : 1;
+
+		w = edgeq_row_bytes(op->dtype, d[1]);
+		if (!edgeq_fits(op, 0, d[0], w) ||
+		    !edgeq_fits(op, 1, n, d[1] * 4) ||
+		    !edgeq_fits(op, 2, n, d[0] * 4))
+			return -EINVAL;
+		return 0;
+	}
+	case EDGEQ_OP_RMSNORM:
+	case EDGEQ_OP_SILU_MUL:
+	case EDGEQ_OP_ADD:
+		if (!edgeq_fits(op, 0, 1, d[0] * 4) ||
+		    !edgeq_fits(op, 1, 1, d[0] * 4) ||
+		    !edgeq_fits(op, 2, 1, d[0] * 4))
+			return -EINVAL;
+		return 0;
+	case EDGEQ_OP_ROPE:
+		rot = op->param[1] >> 32;
+		if (rot > d[1] || rot % 2 || (!rot && d[1] % 2) ||
+		    !edgeq_fits(op, 0, d[0], d[1] * 4))
+			return -EINVAL;
+		return 0;
+	case EDGEQ_OP_SOFTMAX:
+		return edgeq_fits(op, 0, d[1], d[0] * 4) ? 0 : -EINVAL;
+	case EDGEQ_OP_ATTENTION:
+		/* {heads, kv_heads, head_dim, n_pos}; K and V F32, F16, Q8_0 */
+		if (op->dtype != EDGEQ_DTYPE_F32 &&
+		    op->dtype != EDGEQ_DTYPE_F16 && op->dtype != EDGEQ_DTYPE_Q8_0)
+			return -EINVAL;
+		if (d[0] % d[1])
+			return -EINVAL;
+		w = edgeq_row_bytes(op->dtype, d[2]);
+		if (!edgeq_fits(op, 0, d[0], d[2] * 4) ||
+		    !edgeq_fits(op, 3, d[0], d[2] * 4) || !w ||
+		    !edgeq_fits(op, 1, d[3], d[1] * w) ||
+		    !edgeq_fits(op, 2, d[3], d[1] * w))
+			return -EINVAL;
+		return 0;
+	}
+	return 0;
 }
 
 static bool edgeq_ref_zero(const struct edgeq_tensor_ref *r)
@@ -85,7 +173,10 @@ int edgeq_op_check(const struct edgeq_op_desc *op)
 		    r->offset > EDGEQ_MAX_TENSOR_LEN - r->length)
 			return -EINVAL;
 	}
-	if (op->priority == EDGEQ_PRIO_RT && !capable(CAP_SYS_NICE))
+	if (edgeq_op_check_shape(op))
+		return -EINVAL;
+	/* Strict levels: above NORMAL is for whoever may raise priorities. */
+	if (op->priority >= EDGEQ_PRIO_HIGH && !capable(CAP_SYS_NICE))
 		return -EPERM;
 	return 0;
 }
@@ -149,6 +240,10 @@ int edgeq_submit(struct edgeq_file *f, struct edgeq_req *req)
 		ret = -ENODEV;
 		goto out_unlock;
 	}
+	if (f->is_agent) {
+		ret = -EBUSY; /* raced ATTACH on the same file */
+		goto out_unlock;
+	}
 	if (!(q->agent_op_mask & BIT_ULL(op->opcode))) {
 		ret = -EOPNOTSUPP;
 		goto out_unlock;
@@ -172,6 +267,10 @@ int edgeq_submit(struct edgeq_file *f, struct edgeq_req *req)
 		}
 		req->tensors[i] = t;
 		req->bytes += r->length;
+	}
+	if (!edgeq_user_charge(f, false, 1)) {
+		ret = -EDQUOT;
+		goto out_unlock;
 	}
 	for (i = 0; i < op->ntensors; i++)
 		req->tensors[i]->users++;
@@ -233,6 +332,15 @@ static struct edgeq_file *edgeq_pick_client(struct edgeq_queue *q, int prio)
 	}
 }
 
+/* Counts @req's tensors as with the agent (+1) or back from it (-1). */
+static void edgeq_req_inflight(struct edgeq_req *req, int d)
+{
+	unsigned int i;
+
+	for (i = 0; i < req->op.ntensors; i++)
+		req->tensors[i]->inflight += d;
+}
+
 /* The next op to dispatch, off its waiting list; NULL when none may go. */
 struct edgeq_req *edgeq_pick(struct edgeq_queue *q)
 {
@@ -258,6 +366,7 @@ struct edgeq_req *edgeq_pick(struct edgeq_queue *q)
 		}
 		q->nr_waiting--;
 		req->state = EDGEQ_REQ_INFLIGHT;
+		edgeq_req_inflight(req, 1);
 		req->tag = ++q->next_tag;
 		req->dispatch_ns = ktime_get_ns();
 		list_add_tail(&req->node, &q->inflight);
@@ -274,6 +383,7 @@ void edgeq_requeue(struct edgeq_queue *q, struct edgeq_req *req)
 	lockdep_assert_held(&q->lock);
 	list_del(&req->node);
 	q->nr_inflight--;
+	edgeq_req_inflight(req, -1);
 	req->tag = 0;
 	edgeq_enqueue(q, req, true);
 }
@@ -297,6 +407,9 @@ void edgeq_complete(struct edgeq_queue *q, struct edgeq_req *req, int status,
 	list_del(&req->all);
 	if (req->state == EDGEQ_REQ_INFLIGHT) {
 		q->nr_inflight--;
+		/* An orphan's tensors went with its client. */
+		if (c)
+			edgeq_req_inflight(req, -1);
 		busy_ns = min(busy_ns, now - req->dispatch_ns);
 	} else {
 		q->nr_waiting--;
@@ -357,8 +470,9 @@ void edgeq_timeout_work(struct work_struct *work)
 	spin_lock(&q->lock);
 	now = ktime_get_ns();
 	limit = (u64)q->timeout_ms * NSEC_PER_MSEC;
-	while (limit && (req = list_first_entry_or_null(
-				 &q->all, struct edgeq_req, all))) {
+	while (limit &&
+	       (req = list_first_entry_or_null(&q->all, struct edgeq_req,
+					       all))) {
 		if (now - req->submit_ns < limit) {
 			left = limit - (now - req->submit_ns);
 			mod_delayed_work(system_wq, &q->timeout_work,
@@ -383,9 +497,11 @@ void edgeq_client_release(struct edgeq_file *f)
 	struct edgeq_req *req, *rn;
 	LIST_HEAD(tensors);
 	LIST_HEAD(reqs);
+	u32 ops, ntensors;
 	int prio;
 
 	spin_lock(&q->lock);
+	list_del(&f->qnode);
 	for (prio = 0; prio < EDGEQ_PRIO_COUNT; prio++) {
 		list_for_each_entry_safe(req, rn, &f->waiting[prio], node) {
 			list_del(&req->all);
@@ -403,9 +519,14 @@ void edgeq_client_release(struct edgeq_file *f)
 		xa_erase(&q->tensors, t->handle);
 		list_move(&t->node, &tensors);
 	}
+	ntensors = f->ntensors;
+	ops = f->outstanding;
 	f->ntensors = 0;
+	f->outstanding = 0;
 	q->nr_clients--;
 	spin_unlock(&q->lock);
+	edgeq_user_uncharge(f, true, ntensors);
+	edgeq_user_uncharge(f, false, ops);
 
 	list_for_each_entry_safe(req, rn, &reqs, node)
 		edgeq_req_free(req);

@@ -52,15 +52,48 @@ static int edgeq_sensor_step(struct edgeq_queue *q)
 	return s->temp_mc;
 }
 
-/* Applies a changed sim_trip_mC to the trips; q->lock held. */
-void edgeq_sensor_sync(struct edgeq_queue *q)
-{
-	int i;
+#ifdef EDGEQ_TZ_SET_TRIP_TEMP
+struct edgeq_trip_move {
+	struct thermal_zone_device *tz;
+	int temp, i;
+};
 
-	if (!q->sensor)
-		return;
-	for (i = 0; i < EDGEQ_SIM_TRIPS; i++)
-		q->sensor->trips[i].temperature = q->sim_trip_mc + i * 10000;
+static int edgeq_trip_move(struct thermal_trip *trip, void *data)
+{
+	struct edgeq_trip_move *m = data;
+
+	thermal_zone_set_trip_temp(m->tz, trip, m->temp + m->i++ * 10000);
+	return 0;
+}
+#endif
+
+/*
+ * Moves the zone's trips to sim_trip_mC and sim_trip_mC + 10 C. Sleeps (the
+ * zone's lock); q->sensor_mutex keeps the sensor meanwhile.
+ */
+void edgeq_sensor_set_trips(struct edgeq_queue *q)
+{
+	struct edgeq_sensor *s;
+	int temp = READ_ONCE(q->sim_trip_mc);
+
+	mutex_lock(&q->sensor_mutex);
+	s = q->sensor;
+	if (s && s->tz) {
+#ifdef EDGEQ_TZ_SET_TRIP_TEMP
+		struct edgeq_trip_move m = { .tz = s->tz, .temp = temp };
+
+		thermal_zone_for_each_trip(s->tz, edgeq_trip_move, &m);
+#else
+		int i;
+
+		mutex_lock(&s->tz->lock);
+		for (i = 0; i < EDGEQ_SIM_TRIPS; i++)
+			s->trips[i].temperature = temp + i * 10000;
+		mutex_unlock(&s->tz->lock);
+		thermal_zone_device_update(s->tz, THERMAL_TRIP_CHANGED);
+#endif
+	}
+	mutex_unlock(&q->sensor_mutex);
 }
 
 int edgeq_sensor_temp(struct edgeq_queue *q)
@@ -203,7 +236,9 @@ int edgeq_sensor_register(struct edgeq_queue *q)
 		thermal_zone_device_unregister(tz);
 		goto out_free;
 	}
+	mutex_lock(&q->sensor_mutex);
 	s->tz = tz;
+	mutex_unlock(&q->sensor_mutex);
 	return 0;
 
 out_free:
@@ -217,12 +252,20 @@ out_free:
 void edgeq_sensor_unregister(struct edgeq_queue *q)
 {
 	struct edgeq_sensor *s = q->sensor;
+	struct thermal_zone_device *tz;
 
 	if (!s)
 		return;
-	thermal_zone_device_unregister(s->tz);
+	/* The zone goes first: its ops read q->sensor until then. */
+	mutex_lock(&q->sensor_mutex);
+	tz = s->tz;
+	s->tz = NULL;
+	mutex_unlock(&q->sensor_mutex);
+	thermal_zone_device_unregister(tz);
+	mutex_lock(&q->sensor_mutex);
 	spin_lock(&q->lock);
 	q->sensor = NULL;
 	spin_unlock(&q->lock);
+	mutex_unlock(&q->sensor_mutex);
 	kfree(s);
 }

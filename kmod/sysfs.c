@@ -228,8 +228,9 @@ static ssize_t edgeq_sim_store(struct device *dev, const char *buf, size_t len,
 		return -EINVAL;
 	spin_lock(&q->lock);
 	*(int *)((char *)q + off) = v;
-	edgeq_sensor_sync(q);
 	spin_unlock(&q->lock);
+	if (off == offsetof(struct edgeq_queue, sim_trip_mc))
+		edgeq_sensor_set_trips(q);
 	return len;
 }
 

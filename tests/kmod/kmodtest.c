@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <grp.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/netlink.h>
@@ -51,12 +53,13 @@ static void *volatile bad_ptr = (void *)8; /* unmapped */
 
 /* ---- helpers */
 
-static long sysfs_get(const char *q, const char *attr)
+/* The number in file @name of directory @dir; -1 when unreadable. */
+static long read_long(const char *dir, const char *name)
 {
 	char path[256], buf[64];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/%s", q, attr);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -66,22 +69,42 @@ static long sysfs_get(const char *q, const char *attr)
 	return strtol(buf, NULL, 0);
 }
 
-static int sysfs_set(const char *q, const char *attr, const char *fmt, ...)
+static long sysfs_get(const char *q, const char *attr)
+{
+	char dir[128];
+
+	snprintf(dir, sizeof(dir), "/sys/class/edgeq/%s", q);
+	return read_long(dir, attr);
+}
+
+/* Writes printf-style @fmt to @dir/@name; 0 or -errno. */
+static int write_attr(const char *dir, const char *name, const char *fmt,
+		      va_list ap)
 {
 	char path[256], buf[64];
-	va_list ap;
 	int fd, ret = 0;
 
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/%s", q, attr);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = open(path, O_WRONLY);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, buf, strlen(buf)) < 0)
 		ret = -errno;
 	close(fd);
+	return ret;
+}
+
+static int sysfs_set(const char *q, const char *attr, const char *fmt, ...)
+{
+	char dir[128];
+	va_list ap;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "/sys/class/edgeq/%s", q);
+	va_start(ap, fmt);
+	ret = write_attr(dir, attr, fmt, ap);
+	va_end(ap);
 	return ret;
 }
 
@@ -408,7 +431,7 @@ static int t_exchange(void)
 
 	reset_queue("npu0");
 	agent = start_agent("npu0", "gpu", "0");
-	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 20000));
 	for (i = 0; i < 3; i++) {
 		kids[i] = fork();
 		if (!kids[i])
@@ -456,7 +479,7 @@ static int t_validation(void)
 	CHECK(!tensor_new(other, 4096, &t2));
 
 	agent = start_agent("npu0", "npu", "200000");
-	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 20000));
 	CHECK_EQ(sysfs_get("npu0", "agent_ops") & (1 << EDGEQ_OP_SOFTMAX), 0);
 	edgeq_op_desc_init(&op, EDGEQ_OP_SOFTMAX, 1);
 	op.shape[0] = 16;
@@ -888,7 +911,7 @@ static int t_agent_killed(void)
 	CHECK(ue >= 0);
 	CHECK(!edgeq_kq_open("npu0", 0, &c));
 	agent = start_agent("npu0", "cpu", "3000000");
-	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 20000));
 	for (i = 0; i < 4; i++)
 		edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP, i);
 	CHECK_EQ(edgeq_kq_submit(c, ops, 4), 4);
@@ -914,7 +937,7 @@ static int t_agent_killed(void)
 	/* Policy requeue: the new agent completes them. */
 	CHECK(!sysfs_set("npu0", "policy", "requeue"));
 	agent = start_agent("npu0", "cpu", "3000000");
-	CHECK(wait_sysfs("npu0", "agent_pid", agent, 5000));
+	CHECK(wait_sysfs("npu0", "agent_pid", agent, 20000));
 	CHECK_EQ(edgeq_kq_submit(c, ops, 4), 4);
 	CHECK(wait_sysfs_ge("npu0", "nr_inflight", 1, 3000));
 	kill(agent, SIGKILL);
@@ -1359,6 +1382,649 @@ static int t_race(void)
 	return 0;
 }
 
+
+/* ---- issue 16: destroy, wakeups, names, agent scope, trips, limits */
+
+static int param_set(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = write_attr("/sys/module/edgeq/parameters", name, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+static volatile int dr_stop;
+static long dr_bad, dr_rounds;
+
+/* Create a queue, open it, talk to it, destroy it: the open must reach the
+ * queue just created, never a dying one that shared its minor. */
+static void *dr_cycler(void *arg)
+{
+	const char *name = arg;
+	struct edgeq_features f;
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/edgeq/%s", name);
+	while (!dr_stop) {
+		if (edgeq_kq_queue_create(name, 0, 0, NULL))
+			continue;
+		fd = open(path, O_RDWR);
+		memset(&f, 0, sizeof(f));
+		f.size = sizeof(f);
+		if (fd < 0 || ioctl(fd, EDGEQ_IOC_GET_FEATURES, &f)) {
+			fprintf(stderr, "destroy_race: %s: %s\n", name,
+				strerror(errno));
+			__atomic_add_fetch(&dr_bad, 1, __ATOMIC_RELAXED);
+		}
+		if (fd >= 0)
+			close(fd);
+		edgeq_kq_queue_destroy(name);
+		__atomic_add_fetch(&dr_rounds, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* Opens whatever exists, racing every destroy. */
+static void *dr_opener(void *arg)
+{
+	static const char *const names[] = { "/dev/edgeq/dra", "/dev/edgeq/drb",
+					     "/dev/edgeq/drc" };
+	unsigned int i = 0;
+	int fd;
+
+	while (!dr_stop) {
+		fd = open(names[i++ % 3], O_RDWR | O_NONBLOCK);
+		if (fd >= 0) {
+			struct edgeq_completion c;
+
+			if (read(fd, &c, sizeof(c)) < 0 && errno != ENODEV &&
+			    errno != EAGAIN) {
+				fprintf(stderr, "destroy_race: read: %s\n",
+					strerror(errno));
+				__atomic_add_fetch(&dr_bad, 1,
+						   __ATOMIC_RELAXED);
+			}
+			close(fd);
+		}
+	}
+	return NULL;
+}
+
+static int t_destroy_race(void)
+{
+	static char *names[] = { "dra", "drb", "drc" };
+	pthread_t th[5];
+	int i;
+
+	dr_stop = 0;
+	for (i = 0; i < 3; i++)
+		CHECK(!pthread_create(&th[i], NULL, dr_cycler, names[i]));
+	for (i = 3; i < 5; i++)
+		CHECK(!pthread_create(&th[i], NULL, dr_opener, NULL));
+	msleep(getenv("EDGEQ_RACE_MS") ? atoi(getenv("EDGEQ_RACE_MS")) : 4000);
+	dr_stop = 1;
+	for (i = 0; i < 5; i++)
+		pthread_join(th[i], NULL);
+	printf("destroy_race: %ld create/open/destroy rounds, %ld bad opens\n",
+	       dr_rounds, dr_bad);
+	CHECK(dr_rounds > 30);
+	CHECK_EQ(dr_bad, 0);
+	return 0;
+}
+
+struct waiter {
+	struct edgeq_kq *kq;
+	int kind; /* 0 read, 1 epoll, 2 io_uring poll, 3 agent read */
+	volatile int done;
+	int result;
+};
+
+static void *waiter_thread(void *arg)
+{
+	struct waiter *w = arg;
+	int fd = edgeq_kq_fd(w->kq);
+
+	if (w->kind == 0 || w->kind == 3) {
+		char buf[256];
+
+		w->result = read(fd, buf, w->kind ? 240 : 48) < 0 ? -errno : 0;
+	} else if (w->kind == 1) {
+		struct epoll_event ev = { .events = EPOLLIN }, out;
+		int ep = epoll_create1(0);
+
+		epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+		w->result = epoll_wait(ep, &out, 1, 20000) == 1 ?
+				    (int)out.events :
+				    -ETIMEDOUT;
+		close(ep);
+	} else {
+		struct io_uring ring;
+		struct io_uring_cqe *cqe;
+		struct io_uring_sqe *sqe;
+
+		if (io_uring_queue_init(4, &ring, 0)) {
+			w->result = -ENOSYS;
+		} else {
+			sqe = io_uring_get_sqe(&ring);
+			io_uring_prep_poll_add(sqe, fd, POLLIN);
+			io_uring_submit(&ring);
+			w->result = io_uring_wait_cqe(&ring, &cqe) ? -EIO :
+								     cqe->res;
+			io_uring_queue_exit(&ring);
+		}
+	}
+	w->done = 1;
+	return NULL;
+}
+
+/* Destroy wakes a blocked reader, an epoll and an io_uring poller and the
+ * agent, with -ENODEV / EPOLLERR | EPOLLHUP. */
+static int t_destroy_wake(void)
+{
+	struct waiter w[4];
+	pthread_t th[4];
+	int i, ms;
+
+	CHECK(!edgeq_kq_queue_create("dw", 0, 0, NULL));
+	for (i = 0; i < 4; i++) {
+		w[i].kind = i;
+		w[i].done = 0;
+		CHECK(!edgeq_kq_open("dw", 0, &w[i].kq));
+	}
+	CHECK(!edgeq_kq_agent_attach(w[3].kq, 1));
+	for (i = 0; i < 4; i++)
+		CHECK(!pthread_create(&th[i], NULL, waiter_thread, &w[i]));
+	msleep(300); /* all four asleep */
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(w[i].done, 0);
+	CHECK(!edgeq_kq_queue_destroy("dw"));
+	for (ms = 0; ms < 3000; ms += 10) {
+		if (w[0].done && w[1].done && w[2].done && w[3].done)
+			break;
+		msleep(10);
+	}
+	for (i = 0; i < 4; i++)
+		if (!w[i].done)
+			fprintf(stderr, "destroy_wake: waiter %d not woken\n",
+				i);
+	for (i = 0; i < 4; i++)
+		CHECK(w[i].done);
+	printf("destroy_wake: woken in %d ms: read %d, epoll 0x%x, "
+	       "io_uring 0x%x, agent %d\n",
+	       ms, w[0].result, w[1].result, w[2].result, w[3].result);
+	CHECK_EQ(w[0].result, -ENODEV);
+	CHECK(w[1].result > 0 && (w[1].result & EPOLLERR));
+	CHECK(w[2].result > 0 && (w[2].result & POLLERR));
+	CHECK_EQ(w[3].result, -ENODEV);
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		edgeq_kq_close(w[i].kq);
+	}
+	return 0;
+}
+
+struct pollout {
+	struct edgeq_kq *kq;
+	int revents;
+	uint64_t ns;
+};
+
+static void *pollout_thread(void *arg)
+{
+	struct pollout *p = arg;
+	struct pollfd pfd = { .fd = edgeq_kq_fd(p->kq), .events = POLLOUT };
+	uint64_t t0 = edgeq_now_ns();
+
+	p->revents = poll(&pfd, 1, 10000) == 1 ? pfd.revents : 0;
+	p->ns = edgeq_now_ns() - t0;
+	return NULL;
+}
+
+/* A client polling for POLLOUT is woken when an agent attaches. */
+static int t_attach_wake(void)
+{
+	struct edgeq_kq *agent;
+	struct pollout p;
+	pthread_t th;
+
+	reset_queue("gpu0");
+	CHECK(!edgeq_kq_open("gpu0", 0, &p.kq));
+	CHECK(!edgeq_kq_open("gpu0", 0, &agent));
+	CHECK(!(edgeq_kq_wait(p.kq, POLLOUT, 0) & POLLOUT)); /* no agent */
+	CHECK(!pthread_create(&th, NULL, pollout_thread, &p));
+	msleep(300);
+	CHECK(!edgeq_kq_agent_attach(agent, 1));
+	pthread_join(th, NULL);
+	printf("attach_wake: POLLOUT after %.0f ms\n", (double)p.ns / 1e6);
+	CHECK(p.revents & POLLOUT);
+	CHECK(p.ns < 5000000000ULL);
+	edgeq_kq_close(agent);
+	edgeq_kq_close(p.kq);
+	return 0;
+}
+
+/* A client at max_outstanding polling for POLLOUT is woken when a read
+ * (here by another thread) makes room. */
+static int t_pollout_wake(void)
+{
+	struct edgeq_op_desc ops[64];
+	struct edgeq_completion comp;
+	struct edgeq_agent_op a;
+	struct edgeq_agent_done d = { 0 };
+	struct edgeq_features f;
+	struct edgeq_kq *agent;
+	struct pollout p;
+	pthread_t th;
+	unsigned int i;
+
+	reset_queue("gpu0");
+	sysfs_set("gpu0", "timeout_ms", "0");
+	CHECK(!edgeq_kq_open("gpu0", 0, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, 1));
+	CHECK(!edgeq_kq_open("gpu0", 0, &p.kq));
+	for (i = 0; i < 64; i++)
+		edgeq_op_desc_init(&ops[i], EDGEQ_OP_NOP, i);
+	CHECK(!edgeq_kq_features(p.kq, &f));
+	for (i = 0; i < f.max_outstanding / 64; i++)
+		CHECK_EQ(edgeq_kq_submit(p.kq, ops, 64), 64);
+	CHECK_EQ(edgeq_kq_submit(p.kq, ops, 1), -EAGAIN);
+	CHECK(!(edgeq_kq_wait(p.kq, POLLOUT, 0) & POLLOUT));
+	CHECK_EQ(edgeq_kq_agent_next(agent, &a, 1), 1);
+	d.tag = a.tag;
+	CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+	CHECK(!pthread_create(&th, NULL, pollout_thread, &p));
+	msleep(300);
+	CHECK_EQ(edgeq_kq_complete(p.kq, &comp, 1), 1);
+	pthread_join(th, NULL);
+	printf("pollout_wake: POLLOUT after %.0f ms\n", (double)p.ns / 1e6);
+	CHECK(p.revents & POLLOUT);
+	CHECK(p.ns < 5000000000ULL);
+	edgeq_kq_close(p.kq);
+	edgeq_kq_close(agent);
+	reset_queue("gpu0");
+	return 0;
+}
+
+/* Queue names: [a-z0-9_-] and nothing else (no Latin-1 letters). */
+static int t_names(void)
+{
+	static const char *const bad[] = { "caf\xe9", "\xdf",	  "a\xff",
+					   "A",	      "a b",	  "a.b",
+					   "a/b",     "\xe0\xe1", "q\x7f" };
+	static const char *const good[] = { "a", "z-9_", "0", "_-" };
+	size_t i;
+	struct stat st;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (edgeq_kq_queue_create(bad[i], 0, 0, NULL) != -EINVAL) {
+			fprintf(stderr, "names: bad name %zu accepted\n", i);
+			edgeq_kq_queue_destroy(bad[i]);
+			return 1;
+		}
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char path[64];
+
+		CHECK(!edgeq_kq_queue_create(good[i], 0, 0, NULL));
+		snprintf(path, sizeof(path), "/dev/edgeq/%s", good[i]);
+		CHECK(!stat(path, &st));
+		CHECK(!edgeq_kq_queue_destroy(good[i]));
+	}
+	return 0;
+}
+
+/* The agent gets fds only for handles of ops it holds in flight. */
+static int t_agent_scope(void)
+{
+	struct edgeq_agent_op a;
+	struct edgeq_agent_done d = { 0 };
+	struct edgeq_op_desc op;
+	struct edgeq_completion c;
+	struct edgeq_kq *agent, *kq;
+	struct tensor t, idle;
+	uint64_t len;
+	int fd;
+
+	reset_queue("gpu0");
+	CHECK(!edgeq_kq_open("gpu0", 0, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, ~0ULL >> (64 - EDGEQ_OP_COUNT)));
+	CHECK(!edgeq_kq_open("gpu0", 0, &kq));
+	CHECK(!tensor_new(kq, 4096, &t));
+	CHECK(!tensor_new(kq, 4096, &idle));
+	CHECK_EQ(edgeq_kq_agent_tensor_fd(agent, t.handle, &len), -ENOENT);
+	edgeq_op_desc_init(&op, EDGEQ_OP_ADD, 5);
+	op.shape[0] = 16;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 64);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 64, 64);
+	edgeq_op_desc_tensor(&op, 2, t.handle, 128, 64);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	/* Waiting, not yet given to the agent: still refused. */
+	CHECK_EQ(edgeq_kq_agent_tensor_fd(agent, t.handle, &len), -ENOENT);
+	CHECK_EQ(edgeq_kq_agent_next(agent, &a, 1), 1);
+	fd = edgeq_kq_agent_tensor_fd(agent, t.handle, &len);
+	CHECK(fd >= 0);
+	CHECK_EQ(len, 4096);
+	close(fd);
+	/* Registered by the same client, but in no op it was given. */
+	CHECK_EQ(edgeq_kq_agent_tensor_fd(agent, idle.handle, &len), -ENOENT);
+	d.tag = a.tag;
+	CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+	CHECK_EQ(edgeq_kq_complete(kq, &c, 1), 1);
+	CHECK_EQ(edgeq_kq_agent_tensor_fd(agent, t.handle, &len), -ENOENT);
+	tensor_free(&t);
+	tensor_free(&idle);
+	edgeq_kq_close(kq);
+	edgeq_kq_close(agent);
+	return 0;
+}
+
+/* The thermal zone of a queue's simulated sensor, by type. */
+static int find_zone(const char *type, char *dir, size_t len)
+{
+	char path[128], buf[64];
+	int i;
+
+	for (i = 0; i < 256; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path),
+			 "/sys/class/thermal/thermal_zone%d/type", i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) &&
+		    !strncmp(buf, type, strlen(type)) &&
+		    buf[strlen(type)] == '\n') {
+			fclose(f);
+			snprintf(dir, len, "/sys/class/thermal/thermal_zone%d",
+				 i);
+			return 0;
+		}
+		fclose(f);
+	}
+	return -ENOENT;
+}
+
+/* sim_trip_mC moves the zone's trips, on every kernel (6.8+ copies them). */
+static int t_trips(void)
+{
+	char zone[128];
+
+	if (find_zone("edgeq-npu0", zone, sizeof(zone))) {
+		printf("no edgeq-npu0 thermal zone (load with sim_sensor=1)\n");
+		return 77;
+	}
+	CHECK_EQ(read_long(zone, "trip_point_0_temp"), 70000);
+	CHECK(!sysfs_set("npu0", "sim_trip_mC", "55000"));
+	CHECK_EQ(read_long(zone, "trip_point_0_temp"), 55000);
+	CHECK_EQ(read_long(zone, "trip_point_1_temp"), 65000);
+	CHECK(!sysfs_set("npu0", "sim_trip_mC", "70000"));
+	CHECK_EQ(read_long(zone, "trip_point_0_temp"), 70000);
+	CHECK_EQ(read_long(zone, "trip_point_1_temp"), 80000);
+	return 0;
+}
+
+/* Node owner, group and mode come from the node_* parameters. */
+static int t_node_mode(void)
+{
+	struct stat st;
+
+	CHECK(!stat("/dev/edgeq/npu0", &st));
+	CHECK_EQ(st.st_mode & 07777, 0660);
+	CHECK_EQ(st.st_uid, 0);
+	CHECK_EQ(st.st_gid, 0);
+	CHECK(!param_set("node_gid", "1234"));
+	CHECK(!param_set("node_uid", "4321"));
+	CHECK(!param_set("node_mode", "0640"));
+	CHECK_EQ(param_set("node_mode", "01000"), -EINVAL);
+	CHECK_EQ(param_set("node_gid", "4294967295"), -EINVAL);
+	CHECK(!edgeq_kq_queue_create("nm", 0, 0, NULL));
+	CHECK(!stat("/dev/edgeq/nm", &st));
+	CHECK(!edgeq_kq_queue_destroy("nm"));
+	param_set("node_gid", "0");
+	param_set("node_uid", "0");
+	param_set("node_mode", "0660");
+	CHECK_EQ(st.st_mode & 07777, 0640);
+	CHECK_EQ(st.st_uid, 4321);
+	CHECK_EQ(st.st_gid, 1234);
+	return 0;
+}
+
+/* Drops to nobody, without any capability. */
+static int drop_privileges(void)
+{
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		return -errno;
+	return 0;
+}
+
+/* Runs @fn in a child that is nobody; its exit status. */
+static int as_nobody(int (*fn)(void *), void *arg)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(drop_privileges() ? 3 : fn(arg));
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* An unprivileged client: HIGH and RT refused, its flood at NORMAL. */
+static int flood_child(void *arg)
+{
+	struct edgeq_op_desc op[64];
+	struct edgeq_kq *kq;
+	int i, *ready = arg;
+
+	CHECK(!edgeq_kq_open("uq", 0, &kq));
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_NOP, 0);
+	op[0].priority = EDGEQ_PRIO_HIGH;
+	CHECK_EQ(edgeq_kq_submit(kq, op, 1), -EPERM);
+	op[0].priority = EDGEQ_PRIO_RT;
+	CHECK_EQ(edgeq_kq_submit(kq, op, 1), -EPERM);
+	for (i = 0; i < 64; i++)
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_NOP, 1000 + i);
+	CHECK_EQ(edgeq_kq_submit(kq, op, 64), 64);
+	__atomic_store_n(ready, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < 64;) {
+		struct edgeq_completion c[16];
+		int n = edgeq_kq_complete(kq, c, 16);
+
+		CHECK(n > 0);
+		i += n;
+	}
+	edgeq_kq_close(kq);
+	return 0;
+}
+
+/* Another one: its single op goes within a few dispatches of the flood. */
+static int victim_child(void *arg)
+{
+	struct edgeq_op_desc op;
+	struct edgeq_completion c;
+	struct edgeq_kq *kq;
+	(void)arg;
+
+	CHECK(!edgeq_kq_open("uq", 0, &kq));
+	edgeq_op_desc_init(&op, EDGEQ_OP_NOP, 7);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	CHECK_EQ(edgeq_kq_complete(kq, &c, 1), 1);
+	CHECK_EQ(c.status, 0);
+	edgeq_kq_close(kq);
+	return 0;
+}
+
+/* Per-user bounds: ops over all the user's files, registered memfds. */
+static int limits_child(void *arg)
+{
+	struct edgeq_op_desc op[8];
+	struct edgeq_kq *a, *b;
+	struct tensor t[3];
+	int i;
+	(void)arg;
+
+	CHECK(!edgeq_kq_open("uq", 0, &a));
+	CHECK(!edgeq_kq_open("uq", 0, &b));
+	for (i = 0; i < 8; i++)
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_NOP, i);
+	CHECK_EQ(edgeq_kq_submit(a, op, 5), 5);
+	CHECK_EQ(edgeq_kq_submit(b, op, 3), 3);
+	CHECK_EQ(edgeq_kq_submit(b, op, 1), -EDQUOT);
+	CHECK_EQ(edgeq_kq_submit(a, op, 1), -EDQUOT);
+	edgeq_kq_close(a); /* its five are given back */
+	CHECK(!edgeq_kq_open("uq", 0, &a));
+	CHECK_EQ(edgeq_kq_submit(a, op, 5), 5);
+	CHECK_EQ(edgeq_kq_submit(a, op, 1), -EDQUOT);
+	CHECK(!tensor_new(a, 4096, &t[0]));
+	CHECK(!tensor_new(b, 4096, &t[1]));
+	CHECK_EQ(tensor_new(b, 4096, &t[2]), -EDQUOT);
+	close(t[2].fd);
+	CHECK(!edgeq_kq_tensor_unregister(a, t[0].handle));
+	CHECK(!tensor_new(b, 4096, &t[2]));
+	edgeq_kq_close(a);
+	edgeq_kq_close(b);
+	for (i = 0; i < 3; i++)
+		tensor_free(&t[i]);
+	return 0;
+}
+
+static int t_unprivileged(void)
+{
+	struct edgeq_agent_op a[4];
+	struct edgeq_kq *agent;
+	int *ready, served = 0, victim_at = -1, st, n, i;
+	pid_t flood, victim;
+
+	CHECK(!param_set("node_mode", "0666"));
+	CHECK(!edgeq_kq_queue_create("uq", 1, 0, NULL));
+	param_set("node_mode", "0660");
+	CHECK(!edgeq_kq_open("uq", 0, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, 1));
+
+	/* Starvation: a flood of 64 NORMAL ops, then one op of another. */
+	ready = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(ready != MAP_FAILED);
+	flood = fork();
+	if (flood == 0)
+		_exit(drop_privileges() ? 3 : flood_child(ready));
+	while (!__atomic_load_n(ready, __ATOMIC_ACQUIRE))
+		msleep(5);
+	victim = fork();
+	if (victim == 0)
+		_exit(drop_privileges() ? 3 : victim_child(NULL));
+	CHECK(wait_sysfs_ge("uq", "nr_waiting", 65, 5000));
+	while (served < 65) {
+		n = edgeq_kq_agent_next(agent, a, 4);
+		CHECK(n > 0);
+		for (i = 0; i < n; i++) {
+			struct edgeq_agent_done d = { .tag = a[i].tag };
+
+			if (a[i].op.cookie == 7)
+				victim_at = served;
+			served++;
+			CHECK_EQ(edgeq_kq_agent_done(agent, &d, 1), 1);
+		}
+	}
+	CHECK(waitpid(flood, &st, 0) == flood && WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	CHECK(waitpid(victim, &st, 0) == victim && WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	printf("unprivileged: the other client's op went %d of 65\n",
+	       victim_at + 1);
+	CHECK(victim_at >= 0 && victim_at <= 2);
+	munmap(ready, 4096);
+
+	/* Per-user bounds, as nobody (root is CAP_SYS_RESOURCE). */
+	CHECK(!param_set("max_user_ops", "8"));
+	CHECK(!param_set("max_user_tensors", "2"));
+	CHECK_EQ(param_set("max_user_ops", "0"), -EINVAL);
+	st = as_nobody(limits_child, NULL);
+	param_set("max_user_ops", "4096");
+	param_set("max_user_tensors", "1024");
+	CHECK_EQ(st, 0);
+	edgeq_kq_close(agent);
+	CHECK(!edgeq_kq_queue_destroy("uq"));
+	return 0;
+}
+
+/* Lengths against shapes: what the agent would read past is refused. */
+static int t_shapes(void)
+{
+	struct edgeq_op_desc op, bad;
+	struct edgeq_kq *agent, *kq;
+	struct tensor t;
+
+	reset_queue("gpu0");
+	CHECK(!edgeq_kq_open("gpu0", 0, &agent));
+	CHECK(!edgeq_kq_agent_attach(agent, ~0ULL >> (64 - EDGEQ_OP_COUNT)));
+	CHECK(!edgeq_kq_open("gpu0", O_NONBLOCK, &kq));
+	CHECK(!tensor_new(kq, 1 << 20, &t));
+	/* MATVEC 8 x 64 Q4_0: 8 rows of 2 blocks of 18 bytes. */
+	edgeq_op_desc_init(&op, EDGEQ_OP_MATVEC, 1);
+	op.dtype = EDGEQ_DTYPE_Q4_0;
+	op.shape[0] = 8;
+	op.shape[1] = 64;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 8 * 36);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 4096, 64 * 4);
+	edgeq_op_desc_tensor(&op, 2, t.handle, 8192, 8 * 4);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[0].length = 8 * 36 - 1, -EINVAL);
+	BAD(bad.tensors[1].length = 64 * 4 - 4, -EINVAL);
+	BAD(bad.tensors[2].length = 7 * 4, -EINVAL);
+	BAD(bad.shape[1] = 65, -EINVAL); /* not whole blocks */
+	BAD(bad.shape[0] = 0xffffffffULL, -EINVAL);
+	/* ATTENTION {4 heads, 2 kv, 32 dim, 3 pos}, F16 K and V. */
+	edgeq_op_desc_init(&op, EDGEQ_OP_ATTENTION, 2);
+	op.dtype = EDGEQ_DTYPE_F16;
+	op.shape[0] = 4;
+	op.shape[1] = 2;
+	op.shape[2] = 32;
+	op.shape[3] = 3;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 4 * 32 * 4);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 4096, 3 * 2 * 32 * 2);
+	edgeq_op_desc_tensor(&op, 2, t.handle, 8192, 3 * 2 * 32 * 2);
+	edgeq_op_desc_tensor(&op, 3, t.handle, 12288, 4 * 32 * 4);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[2].length -= 2, -EINVAL);
+	BAD(bad.shape[1] = 3, -EINVAL); /* heads % kv_heads */
+	BAD(bad.dtype = EDGEQ_DTYPE_Q4_K, -EINVAL);
+	/* ROPE: rotated dims even and at most head_dim. */
+	edgeq_op_desc_init(&op, EDGEQ_OP_ROPE, 3);
+	op.shape[0] = 2;
+	op.shape[1] = 8;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 2 * 8 * 4);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.param[1] = 9ULL << 32, -EINVAL);
+	BAD(bad.param[1] = 3ULL << 32, -EINVAL);
+	BAD(bad.tensors[0].length = 2 * 8 * 4 - 1, -EINVAL);
+	/* SOFTMAX {n, rows}, element-wise {n}. */
+	edgeq_op_desc_init(&op, EDGEQ_OP_SOFTMAX, 4);
+	op.shape[0] = 10;
+	op.shape[1] = 3;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 120);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.shape[1] = 4, -EINVAL);
+	edgeq_op_desc_init(&op, EDGEQ_OP_SILU_MUL, 5);
+	op.shape[0] = 10;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 40);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 40, 40);
+	edgeq_op_desc_tensor(&op, 2, t.handle, 80, 40);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[1].length = 39, -EINVAL);
+	edgeq_kq_close(kq);
+	edgeq_kq_close(agent);
+	tensor_free(&t);
+	return 0;
+}
+#undef BAD
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -1370,6 +2036,16 @@ static const struct {
 	{ "timeout", t_timeout },   { "io_uring", t_io_uring },
 	{ "latency", t_latency },   { "fuzz", t_fuzz },
 	{ "race", t_race },
+	{ "destroy_race", t_destroy_race },
+	{ "destroy_wake", t_destroy_wake },
+	{ "attach_wake", t_attach_wake },
+	{ "pollout_wake", t_pollout_wake },
+	{ "names", t_names },
+	{ "agent_scope", t_agent_scope },
+	{ "trips", t_trips },
+	{ "node_mode", t_node_mode },
+	{ "unprivileged", t_unprivileged },
+	{ "shapes", t_shapes },
 };
 
 int main(int argc, char **argv)

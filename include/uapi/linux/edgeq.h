@@ -42,10 +42,20 @@
 #define EDGEQ_F_SIM_SENSOR (1ULL << 6)	 /* simulated thermal zone (param) */
 #define EDGEQ_F_REQUEUE (1ULL << 7)	 /* policy "requeue" on agent loss */
 #define EDGEQ_F_TIMEOUT (1ULL << 8)	 /* ops fail with -ETIMEDOUT */
-#define EDGEQ_F_ALL                                                   \
-	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL | \
-	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |        \
-	 EDGEQ_F_SIM_SENSOR | EDGEQ_F_REQUEUE | EDGEQ_F_TIMEOUT)
+/* Destroy wakes every reader and poller: -ENODEV, EPOLLERR | EPOLLHUP. */
+#define EDGEQ_F_DESTROY_WAKE (1ULL << 9)
+/* Tensor lengths are checked against shape and dtype at submit. */
+#define EDGEQ_F_SHAPE_CHECK (1ULL << 10)
+/* Per-user bounds (EDQUOT) and EDGEQ_PRIO_HIGH needs CAP_SYS_NICE. */
+#define EDGEQ_F_USER_LIMITS (1ULL << 11)
+/* AGENT_TENSOR_FD only for handles of ops the agent holds in flight. */
+#define EDGEQ_F_AGENT_FD_SCOPED (1ULL << 12)
+#define EDGEQ_F_ALL                                                      \
+	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL |    \
+	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |           \
+	 EDGEQ_F_SIM_SENSOR | EDGEQ_F_REQUEUE | EDGEQ_F_TIMEOUT |        \
+	 EDGEQ_F_DESTROY_WAKE | EDGEQ_F_SHAPE_CHECK | EDGEQ_F_USER_LIMITS | \
+	 EDGEQ_F_AGENT_FD_SCOPED)
 
 /*
  * Op codes. Tensor roles and shape per op (all activations F32, row-major):
@@ -97,8 +107,8 @@ enum edgeq_dtype {
 /* Priorities: strict between levels, round-robin between clients in one. */
 #define EDGEQ_PRIO_LOW 0
 #define EDGEQ_PRIO_NORMAL 1
-#define EDGEQ_PRIO_HIGH 2
-#define EDGEQ_PRIO_RT 3 /* needs CAP_SYS_NICE */
+#define EDGEQ_PRIO_HIGH 2 /* needs CAP_SYS_NICE (EDGEQ_F_USER_LIMITS) */
+#define EDGEQ_PRIO_RT 3	  /* needs CAP_SYS_NICE */
 #define EDGEQ_PRIO_COUNT 4
 
 /* struct edgeq_op_desc.flags */
@@ -175,7 +185,10 @@ struct edgeq_features {
 	__u32 max_dims;	       /* out: EDGEQ_MAX_DIMS */
 	__u32 max_batch;       /* out: ops per write()/SUBMIT */
 	__u32 max_outstanding; /* out: ops a client may have unreaped */
-	__u64 reserved[4];
+	/* out, with EDGEQ_F_USER_LIMITS (else 0): per-user bounds */
+	__u32 max_user_ops;	/* ops one user may have unreaped */
+	__u32 max_user_tensors; /* memfds one user may have registered */
+	__u64 reserved[3];
 };
 
 /* EDGEQ_IOC_QUEUE_CREATE / EDGEQ_IOC_QUEUE_DESTROY (control device). */
