@@ -71,6 +71,9 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 		     struct edgeq_model **out, struct edgeq_error *err);
 void edgeq_model_free(struct edgeq_model *m);
 const struct edgeq_model_info *edgeq_model_info(const struct edgeq_model *m);
+/* The file's tokenizer.chat_template text (not NUL-terminated; valid while
+ * the model is loaded), or NULL with *@len 0 when it has none. */
+const char *edgeq_model_chat_template(const struct edgeq_model *m, size_t *len);
 
 /* Tokenizer. @n_out receives the count; -ENOSPC when @max is too small. */
 int edgeq_tokenize(const struct edgeq_model *m, const char *text, bool add_bos,

@@ -1,0 +1,953 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The engine session: slots, the first-come-first-served wait queue and the
+ * engine thread that steps every active slot.
+ *
+ * One step: (1) under the lock, drop cancelled requests from the queue and
+ * admit the queue's head into a free slot while there is one (the head
+ * only, so a late request can never overtake an earlier one); (2) without
+ * the lock, build the step's work: a prompt chunk for each prefilling slot,
+ * the last sampled token for each decoding one; (3) run it as one forward
+ * pass over all slots (or one per slot when sequential); (4) sample every
+ * slot whose logits are fresh and hand its text to its request.
+ *
+ * Locking: s->lock guards the queue, the slots' ownership (sl->g), each
+ * request's state and output buffers. Everything else of a slot (its
+ * context, sampler, pending text) belongs to the engine thread.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <edgeq/session.h>
+#include <edgeq/stream.h>
+
+#include "engine/internal.h"
+#include "engine/text.h"
+#include "model/model.h"
+
+struct eng_buf {
+	char *p;
+	size_t len, cap;
+};
+
+static int buf_add(struct eng_buf *b, const void *d, size_t n)
+{
+	size_t nc;
+	char *p;
+
+	if (b->len + n + 1 > b->cap) {
+		nc = (b->len + n + 1) * 2;
+		p = realloc(b->p, nc);
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->cap = nc;
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+struct tok_buf {
+	int32_t *t;
+	size_t n, cap;
+};
+
+static int toks_add(struct tok_buf *b, int32_t tok)
+{
+	size_t nc;
+	int32_t *t;
+
+	if (b->n == b->cap) {
+		nc = b->cap ? b->cap * 2 : 64;
+		t = realloc(b->t, nc * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		b->t = t;
+		b->cap = nc;
+	}
+	b->t[b->n++] = tok;
+	return 0;
+}
+
+enum gen_state { GEN_QUEUED = 0, GEN_RUNNING, GEN_DONE };
+
+struct edgeq_gen {
+	struct edgeq_session *s;
+	struct edgeq_gen *next; /* wait queue */
+	int32_t *prompt;
+	size_t n_prompt;
+	int n_predict;
+	struct edgeq_sampler_params sp;
+	char *stops[EDGEQ_GEN_MAX_STOPS];
+	int n_stops;
+	bool (*cancelled)(void *user);
+	void *user;
+	_Atomic bool cancel;
+
+	/* under s->lock */
+	enum gen_state state;
+	struct eng_buf out; /* released, not yet handed over */
+	struct tok_buf out_toks;
+	enum edgeq_finish finish;
+	int err_code;
+	struct edgeq_error err;
+	pthread_cond_t cond;
+	struct edgeq_gen_stats st;
+	uint32_t n_cached;
+
+	/* the consumer's (edgeq_gen_next) */
+	struct eng_buf ev;
+	struct tok_buf ev_toks;
+
+	/* the engine thread's */
+	struct eng_buf pend; /* generated text not yet released */
+	uint64_t t_submit, t_admit, t_prefilled;
+};
+
+struct eng_slot {
+	int idx;
+	struct edgeq_ctx *ctx;
+	bool own_ctx;
+	int32_t *hist; /* the context's token history */
+	uint32_t n_ctx;
+	struct edgeq_gen *g; /* running request (under s->lock) */
+	/* the engine thread's */
+	struct edgeq_sampler *smp;
+	size_t pos_prompt; /* next prompt token to prefill */
+	bool have_tok;	   /* next_tok waits to be decoded */
+	int32_t next_tok;
+	const float *logits;	      /* fresh logits, or NULL */
+	_Atomic uint32_t n_kv;	      /* positions held (for status) */
+	_Atomic uint64_t progress_ns; /* last step; 0 when idle */
+};
+
+struct edgeq_session {
+	struct edgeq_model *m;
+	const struct edgeq_model_info *info;
+	struct edgeq_session_params p;
+	struct eng_slot *slots;
+	int n_slots;
+
+	pthread_mutex_t lock;
+	pthread_cond_t work; /* the engine thread waits for work here */
+	struct edgeq_gen *q_head, *q_tail;
+	int waiting, running;
+	bool cancel_all, stop;
+	uint64_t pending_budget;
+	uint64_t steps, prompt_tokens, gen_tokens;
+	struct edgeq_stream_status wstat; /* after the last step */
+	int wstat_ret;
+	uint64_t wstat_ns;
+
+	pthread_t thread;
+	bool thread_started;
+};
+
+static const char *const finish_names[] = {
+	[EDGEQ_FINISH_NONE] = "none",
+	[EDGEQ_FINISH_STOP] = "stop",
+	[EDGEQ_FINISH_LENGTH] = "length",
+	[EDGEQ_FINISH_CANCELLED] = "cancelled",
+	[EDGEQ_FINISH_ERROR] = "error",
+};
+
+const char *edgeq_finish_name(enum edgeq_finish f)
+{
+	return (unsigned)f <= EDGEQ_FINISH_ERROR ? finish_names[f] : "?";
+}
+
+void edgeq_session_params_init(struct edgeq_session_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->n_slots = 1;
+	p->queue = 8;
+	edgeq_ctx_params_init(&p->ctx);
+	p->prefix_cache = true;
+	p->prefill_chunk = 64;
+}
+
+static void gen_free_mem(struct edgeq_gen *g)
+{
+	int i;
+
+	for (i = 0; i < g->n_stops; i++)
+		free(g->stops[i]);
+	free(g->prompt);
+	free(g->out.p);
+	free(g->out_toks.t);
+	free(g->ev.p);
+	free(g->ev_toks.t);
+	free(g->pend.p);
+	pthread_cond_destroy(&g->cond);
+	free(g);
+}
+
+/* ---- the engine thread's side */
+
+/* End @sl's request. Caller holds s->lock. */
+static void finish_locked(struct edgeq_session *s, struct eng_slot *sl,
+			  enum edgeq_finish why)
+{
+	struct edgeq_gen *g = sl->g;
+	uint64_t now = edgeq_now_ns();
+
+	if (!g)
+		return;
+	g->finish = why;
+	g->state = GEN_DONE;
+	if (g->t_prefilled)
+		g->st.decode_ns = now - g->t_prefilled;
+	g->st.peak_rss = edgeq_peak_rss();
+	g->st.bytes_per_token = s->info->bytes_per_token;
+	sl->g = NULL;
+	s->running--;
+	atomic_store(&sl->progress_ns, 0);
+	pthread_cond_broadcast(&g->cond);
+}
+
+static void finish(struct edgeq_session *s, struct eng_slot *sl,
+		   enum edgeq_finish why)
+{
+	edgeq_sampler_free(sl->smp);
+	sl->smp = NULL;
+	sl->have_tok = false;
+	sl->logits = NULL;
+	pthread_mutex_lock(&s->lock);
+	finish_locked(s, sl, why);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void fail(struct edgeq_session *s, struct eng_slot *sl, int ret,
+		 const struct edgeq_error *err)
+{
+	pthread_mutex_lock(&s->lock);
+	if (sl->g) {
+		sl->g->err_code = ret;
+		sl->g->err = *err;
+	}
+	pthread_mutex_unlock(&s->lock);
+	finish(s, sl, EDGEQ_FINISH_ERROR);
+}
+
+static uint32_t common_prefix(const struct eng_slot *sl, const int32_t *t,
+			      size_t n)
+{
+	uint32_t i, held = edgeq_ctx_pos(sl->ctx);
+
+	for (i = 0; i < held && i < n && sl->hist[i] == t[i]; i++)
+		;
+	return i;
+}
+
+/* Give the queue's head a free slot. Caller holds s->lock. */
+static bool admit_locked(struct edgeq_session *s)
+{
+	struct edgeq_gen *g = s->q_head;
+	struct eng_slot *best = NULL, *sl;
+	uint32_t best_len = 0, l, keep;
+	int i;
+
+	if (!g || s->running >= s->n_slots)
+		return false;
+	for (i = 0; i < s->n_slots; i++) {
+		sl = &s->slots[i];
+		if (sl->g)
+			continue;
+		l = s->p.prefix_cache ?
+			    common_prefix(sl, g->prompt, g->n_prompt) :
+			    0;
+		if (!best || l > best_len) {
+			best = sl;
+			best_len = l;
+		}
+	}
+	if (edgeq_sampler_new(&g->sp, &best->smp))
+		return false; /* validated at submit */
+	s->q_head = g->next;
+	if (!s->q_head)
+		s->q_tail = NULL;
+	s->waiting--;
+	keep = best_len;
+	if (keep >= g->n_prompt)
+		keep = (uint32_t)g->n_prompt - 1; /* need the last logits */
+	edgeq_ctx_truncate(best->ctx, keep);
+	atomic_store(&best->n_kv, keep);
+	best->pos_prompt = keep;
+	best->have_tok = false;
+	best->logits = NULL;
+	best->g = g;
+	g->state = GEN_RUNNING;
+	g->n_cached = keep;
+	g->t_admit = edgeq_now_ns();
+	atomic_store(&best->progress_ns, g->t_admit);
+	s->running++;
+	return true;
+}
+
+/* Requests that were cancelled while waiting leave the queue. */
+static void reap_queue_locked(struct edgeq_session *s)
+{
+	struct edgeq_gen **pp = &s->q_head, *g, *prev = NULL;
+
+	while ((g = *pp)) {
+		if (s->cancel_all || atomic_load(&g->cancel) ||
+		    (g->cancelled && g->cancelled(g->user))) {
+			*pp = g->next;
+			s->waiting--;
+			g->state = GEN_DONE;
+			g->finish = EDGEQ_FINISH_CANCELLED;
+			pthread_cond_broadcast(&g->cond);
+			continue;
+		}
+		prev = g;
+		pp = &g->next;
+	}
+	s->q_tail = prev;
+}
+
+/* Hand released text and the token to the request. */
+static int deliver(struct edgeq_session *s, struct edgeq_gen *g,
+		   const char *text, size_t len, const int32_t *tok)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (len)
+		ret = buf_add(&g->out, text, len);
+	if (!ret && tok)
+		ret = toks_add(&g->out_toks, *tok);
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* Release what the pending text allows; true when a stop string ended it. */
+static bool release(struct edgeq_session *s, struct edgeq_gen *g,
+		    const int32_t *tok, bool final)
+{
+	bool stopped;
+	size_t cut;
+
+	cut = eng_text_release(g->pend.p, g->pend.len,
+			       (const char *const *)g->stops, g->n_stops, final,
+			       &stopped);
+	deliver(s, g, g->pend.p, cut, tok);
+	if (stopped || final) {
+		g->pend.len = 0;
+		return stopped;
+	}
+	memmove(g->pend.p, g->pend.p + cut, g->pend.len - cut);
+	g->pend.len -= cut;
+	return false;
+}
+
+static bool is_cancelled(struct edgeq_session *s, struct edgeq_gen *g)
+{
+	bool all;
+
+	pthread_mutex_lock(&s->lock);
+	all = s->cancel_all;
+	pthread_mutex_unlock(&s->lock);
+	return all || atomic_load(&g->cancel) ||
+	       (g->cancelled && g->cancelled(g->user));
+}
+
+/* Sample from fresh logits: emit the token, or end the request. */
+static void sample(struct edgeq_session *s, struct eng_slot *sl)
+{
+	struct edgeq_gen *g = sl->g;
+	uint32_t pos = edgeq_ctx_pos(sl->ctx);
+	char piece[4100]; /* the longest token the loader accepts is 4096 */
+	uint64_t now;
+	int32_t tok;
+	int len;
+
+	if (g->n_predict == 0) {
+		finish(s, sl, EDGEQ_FINISH_LENGTH);
+		return;
+	}
+	tok = edgeq_sampler_sample(sl->smp, sl->logits, s->info->n_vocab,
+				   sl->hist, pos);
+	now = edgeq_now_ns();
+	atomic_store(&sl->progress_ns, now);
+	if (tok < 0 || edgeq_token_is_eog(s->m, tok)) {
+		release(s, g, NULL, true);
+		finish(s, sl, EDGEQ_FINISH_STOP);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (!g->st.n_gen)
+		g->st.ttft_ns = now - g->t_submit;
+	g->st.n_gen++;
+	s->gen_tokens++;
+	pthread_mutex_unlock(&s->lock);
+	sl->hist[pos] = tok;
+	len = edgeq_token_to_piece(s->m, tok, piece, sizeof(piece));
+	if (len > 0 && buf_add(&g->pend, piece, (size_t)len)) {
+		struct edgeq_error e;
+
+		edgeq_error_set(&e, ENOMEM, "out of memory for the text");
+		fail(s, sl, -ENOMEM, &e);
+		return;
+	}
+	if (release(s, g, &tok, false)) {
+		finish(s, sl, EDGEQ_FINISH_STOP);
+		return;
+	}
+	if ((g->n_predict >= 0 && g->st.n_gen >= (uint32_t)g->n_predict) ||
+	    pos + 1 >= sl->n_ctx) {
+		release(s, g, NULL, true);
+		finish(s, sl, EDGEQ_FINISH_LENGTH);
+		return;
+	}
+	sl->logits = NULL;
+	sl->next_tok = tok;
+	sl->have_tok = true;
+}
+
+/* One forward pass's work for one slot. */
+struct eng_work {
+	struct eng_slot *sl;
+	const int32_t *toks;
+	size_t n;
+	bool prefill;
+};
+
+static int run_work(struct edgeq_session *s, struct eng_work *w, int nw,
+		    struct edgeq_error *err, int *failed)
+{
+	const float *lg;
+	int i, ret;
+
+	for (i = 0; i < nw; i++) {
+		ret = edgeq_decode(w[i].sl->ctx, w[i].toks, w[i].n, &lg, err);
+		if (ret) {
+			*failed = i;
+			return ret;
+		}
+		w[i].sl->logits = lg;
+	}
+	return 0;
+}
+
+static void step(struct edgeq_session *s)
+{
+	struct eng_work w[EDGEQ_SESSION_MAX_SLOTS];
+	struct edgeq_error err;
+	struct eng_slot *sl;
+	struct edgeq_gen *g;
+	int nw = 0, i, ret, failed = -1;
+	size_t n;
+
+	if (s->p.token_delay_ms > 0)
+		usleep((useconds_t)s->p.token_delay_ms * 1000);
+	for (i = 0; i < s->n_slots; i++) {
+		sl = &s->slots[i];
+		pthread_mutex_lock(&s->lock);
+		g = sl->g;
+		pthread_mutex_unlock(&s->lock);
+		if (!g)
+			continue;
+		if (is_cancelled(s, g)) {
+			release(s, g, NULL, true);
+			finish(s, sl, EDGEQ_FINISH_CANCELLED);
+			continue;
+		}
+		if (sl->have_tok) {
+			w[nw++] = (struct eng_work){ sl, &sl->next_tok, 1,
+						     false };
+			continue;
+		}
+		n = g->n_prompt - sl->pos_prompt;
+		if (n > s->p.prefill_chunk)
+			n = s->p.prefill_chunk;
+		memcpy(sl->hist + sl->pos_prompt, g->prompt + sl->pos_prompt,
+		       n * sizeof(int32_t));
+		w[nw++] = (struct eng_work){ sl, g->prompt + sl->pos_prompt, n,
+					     true };
+	}
+	if (!nw)
+		return;
+	edgeq_error_clear(&err);
+	ret = run_work(s, w, nw, &err, &failed);
+	pthread_mutex_lock(&s->lock);
+	s->steps++;
+	pthread_mutex_unlock(&s->lock);
+	for (i = 0; i < nw; i++) {
+		sl = w[i].sl;
+		g = sl->g;
+		if (ret && (i == failed || failed < 0)) {
+			if (ret == -ENOSPC) {
+				release(s, g, NULL, true);
+				finish(s, sl, EDGEQ_FINISH_LENGTH);
+			} else {
+				fail(s, sl, ret, &err);
+			}
+			continue;
+		}
+		if (ret && i > failed)
+			continue; /* not run; again next step */
+		atomic_store(&sl->n_kv, edgeq_ctx_pos(sl->ctx));
+		atomic_store(&sl->progress_ns, edgeq_now_ns());
+		if (w[i].prefill) {
+			sl->pos_prompt += w[i].n;
+			pthread_mutex_lock(&s->lock);
+			s->prompt_tokens += w[i].n;
+			pthread_mutex_unlock(&s->lock);
+			if (sl->pos_prompt < g->n_prompt)
+				continue;
+			g->t_prefilled = edgeq_now_ns();
+			g->st.prompt_ns = g->t_prefilled - g->t_admit;
+		} else {
+			sl->have_tok = false;
+			g->st.n_eval++;
+		}
+		sample(s, sl);
+	}
+}
+
+static void *engine_main(void *arg)
+{
+	struct edgeq_session *s = arg;
+	uint64_t budget;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		reap_queue_locked(s);
+		while (admit_locked(s))
+			;
+		if (!s->running) {
+			if (s->stop)
+				break;
+			pthread_cond_wait(&s->work, &s->lock);
+			continue;
+		}
+		budget = s->pending_budget;
+		s->pending_budget = 0;
+		pthread_mutex_unlock(&s->lock);
+		/* a token boundary: no forward pass runs */
+		if (budget)
+			edgeq_model_set_weights_budget(s->m, budget);
+		step(s);
+		pthread_mutex_lock(&s->lock);
+		if (edgeq_now_ns() - s->wstat_ns > 100000000ull) {
+			s->wstat_ret =
+				edgeq_model_weights_status(s->m, &s->wstat);
+			s->wstat_ns = edgeq_now_ns();
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- the callers' side */
+
+static int session_alloc(struct edgeq_model *m,
+			 const struct edgeq_session_params *p,
+			 struct edgeq_session **out, struct edgeq_error *err)
+{
+	struct edgeq_session *s;
+
+	if (p->n_slots < 1 || p->n_slots > EDGEQ_SESSION_MAX_SLOTS)
+		return edgeq_error_set(err, EINVAL,
+				       "slots must be 1..%d (got %d)",
+				       EDGEQ_SESSION_MAX_SLOTS, p->n_slots);
+	if (p->queue < 0)
+		return edgeq_error_set(err, EINVAL,
+				       "the wait queue must not be negative");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	s->m = m;
+	s->info = edgeq_model_info(m);
+	s->p = *p;
+	if (!s->p.prefill_chunk)
+		s->p.prefill_chunk = 64;
+	s->slots = calloc((size_t)p->n_slots, sizeof(*s->slots));
+	if (!s->slots) {
+		free(s);
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->work, NULL);
+	s->wstat_ret = edgeq_model_weights_status(m, &s->wstat);
+	*out = s;
+	return 0;
+}
+
+static void slot_init(struct eng_slot *sl, int idx, struct edgeq_ctx *c,
+		      bool own)
+{
+	sl->idx = idx;
+	sl->ctx = c;
+	sl->own_ctx = own;
+	sl->hist = ctx_history(c);
+	sl->n_ctx = edgeq_ctx_n_ctx(c);
+	atomic_store(&sl->n_kv, edgeq_ctx_pos(c));
+}
+
+static int session_start(struct edgeq_session *s, struct edgeq_error *err)
+{
+	if (pthread_create(&s->thread, NULL, engine_main, s))
+		return edgeq_error_set(err, EAGAIN,
+				       "cannot start the engine thread");
+	s->thread_started = true;
+	return 0;
+}
+
+int edgeq_session_new(struct edgeq_model *m,
+		      const struct edgeq_session_params *p,
+		      struct edgeq_session **out, struct edgeq_error *err)
+{
+	struct edgeq_session *s;
+	struct edgeq_ctx *c;
+	int i, ret;
+
+	ret = session_alloc(m, p, &s, err);
+	if (ret)
+		return ret;
+	for (i = 0; i < p->n_slots; i++) {
+		ret = edgeq_ctx_new(m, &p->ctx, &c, err);
+		if (ret == -ENOMEM && i > 0) {
+			/* as many KV caches as memory allows */
+			edgeq_error_clear(err);
+			ret = 0;
+			break;
+		}
+		if (ret)
+			goto fail;
+		slot_init(&s->slots[i], i, c, true);
+		s->n_slots = i + 1;
+		if (p->on_ctx) {
+			ret = p->on_ctx(p->hook_arg, c, i, err);
+			if (ret)
+				goto fail;
+		}
+	}
+	ret = session_start(s, err);
+	if (ret)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	edgeq_session_free(s);
+	return ret;
+}
+
+int eng_session_new_on(struct edgeq_ctx *c,
+		       const struct edgeq_session_params *p,
+		       struct edgeq_session **out, struct edgeq_error *err)
+{
+	struct edgeq_session_params q = *p;
+	struct edgeq_session *s;
+	int ret;
+
+	q.n_slots = 1;
+	q.prefix_cache = true;
+	q.on_ctx = NULL;
+	q.on_ctx_free = NULL;
+	ret = session_alloc(ctx_model(c), &q, &s, err);
+	if (ret)
+		return ret;
+	slot_init(&s->slots[0], 0, c, false);
+	s->n_slots = 1;
+	ret = session_start(s, err);
+	if (ret) {
+		edgeq_session_free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+void edgeq_session_cancel_all(struct edgeq_session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->cancel_all = true;
+	pthread_cond_broadcast(&s->work);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void edgeq_session_free(struct edgeq_session *s)
+{
+	struct eng_slot *sl;
+	int i;
+
+	if (!s)
+		return;
+	if (s->thread_started) {
+		pthread_mutex_lock(&s->lock);
+		s->cancel_all = true;
+		s->stop = true;
+		pthread_cond_broadcast(&s->work);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+	}
+	for (i = 0; i < s->n_slots; i++) {
+		sl = &s->slots[i];
+		edgeq_sampler_free(sl->smp);
+		if (!sl->own_ctx)
+			continue;
+		if (s->p.on_ctx_free)
+			s->p.on_ctx_free(s->p.hook_arg, sl->ctx, i);
+		edgeq_ctx_free(sl->ctx);
+	}
+	free(s->slots);
+	pthread_cond_destroy(&s->work);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+static int gen_copy_request(struct edgeq_gen *g,
+			    const struct edgeq_gen_request *rq,
+			    struct edgeq_error *err)
+{
+	size_t l;
+	int i;
+
+	g->prompt = malloc(rq->n_toks * sizeof(int32_t));
+	if (!g->prompt)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	memcpy(g->prompt, rq->toks, rq->n_toks * sizeof(int32_t));
+	g->n_prompt = rq->n_toks;
+	g->n_predict = rq->n_predict;
+	g->sp = rq->sampling;
+	g->cancelled = rq->cancelled;
+	g->user = rq->user;
+	if (rq->n_stops < 0 || rq->n_stops > EDGEQ_GEN_MAX_STOPS)
+		return edgeq_error_set(err, EINVAL,
+				       "at most %d stop strings (got %d)",
+				       EDGEQ_GEN_MAX_STOPS, rq->n_stops);
+	for (i = 0; i < rq->n_stops; i++) {
+		l = rq->stops[i] ? strlen(rq->stops[i]) : 0;
+		if (!l || l > EDGEQ_GEN_MAX_STOP_LEN)
+			return edgeq_error_set(
+				err, EINVAL,
+				"stop string %d is empty or longer than %d bytes",
+				i, EDGEQ_GEN_MAX_STOP_LEN);
+		g->stops[i] = strdup(rq->stops[i]);
+		if (!g->stops[i])
+			return edgeq_error_set(err, ENOMEM, "out of memory");
+		g->n_stops = i + 1;
+	}
+	return 0;
+}
+
+int edgeq_session_submit(struct edgeq_session *s,
+			 const struct edgeq_gen_request *rq,
+			 struct edgeq_gen **out, struct edgeq_error *err)
+{
+	struct edgeq_sampler *smp;
+	struct edgeq_gen *g;
+	uint32_t n_ctx = s->slots[0].n_ctx;
+	size_t i;
+	int ret;
+
+	if (!rq->n_toks || !rq->toks)
+		return edgeq_error_set(err, EINVAL, "empty prompt");
+	if (rq->n_toks >= n_ctx)
+		return edgeq_error_set(
+			err, E2BIG,
+			"the prompt (%zu tokens) does not fit in the context of %u",
+			rq->n_toks, n_ctx);
+	for (i = 0; i < rq->n_toks; i++)
+		if (rq->toks[i] < 0 ||
+		    (uint32_t)rq->toks[i] >= s->info->n_vocab)
+			return edgeq_error_set(
+				err, EINVAL,
+				"prompt token %d is out of range (vocabulary of %u)",
+				rq->toks[i], s->info->n_vocab);
+	if (rq->n_predict < -1)
+		return edgeq_error_set(err, EINVAL,
+				       "n_predict must be -1 or more");
+	if (edgeq_sampler_new(&rq->sampling, &smp))
+		return edgeq_error_set(err, EINVAL,
+				       "invalid sampling parameters");
+	edgeq_sampler_free(smp);
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	g->s = s;
+	pthread_cond_init(&g->cond, NULL);
+	ret = gen_copy_request(g, rq, err);
+	if (ret) {
+		gen_free_mem(g);
+		return ret;
+	}
+	g->st.n_prompt = (uint32_t)rq->n_toks;
+	g->t_submit = edgeq_now_ns();
+	pthread_mutex_lock(&s->lock);
+	if (s->cancel_all) {
+		pthread_mutex_unlock(&s->lock);
+		gen_free_mem(g);
+		return edgeq_error_set(err, ESHUTDOWN,
+				       "the session is shutting down");
+	}
+	/* a free slot takes it at once, unless others wait before it */
+	if (s->waiting >= s->p.queue + (s->n_slots - s->running)) {
+		pthread_mutex_unlock(&s->lock);
+		gen_free_mem(g);
+		return edgeq_error_set(
+			err, EBUSY, "all %d slots busy and %d requests queued",
+			s->n_slots, s->p.queue);
+	}
+	if (s->q_tail)
+		s->q_tail->next = g;
+	else
+		s->q_head = g;
+	s->q_tail = g;
+	s->waiting++;
+	pthread_cond_broadcast(&s->work);
+	pthread_mutex_unlock(&s->lock);
+	*out = g;
+	return 0;
+}
+
+int edgeq_gen_next(struct edgeq_gen *g, struct edgeq_gen_event *ev,
+		   struct edgeq_error *err)
+{
+	struct edgeq_session *s = g->s;
+	struct eng_buf tb;
+	struct tok_buf tt;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	while (!g->out.len && !g->out_toks.n && g->state != GEN_DONE)
+		pthread_cond_wait(&g->cond, &s->lock);
+	/* hand over the output buffers, take the consumed ones back */
+	tb = g->ev;
+	g->ev = g->out;
+	g->out = tb;
+	g->out.len = 0;
+	tt = g->ev_toks;
+	g->ev_toks = g->out_toks;
+	g->out_toks = tt;
+	g->out_toks.n = 0;
+	memset(ev, 0, sizeof(*ev));
+	ev->text = g->ev.p ? g->ev.p : "";
+	ev->len = g->ev.len;
+	ev->toks = g->ev_toks.t;
+	ev->n_toks = g->ev_toks.n;
+	ret = 1;
+	if (g->state == GEN_DONE) {
+		ev->finish = g->finish;
+		ret = 0;
+		if (g->finish == EDGEQ_FINISH_ERROR) {
+			ret = g->err_code ? g->err_code : -EIO;
+			if (err)
+				*err = g->err;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+void edgeq_gen_cancel(struct edgeq_gen *g)
+{
+	atomic_store(&g->cancel, true);
+	pthread_mutex_lock(&g->s->lock);
+	pthread_cond_broadcast(&g->s->work);
+	pthread_mutex_unlock(&g->s->lock);
+}
+
+void edgeq_gen_get_stats(const struct edgeq_gen *g, struct edgeq_gen_stats *st)
+{
+	struct edgeq_gen *w = (struct edgeq_gen *)g;
+
+	pthread_mutex_lock(&w->s->lock);
+	*st = g->st;
+	if (g->state != GEN_DONE && g->t_prefilled)
+		st->decode_ns = edgeq_now_ns() - g->t_prefilled;
+	pthread_mutex_unlock(&w->s->lock);
+}
+
+uint32_t edgeq_gen_n_cached(const struct edgeq_gen *g)
+{
+	return g->n_cached;
+}
+
+void edgeq_gen_free(struct edgeq_gen *g)
+{
+	struct edgeq_session *s;
+	struct edgeq_gen **pp;
+
+	if (!g)
+		return;
+	s = g->s;
+	atomic_store(&g->cancel, true);
+	pthread_mutex_lock(&s->lock);
+	if (g->state == GEN_QUEUED) {
+		for (pp = &s->q_head; *pp && *pp != g; pp = &(*pp)->next)
+			;
+		if (*pp) {
+			*pp = g->next;
+			s->waiting--;
+			s->q_tail = NULL;
+			for (pp = &s->q_head; *pp; pp = &(*pp)->next)
+				s->q_tail = *pp;
+		}
+		g->state = GEN_DONE;
+	}
+	pthread_cond_broadcast(&s->work);
+	while (g->state != GEN_DONE)
+		pthread_cond_wait(&g->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	gen_free_mem(g);
+}
+
+void edgeq_session_set_weights_budget(struct edgeq_session *s, uint64_t bytes)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->running) /* idle: no forward pass can run now */
+		edgeq_model_set_weights_budget(s->m, bytes);
+	else
+		s->pending_budget = bytes;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int edgeq_session_weights_status(struct edgeq_session *s,
+				 struct edgeq_stream_status *st)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->running) { /* idle: no forward pass can run now */
+		s->wstat_ret = edgeq_model_weights_status(s->m, &s->wstat);
+		s->wstat_ns = edgeq_now_ns();
+	}
+	*st = s->wstat;
+	ret = s->wstat_ret;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+void edgeq_session_status(struct edgeq_session *s,
+			  struct edgeq_session_status *st)
+{
+	uint64_t now = edgeq_now_ns(), p;
+	int i;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&s->lock);
+	st->n_slots = s->n_slots;
+	st->running = s->running;
+	st->waiting = s->waiting;
+	st->queue = s->p.queue;
+	st->steps = s->steps;
+	st->prompt_tokens = s->prompt_tokens;
+	st->gen_tokens = s->gen_tokens;
+	for (i = 0; i < s->n_slots; i++) {
+		st->kv_used += atomic_load(&s->slots[i].n_kv);
+		st->kv_cap += s->slots[i].n_ctx;
+		p = atomic_load(&s->slots[i].progress_ns);
+		if (s->slots[i].g && p && now - p > st->stalled_ns)
+			st->stalled_ns = now - p;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
