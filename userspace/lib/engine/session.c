@@ -133,6 +133,7 @@ struct edgeq_session {
 	struct edgeq_session_params p;
 	struct eng_slot *slots;
 	int n_slots;
+	struct edgeq_ctx *ws; /* batch workspace; NULL: one pass per slot */
 
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* the engine thread waits for work here */
@@ -422,9 +423,25 @@ struct eng_work {
 static int run_work(struct edgeq_session *s, struct eng_work *w, int nw,
 		    struct edgeq_error *err, int *failed)
 {
+	struct ctx_batch_item it[EDGEQ_SESSION_MAX_SLOTS];
 	const float *lg;
+	bool batch = s->ws != NULL;
 	int i, ret;
 
+	for (i = 0; i < nw && batch; i++)
+		if (ctx_has_hooks(w[i].sl->ctx))
+			batch = false; /* placement runs its own passes */
+	if (batch) {
+		for (i = 0; i < nw; i++)
+			it[i] = (struct ctx_batch_item){ w[i].sl->ctx,
+							 w[i].toks, w[i].n,
+							 NULL };
+		*failed = -1;
+		ret = ctx_decode_batch(s->ws, it, nw, err);
+		for (i = 0; !ret && i < nw; i++)
+			w[i].sl->logits = ctx_logits(w[i].sl->ctx);
+		return ret;
+	}
 	for (i = 0; i < nw; i++) {
 		ret = edgeq_decode(w[i].sl->ctx, w[i].toks, w[i].n, &lg, err);
 		if (ret) {
@@ -439,11 +456,12 @@ static int run_work(struct edgeq_session *s, struct eng_work *w, int nw,
 static void step(struct edgeq_session *s)
 {
 	struct eng_work w[EDGEQ_SESSION_MAX_SLOTS];
+	struct eng_slot *pre[EDGEQ_SESSION_MAX_SLOTS];
 	struct edgeq_error err;
 	struct eng_slot *sl;
 	struct edgeq_gen *g;
-	int nw = 0, i, ret, failed = -1;
-	size_t n;
+	int nw = 0, npre = 0, i, j, ret, failed = -1;
+	size_t n, budget = s->p.prefill_chunk;
 
 	if (s->p.token_delay_ms > 0)
 		usleep((useconds_t)s->p.token_delay_ms * 1000);
@@ -464,9 +482,21 @@ static void step(struct edgeq_session *s)
 						     false };
 			continue;
 		}
+		/* prefilling: in the order the requests were admitted */
+		for (j = npre; j > 0 && pre[j - 1]->g->t_admit > g->t_admit;
+		     j--)
+			pre[j] = pre[j - 1];
+		pre[j] = sl;
+		npre++;
+	}
+	/* prompt chunks share one budget of tokens per step */
+	for (j = 0; j < npre && budget; j++) {
+		sl = pre[j];
+		g = sl->g;
 		n = g->n_prompt - sl->pos_prompt;
-		if (n > s->p.prefill_chunk)
-			n = s->p.prefill_chunk;
+		if (n > budget)
+			n = budget;
+		budget -= n;
 		memcpy(sl->hist + sl->pos_prompt, g->prompt + sl->pos_prompt,
 		       n * sizeof(int32_t));
 		w[nw++] = (struct eng_work){ sl, g->prompt + sl->pos_prompt, n,
@@ -612,6 +642,13 @@ int edgeq_session_new(struct edgeq_model *m,
 	ret = session_alloc(m, p, &s, err);
 	if (ret)
 		return ret;
+	if (p->n_slots > 1 && !p->sequential) {
+		ret = ctx_workspace_new(
+			m, (uint32_t)p->n_slots + s->p.prefill_chunk, &s->ws,
+			err);
+		if (ret)
+			goto fail;
+	}
 	for (i = 0; i < p->n_slots; i++) {
 		ret = edgeq_ctx_new(m, &p->ctx, &c, err);
 		if (ret == -ENOMEM && i > 0) {
@@ -699,6 +736,7 @@ void edgeq_session_free(struct edgeq_session *s)
 		edgeq_ctx_free(sl->ctx);
 	}
 	free(s->slots);
+	edgeq_ctx_free(s->ws);
 	pthread_cond_destroy(&s->work);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
