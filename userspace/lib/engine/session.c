@@ -200,6 +200,9 @@ static void finish_locked(struct edgeq_session *s, struct eng_slot *sl,
 
 	if (!g)
 		return;
+	if (g->pend.len && buf_add(&g->out, g->pend.p, g->pend.len))
+		why = EDGEQ_FINISH_ERROR;
+	g->pend.len = 0;
 	g->finish = why;
 	g->state = GEN_DONE;
 	if (g->t_prefilled)
@@ -338,8 +341,15 @@ static bool release(struct edgeq_session *s, struct edgeq_gen *g,
 	cut = eng_text_release(g->pend.p, g->pend.len,
 			       (const char *const *)g->stops, g->n_stops, final,
 			       &stopped);
+	if (final) {
+		/* the rest goes out with the finish, in one event */
+		g->pend.len = cut;
+		if (tok)
+			deliver(s, g, NULL, 0, tok);
+		return stopped;
+	}
 	deliver(s, g, g->pend.p, cut, tok);
-	if (stopped || final) {
+	if (stopped) {
 		g->pend.len = 0;
 		return stopped;
 	}

@@ -154,6 +154,17 @@ bool ctx_has_hooks(const struct edgeq_ctx *c);
 /* The logits of the last decode (n_vocab floats). */
 const float *ctx_logits(struct edgeq_ctx *c);
 
+/*
+ * Speculative sampling with a deterministic draft token: sample from the
+ * target's distribution (after every sampler stage) at @logits, accepting
+ * @draft with probability p(draft) and otherwise drawing from p with the
+ * draft removed, so the output distribution is exactly the target's.
+ * Greedy: the argmax, accepted when it equals @draft.
+ */
+int32_t sampler_verify(struct edgeq_sampler *s, const float *logits,
+		       uint32_t n_vocab, const int32_t *history,
+		       size_t n_history, int32_t draft, bool *accepted);
+
 /* Install (or with NULL remove) @h on @c. */
 void ctx_set_hooks(struct edgeq_ctx *c, const struct edgeq_ctx_hooks *h,
 		   void *arg);
