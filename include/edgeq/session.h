@@ -48,6 +48,9 @@ struct edgeq_session_params {
 	bool sequential;
 	uint32_t prefill_chunk; /* prompt tokens per slot and step (64) */
 	int token_delay_ms;	/* test hook: sleep before each step */
+	/* speculative decoding in every slot (kind NONE: off); a draft
+	 * model must outlive the session */
+	struct edgeq_draft_params draft;
 	/*
 	 * Placement hooks, called with @hook_arg: on_ctx after a slot's
 	 * context is created (non-zero fails the session), on_ctx_free
@@ -147,6 +150,13 @@ struct edgeq_session_status {
 	uint64_t steps;		  /* engine steps so far */
 	uint64_t stalled_ns; /* longest time a busy slot made no progress */
 	uint64_t prompt_tokens, gen_tokens; /* totals */
+	/* speculation: drafts made and accepted, verifications that
+	 * rejected one, decode passes; the acceptance rate per draft token
+	 * (the geometric model's a) and the measured draft cost (a draft
+	 * token's time over a plain pass) the draft length is chosen by */
+	uint64_t drafted, accepted, rejected, passes;
+	double draft_accept, draft_cost;
+	int draft_off; /* slots whose drafting is off (does not pay now) */
 };
 
 void edgeq_session_status(struct edgeq_session *s,

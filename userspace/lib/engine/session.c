@@ -25,6 +25,7 @@
 #include <edgeq/session.h>
 #include <edgeq/stream.h>
 
+#include "engine/draft.h"
 #include "engine/internal.h"
 #include "engine/text.h"
 #include "model/model.h"
@@ -122,8 +123,16 @@ struct eng_slot {
 	size_t pos_prompt; /* next prompt token to prefill */
 	bool have_tok;	   /* next_tok waits to be decoded */
 	int32_t next_tok;
-	const float *logits;	      /* fresh logits, or NULL */
-	_Atomic uint32_t n_kv;	      /* positions held (for status) */
+	const float *logits; /* fresh logits, or NULL */
+	/* speculation (the engine thread's) */
+	int32_t vtoks[ENG_DRAFT_MAX + 1]; /* next_tok, then the drafts */
+	int n_draft;
+	float *vlogits;		/* [max_len + 1][n_vocab] of the verify pass */
+	struct edgeq_ctx *dctx; /* MODEL: the draft model's context */
+	double acc_n, rej_n;	/* decayed counts: drafts accepted, rejected */
+	int k;			/* draft length now; 0: off */
+	uint32_t off_steps;	/* steps since it went off (probing) */
+	_Atomic uint32_t n_kv;	/* positions held (for status) */
 	_Atomic uint64_t progress_ns; /* last step; 0 when idle */
 };
 
@@ -134,6 +143,10 @@ struct edgeq_session {
 	struct eng_slot *slots;
 	int n_slots;
 	struct edgeq_ctx *ws; /* batch workspace; NULL: one pass per slot */
+	struct edgeq_draft_params draft;
+	double t_plain; /* EWMA ns of a decode pass without drafts */
+	double cost;	/* EWMA: a draft token's cost over a plain pass */
+	uint64_t drafted, accepted, rejected, passes;
 
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* the engine thread waits for work here */
@@ -281,6 +294,12 @@ static bool admit_locked(struct edgeq_session *s)
 	if (keep >= g->n_prompt)
 		keep = (uint32_t)g->n_prompt - 1; /* need the last logits */
 	edgeq_ctx_truncate(best->ctx, keep);
+	if (best->dctx && edgeq_ctx_pos(best->dctx) > keep)
+		edgeq_ctx_truncate(best->dctx, keep);
+	/* speculation starts hopeful and learns this request's rate */
+	best->acc_n = 3;
+	best->rej_n = 1;
+	best->off_steps = 0;
 	atomic_store(&best->n_kv, keep);
 	best->pos_prompt = keep;
 	best->have_tok = false;
@@ -369,28 +388,24 @@ static bool is_cancelled(struct edgeq_session *s, struct edgeq_gen *g)
 	       (g->cancelled && g->cancelled(g->user));
 }
 
-/* Sample from fresh logits: emit the token, or end the request. */
-static void sample(struct edgeq_session *s, struct eng_slot *sl)
+/*
+ * Hand @tok, placed at @pos, to the request: end it on EOG, a stop string,
+ * n_predict or a full context. Returns true while it goes on (then @tok is
+ * the slot's next token to decode).
+ */
+static bool emit(struct edgeq_session *s, struct eng_slot *sl, int32_t tok,
+		 uint32_t pos)
 {
 	struct edgeq_gen *g = sl->g;
-	uint32_t pos = edgeq_ctx_pos(sl->ctx);
 	char piece[4100]; /* the longest token the loader accepts is 4096 */
-	uint64_t now;
-	int32_t tok;
+	uint64_t now = edgeq_now_ns();
 	int len;
 
-	if (g->n_predict == 0) {
-		finish(s, sl, EDGEQ_FINISH_LENGTH);
-		return;
-	}
-	tok = edgeq_sampler_sample(sl->smp, sl->logits, s->info->n_vocab,
-				   sl->hist, pos);
-	now = edgeq_now_ns();
 	atomic_store(&sl->progress_ns, now);
 	if (tok < 0 || edgeq_token_is_eog(s->m, tok)) {
 		release(s, g, NULL, true);
 		finish(s, sl, EDGEQ_FINISH_STOP);
-		return;
+		return false;
 	}
 	pthread_mutex_lock(&s->lock);
 	if (!g->st.n_gen)
@@ -405,21 +420,166 @@ static void sample(struct edgeq_session *s, struct eng_slot *sl)
 
 		edgeq_error_set(&e, ENOMEM, "out of memory for the text");
 		fail(s, sl, -ENOMEM, &e);
-		return;
+		return false;
 	}
 	if (release(s, g, &tok, false)) {
 		finish(s, sl, EDGEQ_FINISH_STOP);
-		return;
+		return false;
 	}
 	if ((g->n_predict >= 0 && g->st.n_gen >= (uint32_t)g->n_predict) ||
 	    pos + 1 >= sl->n_ctx) {
 		release(s, g, NULL, true);
 		finish(s, sl, EDGEQ_FINISH_LENGTH);
-		return;
+		return false;
 	}
 	sl->logits = NULL;
 	sl->next_tok = tok;
 	sl->have_tok = true;
+	return true;
+}
+
+/* Sample from fresh logits: emit the token, or end the request. */
+static void sample(struct edgeq_session *s, struct eng_slot *sl)
+{
+	uint32_t pos = edgeq_ctx_pos(sl->ctx);
+	int32_t tok;
+
+	if (sl->g->n_predict == 0) {
+		finish(s, sl, EDGEQ_FINISH_LENGTH);
+		return;
+	}
+	tok = edgeq_sampler_sample(sl->smp, sl->logits, s->info->n_vocab,
+				   sl->hist, pos);
+	emit(s, sl, tok, pos);
+}
+
+static int32_t argmax(const float *l, uint32_t n)
+{
+	uint32_t i, best = 0;
+
+	for (i = 1; i < n; i++)
+		if (l[i] > l[best])
+			best = i;
+	return (int32_t)best;
+}
+
+/* Draft up to @k tokens after the slot's next token into @out. */
+static int make_draft(struct edgeq_session *s, struct eng_slot *sl, int k,
+		      int32_t *out)
+{
+	uint32_t pos0 = edgeq_ctx_pos(sl->ctx), dp, V = s->info->n_vocab;
+	struct edgeq_error err;
+	const float *lg;
+	int32_t tok = sl->next_tok;
+	int j;
+
+	switch (s->draft.kind) {
+	case EDGEQ_DRAFT_LOOKUP:
+		return (int)eng_lookup_draft(sl->hist, pos0 + 1, out,
+					     (size_t)k);
+	case EDGEQ_DRAFT_LAYERS:
+		for (j = 0; j < k; j++) {
+			if (ctx_draft_step(sl->ctx, tok, pos0 + (uint32_t)j,
+					   s->draft.layers, &err))
+				return j;
+			tok = argmax(ctx_logits(sl->ctx), V);
+			out[j] = tok;
+		}
+		return k;
+	case EDGEQ_DRAFT_MODEL:
+		/* catch up with what the target holds, then draft */
+		dp = edgeq_ctx_pos(sl->dctx);
+		if (dp > pos0)
+			edgeq_ctx_truncate(sl->dctx, dp = pos0);
+		if (edgeq_decode(sl->dctx, sl->hist + dp, pos0 + 1 - dp, &lg,
+				 &err))
+			return 0;
+		for (j = 0; j < k; j++) {
+			out[j] = argmax(lg, V);
+			if (j + 1 < k &&
+			    edgeq_decode(sl->dctx, &out[j], 1, &lg, &err))
+				return j + 1;
+		}
+		return k;
+	default:
+		return 0;
+	}
+}
+
+/* How many tokens to draft for @sl this step (0: a plain step). */
+static int draft_len(struct edgeq_session *s, struct eng_slot *sl)
+{
+	struct edgeq_gen *g = sl->g;
+	uint32_t pos = edgeq_ctx_pos(sl->ctx);
+	double a;
+	int k, left;
+
+	if (!s->draft.kind || !s->ws || ctx_has_hooks(sl->ctx) ||
+	    s->t_plain <= 0)
+		return 0; /* no speculation, or no plain pass measured yet */
+	if (s->draft.fixed) {
+		k = s->draft.max_len;
+	} else {
+		a = sl->acc_n / (sl->acc_n + sl->rej_n);
+		k = eng_draft_choose(a, s->cost, s->draft.max_len, NULL);
+		if (!k && ++sl->off_steps >= 16) {
+			sl->off_steps = 0;
+			k = 2; /* off: probe now and then to re-measure */
+		}
+	}
+	sl->k = k;
+	left = g->n_predict >= 0 ? g->n_predict - (int)g->st.n_gen - 1 :
+				   INT32_MAX;
+	if (k > left)
+		k = left;
+	if ((int64_t)k + pos + 2 > (int64_t)sl->n_ctx)
+		k = (int)sl->n_ctx - (int)pos - 2;
+	return k > 0 ? k : 0;
+}
+
+/*
+ * After the verify pass over [next, d1..dk]: accept drafts in order by the
+ * speculative sampling rule, take the target's token at the first
+ * rejection (or the bonus token after all k), roll the KV cache back past
+ * the rejected drafts and emit.
+ */
+static void verify(struct edgeq_session *s, struct eng_slot *sl)
+{
+	uint32_t V = s->info->n_vocab, n_d = (uint32_t)sl->n_draft;
+	uint32_t pos0 = edgeq_ctx_pos(sl->ctx) - 1 - n_d, i, m = 0, keep;
+	int32_t out[ENG_DRAFT_MAX + 1];
+	bool acc = true;
+
+	for (i = 0; i < n_d && acc; i++) {
+		out[m++] = sampler_verify(sl->smp, sl->vlogits + (size_t)i * V,
+					  V, sl->hist, pos0 + 1 + i,
+					  sl->vtoks[1 + i], &acc);
+		if (acc)
+			sl->hist[pos0 + 1 + i] = out[m - 1];
+	}
+	if (acc) /* all accepted: the pass also gave the next token */
+		out[m++] = edgeq_sampler_sample(sl->smp,
+						sl->vlogits + (size_t)n_d * V,
+						V, sl->hist, pos0 + 1 + n_d);
+	keep = pos0 + m; /* next, then the accepted drafts */
+	edgeq_ctx_truncate(sl->ctx, keep);
+	if (sl->dctx && edgeq_ctx_pos(sl->dctx) > keep)
+		edgeq_ctx_truncate(sl->dctx, keep);
+	atomic_store(&sl->n_kv, keep);
+	sl->acc_n = sl->acc_n * 0.9 + (m - 1);
+	sl->rej_n = sl->rej_n * 0.9 + (acc ? 0 : 1);
+	pthread_mutex_lock(&s->lock);
+	sl->g->st.n_drafted += n_d;
+	sl->g->st.n_accepted += m - 1;
+	sl->g->st.n_rejected += acc ? 0 : 1;
+	sl->g->st.draft_cost = s->cost;
+	s->drafted += n_d;
+	s->accepted += m - 1;
+	s->rejected += acc ? 0 : 1;
+	pthread_mutex_unlock(&s->lock);
+	for (i = 0; i < m; i++)
+		if (!emit(s, sl, out[i], pos0 + 1 + i))
+			return;
 }
 
 /* One forward pass's work for one slot. */
@@ -428,6 +588,7 @@ struct eng_work {
 	const int32_t *toks;
 	size_t n;
 	bool prefill;
+	float *all; /* verifying drafts: every position's logits */
 };
 
 static int run_work(struct edgeq_session *s, struct eng_work *w, int nw,
@@ -445,7 +606,7 @@ static int run_work(struct edgeq_session *s, struct eng_work *w, int nw,
 		for (i = 0; i < nw; i++)
 			it[i] = (struct ctx_batch_item){ w[i].sl->ctx,
 							 w[i].toks, w[i].n,
-							 NULL };
+							 w[i].all };
 		*failed = -1;
 		ret = ctx_decode_batch(s->ws, it, nw, err);
 		for (i = 0; !ret && i < nw; i++)
@@ -470,8 +631,9 @@ static void step(struct edgeq_session *s)
 	struct edgeq_error err;
 	struct eng_slot *sl;
 	struct edgeq_gen *g;
-	int nw = 0, npre = 0, i, j, ret, failed = -1;
+	int nw = 0, npre = 0, i, j, k, ret, failed = -1, n_drafts = 0;
 	size_t n, budget = s->p.prefill_chunk;
+	uint64_t t0, t_draft = 0, t_pass;
 
 	if (s->p.token_delay_ms > 0)
 		usleep((useconds_t)s->p.token_delay_ms * 1000);
@@ -488,8 +650,19 @@ static void step(struct edgeq_session *s)
 			continue;
 		}
 		if (sl->have_tok) {
-			w[nw++] = (struct eng_work){ sl, &sl->next_tok, 1,
-						     false };
+			k = draft_len(s, sl);
+			if (k) {
+				t0 = edgeq_now_ns();
+				k = make_draft(s, sl, k, sl->vtoks + 1);
+				t_draft += edgeq_now_ns() - t0;
+				g->st.draft_ns += edgeq_now_ns() - t0;
+			}
+			sl->vtoks[0] = sl->next_tok;
+			sl->n_draft = k;
+			n_drafts += k;
+			w[nw++] = (struct eng_work){ sl, sl->vtoks,
+						     1 + (size_t)k, false,
+						     k ? sl->vlogits : NULL };
 			continue;
 		}
 		/* prefilling: in the order the requests were admitted */
@@ -510,14 +683,34 @@ static void step(struct edgeq_session *s)
 		memcpy(sl->hist + sl->pos_prompt, g->prompt + sl->pos_prompt,
 		       n * sizeof(int32_t));
 		w[nw++] = (struct eng_work){ sl, g->prompt + sl->pos_prompt, n,
-					     true };
+					     true, NULL };
 	}
 	if (!nw)
 		return;
 	edgeq_error_clear(&err);
+	t0 = edgeq_now_ns();
 	ret = run_work(s, w, nw, &err, &failed);
+	t_pass = edgeq_now_ns() - t0;
 	pthread_mutex_lock(&s->lock);
 	s->steps++;
+	if (!ret && !npre) {
+		s->passes++;
+		/* the draft cost the length choice weighs: drafting plus the
+		 * verify pass's extra time, per draft token, over a plain
+		 * pass */
+		if (!n_drafts)
+			s->t_plain = s->t_plain > 0 ?
+					     0.8 * s->t_plain + 0.2 * t_pass :
+					     (double)t_pass;
+		else if (s->t_plain > 0)
+			s->cost = 0.7 * s->cost +
+				  0.3 * (((double)(t_draft + t_pass) /
+						  s->t_plain -
+					  1) /
+					 n_drafts);
+		if (s->cost < 0)
+			s->cost = 0;
+	}
 	pthread_mutex_unlock(&s->lock);
 	for (i = 0; i < nw; i++) {
 		sl = w[i].sl;
@@ -547,6 +740,10 @@ static void step(struct edgeq_session *s)
 		} else {
 			sl->have_tok = false;
 			g->st.n_eval++;
+			if (w[i].all) {
+				verify(s, sl);
+				continue;
+			}
 		}
 		sample(s, sl);
 	}
@@ -588,11 +785,66 @@ static void *engine_main(void *arg)
 
 /* ---- the callers' side */
 
+static int check_draft(struct edgeq_model *m, struct edgeq_draft_params *d,
+		       struct edgeq_error *err)
+{
+	uint32_t nl = edgeq_model_info(m)->n_layer;
+
+	if (!d->kind)
+		return 0;
+	if (!d->max_len)
+		d->max_len = 4;
+	if (d->max_len < 1 || d->max_len > ENG_DRAFT_MAX)
+		return edgeq_error_set(err, EINVAL,
+				       "draft length must be 1..%d (got %d)",
+				       ENG_DRAFT_MAX, d->max_len);
+	switch (d->kind) {
+	case EDGEQ_DRAFT_LOOKUP:
+		return 0;
+	case EDGEQ_DRAFT_LAYERS:
+		if (d->layers < 1 || (uint32_t)d->layers >= nl)
+			return edgeq_error_set(
+				err, EINVAL,
+				"--draft layers:%d: self-speculation drafts with 1 to %u of the model's %u layers",
+				d->layers, nl - 1, nl);
+		return 0;
+	case EDGEQ_DRAFT_MODEL:
+		if (!d->model)
+			return edgeq_error_set(err, EINVAL,
+					       "no draft model given");
+		return edgeq_draft_check_vocab(m, d->model, err);
+	default:
+		return edgeq_error_set(err, EINVAL, "unknown draft kind %d",
+				       d->kind);
+	}
+}
+
+/* A slot's speculation state: verify logits, the draft model's context. */
+static int slot_draft_init(struct edgeq_session *s, struct eng_slot *sl,
+			   struct edgeq_error *err)
+{
+	struct edgeq_ctx_params cp = s->p.ctx;
+
+	if (!s->draft.kind)
+		return 0;
+	sl->vlogits = malloc((size_t)(s->draft.max_len + 1) * s->info->n_vocab *
+			     sizeof(float));
+	if (!sl->vlogits)
+		return edgeq_error_set(err, ENOMEM,
+				       "out of memory for draft logits");
+	if (s->draft.kind != EDGEQ_DRAFT_MODEL)
+		return 0;
+	cp.n_ctx = sl->n_ctx;
+	return edgeq_ctx_new(s->draft.model, &cp, &sl->dctx, err);
+}
+
 static int session_alloc(struct edgeq_model *m,
 			 const struct edgeq_session_params *p,
 			 struct edgeq_session **out, struct edgeq_error *err)
 {
+	struct edgeq_draft_params d = p->draft;
 	struct edgeq_session *s;
+	int ret;
 
 	if (p->n_slots < 1 || p->n_slots > EDGEQ_SESSION_MAX_SLOTS)
 		return edgeq_error_set(err, EINVAL,
@@ -601,6 +853,9 @@ static int session_alloc(struct edgeq_model *m,
 	if (p->queue < 0)
 		return edgeq_error_set(err, EINVAL,
 				       "the wait queue must not be negative");
+	ret = check_draft(m, &d, err);
+	if (ret)
+		return ret;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return edgeq_error_set(err, ENOMEM, "out of memory");
@@ -609,6 +864,9 @@ static int session_alloc(struct edgeq_model *m,
 	s->p = *p;
 	if (!s->p.prefill_chunk)
 		s->p.prefill_chunk = 64;
+	if (s->p.prefill_chunk > 256)
+		s->p.prefill_chunk = 256;
+	s->draft = d;
 	s->slots = calloc((size_t)p->n_slots, sizeof(*s->slots));
 	if (!s->slots) {
 		free(s);
@@ -632,6 +890,18 @@ static void slot_init(struct eng_slot *sl, int idx, struct edgeq_ctx *c,
 	atomic_store(&sl->n_kv, edgeq_ctx_pos(c));
 }
 
+/* The batch workspace: several slots, or drafts to verify k + 1 at once. */
+static int workspace_init(struct edgeq_session *s, struct edgeq_error *err)
+{
+	uint32_t per = 1 + (s->draft.kind ? (uint32_t)s->draft.max_len : 0);
+
+	if ((s->p.n_slots < 2 || s->p.sequential) && !s->draft.kind)
+		return 0;
+	return ctx_workspace_new(
+		s->m, (uint32_t)s->p.n_slots * per + s->p.prefill_chunk, &s->ws,
+		err);
+}
+
 static int session_start(struct edgeq_session *s, struct edgeq_error *err)
 {
 	if (pthread_create(&s->thread, NULL, engine_main, s))
@@ -652,13 +922,9 @@ int edgeq_session_new(struct edgeq_model *m,
 	ret = session_alloc(m, p, &s, err);
 	if (ret)
 		return ret;
-	if (p->n_slots > 1 && !p->sequential) {
-		ret = ctx_workspace_new(
-			m, (uint32_t)p->n_slots + s->p.prefill_chunk, &s->ws,
-			err);
-		if (ret)
-			goto fail;
-	}
+	ret = workspace_init(s, err);
+	if (ret)
+		goto fail;
 	for (i = 0; i < p->n_slots; i++) {
 		ret = edgeq_ctx_new(m, &p->ctx, &c, err);
 		if (ret == -ENOMEM && i > 0) {
@@ -671,6 +937,9 @@ int edgeq_session_new(struct edgeq_model *m,
 			goto fail;
 		slot_init(&s->slots[i], i, c, true);
 		s->n_slots = i + 1;
+		ret = slot_draft_init(s, &s->slots[i], err);
+		if (ret)
+			goto fail;
 		if (p->on_ctx) {
 			ret = p->on_ctx(p->hook_arg, c, i, err);
 			if (ret)
@@ -704,7 +973,11 @@ int eng_session_new_on(struct edgeq_ctx *c,
 		return ret;
 	slot_init(&s->slots[0], 0, c, false);
 	s->n_slots = 1;
-	ret = session_start(s, err);
+	ret = workspace_init(s, err);
+	if (!ret)
+		ret = slot_draft_init(s, &s->slots[0], err);
+	if (!ret)
+		ret = session_start(s, err);
 	if (ret) {
 		edgeq_session_free(s);
 		return ret;
@@ -739,6 +1012,8 @@ void edgeq_session_free(struct edgeq_session *s)
 	for (i = 0; i < s->n_slots; i++) {
 		sl = &s->slots[i];
 		edgeq_sampler_free(sl->smp);
+		free(sl->vlogits);
+		edgeq_ctx_free(sl->dctx);
 		if (!sl->own_ctx)
 			continue;
 		if (s->p.on_ctx_free)
@@ -990,10 +1265,21 @@ void edgeq_session_status(struct edgeq_session *s,
 	st->steps = s->steps;
 	st->prompt_tokens = s->prompt_tokens;
 	st->gen_tokens = s->gen_tokens;
+	st->drafted = s->drafted;
+	st->accepted = s->accepted;
+	st->rejected = s->rejected;
+	st->passes = s->passes;
+	st->draft_accept = s->accepted + s->rejected ?
+				   (double)s->accepted /
+					   (double)(s->accepted + s->rejected) :
+				   0;
+	st->draft_cost = s->cost;
 	for (i = 0; i < s->n_slots; i++) {
 		st->kv_used += atomic_load(&s->slots[i].n_kv);
 		st->kv_cap += s->slots[i].n_ctx;
 		p = atomic_load(&s->slots[i].progress_ns);
+		if (s->draft.kind && s->slots[i].g && !s->slots[i].k)
+			st->draft_off++;
 		if (s->slots[i].g && p && now - p > st->stalled_ns)
 			st->stalled_ns = now - p;
 	}

@@ -737,6 +737,34 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 	return 0;
 }
 
+int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos,
+		   int n_layers, struct edgeq_error *err)
+{
+	struct fw f = { c, &tok, 1, NULL, 0, 0, NULL, NULL };
+	int last = 0, ret;
+
+	if (pos >= c->n_ctx)
+		return edgeq_error_set(err, ENOSPC,
+				       "draft: position %u past the context",
+				       pos);
+	if (n_layers < 1 || n_layers > (int)c->m->hp.n_layer)
+		return edgeq_error_set(err, EINVAL,
+				       "draft: %d layers (the model has %u)",
+				       n_layers, c->m->hp.n_layer);
+	if (tok < 0 || (uint32_t)tok >= c->m->hp.n_vocab)
+		return edgeq_error_set(err, EINVAL,
+				       "draft: token id %d is out of range",
+				       tok);
+	c->tc[0] = c;
+	c->tpos[0] = pos;
+	pthread_mutex_lock(&c->m->lock);
+	ret = forward_layers(&f, n_layers, err);
+	if (!ret)
+		ret = forward_head(&f, &last, 1, c->logits, err);
+	pthread_mutex_unlock(&c->m->lock);
+	return ret;
+}
+
 bool ctx_has_hooks(const struct edgeq_ctx *c)
 {
 	return c->hooks != NULL;

@@ -82,13 +82,11 @@ int edgeq_generate(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
 	rq.sampling = p->sampling;
 	edgeq_session_params_init(&sp);
 	sp.ctx.n_ctx = edgeq_ctx_n_ctx(c);
+	sp.draft = p->draft;
 	ret = eng_session_new_on(c, &sp, &s, err);
 	if (!ret)
 		ret = edgeq_session_submit(s, &rq, &g, err);
 	free(toks);
-	if (ret == -EINVAL)
-		ret = edgeq_error_set(err, EINVAL,
-				      "invalid sampling parameters");
 	while (!ret) {
 		ret = edgeq_gen_next(g, &ev, err);
 		if (ret < 0)

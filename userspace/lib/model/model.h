@@ -151,6 +151,14 @@ uint32_t ctx_workspace_tokens(const struct edgeq_ctx *w);
 int ctx_decode_batch(struct edgeq_ctx *w, struct ctx_batch_item *it, int n,
 		     struct edgeq_error *err);
 bool ctx_has_hooks(const struct edgeq_ctx *c);
+/*
+ * Self-speculation: run @tok at @pos through the first @n_layers blocks and
+ * the output head (logits into the ctx's). Writes those layers' KV at @pos
+ * (the verifying pass writes the same values) and leaves the ctx's
+ * position alone.
+ */
+int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos,
+		   int n_layers, struct edgeq_error *err);
 /* The logits of the last decode (n_vocab floats). */
 const float *ctx_logits(struct edgeq_ctx *c);
 
