@@ -143,10 +143,10 @@ enum edgeq_draft_kind {
 
 struct edgeq_draft_params {
 	enum edgeq_draft_kind kind;
-	int layers;		  /* LAYERS: 1 .. n_layer - 1 */
+	int layers;		   /* LAYERS: 1 .. n_layer - 1 */
 	struct edgeq_model *model; /* MODEL: loaded by the caller */
-	int max_len;		  /* most tokens drafted per pass (4; 1..16) */
-	bool fixed;		  /* always max_len; else adapted to acceptance */
+	int max_len;		   /* most tokens drafted per pass (4; 1..16) */
+	bool fixed; /* always max_len; else adapted to acceptance */
 };
 
 /*
@@ -186,6 +186,10 @@ struct edgeq_gen_params {
 	int n_predict; /* -1: until EOS or the context is full */
 	struct edgeq_sampler_params sampling;
 	struct edgeq_draft_params draft; /* zeroed: no speculation */
+	/* at the context limit, keep the first n_keep tokens and the newest
+	 * half of the rest instead of stopping */
+	bool context_shift;
+	uint32_t n_keep;
 };
 
 /*

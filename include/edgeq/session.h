@@ -51,6 +51,10 @@ struct edgeq_session_params {
 	/* speculative decoding in every slot (kind NONE: off); a draft
 	 * model must outlive the session */
 	struct edgeq_draft_params draft;
+	/* at the context limit, keep each request's first n_keep tokens and
+	 * the newest half of the rest (keys re-roped) and go on, instead of
+	 * ending with EDGEQ_FINISH_LENGTH (off by default) */
+	bool context_shift;
 	/*
 	 * Placement hooks, called with @hook_arg: on_ctx after a slot's
 	 * context is created (non-zero fails the session), on_ctx_free
@@ -83,6 +87,8 @@ struct edgeq_gen_request {
 	struct edgeq_sampler_params sampling;
 	const char *stops[EDGEQ_GEN_MAX_STOPS]; /* stop strings (copied) */
 	int n_stops;
+	uint32_t n_keep; /* context shift: tokens always kept (a system
+			  * prompt); at most half the context */
 	/* polled by the engine thread; true ends the request */
 	bool (*cancelled)(void *user);
 	void *user;
@@ -129,6 +135,8 @@ void edgeq_gen_cancel(struct edgeq_gen *g);
 void edgeq_gen_get_stats(const struct edgeq_gen *g, struct edgeq_gen_stats *st);
 /* Prompt tokens that were served from the slot's cached prefix. */
 uint32_t edgeq_gen_n_cached(const struct edgeq_gen *g);
+/* Context shifts the request went through. */
+uint32_t edgeq_gen_n_shifts(const struct edgeq_gen *g);
 /* Cancel if still running, wait until its slot lets go, free. NULL ok. */
 void edgeq_gen_free(struct edgeq_gen *g);
 

@@ -24,9 +24,10 @@
 
 #include "engine/draft.h"
 #include "engine/text.h"
+#include "model/model.h"
 
-static struct edgeq_model *model, *model2, *other_vocab;
-static char model_path[PATH_MAX], other_path[PATH_MAX];
+static struct edgeq_model *model, *model2, *micro;
+static char model_path[PATH_MAX], micro_path[PATH_MAX];
 
 /* ---- text release, no model */
 
@@ -118,15 +119,16 @@ static int setup_model(void **state)
 		model = NULL;
 	/* the same file again: a draft model whose vocabulary matches */
 	if (edgeq_model_load(&mp, &model2, NULL))
-		model2 = NULL;
-	snprintf(other_path, sizeof(other_path),
-		 "/tmp/edgeq-test-session-%d-v.gguf", (int)getpid());
+		model2 =
+			NULL; /* one layer, F32: a shifted cache equals a fresh one exactly */
+	snprintf(micro_path, sizeof(micro_path),
+		 "/tmp/edgeq-test-session-%d-m.gguf", (int)getpid());
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' -o '%s' --shape tiny --seed 7 --vocab 300 >/dev/null",
-		 gen, other_path);
-	mp.path = other_path;
-	if (system(cmd) || edgeq_model_load(&mp, &other_vocab, NULL))
-		other_vocab = NULL;
+		 "'%s' -o '%s' --shape micro --type f32 >/dev/null", gen,
+		 micro_path);
+	mp.path = micro_path;
+	if (system(cmd) || edgeq_model_load(&mp, &micro, NULL))
+		micro = NULL;
 	return 0;
 }
 
@@ -134,11 +136,11 @@ static int teardown_model(void **state)
 {
 	edgeq_model_free(model);
 	edgeq_model_free(model2);
-	edgeq_model_free(other_vocab);
+	edgeq_model_free(micro);
+	if (micro_path[0])
+		unlink(micro_path);
 	if (model_path[0])
 		unlink(model_path);
-	if (other_path[0])
-		unlink(other_path);
 	return 0;
 }
 
@@ -576,12 +578,12 @@ static void test_spec_bad_drafts(void **state)
 	p.draft.kind = EDGEQ_DRAFT_MODEL;
 	p.draft.model = NULL;
 	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
-	if (!other_vocab) {
-		print_message("no second vocabulary model\n");
+	if (!micro) {
+		print_message("no micro model\n");
 		return;
 	}
 	/* a draft model whose vocabulary differs is refused */
-	p.draft.model = other_vocab;
+	p.draft.model = micro;
 	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "vocabulary"));
 }
@@ -627,7 +629,7 @@ static void test_draft_choose(void **state)
  * rejected often) are counted over many seeded runs with and without
  * speculation, and a two-sample chi-square test must not tell them apart.
  */
-#define CHI_RUNS 1200
+#define CHI_RUNS 800
 static void count_tokens(const struct edgeq_draft_params *d, uint64_t seed0,
 			 uint32_t *cnt, uint32_t V)
 {
@@ -711,6 +713,104 @@ static void test_spec_sampling_distribution(void **state)
 	free(b);
 }
 
+/*
+ * The re-roped cache after a shift gives what a fresh context holding the
+ * kept tokens gives. With one layer the keys do not depend on the dropped
+ * tokens, so only the rotation's rounding differs (F32 cache); deeper
+ * models' kept keys did see the dropped tokens, which is what a context
+ * shift gives up.
+ */
+static void test_ctx_shift_rerope(void **state)
+{
+	struct edgeq_ctx_params cp;
+	struct edgeq_ctx *a, *b;
+	const float *la, *lb;
+	int32_t t[48], kept[48], x = 7;
+	uint32_t V, i, keep = 4, drop = 10, n = 40, nk = 0;
+	float *sa;
+	double md = 0, ma = 0;
+
+	NEED_MODEL();
+	if (!micro) {
+		print_message("no micro model\n");
+		skip();
+	}
+	V = edgeq_model_info(micro)->n_vocab;
+	for (i = 0; i < n; i++)
+		t[i] = (int32_t)(3 + (i * 7) % (V - 3));
+	edgeq_ctx_params_init(&cp);
+	cp.n_ctx = 64;
+	cp.kv_type = EDGEQ_KV_F32;
+	assert_int_equal(edgeq_ctx_new(micro, &cp, &a, NULL), 0);
+	assert_int_equal(edgeq_ctx_new(micro, &cp, &b, NULL), 0);
+	assert_int_equal(edgeq_decode(a, t, n, &la, NULL), 0);
+	assert_int_equal(ctx_shift(a, keep, 99, NULL), -EINVAL);
+	assert_int_equal(ctx_shift(a, keep, drop, NULL), 0);
+	assert_int_equal(edgeq_ctx_pos(a), n - drop);
+	assert_int_equal(edgeq_decode(a, &x, 1, &la, NULL), 0);
+	sa = malloc(V * sizeof(float));
+	memcpy(sa, la, V * sizeof(float));
+	for (i = 0; i < n; i++)
+		if (i < keep || i >= keep + drop)
+			kept[nk++] = t[i];
+	assert_int_equal(edgeq_decode(b, kept, nk, &lb, NULL), 0);
+	assert_int_equal(edgeq_decode(b, &x, 1, &lb, NULL), 0);
+	for (i = 0; i < V; i++) {
+		if (fabs(sa[i] - lb[i]) > md)
+			md = fabs(sa[i] - lb[i]);
+		if (fabs(lb[i]) > ma)
+			ma = fabs(lb[i]);
+	}
+	print_message("shifted vs fresh: max |diff| %.3g of max |logit| %.3g\n",
+		      md, ma);
+	assert_true(md <= 1e-3 * (ma > 1 ? ma : 1));
+	free(sa);
+	edgeq_ctx_free(a);
+	edgeq_ctx_free(b);
+}
+
+/* With --context-shift a generation goes past the context; without, it
+ * ends there. */
+static void test_context_shift(void **state)
+{
+	struct edgeq_session_params p;
+	struct edgeq_session *s;
+	struct edgeq_gen_request rq;
+	struct edgeq_gen_stats st;
+	struct edgeq_session_status ss;
+	struct edgeq_gen *g;
+	char buf[16384];
+	int32_t t[64];
+	size_t n, nt;
+	int shift;
+
+	NEED_MODEL();
+	for (shift = 0; shift < 2; shift++) {
+		edgeq_session_params_init(&p);
+		p.ctx.n_ctx = 32;
+		p.context_shift = shift;
+		assert_int_equal(edgeq_session_new(model, &p, &s, NULL), 0);
+		n = tok("one two three", t, 64);
+		req_init(&rq, t, n, 100);
+		rq.n_keep = 2;
+		assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+		assert_int_equal(drain(g, buf, sizeof(buf), NULL, &nt, NULL),
+				 EDGEQ_FINISH_LENGTH);
+		edgeq_gen_get_stats(g, &st);
+		edgeq_session_status(s, &ss);
+		if (shift) {
+			assert_int_equal(nt, 100);
+			assert_true(edgeq_gen_n_shifts(g) >= 3);
+		} else {
+			assert_int_equal(nt + n, 32);
+			assert_int_equal(edgeq_gen_n_shifts(g), 0);
+		}
+		assert_true(ss.kv_used <= 32);
+		edgeq_gen_free(g);
+		edgeq_session_free(s);
+	}
+}
+
 static void test_bad_requests(void **state)
 {
 	struct edgeq_session_params p;
@@ -776,6 +876,8 @@ int main(void)
 		cmocka_unit_test(test_lookup_draft),
 		cmocka_unit_test(test_draft_choose),
 		cmocka_unit_test(test_spec_sampling_distribution),
+		cmocka_unit_test(test_ctx_shift_rerope),
+		cmocka_unit_test(test_context_shift),
 		cmocka_unit_test(test_bad_requests),
 	};
 

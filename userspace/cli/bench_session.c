@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include <edgeq/engine.h>
+#include <edgeq/ledger.h>
 #include <edgeq/session.h>
 
 #include "bench_session.h"
@@ -215,6 +216,156 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	       q.n, streams, pct(sorted, q.n, 0.5), pct(sorted, q.n, 0.9),
 	       pct(sorted, q.n, 0.99), sorted[q.n - 1], one.ttft_ms[0], worst);
 out:
+	edgeq_model_free(m);
+	return status;
+}
+
+/* One stream of @n_gen greedy tokens; figures of its generation. */
+static int one_stream(struct edgeq_model *m, const struct edgeq_draft_params *d,
+		      const int32_t *toks, size_t n_toks, int n_gen,
+		      struct edgeq_gen_stats *st, struct edgeq_error *err)
+{
+	struct edgeq_session_params sp;
+	struct edgeq_session *s = NULL;
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g = NULL;
+	struct edgeq_gen_event ev;
+	int ret;
+
+	edgeq_session_params_init(&sp);
+	sp.ctx.n_ctx = (uint32_t)(n_toks + (size_t)n_gen + 8);
+	if (d)
+		sp.draft = *d;
+	ret = edgeq_session_new(m, &sp, &s, err);
+	if (ret)
+		return ret;
+	memset(&rq, 0, sizeof(rq));
+	rq.toks = toks;
+	rq.n_toks = n_toks;
+	rq.n_predict = n_gen;
+	edgeq_sampler_params_init(&rq.sampling);
+	rq.sampling.temp = 0;
+	ret = edgeq_session_submit(s, &rq, &g, err);
+	while (!ret) {
+		ret = edgeq_gen_next(g, &ev, err);
+		if (ret == 0)
+			break;
+		ret = ret == 1 ? 0 : ret;
+	}
+	if (!ret)
+		edgeq_gen_get_stats(g, st);
+	edgeq_gen_free(g);
+	edgeq_session_free(s);
+	return ret;
+}
+
+static double dec_tok_s(const struct edgeq_gen_stats *st)
+{
+	return st->decode_ns && st->n_gen > 1 ?
+		       (st->n_gen - 1) * 1e9 / (double)st->decode_ns :
+		       0;
+}
+
+int bench_draft(const char *path, int threads, const char *draft, int max_len,
+		int n_gen, bool json)
+{
+	/* a prompt with repetition, as when editing or summarising a text */
+	static const char text[] =
+		"Rewrite the following text, keeping every sentence.\n"
+		"Text: The small robot walked to the river every morning. "
+		"It looked at the water and counted the fish. The small robot "
+		"walked to the river every morning, and it looked at the water "
+		"again. Every morning the robot counted the fish in the river.\n"
+		"Rewritten: The small robot walked to the river every morning.";
+	struct edgeq_model_params mp;
+	struct edgeq_draft_params d;
+	struct edgeq_error err = { 0 };
+	struct edgeq_model *m = NULL, *dm = NULL;
+	struct edgeq_gen_stats plain, spec;
+	struct edgeq_spec pred;
+	int32_t toks[512];
+	size_t n_toks = 0;
+	const char *dpath;
+	double a, k, speedup;
+	int ret, status = EXIT_OK;
+
+	if (edgeq_draft_parse(draft, &d, &dpath) || !d.kind)
+		return cli_error(EXIT_USAGE, "bench",
+				 "--draft must be lookup, layers:L or a model");
+	d.max_len = max_len;
+	edgeq_model_params_init(&mp);
+	mp.path = path;
+	mp.n_threads = threads;
+	ret = edgeq_model_load(&mp, &m, &err);
+	if (!ret && dpath) {
+		mp.path = dpath;
+		ret = edgeq_model_load(&mp, &dm, &err);
+		d.model = dm;
+	}
+	if (!ret)
+		ret = edgeq_tokenize(m, text, edgeq_model_info(m)->add_bos,
+				     false, toks, 512, &n_toks);
+	/* plain first, then speculative, then plain again: the baseline is
+	 * the better of the two plain runs around it */
+	if (!ret)
+		ret = one_stream(m, NULL, toks, n_toks, n_gen, &plain, &err);
+	if (!ret)
+		ret = one_stream(m, &d, toks, n_toks, n_gen, &spec, &err);
+	if (!ret) {
+		struct edgeq_gen_stats again;
+
+		ret = one_stream(m, NULL, toks, n_toks, n_gen, &again, &err);
+		if (!ret && dec_tok_s(&again) > dec_tok_s(&plain))
+			plain = again;
+	}
+	if (ret) {
+		status = cli_error(cli_exit_for(ret), "bench", "%s",
+				   err.msg[0] ? err.msg : strerror(-ret));
+		goto out;
+	}
+	a = spec.n_accepted + spec.n_rejected ?
+		    (double)spec.n_accepted /
+			    (spec.n_accepted + spec.n_rejected) :
+		    0;
+	k = spec.n_accepted + spec.n_rejected ?
+		    (double)spec.n_drafted /
+			    (spec.n_accepted + spec.n_rejected) :
+		    0;
+	edgeq_ledger_speculative(a, (int)(k + 0.5), spec.draft_cost, &pred);
+	speedup = dec_tok_s(&plain) > 0 ? dec_tok_s(&spec) / dec_tok_s(&plain) :
+					  0;
+	if (json) {
+		json_t *j = json_pack(
+			"{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:f}",
+			"draft", draft, "threads", threads, "gen", n_gen,
+			"plain_tok_s", dec_tok_s(&plain), "draft_tok_s",
+			dec_tok_s(&spec), "speedup", speedup,
+			"draft_acceptance", a, "draft_len", k, "draft_cost",
+			spec.draft_cost, "tokens_per_pass",
+			spec.n_eval ? (double)(spec.n_gen - 1) / spec.n_eval :
+				      0,
+			"draft_tokens", (json_int_t)spec.n_drafted,
+			"predicted_speedup", pred.speedup);
+
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(j);
+		goto out;
+	}
+	printf("speculative decoding, --draft %s, %d threads, %d tokens, prompt %zu tokens\n",
+	       draft, threads, n_gen, n_toks);
+	printf("plain %.2f tok/s, drafted %.2f tok/s: measured speedup %.2fx\n",
+	       dec_tok_s(&plain), dec_tok_s(&spec), speedup);
+	printf("acceptance %.3f per draft token, %.2f drafted per pass, draft cost %.3f, %.2f tokens per target pass\n",
+	       a, k, spec.draft_cost,
+	       spec.n_eval ? (double)(spec.n_gen - 1) / spec.n_eval : 0);
+	printf("ledger prediction for that acceptance, length and cost: %.2fx (measured / predicted %.2f)%s\n",
+	       pred.speedup, pred.speedup > 0 ? speedup / pred.speedup : 0,
+	       spec.n_drafted < (uint32_t)n_gen / 4 ?
+		       "; drafting was mostly off (it did not pay)" :
+		       "");
+out:
+	edgeq_model_free(dm);
 	edgeq_model_free(m);
 	return status;
 }

@@ -23,7 +23,8 @@
 static const char *o_model, *o_prompt = "", *o_kv = "f16", *o_weights = "auto";
 static const char *o_budget, *o_dump, *o_queue, *o_draft;
 static int o_draft_max = 4;
-static bool o_draft_fixed;
+static bool o_draft_fixed, o_shift;
+static int o_keep;
 static int o_n = 64, o_threads, o_top_k = 40, o_ctx, o_batch = 64,
 	   o_last_n = 64;
 static double o_temp = 0.8, o_top_p = 0.95, o_min_p = 0.05, o_rep = 1.0;
@@ -70,6 +71,10 @@ static const struct cli_option run_opts[] = {
 	  "most tokens drafted per target pass (4; the session adapts below it)" },
 	{ "draft-fixed", 0, CLI_FLAG, &o_draft_fixed, NULL,
 	  "always draft --draft-max tokens (no adaptation)" },
+	{ "context-shift", 0, CLI_FLAG, &o_shift, NULL,
+	  "at the context limit keep --keep tokens and the newest half of the rest, and go on (off)" },
+	{ "keep", 0, CLI_INT, &o_keep, "N",
+	  "context shift: prompt tokens always kept (a system prompt; 0)" },
 	{ "dump-logits", 0, CLI_STR, &o_dump, "FILE",
 	  "(testing) greedy run writing every step's logits as float32 rows" },
 	CLI_OPTIONS_END
@@ -297,6 +302,11 @@ static int cmd_run(int argc, char **argv)
 			"--draft must be lookup, layers:L (L >= 1) or a model file");
 	gp.draft.max_len = o_draft_max;
 	gp.draft.fixed = o_draft_fixed;
+	gp.context_shift = o_shift;
+	if (o_keep < 0)
+		return cli_error(EXIT_USAGE, "run",
+				 "--keep must not be negative");
+	gp.n_keep = (uint32_t)o_keep;
 	{
 		struct edgeq_sampler *s;
 
@@ -421,11 +431,11 @@ static int cmd_run(int argc, char **argv)
 						   (st.n_accepted +
 						    st.n_rejected) :
 					   0;
-			double k = st.n_accepted + st.n_rejected ?
-					   (double)st.n_drafted /
-						   (st.n_accepted +
-						    st.n_rejected) :
-					   0;
+			double k =
+				st.n_accepted + st.n_rejected ?
+					(double)st.n_drafted / (st.n_accepted +
+								st.n_rejected) :
+					0;
 
 			edgeq_ledger_speculative(a, (int)(k + 0.5),
 						 st.draft_cost, &sp);
@@ -433,10 +443,9 @@ static int cmd_run(int argc, char **argv)
 					    json_real(a));
 			json_object_set_new(
 				tm, "draft_accepted_share",
-				json_real(st.n_drafted ?
-						  (double)st.n_accepted /
-							  st.n_drafted :
-						  0));
+				json_real(st.n_drafted ? (double)st.n_accepted /
+								 st.n_drafted :
+							 0));
 			json_object_set_new(tm, "draft_tokens",
 					    json_integer(st.n_drafted));
 			json_object_set_new(tm, "draft_cost",

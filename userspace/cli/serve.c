@@ -94,6 +94,12 @@ static const struct cli_option serve_opts[] = {
 	  "SIGTERM: let in-flight requests finish this long, then cancel (10)" },
 	{ "chat-template", 0, CLI_STR, &cfg.chat_template, "NAME",
 	  "auto, llama3, chatml, llama2 or mistral (auto)" },
+	{ "draft", 0, CLI_STR, &cfg.draft, "lookup|layers:L|MODEL",
+	  "speculative decoding in every slot: prompt-lookup n-grams, the model's first L layers, or a draft model with the same vocabulary (off)" },
+	{ "draft-max", 0, CLI_INT, &cfg.draft_max, "N",
+	  "most tokens drafted per target pass (4)" },
+	{ "context-shift", 0, CLI_FLAG, &cfg.context_shift, NULL,
+	  "a slot at its context limit keeps the system prompt and the newest half and goes on (off: the answer ends with finish_reason length)" },
 	{ "kv-type", 0, CLI_STR, &opt_kv_type, "f16|q8_0",
 	  "KV cache type of the slots (f16; q8_0 halves the cache)" },
 	{ "no-prefix-cache", 0, CLI_FLAG, &opt_no_prefix_cache, NULL,
@@ -563,6 +569,18 @@ static int serve_main(int argc, char **argv)
 	cfg.socket_mode = (unsigned int)mode;
 	cfg.max_body = opt_max_body;
 	cfg.prefix_cache = !opt_no_prefix_cache;
+	{
+		struct edgeq_draft_params dp;
+		const char *dpath;
+
+		if (edgeq_draft_parse(cfg.draft, &dp, &dpath))
+			return cli_error(
+				EXIT_USAGE, "serve",
+				"--draft must be lookup, layers:L (L >= 1) or a model file");
+		if (cfg.draft_max < 0 || cfg.draft_max > 16)
+			return cli_error(EXIT_USAGE, "serve",
+					 "--draft-max must be 1..16");
+	}
 	if (!strcmp(opt_kv_type, "f16"))
 		cfg.kv_type = EDGEQ_KV_F16;
 	else if (!strcmp(opt_kv_type, "q8_0"))

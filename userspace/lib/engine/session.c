@@ -84,6 +84,7 @@ struct edgeq_gen {
 	int32_t *prompt;
 	size_t n_prompt;
 	int n_predict;
+	uint32_t n_keep;
 	struct edgeq_sampler_params sp;
 	char *stops[EDGEQ_GEN_MAX_STOPS];
 	int n_stops;
@@ -100,7 +101,7 @@ struct edgeq_gen {
 	struct edgeq_error err;
 	pthread_cond_t cond;
 	struct edgeq_gen_stats st;
-	uint32_t n_cached;
+	uint32_t n_cached, n_shifts;
 
 	/* the consumer's (edgeq_gen_next) */
 	struct eng_buf ev;
@@ -389,6 +390,32 @@ static bool is_cancelled(struct edgeq_session *s, struct edgeq_gen *g)
 }
 
 /*
+ * The context is full: keep the first n_keep tokens and the newest half of
+ * the rest. Returns the new position of @tok (unchanged when it fails).
+ */
+static uint32_t shift(struct edgeq_session *s, struct eng_slot *sl,
+		      uint32_t pos, int32_t tok)
+{
+	uint32_t keep = sl->g->n_keep, drop;
+	struct edgeq_error err;
+
+	if (keep > pos / 2)
+		keep = pos / 2;
+	drop = (pos - keep) / 2;
+	if (!drop || ctx_shift(sl->ctx, keep, drop, &err))
+		return pos;
+	if (sl->dctx)
+		edgeq_ctx_truncate(sl->dctx, keep);
+	pos -= drop;
+	sl->hist[pos] = tok;
+	atomic_store(&sl->n_kv, pos);
+	pthread_mutex_lock(&s->lock);
+	sl->g->n_shifts++;
+	pthread_mutex_unlock(&s->lock);
+	return pos;
+}
+
+/*
  * Hand @tok, placed at @pos, to the request: end it on EOG, a stop string,
  * n_predict or a full context. Returns true while it goes on (then @tok is
  * the slot's next token to decode).
@@ -426,6 +453,9 @@ static bool emit(struct edgeq_session *s, struct eng_slot *sl, int32_t tok,
 		finish(s, sl, EDGEQ_FINISH_STOP);
 		return false;
 	}
+	if (pos + 1 >= sl->n_ctx && s->p.context_shift &&
+	    !(g->n_predict >= 0 && g->st.n_gen >= (uint32_t)g->n_predict))
+		pos = shift(s, sl, pos, tok);
 	if ((g->n_predict >= 0 && g->st.n_gen >= (uint32_t)g->n_predict) ||
 	    pos + 1 >= sl->n_ctx) {
 		release(s, g, NULL, true);
@@ -1040,6 +1070,7 @@ static int gen_copy_request(struct edgeq_gen *g,
 	memcpy(g->prompt, rq->toks, rq->n_toks * sizeof(int32_t));
 	g->n_prompt = rq->n_toks;
 	g->n_predict = rq->n_predict;
+	g->n_keep = rq->n_keep;
 	g->sp = rq->sampling;
 	g->cancelled = rq->cancelled;
 	g->user = rq->user;
@@ -1193,6 +1224,11 @@ void edgeq_gen_get_stats(const struct edgeq_gen *g, struct edgeq_gen_stats *st)
 uint32_t edgeq_gen_n_cached(const struct edgeq_gen *g)
 {
 	return g->n_cached;
+}
+
+uint32_t edgeq_gen_n_shifts(const struct edgeq_gen *g)
+{
+	return g->n_shifts;
 }
 
 void edgeq_gen_free(struct edgeq_gen *g)

@@ -48,12 +48,12 @@ struct edgeq_ctx {
 	uint8_t *qh; /* [n_threads][q8_0 of one head] */
 	uint8_t *qa; /* quantized activations [n_batch][qa_stride] */
 	size_t qa_stride;
-	uint8_t *emb;	  /* raw embedding rows [n_batch][row_size] */
-	float *rope;	  /* [n_batch][n_rot / 2][2] cos, sin */
+	uint8_t *emb;	       /* raw embedding rows [n_batch][row_size] */
+	float *rope;	       /* [n_batch][n_rot / 2][2] cos, sin */
 	struct edgeq_ctx **tc; /* [n_batch] the context of each token */
 	uint32_t *tpos;	       /* [n_batch] the position of each token */
 	float *lg_all;	       /* [n_batch][n_vocab], batch output; lazily */
-	int32_t *history; /* [n_ctx] for edgeq_generate */
+	int32_t *history;      /* [n_ctx] for edgeq_generate */
 	const struct edgeq_ctx_hooks *hooks; /* placement, or NULL */
 	void *hooks_arg;
 };
@@ -262,9 +262,10 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	c->history = calloc(c->n_ctx, sizeof(int32_t));
 	c->tc = calloc(B, sizeof(*c->tc));
 	c->tpos = calloc(B, sizeof(*c->tpos));
-	if (!c->tc || !c->tpos || !c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q ||
-	    !c->k || !c->v || !c->hb || !c->hb2 || !c->logits || !c->att ||
-	    !c->qh || !c->qa || !c->emb || !c->rope || !c->history) {
+	if (!c->tc || !c->tpos || !c->k_cache || !c->v_cache || !c->x ||
+	    !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb || !c->hb2 ||
+	    !c->logits || !c->att || !c->qh || !c->qa || !c->emb || !c->rope ||
+	    !c->history) {
 		edgeq_ctx_free(c);
 		return edgeq_error_set(
 			err, ENOMEM, "out of memory for a %u-position context",
@@ -319,10 +320,10 @@ static void quant_task(void *arg, int ith, int nth)
  * those of the workspace context @w (its n_batch bounds nb).
  */
 struct fw {
-	struct edgeq_ctx *w;	  /* workspace: activations, tc, tpos */
-	const int32_t *toks;	  /* [nb] */
+	struct edgeq_ctx *w; /* workspace: activations, tc, tpos */
+	const int32_t *toks; /* [nb] */
 	int nb;
-	const float *qa_src;	  /* what w->qa holds: source, type, rows */
+	const float *qa_src; /* what w->qa holds: source, type, rows */
 	int qa_type, qa_nb;
 	const struct edgeq_ctx_hooks *hooks; /* placement, or NULL */
 	void *hooks_arg;
@@ -737,8 +738,8 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 	return 0;
 }
 
-int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos,
-		   int n_layers, struct edgeq_error *err)
+int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos, int n_layers,
+		   struct edgeq_error *err)
 {
 	struct fw f = { c, &tok, 1, NULL, 0, 0, NULL, NULL };
 	int last = 0, ret;
@@ -752,9 +753,8 @@ int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos,
 				       "draft: %d layers (the model has %u)",
 				       n_layers, c->m->hp.n_layer);
 	if (tok < 0 || (uint32_t)tok >= c->m->hp.n_vocab)
-		return edgeq_error_set(err, EINVAL,
-				       "draft: token id %d is out of range",
-				       tok);
+		return edgeq_error_set(
+			err, EINVAL, "draft: token id %d is out of range", tok);
 	c->tc[0] = c;
 	c->tpos[0] = pos;
 	pthread_mutex_lock(&c->m->lock);
@@ -763,6 +763,76 @@ int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos,
 		ret = forward_head(&f, &last, 1, c->logits, err);
 	pthread_mutex_unlock(&c->m->lock);
 	return ret;
+}
+
+/* Re-rope one stored key row by @cs (a rotation by the position change). */
+static void kv_rerope_row(struct edgeq_ctx *c, uint8_t *row, float *tmp,
+			  const float *cs)
+{
+	const struct edgeq_hparams *hp = &c->m->hp;
+	uint32_t kv_dim = hp->n_head_kv * hp->head_dim;
+
+	switch (c->kv_type) {
+	case EDGEQ_KV_F16:
+		edgeq_fp16_to_fp32_row((const uint16_t *)row, tmp, kv_dim);
+		rope_apply(hp, tmp, hp->n_head_kv, cs);
+		edgeq_fp32_to_fp16_row(tmp, (uint16_t *)row, kv_dim);
+		break;
+	case EDGEQ_KV_Q8_0:
+		edgeq_type_traits(EDGEQ_TYPE_Q8_0)->to_float(row, tmp, kv_dim);
+		rope_apply(hp, tmp, hp->n_head_kv, cs);
+		c->m->ops->quantize_act(EDGEQ_TYPE_Q8_0, tmp, row, kv_dim);
+		break;
+	default:
+		rope_apply(hp, (float *)row, hp->n_head_kv, cs);
+		break;
+	}
+}
+
+int ctx_shift(struct edgeq_ctx *c, uint32_t keep, uint32_t n_discard,
+	      struct edgeq_error *err)
+{
+	const struct edgeq_hparams *hp = &c->m->hp;
+	uint32_t nf = hp->n_rot / 2, i, p, l;
+	float *tmp, *cs;
+	size_t row = c->kv_row;
+
+	if (!n_discard || keep + n_discard > c->pos)
+		return edgeq_error_set(
+			err, EINVAL,
+			"context shift: keep %u and drop %u of %u positions",
+			keep, n_discard, c->pos);
+	tmp = malloc(((size_t)hp->n_head_kv * hp->head_dim + hp->n_rot) *
+		     sizeof(float));
+	if (!tmp)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	cs = tmp + (size_t)hp->n_head_kv * hp->head_dim;
+	/* rotating by the position change: angles add */
+	for (i = 0; i < nf; i++) {
+		float th = -(float)n_discard * hp->rope_linear_scale *
+			   c->m->rope_inv_freq[i];
+
+		cs[2 * i] = cosf(th);
+		cs[2 * i + 1] = sinf(th);
+	}
+	for (l = 0; l < hp->n_layer; l++) {
+		uint8_t *kc = c->k_cache + (size_t)l * c->n_ctx * row;
+		uint8_t *vc = c->v_cache + (size_t)l * c->n_ctx * row;
+
+		for (p = keep + n_discard; p < c->pos; p++) {
+			memcpy(kc + (size_t)(p - n_discard) * row,
+			       kc + (size_t)p * row, row);
+			kv_rerope_row(c, kc + (size_t)(p - n_discard) * row,
+				      tmp, cs);
+			memcpy(vc + (size_t)(p - n_discard) * row,
+			       vc + (size_t)p * row, row);
+		}
+	}
+	memmove(c->history + keep, c->history + keep + n_discard,
+		(c->pos - keep - n_discard) * sizeof(int32_t));
+	c->pos -= n_discard;
+	free(tmp);
+	return 0;
 }
 
 bool ctx_has_hooks(const struct edgeq_ctx *c)
@@ -825,9 +895,9 @@ int ctx_decode_batch(struct edgeq_ctx *w, struct ctx_batch_item *it, int n,
 		n_out += it[i].all_logits ? (int)it[i].n : 1;
 	}
 	if ((uint32_t)nb > w->n_batch || n_out > (int)w->n_batch)
-		return edgeq_error_set(
-			err, E2BIG, "decode batch: %d tokens, room for %u", nb,
-			w->n_batch);
+		return edgeq_error_set(err, E2BIG,
+				       "decode batch: %d tokens, room for %u",
+				       nb, w->n_batch);
 	toks = w->history; /* the workspace's own history is unused */
 	nb = 0;
 	n_out = 0;
@@ -860,8 +930,7 @@ int ctx_decode_batch(struct edgeq_ctx *w, struct ctx_batch_item *it, int n,
 			       it[i].n * V * sizeof(float));
 			n_out += (int)it[i].n;
 		} else {
-			memcpy(it[i].c->logits,
-			       w->lg_all + (size_t)n_out * V,
+			memcpy(it[i].c->logits, w->lg_all + (size_t)n_out * V,
 			       V * sizeof(float));
 			n_out++;
 		}

@@ -79,10 +79,12 @@ int edgeq_generate(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
 	rq.toks = toks;
 	rq.n_toks = n;
 	rq.n_predict = p->n_predict;
+	rq.n_keep = p->n_keep;
 	rq.sampling = p->sampling;
 	edgeq_session_params_init(&sp);
 	sp.ctx.n_ctx = edgeq_ctx_n_ctx(c);
 	sp.draft = p->draft;
+	sp.context_shift = p->context_shift;
 	ret = eng_session_new_on(c, &sp, &s, err);
 	if (!ret)
 		ret = edgeq_session_submit(s, &rq, &g, err);

@@ -152,13 +152,19 @@ int ctx_decode_batch(struct edgeq_ctx *w, struct ctx_batch_item *it, int n,
 		     struct edgeq_error *err);
 bool ctx_has_hooks(const struct edgeq_ctx *c);
 /*
+ * Context shift: drop positions [keep, keep + n_discard) and move the rest
+ * down, re-roping the moved keys to their new positions (history too).
+ */
+int ctx_shift(struct edgeq_ctx *c, uint32_t keep, uint32_t n_discard,
+	      struct edgeq_error *err);
+/*
  * Self-speculation: run @tok at @pos through the first @n_layers blocks and
  * the output head (logits into the ctx's). Writes those layers' KV at @pos
  * (the verifying pass writes the same values) and leaves the ctx's
  * position alone.
  */
-int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos,
-		   int n_layers, struct edgeq_error *err);
+int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos, int n_layers,
+		   struct edgeq_error *err);
 /* The logits of the last decode (n_vocab floats). */
 const float *ctx_logits(struct edgeq_ctx *c);
 

@@ -191,8 +191,7 @@ static float uniform(struct edgeq_sampler *s)
 }
 
 /* Draw from s->c/s->prob[0..n) of total @sum, skipping id @skip. */
-static int32_t draw(struct edgeq_sampler *s, size_t n, float sum,
-		    int32_t skip)
+static int32_t draw(struct edgeq_sampler *s, size_t n, float sum, int32_t skip)
 {
 	float r = uniform(s) * sum, cum = 0;
 	size_t i, lastv = 0;

@@ -37,6 +37,8 @@ struct srv {
 	/* the slots, their wait queue and the engine thread */
 	struct edgeq_session *sess;
 	int n_slots;
+	struct edgeq_model *draft_model; /* --draft MODEL, or NULL */
+	int draft_kind;			 /* enum edgeq_draft_kind */
 
 	pthread_mutex_t lock;		 /* speeds, pressure */
 	double peak_tok_s, prompt_tok_s; /* measured, EWMA */

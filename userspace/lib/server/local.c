@@ -37,8 +37,9 @@ int srv_tokenize_prompt(struct srv_req *r)
 				      "the prompt cannot be tokenized"),
 		       -EINVAL;
 	r->n_prompt = n;
-	/* generate no further than the context */
-	if (r->n_prompt + (size_t)r->max_tokens > s->n_ctx)
+	/* generate no further than the context (unless it shifts) */
+	if (!s->cfg.context_shift &&
+	    r->n_prompt + (size_t)r->max_tokens > s->n_ctx)
 		r->max_tokens = (int)(s->n_ctx - r->n_prompt);
 	return 0;
 }
@@ -127,6 +128,7 @@ static int local_begin(struct srv_req *r)
 	rq.toks = r->toks;
 	rq.n_toks = r->n_prompt;
 	rq.n_predict = r->max_tokens;
+	rq.n_keep = r->add_bos ? 1 : 0; /* a context shift keeps BOS */
 	rq.sampling = r->sp;
 	for (i = 0; i < r->n_stops && i < EDGEQ_GEN_MAX_STOPS; i++)
 		rq.stops[rq.n_stops++] = r->stops[i];

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <edgeq/ledger.h>
+#include <edgeq/session.h>
+
 #include "server/server.h"
 
 #define NBUCKETS 12
@@ -225,4 +228,45 @@ void srv_metrics_render(struct srv_metrics *m, struct srv_buf *o)
 				edgeq_route_name(j), k ? "failed" : "ok",
 				(unsigned long long)m->upstream[j][k]);
 	pthread_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_render_session(const struct edgeq_session_status *ss,
+				bool speculative, struct srv_buf *o)
+{
+	struct edgeq_spec sp;
+	double k, tpp;
+	uint64_t v = ss->accepted + ss->rejected;
+
+	srv_buf_printf(
+		o,
+		"# HELP edgeq_engine_steps_total Engine steps (one forward pass over every active slot each).\n"
+		"# TYPE edgeq_engine_steps_total counter\nedgeq_engine_steps_total %llu\n",
+		(unsigned long long)ss->steps);
+	if (!speculative)
+		return;
+	k = v ? (double)ss->drafted / (double)v : 0;
+	tpp = ss->passes ?
+		      (double)(ss->accepted + ss->passes) / (double)ss->passes :
+		      0;
+	edgeq_ledger_speculative(ss->draft_accept, (int)(k + 0.5),
+				 ss->draft_cost, &sp);
+	srv_buf_printf(
+		o,
+		"# HELP edgeq_draft_tokens_total Tokens drafted for speculative decoding.\n"
+		"# TYPE edgeq_draft_tokens_total counter\nedgeq_draft_tokens_total %llu\n"
+		"# HELP edgeq_draft_accepted_total Drafted tokens the target accepted.\n"
+		"# TYPE edgeq_draft_accepted_total counter\nedgeq_draft_accepted_total %llu\n"
+		"# HELP edgeq_draft_acceptance_ratio Acceptance rate per drafted token (the geometric model's a).\n"
+		"# TYPE edgeq_draft_acceptance_ratio gauge\nedgeq_draft_acceptance_ratio %.4f\n"
+		"# HELP edgeq_draft_cost_ratio Measured cost of a draft token over a plain target pass.\n"
+		"# TYPE edgeq_draft_cost_ratio gauge\nedgeq_draft_cost_ratio %.4f\n"
+		"# HELP edgeq_tokens_per_pass Tokens per target decode pass (1 without speculation).\n"
+		"# TYPE edgeq_tokens_per_pass gauge\nedgeq_tokens_per_pass %.4f\n"
+		"# HELP edgeq_draft_predicted_speedup The ledger's speedup for the measured acceptance, draft length and cost.\n"
+		"# TYPE edgeq_draft_predicted_speedup gauge\nedgeq_draft_predicted_speedup %.4f\n"
+		"# HELP edgeq_draft_off_slots Running slots whose drafting is off (it does not pay now).\n"
+		"# TYPE edgeq_draft_off_slots gauge\nedgeq_draft_off_slots %d\n",
+		(unsigned long long)ss->drafted,
+		(unsigned long long)ss->accepted, ss->draft_accept,
+		ss->draft_cost, tpp, sp.speedup, ss->draft_off);
 }

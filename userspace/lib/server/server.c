@@ -441,6 +441,8 @@ static int do_metrics(struct srv_req *r)
 		render_pressure(&pr, &b);
 	render_weights(s, &b);
 	srv_metrics_render(s->metrics, &b);
+	if (s->sess && st == SRV_READY)
+		srv_metrics_render_session(&ss, s->draft_kind != 0, &b);
 	if (s->cfg.on_metrics && srv_ready(s))
 		s->cfg.on_metrics(s->cfg.hook_arg, &b);
 	if (b.oom) {
@@ -976,6 +978,31 @@ int srv_chat_render(struct srv *s, const struct srv_msg *msgs, size_t n,
 	return srv_template_render(s->tmpl, msgs, n, out);
 }
 
+/* --draft: the option, and a draft model loaded like the target. */
+static int load_draft(struct srv *s, const struct edgeq_model_params *mp,
+		      struct edgeq_draft_params *d, struct edgeq_error *err)
+{
+	struct edgeq_model_params dp = *mp;
+	const char *path;
+	int ret;
+
+	if (edgeq_draft_parse(s->cfg.draft, d, &path))
+		return edgeq_error_set(
+			err, EINVAL,
+			"--draft must be lookup, layers:L (L >= 1) or a model file");
+	d->max_len = s->cfg.draft_max > 0 ? s->cfg.draft_max : 4;
+	s->draft_kind = (int)d->kind;
+	if (!path)
+		return 0;
+	dp.path = path;
+	dp.weights_budget = 0;
+	ret = edgeq_model_load(&dp, &s->draft_model, err);
+	if (ret)
+		return ret;
+	d->model = s->draft_model;
+	return 0;
+}
+
 int srv_load(struct srv *s, struct edgeq_error *err)
 {
 	struct edgeq_model_params mp;
@@ -1004,10 +1031,14 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	sp.ctx.n_ctx = s->n_ctx;
 	sp.ctx.kv_type = (enum edgeq_kv_type)s->cfg.kv_type;
 	sp.prefix_cache = s->cfg.prefix_cache;
+	sp.context_shift = s->cfg.context_shift;
 	sp.token_delay_ms = s->cfg.token_delay_ms;
 	sp.hook_arg = s->cfg.hook_arg;
 	sp.on_ctx = s->cfg.on_ctx;
 	sp.on_ctx_free = s->cfg.on_ctx_free;
+	ret = load_draft(s, &mp, &sp.draft, err);
+	if (ret)
+		goto fail;
 	ret = edgeq_session_new(s->model, &sp, &s->sess, err);
 	if (ret)
 		goto fail;
@@ -1141,6 +1172,7 @@ void srv_free(struct srv *s)
 	if (s->cfg.unix_socket && s->listen_fd[1] != -1)
 		unlink(s->cfg.unix_socket);
 	edgeq_session_free(s->sess);
+	edgeq_model_free(s->draft_model);
 	if (s->model)
 		edgeq_model_free(s->model);
 	srv_metrics_free(s->metrics);
