@@ -38,9 +38,15 @@ struct phase {
 	uint64_t steps;
 };
 
+/*
+ * @clients greedy requests of @n_gen tokens on @slots slots (drafting with
+ * @d unless NULL); the first request's figures in *@st0 unless NULL.
+ */
 static int run_phase(struct edgeq_model *m, int slots, int clients,
-		     bool sequential, const int32_t *toks, size_t n_toks,
-		     int n_gen, struct phase *ph, struct edgeq_error *err)
+		     bool sequential, const struct edgeq_draft_params *d,
+		     const int32_t *toks, size_t n_toks, int n_gen,
+		     struct phase *ph, struct edgeq_gen_stats *st0,
+		     struct edgeq_error *err)
 {
 	struct edgeq_session_params sp;
 	struct edgeq_session *s = NULL;
@@ -60,6 +66,8 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 	sp.queue = clients;
 	sp.sequential = sequential;
 	sp.ctx.n_ctx = (uint32_t)(n_toks + (size_t)n_gen + 8);
+	if (d)
+		sp.draft = *d;
 	ret = edgeq_session_new(m, &sp, &s, err);
 	if (ret)
 		return ret;
@@ -92,6 +100,8 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 			n_itl++;
 		}
 		req += (st.ttft_ns + st.decode_ns) / 1e6;
+		if (!i && st0)
+			*st0 = st;
 	}
 	edgeq_session_status(s, &ss);
 	ph->n = clients;
@@ -148,16 +158,17 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	ret = edgeq_tokenize(m, prompt, edgeq_model_info(m)->add_bos, false,
 			     toks, 256, &n_toks);
 	if (!ret)
-		ret = run_phase(m, 1, 1, true, toks, n_toks, n_gen, &one, &err);
+		ret = run_phase(m, 1, 1, true, NULL, toks, n_toks, n_gen, &one,
+				NULL, &err);
 	if (!ret)
-		ret = run_phase(m, streams, streams, false, toks, n_toks, n_gen,
-				&bat, &err);
+		ret = run_phase(m, streams, streams, false, NULL, toks, n_toks,
+				n_gen, &bat, NULL, &err);
 	if (!ret)
-		ret = run_phase(m, streams, streams, true, toks, n_toks, n_gen,
-				&ts, &err);
+		ret = run_phase(m, streams, streams, true, NULL, toks, n_toks,
+				n_gen, &ts, NULL, &err);
 	if (!ret)
-		ret = run_phase(m, streams, 2 * streams, false, toks, n_toks,
-				n_gen, &q, &err);
+		ret = run_phase(m, streams, 2 * streams, false, NULL, toks,
+				n_toks, n_gen, &q, NULL, &err);
 	if (ret) {
 		status = cli_error(cli_exit_for(ret), "bench", "%s",
 				   err.msg[0] ? err.msg : strerror(-ret));
@@ -225,38 +236,9 @@ static int one_stream(struct edgeq_model *m, const struct edgeq_draft_params *d,
 		      const int32_t *toks, size_t n_toks, int n_gen,
 		      struct edgeq_gen_stats *st, struct edgeq_error *err)
 {
-	struct edgeq_session_params sp;
-	struct edgeq_session *s = NULL;
-	struct edgeq_gen_request rq;
-	struct edgeq_gen *g = NULL;
-	struct edgeq_gen_event ev;
-	int ret;
+	struct phase ph;
 
-	edgeq_session_params_init(&sp);
-	sp.ctx.n_ctx = (uint32_t)(n_toks + (size_t)n_gen + 8);
-	if (d)
-		sp.draft = *d;
-	ret = edgeq_session_new(m, &sp, &s, err);
-	if (ret)
-		return ret;
-	memset(&rq, 0, sizeof(rq));
-	rq.toks = toks;
-	rq.n_toks = n_toks;
-	rq.n_predict = n_gen;
-	edgeq_sampler_params_init(&rq.sampling);
-	rq.sampling.temp = 0;
-	ret = edgeq_session_submit(s, &rq, &g, err);
-	while (!ret) {
-		ret = edgeq_gen_next(g, &ev, err);
-		if (ret == 0)
-			break;
-		ret = ret == 1 ? 0 : ret;
-	}
-	if (!ret)
-		edgeq_gen_get_stats(g, st);
-	edgeq_gen_free(g);
-	edgeq_session_free(s);
-	return ret;
+	return run_phase(m, 1, 1, true, d, toks, n_toks, n_gen, &ph, st, err);
 }
 
 static double dec_tok_s(const struct edgeq_gen_stats *st)
