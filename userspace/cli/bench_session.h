@@ -11,7 +11,7 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 
 /* --draft SPEC: one stream with and without speculation, the measured
  * speedup next to the ledger's prediction. */
-int bench_draft(const char *path, int threads, const char *draft,
-		int max_len, int n_gen, bool json);
+int bench_draft(const char *path, int threads, const char *draft, int max_len,
+		int n_gen, bool json);
 
 #endif

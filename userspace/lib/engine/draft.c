@@ -107,7 +107,7 @@ size_t eng_lookup_draft(const int32_t *h, size_t n, int32_t *out, size_t k)
 int eng_draft_choose(double accept, double cost, int max_len, double *speedup)
 {
 	struct edgeq_spec sp;
-	double best = 1;
+	double best = ENG_DRAFT_MIN_GAIN;
 	int k, best_k = 0;
 
 	if (accept > 0.999)
@@ -120,6 +120,6 @@ int eng_draft_choose(double accept, double cost, int max_len, double *speedup)
 		}
 	}
 	if (speedup)
-		*speedup = best;
+		*speedup = best_k ? best : 1;
 	return best_k;
 }

@@ -8,6 +8,9 @@
 
 #define ENG_LOOKUP_NGRAM 3 /* longest n-gram prompt lookup matches */
 #define ENG_DRAFT_MAX 16   /* most tokens drafted per pass */
+/* a draft length must promise this speedup, or drafting stays off (the
+ * model's inputs are estimates) */
+#define ENG_DRAFT_MIN_GAIN 1.05
 
 /*
  * Prompt lookup: find the latest earlier occurrence of the longest n-gram
@@ -20,7 +23,8 @@ size_t eng_lookup_draft(const int32_t *h, size_t n, int32_t *out, size_t k);
  * The draft length (0..max_len) that the geometric model says is fastest
  * for acceptance rate @accept and draft cost @cost (a draft token's time
  * over a target pass's); 0 when no length beats plain decoding. The
- * expected speedup in *@speedup.
+ * expected speedup in *@speedup (1 when off). A length must promise
+ * ENG_DRAFT_MIN_GAIN.
  */
 int eng_draft_choose(double accept, double cost, int max_len, double *speedup);
 

@@ -145,8 +145,9 @@ struct edgeq_session {
 	int n_slots;
 	struct edgeq_ctx *ws; /* batch workspace; NULL: one pass per slot */
 	struct edgeq_draft_params draft;
-	double t_plain; /* EWMA ns of a decode pass without drafts */
-	double cost;	/* EWMA: a draft token's cost over a plain pass */
+	double t_plain;	 /* EWMA ns of a decode pass without drafts */
+	double cost;	 /* EWMA: a draft token's cost over a plain pass */
+	uint64_t n_cost; /* measurements in cost */
 	uint64_t drafted, accepted, rejected, passes;
 
 	pthread_mutex_t lock;
@@ -297,9 +298,16 @@ static bool admit_locked(struct edgeq_session *s)
 	edgeq_ctx_truncate(best->ctx, keep);
 	if (best->dctx && edgeq_ctx_pos(best->dctx) > keep)
 		edgeq_ctx_truncate(best->dctx, keep);
-	/* speculation starts hopeful and learns this request's rate */
-	best->acc_n = 3;
-	best->rej_n = 1;
+	/* speculation starts from the session's rate so far (even odds
+	 * when there is none) and learns this request's */
+	if (s->accepted + s->rejected) {
+		best->acc_n = 2.0 * (double)s->accepted /
+			      (double)(s->accepted + s->rejected);
+		best->rej_n = 2.0 - best->acc_n;
+	} else {
+		best->acc_n = 1;
+		best->rej_n = 1;
+	}
 	best->off_steps = 0;
 	atomic_store(&best->n_kv, keep);
 	best->pos_prompt = keep;
@@ -493,12 +501,29 @@ static int32_t argmax(const float *l, uint32_t n)
 	return (int32_t)best;
 }
 
-/* Draft up to @k tokens after the slot's next token into @out. */
-static int make_draft(struct edgeq_session *s, struct eng_slot *sl, int k,
-		      int32_t *out)
+/* Feed the draft model's context the target's history up to @upto. */
+static int draft_sync(struct eng_slot *sl, uint32_t upto)
 {
-	uint32_t pos0 = edgeq_ctx_pos(sl->ctx), dp, V = s->info->n_vocab;
+	uint32_t dp = edgeq_ctx_pos(sl->dctx);
+
+	if (dp > upto)
+		edgeq_ctx_truncate(sl->dctx, dp = upto);
+	if (dp == upto)
+		return 0;
+	return edgeq_decode(sl->dctx, sl->hist + dp, upto - dp, NULL, NULL);
+}
+
+/*
+ * Draft up to @k tokens after the slot's next token into @out. A draft
+ * model first catches up with the target's history (the prompt, once): that
+ * time goes to *@catchup_ns, not to the per-token draft cost.
+ */
+static int make_draft(struct edgeq_session *s, struct eng_slot *sl, int k,
+		      int32_t *out, uint64_t *catchup_ns)
+{
+	uint32_t pos0 = edgeq_ctx_pos(sl->ctx), V = s->info->n_vocab;
 	struct edgeq_error err;
+	uint64_t t0;
 	const float *lg;
 	int32_t tok = sl->next_tok;
 	int j;
@@ -518,11 +543,11 @@ static int make_draft(struct edgeq_session *s, struct eng_slot *sl, int k,
 		return k;
 	case EDGEQ_DRAFT_MODEL:
 		/* catch up with what the target holds, then draft */
-		dp = edgeq_ctx_pos(sl->dctx);
-		if (dp > pos0)
-			edgeq_ctx_truncate(sl->dctx, dp = pos0);
-		if (edgeq_decode(sl->dctx, sl->hist + dp, pos0 + 1 - dp, &lg,
-				 &err))
+		t0 = edgeq_now_ns();
+		if (draft_sync(sl, pos0))
+			return 0;
+		*catchup_ns = edgeq_now_ns() - t0;
+		if (edgeq_decode(sl->dctx, sl->hist + pos0, 1, &lg, &err))
 			return 0;
 		for (j = 0; j < k; j++) {
 			out[j] = argmax(lg, V);
@@ -654,6 +679,14 @@ static int run_work(struct edgeq_session *s, struct eng_work *w, int nw,
 	return 0;
 }
 
+/* The draft cost's moving average; the first measurement stands alone. */
+static double cost_update(double avg, uint64_t n, double v)
+{
+	if (v < 0)
+		v = 0;
+	return n ? 0.7 * avg + 0.3 * v : v;
+}
+
 static void step(struct edgeq_session *s)
 {
 	struct eng_work w[EDGEQ_SESSION_MAX_SLOTS];
@@ -682,9 +715,11 @@ static void step(struct edgeq_session *s)
 		if (sl->have_tok) {
 			k = draft_len(s, sl);
 			if (k) {
+				uint64_t cu = 0;
+
 				t0 = edgeq_now_ns();
-				k = make_draft(s, sl, k, sl->vtoks + 1);
-				t_draft += edgeq_now_ns() - t0;
+				k = make_draft(s, sl, k, sl->vtoks + 1, &cu);
+				t_draft += edgeq_now_ns() - t0 - cu;
 				g->st.draft_ns += edgeq_now_ns() - t0;
 			}
 			sl->vtoks[0] = sl->next_tok;
@@ -733,13 +768,10 @@ static void step(struct edgeq_session *s)
 					     0.8 * s->t_plain + 0.2 * t_pass :
 					     (double)t_pass;
 		else if (s->t_plain > 0)
-			s->cost = 0.7 * s->cost +
-				  0.3 * (((double)(t_draft + t_pass) /
-						  s->t_plain -
-					  1) /
-					 n_drafts);
-		if (s->cost < 0)
-			s->cost = 0;
+			s->cost = cost_update(
+				s->cost, s->n_cost++,
+				((double)(t_draft + t_pass) / s->t_plain - 1) /
+					n_drafts);
 	}
 	pthread_mutex_unlock(&s->lock);
 	for (i = 0; i < nw; i++) {
@@ -760,6 +792,9 @@ static void step(struct edgeq_session *s)
 		atomic_store(&sl->progress_ns, edgeq_now_ns());
 		if (w[i].prefill) {
 			sl->pos_prompt += w[i].n;
+			/* the draft model reads the prompt with the target */
+			if (sl->dctx)
+				draft_sync(sl, (uint32_t)sl->pos_prompt);
 			pthread_mutex_lock(&s->lock);
 			s->prompt_tokens += w[i].n;
 			pthread_mutex_unlock(&s->lock);

@@ -252,40 +252,12 @@ void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model)
 static void render_weights(struct srv *s, struct srv_buf *b)
 {
 	struct edgeq_stream_status w;
-	uint32_t layers;
 
 	if (atomic_load(&s->state) != SRV_READY)
 		return;
 	/* read between engine steps: a busy engine gives its last reading */
-	if (edgeq_session_weights_status(s->sess, &w))
-		return;
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_weights_mode How tensor data reaches memory (weight streamer), always 1.\n"
-		"# TYPE edgeq_weights_mode gauge\nedgeq_weights_mode{mode=\"%s\"} 1\n",
-		edgeq_weights_mode_name(w.mode));
-	if (w.mode == EDGEQ_WEIGHTS_MMAP)
-		return; /* the page cache decides; there is no budget */
-	layers = w.layers_resident + w.layers_streamed;
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_weights_budget_bytes Resident weights budget in force (streamer; memory pressure moves it).\n"
-		"# TYPE edgeq_weights_budget_bytes gauge\nedgeq_weights_budget_bytes %llu\n"
-		"# HELP edgeq_weights_resident_bytes Weight buffers held now, pool included (streamer).\n"
-		"# TYPE edgeq_weights_resident_bytes gauge\nedgeq_weights_resident_bytes %llu\n"
-		"# HELP edgeq_weights_read_bytes_total Weight bytes read from storage (streamer).\n"
-		"# TYPE edgeq_weights_read_bytes_total counter\nedgeq_weights_read_bytes_total %llu\n"
-		"# HELP edgeq_weights_stalls_total Layers whose weights were not there when needed (streamer).\n"
-		"# TYPE edgeq_weights_stalls_total counter\nedgeq_weights_stalls_total %llu\n",
-		(unsigned long long)w.budget,
-		(unsigned long long)w.resident_bytes,
-		(unsigned long long)w.bytes_read, (unsigned long long)w.stalls);
-	if (layers)
-		srv_buf_printf(
-			b,
-			"# HELP edgeq_weights_cache_hit_ratio Share of layers served from resident memory each token; the rest are streamed.\n"
-			"# TYPE edgeq_weights_cache_hit_ratio gauge\nedgeq_weights_cache_hit_ratio %.4f\n",
-			(double)w.layers_resident / layers);
+	if (!edgeq_session_weights_status(s->sess, &w))
+		srv_metrics_render_weights(&w, b);
 }
 
 void srv_set_pressure(struct srv *s, const struct srv_pressure *p)
@@ -306,51 +278,6 @@ double srv_throttle(struct srv *s)
 		t = s->pressure.throttle;
 	pthread_mutex_unlock(&s->lock);
 	return t;
-}
-
-static void render_pressure(const struct srv_pressure *p, struct srv_buf *b)
-{
-	int i;
-
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_pressure_source The pressure monitor's source (bpf or psi), always 1.\n"
-		"# TYPE edgeq_pressure_source gauge\n"
-		"edgeq_pressure_source{source=\"%s\"} 1\n"
-		"# HELP edgeq_memory_pressure_level Memory pressure level from the monitor: 0 none, 1 low, 2 medium, 3 critical.\n"
-		"# TYPE edgeq_memory_pressure_level gauge\n"
-		"edgeq_memory_pressure_level %d\n"
-		"# HELP edgeq_memory_stall_ms_per_second Reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
-		"# TYPE edgeq_memory_stall_ms_per_second gauge\n"
-		"edgeq_memory_stall_ms_per_second %.3f\n",
-		p->source, p->mem_level, p->stall_ms_per_s);
-	if (!p->n_dev)
-		return;
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_throttle_ratio Share of full speed left per device (pressure monitor: cooling state, clock over max); 1 unthrottled.\n"
-		"# TYPE edgeq_throttle_ratio gauge\n");
-	for (i = 0; i < p->n_dev; i++)
-		srv_buf_printf(b, "edgeq_throttle_ratio{device=\"%s\"} %.4f\n",
-			       p->dev[i].name, p->dev[i].throttle);
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_device_thermal_level Thermal state per device (pressure monitor): 0 ok, 1 warn, 2 critical.\n"
-		"# TYPE edgeq_device_thermal_level gauge\n");
-	for (i = 0; i < p->n_dev; i++)
-		srv_buf_printf(b,
-			       "edgeq_device_thermal_level{device=\"%s\"} %u\n",
-			       p->dev[i].name, p->dev[i].level);
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_device_temperature_celsius Hottest thermal zone mapped to the device (pressure monitor).\n"
-		"# TYPE edgeq_device_temperature_celsius gauge\n");
-	for (i = 0; i < p->n_dev; i++)
-		if (p->dev[i].temp_mc != INT32_MIN)
-			srv_buf_printf(
-				b,
-				"edgeq_device_temperature_celsius{device=\"%s\"} %.3f\n",
-				p->dev[i].name, p->dev[i].temp_mc / 1000.0);
 }
 
 static int do_metrics(struct srv_req *r)
@@ -438,7 +365,7 @@ static int do_metrics(struct srv_req *r)
 			"edgeq_memory_pressure_ratio %.4f\n",
 			mp / 100);
 	if (pr.valid)
-		render_pressure(&pr, &b);
+		srv_metrics_render_pressure(&pr, &b);
 	render_weights(s, &b);
 	srv_metrics_render(s->metrics, &b);
 	if (s->sess && st == SRV_READY)

@@ -117,6 +117,15 @@ struct edgeq_session_status;
 void srv_metrics_render_session(const struct edgeq_session_status *ss,
 				bool speculative, struct srv_buf *out);
 
+struct edgeq_stream_status;
+/* The weight streamer's gauges (mode; budget, residency, reads, stalls). */
+void srv_metrics_render_weights(const struct edgeq_stream_status *w,
+				struct srv_buf *out);
+struct srv_pressure;
+/* The pressure monitor's gauges (source, memory level, throttle, heat). */
+void srv_metrics_render_pressure(const struct srv_pressure *p,
+				 struct srv_buf *out);
+
 /* ---- chat templates */
 enum srv_template {
 	SRV_TMPL_CHATML = 0,
