@@ -6,6 +6,7 @@
 # answer run past --ctx-size; bad values are usage errors.
 # timeout: 180
 import os
+import re
 import subprocess
 import sys
 import time
@@ -66,6 +67,25 @@ def main(t):
     r = subprocess.run([EDGEQ, "serve", "-m", model, "--kv-type", "q4"],
                        capture_output=True, text=True, timeout=20)
     t.check("--kv-type q4 is a usage error", r.returncode == 2, r.returncode)
+
+    # while the weights load, the router counts prompt tokens with the
+    # vocabulary (loaded first), the same count as once loaded
+    d = Daemon("--load-delay", "3000", wait=False)
+    for _ in range(100):
+        if d.port:
+            break
+        time.sleep(0.05)
+    long_prompt = "the quick brown fox jumps over the lazy dog " * 6
+    st, _, _, _ = d.post("/v1/completions", {"prompt": long_prompt, "max_tokens": 2})
+    t.check("a request while loading is refused", st == 503, st)
+    d.wait_ready()
+    st, _, _, _ = d.post("/v1/completions", {"prompt": long_prompt, "max_tokens": 2,
+                                             "temperature": 0})
+    counts = re.findall(r"prompt_tokens=(\d+)", d.logtext())
+    t.check("prompt tokens counted alike while loading and loaded",
+            st == 200 and len(counts) >= 2 and counts[0] == counts[-1]
+            and int(counts[0]) != len(long_prompt) // 4, counts)
+    d.stop()
 
     d = Daemon("--kv-type", "q8_0")
     st, j = answer(d)

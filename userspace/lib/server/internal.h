@@ -38,7 +38,9 @@ struct srv {
 	struct edgeq_session *sess;
 	int n_slots;
 	struct edgeq_model *draft_model; /* --draft MODEL, or NULL */
-	int draft_kind;			 /* enum edgeq_draft_kind */
+	/* the tokenizer, loaded ahead of the weights (vocab_only) */
+	struct edgeq_model *_Atomic vocab;
+	int draft_kind; /* enum edgeq_draft_kind */
 
 	pthread_mutex_t lock;		 /* speeds, pressure */
 	double peak_tok_s, prompt_tok_s; /* measured, EWMA */

@@ -490,6 +490,26 @@ static int route_once(struct srv_req *r, const char *stage)
 	return 0;
 }
 
+/* Prompt tokens by the vocabulary loaded ahead of the weights (0 before). */
+static size_t count_tokens(struct srv *s, struct srv_req *r)
+{
+	struct edgeq_model *v = atomic_load(&s->vocab);
+	size_t max = strlen(r->prompt) + 8, n = 0;
+	const struct edgeq_model_info *vi;
+	int32_t *t;
+
+	if (!v)
+		return 0;
+	/* BOS as the loaded model will add it (s->info is not there yet) */
+	vi = edgeq_model_info(v);
+	t = malloc(max * sizeof(*t));
+	if (t && edgeq_tokenize(v, r->prompt, vi->bos >= 0 && vi->add_bos,
+				r->parse_special, t, max, &n))
+		n = 0;
+	free(t);
+	return n;
+}
+
 static int do_generate(struct srv_req *r)
 {
 	struct srv *s = r->s;
@@ -503,7 +523,8 @@ static int do_generate(struct srv_req *r)
 		if (ret)
 			return ret;
 	} else if (r->prompt) {
-		r->n_prompt = strlen(r->prompt) / 4; /* rough, for the router */
+		/* the weights are still loading: count with the vocabulary */
+		r->n_prompt = count_tokens(s, r);
 	}
 	if (route_once(r, "decision"))
 		return srv_send_error(r, 500, "server_error", NULL,
@@ -944,6 +965,16 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	mp.n_threads = s->cfg.threads;
 	mp.weights = (enum edgeq_weights_mode)s->cfg.weights_mode;
 	mp.weights_budget = s->cfg.weights_budget;
+	/* the vocabulary first (quick): requests that come while the
+	 * weights load are routed with real token counts */
+	{
+		struct edgeq_model_params vp = mp;
+		struct edgeq_model *v = NULL;
+
+		vp.vocab_only = true;
+		if (!edgeq_model_load(&vp, &v, NULL))
+			atomic_store(&s->vocab, v);
+	}
 	ret = edgeq_model_load(&mp, &s->model, err);
 	if (ret)
 		goto fail;
@@ -1100,6 +1131,7 @@ void srv_free(struct srv *s)
 		unlink(s->cfg.unix_socket);
 	edgeq_session_free(s->sess);
 	edgeq_model_free(s->draft_model);
+	edgeq_model_free(atomic_load(&s->vocab));
 	if (s->model)
 		edgeq_model_free(s->model);
 	srv_metrics_free(s->metrics);
