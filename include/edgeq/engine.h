@@ -192,6 +192,10 @@ struct edgeq_gen_params {
 	uint32_t n_keep;
 };
 
+/* Defaults: no prompt, no BOS, n_predict -1, the sampler's defaults, no
+ * speculation, no context shift. Callers set what they need after it. */
+void edgeq_gen_params_init(struct edgeq_gen_params *p);
+
 /*
  * Tokenize, prefill, then decode and sample until EOS or n_predict, calling
  * @cb for each generated token. Token ids may be collected through the

@@ -285,10 +285,9 @@ static int cmd_run(int argc, char **argv)
 	else
 		return cli_error(EXIT_USAGE, "run",
 				 "--kv-type must be f16, q8_0 or f32");
-	memset(&gp, 0, sizeof(gp));
+	edgeq_gen_params_init(&gp);
 	gp.prompt = o_prompt;
 	gp.n_predict = o_n;
-	edgeq_sampler_params_init(&gp.sampling);
 	gp.sampling.temp = (float)o_temp;
 	gp.sampling.top_k = o_top_k;
 	gp.sampling.top_p = (float)o_top_p;

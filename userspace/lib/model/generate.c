@@ -54,6 +54,13 @@ static int full_prompt(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
 	return 0;
 }
 
+void edgeq_gen_params_init(struct edgeq_gen_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->n_predict = -1;
+	edgeq_sampler_params_init(&p->sampling);
+}
+
 int edgeq_generate(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
 		   edgeq_token_cb cb, void *user, struct edgeq_gen_stats *st,
 		   struct edgeq_error *err)
