@@ -93,4 +93,24 @@ patch "$M" "$T/bos.gguf" "i=b.index(b'tokenizer.ggml.bos_token_id')+27+4; b=b[:i
 refused "BOS id out of range" "$T/bos.gguf" "bos_token_id = 99999"
 "$EDGEQ" run -m "$T/nonexistent.gguf" -p hi >/dev/null 2>&1
 check "a missing file is an error" test $? -ne 0
+# speculative decoding and the context shift through the session
+R="one two three four one two three four one two three four one two"
+"$EDGEQ" run -m "$M" -p "$R" -n 24 --temp 0 --json --no-roofline 2>/dev/null | sed 's/"timings".*//' >"$T/plain"
+for d in lookup layers:1 "$M"; do
+	"$EDGEQ" run -m "$M" -p "$R" -n 24 --temp 0 --json --no-roofline --draft "$d" --draft-fixed >"$T/spec" 2>/dev/null
+	check "--draft $(basename "$d"): greedy tokens identical" sh -c "sed 's/\"timings\".*//' '$T/spec' | cmp -s - '$T/plain'"
+done
+check "--json timings: draft_acceptance and tokens_per_pass" /usr/bin/python3 -c "
+import json; t=json.load(open('$T/spec'))['timings']
+assert t['draft_acceptance']==1.0 and t['tokens_per_pass']>1.5 and 'predicted_speedup' in t, t"
+"$GEN" -o "$T/micro.gguf" --shape micro
+"$EDGEQ" run -m "$M" -p hi -n 2 --draft "$T/micro.gguf" --no-roofline >/dev/null 2>"$T/e"
+check "a draft model with another vocabulary is refused" sh -c "test $? -ne 0 && grep -q 'vocabulary' '$T/e'"
+"$EDGEQ" run -m "$M" -p hi -n 2 --draft layers:99 --no-roofline >/dev/null 2>"$T/e"
+check "--draft layers:L needs L below the model's layers" grep -q 'layers' "$T/e"
+"$EDGEQ" run -m "$M" -p hi --draft layers: >/dev/null 2>&1
+check "--draft layers: is a usage error" test $? -eq 2
+"$EDGEQ" run -m "$M" -p "hi there" -n 40 --ctx-size 16 --temp 0 --context-shift --keep 1 --no-roofline --json >"$T/shift" 2>/dev/null
+check "--context-shift generates past --ctx-size" /usr/bin/python3 -c "
+import json; j=json.load(open('$T/shift')); assert len(j['tokens'])==40, len(j['tokens'])"
 summary

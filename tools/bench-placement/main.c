@@ -536,7 +536,7 @@ static int bench_engine(const char *model, uint32_t n_events)
 	}
 	e.pl = edgeq_place_placer(e.x);
 	e.n_events = n_events > 4096 ? 4096 : n_events;
-	edgeq_sampler_params_init(&gp.sampling);
+	edgeq_gen_params_init(&gp);
 	gp.sampling.temp = 0;
 	gp.prompt = "a";
 	gp.add_bos = true;

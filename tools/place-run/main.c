@@ -283,7 +283,7 @@ int main(int argc, char **argv)
 		r.npu = 0;
 	}
 	r.per = open_memstream(&perbuf, &perlen);
-	edgeq_sampler_params_init(&gp.sampling);
+	edgeq_gen_params_init(&gp);
 	gp.sampling.temp = 0;
 	gp.prompt = prompt;
 	gp.add_bos = true;

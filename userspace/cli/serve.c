@@ -45,6 +45,7 @@ static bool opt_no_prefix_cache;
 static const char *opt_pressure = "auto";
 static const char *opt_weights = "auto", *opt_weights_budget;
 static const char *opt_device_queue;
+static const char *opt_kv_type = "f16";
 
 static const struct cli_option serve_opts[] = {
 	{ "config", 'c', CLI_STR, &opt_config, "FILE",
@@ -93,6 +94,14 @@ static const struct cli_option serve_opts[] = {
 	  "SIGTERM: let in-flight requests finish this long, then cancel (10)" },
 	{ "chat-template", 0, CLI_STR, &cfg.chat_template, "FILE|NAME",
 	  "auto: the model's tokenizer.chat_template (Jinja); a Jinja FILE; or a built-in llama3, chatml, llama2, mistral (auto)" },
+	{ "draft", 0, CLI_STR, &cfg.draft, "lookup|layers:L|MODEL",
+	  "speculative decoding in every slot: prompt-lookup n-grams, the model's first L layers, or a draft model with the same vocabulary (off)" },
+	{ "draft-max", 0, CLI_INT, &cfg.draft_max, "N",
+	  "most tokens drafted per target pass (4)" },
+	{ "context-shift", 0, CLI_FLAG, &cfg.context_shift, NULL,
+	  "a slot at its context limit keeps the system prompt and the newest half and goes on (off: the answer ends with finish_reason length)" },
+	{ "kv-type", 0, CLI_STR, &opt_kv_type, "f16|q8_0",
+	  "KV cache type of the slots (f16; q8_0 halves the cache)" },
 	{ "no-prefix-cache", 0, CLI_FLAG, &opt_no_prefix_cache, NULL,
 	  "do not reuse a slot's KV cache for a common prompt prefix" },
 	{ "privacy-default", 0, CLI_STR, &opt_default_class, "CLASS",
@@ -560,6 +569,25 @@ static int serve_main(int argc, char **argv)
 	cfg.socket_mode = (unsigned int)mode;
 	cfg.max_body = opt_max_body;
 	cfg.prefix_cache = !opt_no_prefix_cache;
+	{
+		struct edgeq_draft_params dp;
+		const char *dpath;
+
+		if (edgeq_draft_parse(cfg.draft, &dp, &dpath))
+			return cli_error(
+				EXIT_USAGE, "serve",
+				"--draft must be lookup, layers:L (L >= 1) or a model file");
+		if (cfg.draft_max < 0 || cfg.draft_max > 16)
+			return cli_error(EXIT_USAGE, "serve",
+					 "--draft-max must be 1..16");
+	}
+	if (!strcmp(opt_kv_type, "f16"))
+		cfg.kv_type = EDGEQ_KV_F16;
+	else if (!strcmp(opt_kv_type, "q8_0"))
+		cfg.kv_type = EDGEQ_KV_Q8_0;
+	else
+		return cli_error(EXIT_USAGE, "serve",
+				 "--kv-type must be f16 or q8_0");
 	if (opt_api_key_file && read_key_file(opt_api_key_file))
 		return EXIT_USAGE;
 	if (cfg.port < 0 || cfg.port > 65535)

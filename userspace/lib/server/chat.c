@@ -38,19 +38,13 @@ static char *token_text(struct edgeq_model *m, int32_t tok)
 	return n < 0 ? NULL : strndup(buf, (size_t)n);
 }
 
-static char *read_gguf_template(const char *path)
+/* tokenizer.chat_template of the loaded model (no second open) */
+static char *model_template(struct edgeq_model *m)
 {
-	struct edgeq_gguf_str str;
-	struct edgeq_gguf *g;
-	char *t = NULL;
+	size_t n;
+	const char *p = edgeq_model_chat_template(m, &n);
 
-	if (edgeq_gguf_open_flags(path, EDGEQ_GGUF_ANY_TYPE, &g, NULL))
-		return NULL;
-	if (!edgeq_gguf_get_str(g, "tokenizer.chat_template", &str, NULL) &&
-	    str.len < (1u << 20))
-		t = strndup(str.ptr, str.len);
-	edgeq_gguf_close(g);
-	return t;
+	return p && n < (1u << 20) ? strndup(p, n) : NULL;
 }
 
 static char *read_file(const char *path, int *err)
@@ -92,7 +86,7 @@ int srv_chat_template_load(struct srv *s, struct edgeq_error *err)
 		return 0;
 	}
 	src = from_file ? read_file(want, &e) :
-			  read_gguf_template(s->cfg.model_path);
+			  model_template(s->model);
 	if (from_file && !src)
 		return edgeq_error_set(
 			err, EINVAL,

@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <edgeq/ledger.h>
+#include <edgeq/session.h>
+#include <edgeq/stream.h>
+
 #include "server/server.h"
 
 #define NBUCKETS 12
@@ -225,4 +229,126 @@ void srv_metrics_render(struct srv_metrics *m, struct srv_buf *o)
 				edgeq_route_name(j), k ? "failed" : "ok",
 				(unsigned long long)m->upstream[j][k]);
 	pthread_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_render_session(const struct edgeq_session_status *ss,
+				bool speculative, struct srv_buf *o)
+{
+	struct edgeq_spec sp;
+	double k, tpp;
+	uint64_t v = ss->accepted + ss->rejected;
+
+	srv_buf_printf(
+		o,
+		"# HELP edgeq_engine_steps_total Engine steps (one forward pass over every active slot each).\n"
+		"# TYPE edgeq_engine_steps_total counter\nedgeq_engine_steps_total %llu\n",
+		(unsigned long long)ss->steps);
+	if (!speculative)
+		return;
+	k = v ? (double)ss->drafted / (double)v : 0;
+	tpp = ss->passes ?
+		      (double)(ss->accepted + ss->passes) / (double)ss->passes :
+		      0;
+	edgeq_ledger_speculative(ss->draft_accept, (int)(k + 0.5),
+				 ss->draft_cost, &sp);
+	srv_buf_printf(
+		o,
+		"# HELP edgeq_draft_tokens_total Tokens drafted for speculative decoding.\n"
+		"# TYPE edgeq_draft_tokens_total counter\nedgeq_draft_tokens_total %llu\n"
+		"# HELP edgeq_draft_accepted_total Drafted tokens the target accepted.\n"
+		"# TYPE edgeq_draft_accepted_total counter\nedgeq_draft_accepted_total %llu\n"
+		"# HELP edgeq_draft_acceptance_ratio Acceptance rate per drafted token (the geometric model's a).\n"
+		"# TYPE edgeq_draft_acceptance_ratio gauge\nedgeq_draft_acceptance_ratio %.4f\n"
+		"# HELP edgeq_draft_cost_ratio Measured cost of a draft token over a plain target pass.\n"
+		"# TYPE edgeq_draft_cost_ratio gauge\nedgeq_draft_cost_ratio %.4f\n"
+		"# HELP edgeq_tokens_per_pass Tokens per target decode pass (1 without speculation).\n"
+		"# TYPE edgeq_tokens_per_pass gauge\nedgeq_tokens_per_pass %.4f\n"
+		"# HELP edgeq_draft_predicted_speedup The ledger's speedup for the measured acceptance, draft length and cost.\n"
+		"# TYPE edgeq_draft_predicted_speedup gauge\nedgeq_draft_predicted_speedup %.4f\n"
+		"# HELP edgeq_draft_off_slots Running slots whose drafting is off (it does not pay now).\n"
+		"# TYPE edgeq_draft_off_slots gauge\nedgeq_draft_off_slots %d\n",
+		(unsigned long long)ss->drafted,
+		(unsigned long long)ss->accepted, ss->draft_accept,
+		ss->draft_cost, tpp, sp.speedup, ss->draft_off);
+}
+
+void srv_metrics_render_weights(const struct edgeq_stream_status *ws,
+				struct srv_buf *b)
+{
+	struct edgeq_stream_status w = *ws;
+	uint32_t layers;
+
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_weights_mode How tensor data reaches memory (weight streamer), always 1.\n"
+		"# TYPE edgeq_weights_mode gauge\nedgeq_weights_mode{mode=\"%s\"} 1\n",
+		edgeq_weights_mode_name(w.mode));
+	if (w.mode == EDGEQ_WEIGHTS_MMAP)
+		return; /* the page cache decides; there is no budget */
+	layers = w.layers_resident + w.layers_streamed;
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_weights_budget_bytes Resident weights budget in force (streamer; memory pressure moves it).\n"
+		"# TYPE edgeq_weights_budget_bytes gauge\nedgeq_weights_budget_bytes %llu\n"
+		"# HELP edgeq_weights_resident_bytes Weight buffers held now, pool included (streamer).\n"
+		"# TYPE edgeq_weights_resident_bytes gauge\nedgeq_weights_resident_bytes %llu\n"
+		"# HELP edgeq_weights_read_bytes_total Weight bytes read from storage (streamer).\n"
+		"# TYPE edgeq_weights_read_bytes_total counter\nedgeq_weights_read_bytes_total %llu\n"
+		"# HELP edgeq_weights_stalls_total Layers whose weights were not there when needed (streamer).\n"
+		"# TYPE edgeq_weights_stalls_total counter\nedgeq_weights_stalls_total %llu\n",
+		(unsigned long long)w.budget,
+		(unsigned long long)w.resident_bytes,
+		(unsigned long long)w.bytes_read, (unsigned long long)w.stalls);
+	if (layers)
+		srv_buf_printf(
+			b,
+			"# HELP edgeq_weights_cache_hit_ratio Share of layers served from resident memory each token; the rest are streamed.\n"
+			"# TYPE edgeq_weights_cache_hit_ratio gauge\nedgeq_weights_cache_hit_ratio %.4f\n",
+			(double)w.layers_resident / layers);
+}
+
+void srv_metrics_render_pressure(const struct srv_pressure *p,
+				 struct srv_buf *b)
+{
+	int i;
+
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_pressure_source The pressure monitor's source (bpf or psi), always 1.\n"
+		"# TYPE edgeq_pressure_source gauge\n"
+		"edgeq_pressure_source{source=\"%s\"} 1\n"
+		"# HELP edgeq_memory_pressure_level Memory pressure level from the monitor: 0 none, 1 low, 2 medium, 3 critical.\n"
+		"# TYPE edgeq_memory_pressure_level gauge\n"
+		"edgeq_memory_pressure_level %d\n"
+		"# HELP edgeq_memory_stall_ms_per_second Reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
+		"# TYPE edgeq_memory_stall_ms_per_second gauge\n"
+		"edgeq_memory_stall_ms_per_second %.3f\n",
+		p->source, p->mem_level, p->stall_ms_per_s);
+	if (!p->n_dev)
+		return;
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_throttle_ratio Share of full speed left per device (pressure monitor: cooling state, clock over max); 1 unthrottled.\n"
+		"# TYPE edgeq_throttle_ratio gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		srv_buf_printf(b, "edgeq_throttle_ratio{device=\"%s\"} %.4f\n",
+			       p->dev[i].name, p->dev[i].throttle);
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_device_thermal_level Thermal state per device (pressure monitor): 0 ok, 1 warn, 2 critical.\n"
+		"# TYPE edgeq_device_thermal_level gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		srv_buf_printf(b,
+			       "edgeq_device_thermal_level{device=\"%s\"} %u\n",
+			       p->dev[i].name, p->dev[i].level);
+	srv_buf_printf(
+		b,
+		"# HELP edgeq_device_temperature_celsius Hottest thermal zone mapped to the device (pressure monitor).\n"
+		"# TYPE edgeq_device_temperature_celsius gauge\n");
+	for (i = 0; i < p->n_dev; i++)
+		if (p->dev[i].temp_mc != INT32_MIN)
+			srv_buf_printf(
+				b,
+				"edgeq_device_temperature_celsius{device=\"%s\"} %.3f\n",
+				p->dev[i].name, p->dev[i].temp_mc / 1000.0);
 }

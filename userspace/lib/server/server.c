@@ -21,7 +21,6 @@
 
 #include <sodium.h>
 
-#include <edgeq/gguf.h>
 #include <edgeq/stream.h>
 
 #include "server/internal.h"
@@ -220,89 +219,47 @@ static void capacity_locked(struct srv *s, struct edgeq_router_capacity *c)
 		c->mem_pressure = ok ? mp / 100 : 0;
 	}
 	c->slots = (uint32_t)s->n_slots;
-	c->running = (uint32_t)s->running;
-	c->waiting = (uint32_t)s->waiting;
+	if (s->sess) {
+		struct edgeq_session_status ss;
+
+		edgeq_session_status(s->sess, &ss);
+		c->running = (uint32_t)ss.running;
+		c->waiting = (uint32_t)ss.waiting;
+	}
 	c->queue_max = (uint32_t)s->cfg.queue;
 	c->local_down = atomic_load(&s->state) != SRV_READY;
-}
-
-static void refresh_wstat_locked(struct srv *s)
-{
-	s->wstat_ok = s->model &&
-		      !edgeq_model_weights_status(s->model, &s->wstat);
 }
 
 void srv_set_weights_budget(struct srv *s, uint64_t bytes)
 {
 	if (!bytes || atomic_load(&s->state) != SRV_READY)
 		return;
-	atomic_store(&s->pending_budget, bytes);
-	if (!pthread_mutex_trylock(&s->engine_lock)) {
-		bytes = atomic_exchange(&s->pending_budget, 0);
-		if (bytes)
-			edgeq_model_set_weights_budget(s->model, bytes);
-		refresh_wstat_locked(s);
-		pthread_mutex_unlock(&s->engine_lock);
-	}
+	edgeq_session_set_weights_budget(s->sess, bytes);
 }
 
 void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model)
 {
+	struct edgeq_stream_status w;
+
 	*budget = *model = 0;
 	if (atomic_load(&s->state) != SRV_READY)
 		return;
-	pthread_mutex_lock(&s->engine_lock);
-	refresh_wstat_locked(s);
-	if (s->wstat_ok && s->wstat.mode != EDGEQ_WEIGHTS_MMAP) {
-		*budget = s->wstat.budget;
-		*model = s->wstat.model_bytes;
+	if (!edgeq_session_weights_status(s->sess, &w) &&
+	    w.mode != EDGEQ_WEIGHTS_MMAP) {
+		*budget = w.budget;
+		*model = w.model_bytes;
 	}
-	pthread_mutex_unlock(&s->engine_lock);
 }
 
 static void render_weights(struct srv *s, struct srv_buf *b)
 {
 	struct edgeq_stream_status w;
-	uint32_t layers;
 
 	if (atomic_load(&s->state) != SRV_READY)
 		return;
-	/* the status is read between decode steps; a busy engine leaves
-	 * the last reading */
-	if (!pthread_mutex_trylock(&s->engine_lock)) {
-		refresh_wstat_locked(s);
-		pthread_mutex_unlock(&s->engine_lock);
-	}
-	if (!s->wstat_ok)
-		return;
-	w = s->wstat;
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_weights_mode How tensor data reaches memory (weight streamer), always 1.\n"
-		"# TYPE edgeq_weights_mode gauge\nedgeq_weights_mode{mode=\"%s\"} 1\n",
-		edgeq_weights_mode_name(w.mode));
-	if (w.mode == EDGEQ_WEIGHTS_MMAP)
-		return; /* the page cache decides; there is no budget */
-	layers = w.layers_resident + w.layers_streamed;
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_weights_budget_bytes Resident weights budget in force (streamer; memory pressure moves it).\n"
-		"# TYPE edgeq_weights_budget_bytes gauge\nedgeq_weights_budget_bytes %llu\n"
-		"# HELP edgeq_weights_resident_bytes Weight buffers held now, pool included (streamer).\n"
-		"# TYPE edgeq_weights_resident_bytes gauge\nedgeq_weights_resident_bytes %llu\n"
-		"# HELP edgeq_weights_read_bytes_total Weight bytes read from storage (streamer).\n"
-		"# TYPE edgeq_weights_read_bytes_total counter\nedgeq_weights_read_bytes_total %llu\n"
-		"# HELP edgeq_weights_stalls_total Layers whose weights were not there when needed (streamer).\n"
-		"# TYPE edgeq_weights_stalls_total counter\nedgeq_weights_stalls_total %llu\n",
-		(unsigned long long)w.budget,
-		(unsigned long long)w.resident_bytes,
-		(unsigned long long)w.bytes_read, (unsigned long long)w.stalls);
-	if (layers)
-		srv_buf_printf(
-			b,
-			"# HELP edgeq_weights_cache_hit_ratio Share of layers served from resident memory each token; the rest are streamed.\n"
-			"# TYPE edgeq_weights_cache_hit_ratio gauge\nedgeq_weights_cache_hit_ratio %.4f\n",
-			(double)w.layers_resident / layers);
+	/* read between engine steps: a busy engine gives its last reading */
+	if (!edgeq_session_weights_status(s->sess, &w))
+		srv_metrics_render_weights(&w, b);
 }
 
 void srv_set_pressure(struct srv *s, const struct srv_pressure *p)
@@ -325,73 +282,31 @@ double srv_throttle(struct srv *s)
 	return t;
 }
 
-static void render_pressure(const struct srv_pressure *p, struct srv_buf *b)
-{
-	int i;
-
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_pressure_source The pressure monitor's source (bpf or psi), always 1.\n"
-		"# TYPE edgeq_pressure_source gauge\n"
-		"edgeq_pressure_source{source=\"%s\"} 1\n"
-		"# HELP edgeq_memory_pressure_level Memory pressure level from the monitor: 0 none, 1 low, 2 medium, 3 critical.\n"
-		"# TYPE edgeq_memory_pressure_level gauge\n"
-		"edgeq_memory_pressure_level %d\n"
-		"# HELP edgeq_memory_stall_ms_per_second Reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
-		"# TYPE edgeq_memory_stall_ms_per_second gauge\n"
-		"edgeq_memory_stall_ms_per_second %.3f\n",
-		p->source, p->mem_level, p->stall_ms_per_s);
-	if (!p->n_dev)
-		return;
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_throttle_ratio Share of full speed left per device (pressure monitor: cooling state, clock over max); 1 unthrottled.\n"
-		"# TYPE edgeq_throttle_ratio gauge\n");
-	for (i = 0; i < p->n_dev; i++)
-		srv_buf_printf(b, "edgeq_throttle_ratio{device=\"%s\"} %.4f\n",
-			       p->dev[i].name, p->dev[i].throttle);
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_device_thermal_level Thermal state per device (pressure monitor): 0 ok, 1 warn, 2 critical.\n"
-		"# TYPE edgeq_device_thermal_level gauge\n");
-	for (i = 0; i < p->n_dev; i++)
-		srv_buf_printf(b,
-			       "edgeq_device_thermal_level{device=\"%s\"} %u\n",
-			       p->dev[i].name, p->dev[i].level);
-	srv_buf_printf(
-		b,
-		"# HELP edgeq_device_temperature_celsius Hottest thermal zone mapped to the device (pressure monitor).\n"
-		"# TYPE edgeq_device_temperature_celsius gauge\n");
-	for (i = 0; i < p->n_dev; i++)
-		if (p->dev[i].temp_mc != INT32_MIN)
-			srv_buf_printf(
-				b,
-				"edgeq_device_temperature_celsius{device=\"%s\"} %.3f\n",
-				p->dev[i].name, p->dev[i].temp_mc / 1000.0);
-}
-
 static int do_metrics(struct srv_req *r)
 {
 	struct srv *s = r->s;
 	struct srv_buf b = { 0 };
 	struct MHD_Response *resp;
 	uint64_t kv_used = 0, kv_cap = 0;
-	int running, waiting, i, st, ret;
+	int running = 0, waiting = 0, st, ret;
+	struct edgeq_session_status ss;
 	struct srv_pressure pr;
 	double peak, prompt, mp;
 	bool psi_ok;
 
 	pthread_mutex_lock(&s->lock);
 	pr = s->pressure;
-	running = s->running;
-	waiting = s->waiting;
 	peak = s->cfg.local_tok_s > 0 ? s->cfg.local_tok_s : s->peak_tok_s;
 	prompt = s->prompt_tok_s;
-	for (i = 0; i < s->n_slots && s->slots; i++) {
-		kv_used += s->slots[i].n_hist;
-		kv_cap += s->slots[i].cap;
-	}
 	pthread_mutex_unlock(&s->lock);
+	if (s->sess && atomic_load(&s->state) != SRV_LOADING &&
+	    atomic_load(&s->state) != SRV_FAILED) {
+		edgeq_session_status(s->sess, &ss);
+		running = ss.running;
+		waiting = ss.waiting;
+		kv_used = ss.kv_used;
+		kv_cap = ss.kv_cap;
+	}
 	st = atomic_load(&s->state);
 
 	srv_buf_printf(
@@ -452,9 +367,11 @@ static int do_metrics(struct srv_req *r)
 			"edgeq_memory_pressure_ratio %.4f\n",
 			mp / 100);
 	if (pr.valid)
-		render_pressure(&pr, &b);
+		srv_metrics_render_pressure(&pr, &b);
 	render_weights(s, &b);
 	srv_metrics_render(s->metrics, &b);
+	if (s->sess && st == SRV_READY)
+		srv_metrics_render_session(&ss, s->draft_kind != 0, &b);
 	if (s->cfg.on_metrics && srv_ready(s))
 		s->cfg.on_metrics(s->cfg.hook_arg, &b);
 	if (b.oom) {
@@ -575,6 +492,26 @@ static int route_once(struct srv_req *r, const char *stage)
 	return 0;
 }
 
+/* Prompt tokens by the vocabulary loaded ahead of the weights (0 before). */
+static size_t count_tokens(struct srv *s, struct srv_req *r)
+{
+	struct edgeq_model *v = atomic_load(&s->vocab);
+	size_t max = strlen(r->prompt) + 8, n = 0;
+	const struct edgeq_model_info *vi;
+	int32_t *t;
+
+	if (!v)
+		return 0;
+	/* BOS as the loaded model will add it (s->info is not there yet) */
+	vi = edgeq_model_info(v);
+	t = malloc(max * sizeof(*t));
+	if (t && edgeq_tokenize(v, r->prompt, vi->bos >= 0 && vi->add_bos,
+				r->parse_special, t, max, &n))
+		n = 0;
+	free(t);
+	return n;
+}
+
 static int do_generate(struct srv_req *r)
 {
 	struct srv *s = r->s;
@@ -588,7 +525,8 @@ static int do_generate(struct srv_req *r)
 		if (ret)
 			return ret;
 	} else if (r->prompt) {
-		r->n_prompt = strlen(r->prompt) / 4; /* rough, for the router */
+		/* the weights are still loading: count with the vocabulary */
+		r->n_prompt = count_tokens(s, r);
 	}
 	if (route_once(r, "decision"))
 		return srv_send_error(r, 500, "server_error", NULL,
@@ -615,8 +553,8 @@ static int do_generate(struct srv_req *r)
 		if (r->dec.reason == EDGEQ_REASON_REJECT_OVERLOAD)
 			return srv_send_error(
 				r, 429, "rate_limit_error", NULL,
-				"too many requests: %d running, %d queued",
-				s->running, s->waiting);
+				"too many requests: all %d slots busy and the queue of %d is full",
+				s->n_slots, s->cfg.queue);
 		return srv_send_error(r, 503, "unavailable_error", NULL,
 				      atomic_load(&s->state) == SRV_LOADING ?
 					      "model is loading" :
@@ -754,7 +692,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
-	if (r->slot) {
+	if (r->gen) {
 		/* the connection ended before the generation did */
 		if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
 			r->cancelled = true;
@@ -762,13 +700,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		srv_log_request(r, 499);
 	}
 	srv_upstream_end(r);
-	if (r->sampler)
-		edgeq_sampler_free(r->sampler);
 	json_decref(r->json);
 	free(r->prompt);
 	free(r->toks);
 	srv_buf_free(&r->body);
-	srv_buf_free(&r->pending);
 	srv_buf_free(&r->text);
 	srv_buf_free(&r->delta);
 	srv_buf_free(&r->out);
@@ -809,8 +744,6 @@ int srv_new(const struct srv_config *cfg, struct srv **out,
 	s->n_slots = cfg->slots;
 	s->created = time(NULL);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->engine_lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
 	s->metrics = srv_metrics_new();
 	s->rcfg.have_private = cfg->private_url && *cfg->private_url;
 	s->rcfg.have_public = cfg->public_url && *cfg->public_url;
@@ -960,18 +893,60 @@ bool srv_ready(struct srv *s)
 	return atomic_load(&s->state) == SRV_READY;
 }
 
+int srv_chat_render(struct srv *s, const struct srv_msg *msgs, size_t n,
+		    struct srv_buf *out)
+{
+	return srv_template_render(s->tmpl, msgs, n, out);
+}
+
+/* --draft: the option, and a draft model loaded like the target. */
+static int load_draft(struct srv *s, const struct edgeq_model_params *mp,
+		      struct edgeq_draft_params *d, struct edgeq_error *err)
+{
+	struct edgeq_model_params dp = *mp;
+	const char *path;
+	int ret;
+
+	if (edgeq_draft_parse(s->cfg.draft, d, &path))
+		return edgeq_error_set(
+			err, EINVAL,
+			"--draft must be lookup, layers:L (L >= 1) or a model file");
+	d->max_len = s->cfg.draft_max > 0 ? s->cfg.draft_max : 4;
+	s->draft_kind = (int)d->kind;
+	if (!path)
+		return 0;
+	dp.path = path;
+	dp.weights_budget = 0;
+	ret = edgeq_model_load(&dp, &s->draft_model, err);
+	if (ret)
+		return ret;
+	d->model = s->draft_model;
+	return 0;
+}
+
 int srv_load(struct srv *s, struct edgeq_error *err)
 {
 	struct edgeq_model_params mp;
-	struct edgeq_ctx_params cp;
+	struct edgeq_session_params sp;
+	struct edgeq_session_status ss;
 	const char *base;
-	int i, ret;
+	int ret;
 
 	edgeq_model_params_init(&mp);
 	mp.path = s->cfg.model_path;
 	mp.n_threads = s->cfg.threads;
 	mp.weights = (enum edgeq_weights_mode)s->cfg.weights_mode;
 	mp.weights_budget = s->cfg.weights_budget;
+	/* the vocabulary first (quick): requests that come while the
+	 * weights load are routed with real token counts */
+	{
+		struct edgeq_model_params vp = mp;
+		struct edgeq_model *v = NULL;
+
+		vp.vocab_only = true;
+		if (!edgeq_model_load(&vp, &v, NULL))
+			atomic_store(&s->vocab, v);
+	}
 	ret = edgeq_model_load(&mp, &s->model, err);
 	if (ret)
 		goto fail;
@@ -980,42 +955,31 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	if (s->info->n_ctx_train && s->n_ctx > s->info->n_ctx_train)
 		s->n_ctx = s->info->n_ctx_train;
 
-	s->slots = calloc((size_t)s->n_slots, sizeof(*s->slots));
-	if (!s->slots) {
-		ret = edgeq_error_set(err, ENOMEM, "out of memory");
+	edgeq_session_params_init(&sp);
+	sp.n_slots = s->n_slots;
+	sp.queue = s->cfg.queue;
+	sp.ctx.n_ctx = s->n_ctx;
+	sp.ctx.kv_type = (enum edgeq_kv_type)s->cfg.kv_type;
+	sp.prefix_cache = s->cfg.prefix_cache;
+	sp.context_shift = s->cfg.context_shift;
+	sp.token_delay_ms = s->cfg.token_delay_ms;
+	sp.hook_arg = s->cfg.hook_arg;
+	sp.on_ctx = s->cfg.on_ctx;
+	sp.on_ctx_free = s->cfg.on_ctx_free;
+	ret = load_draft(s, &mp, &sp.draft, err);
+	if (ret)
 		goto fail;
-	}
-	edgeq_ctx_params_init(&cp);
-	cp.n_ctx = s->n_ctx;
-	for (i = 0; i < s->n_slots; i++) {
-		ret = edgeq_ctx_new(s->model, &cp, &s->slots[i].ctx, err);
-		if (ret == -ENOMEM && i > 0) {
-			/* as many KV caches as memory allows */
-			srv_log(SRV_WARN,
-				(const char *const[]){
-					"EDGEQ_EVENT=slots-reduced", NULL },
-				"memory for %d of %d slots only: %s", i,
-				s->n_slots, err ? err->msg : "");
-			edgeq_error_clear(err);
-			s->n_slots = i;
-			ret = 0;
-			break;
-		}
-		if (ret)
-			goto fail;
-		s->slots[i].cap = s->n_ctx;
-		s->slots[i].hist = calloc(s->n_ctx, sizeof(int32_t));
-		if (!s->slots[i].hist) {
-			ret = edgeq_error_set(err, ENOMEM, "out of memory");
-			goto fail;
-		}
-		if (s->cfg.on_ctx) {
-			ret = s->cfg.on_ctx(s->cfg.hook_arg, s->slots[i].ctx, i,
-					    err);
-			if (ret)
-				goto fail;
-		}
-	}
+	ret = edgeq_session_new(s->model, &sp, &s->sess, err);
+	if (ret)
+		goto fail;
+	edgeq_session_status(s->sess, &ss);
+	if (ss.n_slots < s->n_slots) /* as many KV caches as memory allows */
+		srv_log(SRV_WARN,
+			(const char *const[]){ "EDGEQ_EVENT=slots-reduced",
+					       NULL },
+			"memory for %d of %d slots only", ss.n_slots,
+			s->n_slots);
+	s->n_slots = ss.n_slots;
 
 	if (s->cfg.model_name && *s->cfg.model_name) {
 		snprintf(s->model_id, sizeof(s->model_id), "%s",
@@ -1052,18 +1016,23 @@ fail:
 
 bool srv_alive(struct srv *s, uint64_t stall_ns)
 {
-	uint64_t now = edgeq_now_ns(), p;
-	bool ok = true;
-	int i;
+	struct edgeq_session_status ss;
 
-	pthread_mutex_lock(&s->lock);
-	for (i = 0; s->slots && i < s->n_slots; i++) {
-		p = atomic_load(&s->slots[i].progress_ns);
-		if (s->slots[i].busy && p && now - p > stall_ns)
-			ok = false;
-	}
-	pthread_mutex_unlock(&s->lock);
-	return ok;
+	if (!s->sess || atomic_load(&s->state) == SRV_LOADING)
+		return true;
+	edgeq_session_status(s->sess, &ss);
+	return ss.stalled_ns <= stall_ns;
+}
+
+/* Generations running or waiting for a slot. */
+static int in_flight(struct srv *s)
+{
+	struct edgeq_session_status ss;
+
+	if (!s->sess)
+		return 0;
+	edgeq_session_status(s->sess, &ss);
+	return ss.running + ss.waiting;
 }
 
 int srv_shutdown(struct srv *s, uint64_t timeout_ns)
@@ -1077,27 +1046,21 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 		if (s->httpd[i])
 			MHD_quiesce_daemon(s->httpd[i]);
 	for (;;) {
-		pthread_mutex_lock(&s->lock);
-		left = s->running + s->waiting;
-		pthread_mutex_unlock(&s->lock);
+		left = in_flight(s);
 		if (!left || edgeq_now_ns() >= end)
 			break;
 		usleep(20000);
 	}
 	if (left) {
 		atomic_store(&s->cancel_all, true);
-		pthread_mutex_lock(&s->lock);
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
+		if (s->sess)
+			edgeq_session_cancel_all(s->sess);
 		/* generations stop at their next token; give their answers
 		 * (503) a moment to leave before the connections close */
 		end = edgeq_now_ns() + 2000000000ull;
 		do {
 			usleep(20000);
-			pthread_mutex_lock(&s->lock);
-			i = s->running + s->waiting;
-			pthread_mutex_unlock(&s->lock);
-		} while (i && edgeq_now_ns() < end);
+		} while (in_flight(s) && edgeq_now_ns() < end);
 		usleep(100000);
 	}
 	for (i = 0; i < 2; i++) {
@@ -1125,20 +1088,13 @@ void srv_free(struct srv *s)
 	}
 	if (s->cfg.unix_socket && s->listen_fd[1] != -1)
 		unlink(s->cfg.unix_socket);
-	for (i = 0; s->slots && i < s->n_slots; i++) {
-		if (s->slots[i].ctx && s->cfg.on_ctx_free)
-			s->cfg.on_ctx_free(s->cfg.hook_arg, s->slots[i].ctx, i);
-		if (s->slots[i].ctx)
-			edgeq_ctx_free(s->slots[i].ctx);
-		free(s->slots[i].hist);
-	}
-	free(s->slots);
+	edgeq_session_free(s->sess);
+	edgeq_model_free(s->draft_model);
+	edgeq_model_free(atomic_load(&s->vocab));
 	srv_chat_template_free(s);
 	if (s->model)
 		edgeq_model_free(s->model);
 	srv_metrics_free(s->metrics);
-	pthread_cond_destroy(&s->cond);
-	pthread_mutex_destroy(&s->engine_lock);
 	pthread_mutex_destroy(&s->lock);
 	curl_global_cleanup();
 	free(s);

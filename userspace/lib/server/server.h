@@ -45,6 +45,8 @@ struct srv_config {
 	int request_timeout_s;	   /* idle connection timeout */
 	bool log_prompts;	   /* prompts/completions to the log: off */
 	bool prefix_cache;	   /* reuse a slot's KV for a common prefix */
+	int kv_type;		   /* enum edgeq_kv_type of the slots */
+	bool context_shift;	   /* at the limit, drop the older half */
 	const char *chat_template; /* auto, llama3, chatml, llama2, mistral */
 	enum edgeq_privacy default_class;
 	const char *private_url, *private_model, *private_key;
@@ -53,6 +55,9 @@ struct srv_config {
 	const char *log_target; /* auto, journal, stderr */
 	int weights_mode;	/* enum edgeq_weights_mode */
 	uint64_t weights_budget; /* bytes; 0: derived from memory */
+	const char *draft;	 /* speculative decoding: lookup, layers:L,
+				  * a model file; NULL: none */
+	int draft_max;		 /* most tokens drafted per pass (4) */
 
 	/*
 	 * Hooks for the daemon (all optional, called with @hook_arg):
@@ -106,6 +111,20 @@ void srv_metrics_upstream(struct srv_metrics *m, enum edgeq_route r, bool ok);
 void srv_metrics_cancelled(struct srv_metrics *m);
 /* Append the metrics that are not gauges of the live server. */
 void srv_metrics_render(struct srv_metrics *m, struct srv_buf *out);
+struct edgeq_session_status;
+/* The engine session's figures: steps, and with speculation its drafts,
+ * acceptance, tokens per pass and the ledger's prediction. */
+void srv_metrics_render_session(const struct edgeq_session_status *ss,
+				bool speculative, struct srv_buf *out);
+
+struct edgeq_stream_status;
+/* The weight streamer's gauges (mode; budget, residency, reads, stalls). */
+void srv_metrics_render_weights(const struct edgeq_stream_status *w,
+				struct srv_buf *out);
+struct srv_pressure;
+/* The pressure monitor's gauges (source, memory level, throttle, heat). */
+void srv_metrics_render_pressure(const struct srv_pressure *p,
+				 struct srv_buf *out);
 
 /* ---- chat templates */
 enum srv_template {
@@ -138,9 +157,6 @@ int srv_template_render(enum srv_template t, const struct srv_msg *msgs,
 const char *srv_template_stop(enum srv_template t);
 
 /* ---- UTF-8 helpers */
-/* Bytes of @s (len @n) that form complete UTF-8 sequences from the start:
- * a trailing partial sequence is held back. */
-size_t srv_utf8_complete(const char *s, size_t n);
 /* Copy @s to @out replacing invalid sequences with U+FFFD. */
 void srv_utf8_sanitize(const char *s, size_t n, struct srv_buf *out);
 
