@@ -71,6 +71,9 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 		     struct edgeq_model **out, struct edgeq_error *err);
 void edgeq_model_free(struct edgeq_model *m);
 const struct edgeq_model_info *edgeq_model_info(const struct edgeq_model *m);
+/* The file's tokenizer.chat_template text (not NUL-terminated; valid while
+ * the model is loaded), or NULL with *@len 0 when it has none. */
+const char *edgeq_model_chat_template(const struct edgeq_model *m, size_t *len);
 
 /* Tokenizer. @n_out receives the count; -ENOSPC when @max is too small. */
 int edgeq_tokenize(const struct edgeq_model *m, const char *text, bool add_bos,
@@ -125,13 +128,52 @@ int32_t edgeq_sampler_sample(struct edgeq_sampler *s, const float *logits,
 			     uint32_t n_vocab, const int32_t *history,
 			     size_t n_history);
 
+/*
+ * Speculative decoding: what drafts tokens for the target to verify k + 1
+ * at a time in one pass. Greedy output is identical to plain decoding; with
+ * sampling, drafts are accepted by the standard speculative sampling rule,
+ * so the output distribution is the target's.
+ */
+enum edgeq_draft_kind {
+	EDGEQ_DRAFT_NONE = 0,
+	EDGEQ_DRAFT_LOOKUP, /* n-grams of the context (prompt lookup) */
+	EDGEQ_DRAFT_LAYERS, /* the target's first @layers layers and head */
+	EDGEQ_DRAFT_MODEL,  /* a second model with the same vocabulary */
+};
+
+struct edgeq_draft_params {
+	enum edgeq_draft_kind kind;
+	int layers;		  /* LAYERS: 1 .. n_layer - 1 */
+	struct edgeq_model *model; /* MODEL: loaded by the caller */
+	int max_len;		  /* most tokens drafted per pass (4; 1..16) */
+	bool fixed;		  /* always max_len; else adapted to acceptance */
+};
+
+/*
+ * "lookup", "layers:L" or a model path (*@path set, the caller loads it).
+ * Returns 0 or -EINVAL.
+ */
+int edgeq_draft_parse(const char *spec, struct edgeq_draft_params *p,
+		      const char **path);
+/* 0 when @draft's vocabulary is @target's token for token, else -EINVAL
+ * naming the first difference. */
+int edgeq_draft_check_vocab(const struct edgeq_model *target,
+			    const struct edgeq_model *draft,
+			    struct edgeq_error *err);
+
 /* Figures of one generation. */
 struct edgeq_gen_stats {
 	uint32_t n_prompt, n_gen;
 	uint64_t load_ns, prompt_ns, decode_ns, ttft_ns;
 	uint64_t peak_rss;
 	uint64_t bytes_per_token;
-	uint32_t n_eval; /* single-token decode steps in decode_ns */
+	uint32_t n_eval; /* decode passes of the target in decode_ns */
+	/* speculation: tokens drafted, drafts accepted, verify passes that
+	 * rejected one, draft time, the measured cost of a draft token over
+	 * a plain pass */
+	uint32_t n_drafted, n_accepted, n_rejected;
+	uint64_t draft_ns;
+	double draft_cost;
 };
 
 /* Called with each new token and its text; return non-zero to stop. */
@@ -143,6 +185,7 @@ struct edgeq_gen_params {
 	bool add_bos;
 	int n_predict; /* -1: until EOS or the context is full */
 	struct edgeq_sampler_params sampling;
+	struct edgeq_draft_params draft; /* zeroed: no speculation */
 };
 
 /*

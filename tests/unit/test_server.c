@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "engine/text.h"
 #include "server/server.h"
 
 static const struct srv_msg conv[] = {
@@ -108,11 +109,11 @@ static void test_utf8(void **state)
 	struct srv_buf b = { 0 };
 
 	/* "é" split after its first byte is held back */
-	assert_int_equal(srv_utf8_complete("ab\xc3", 3), 2);
-	assert_int_equal(srv_utf8_complete("ab\xc3\xa9", 4), 4);
-	assert_int_equal(srv_utf8_complete("\xe2\x82", 2), 0);
+	assert_int_equal(eng_utf8_complete("ab\xc3", 3), 2);
+	assert_int_equal(eng_utf8_complete("ab\xc3\xa9", 4), 4);
+	assert_int_equal(eng_utf8_complete("\xe2\x82", 2), 0);
 	/* an invalid byte is not "partial": it passes, to be replaced */
-	assert_int_equal(srv_utf8_complete("a\xff", 2), 2);
+	assert_int_equal(eng_utf8_complete("a\xff", 2), 2);
 	srv_utf8_sanitize("a\xff"
 			  "b\xc3\xa9\xed\xa0\x80",
 			  8, &b);

@@ -33,13 +33,14 @@
 #include <edgeq/manifest.h>
 #include <edgeq/pressure.h>
 
+#include "bench_session.h"
 #include "cli.h"
 
 #define MAX_LIST 8
 
 static const char *b_model, *b_threads = "1,2", *b_prompts = "64,512",
 			    *b_buckets = "32,128,512", *b_svg, *b_profile;
-static int b_gen = 64, b_reps = 3;
+static int b_gen = 64, b_reps = 3, b_streams;
 static double b_soak;
 static bool b_json, b_no_matrix, b_drop_caches, b_quiet;
 
@@ -61,6 +62,8 @@ static const struct cli_option bench_opts[] = {
 	  "continuous generation for MINUTES" },
 	{ "profile", 'P', CLI_STR, &b_profile, "FILE",
 	  "profiles file for the local profile's defaults" },
+	{ "streams", 0, CLI_INT, &b_streams, "N",
+	  "only the engine session: N concurrent streams batched vs 1 alone and vs time-shared, and TTFT of 2N clients on N slots (-n tokens each, the last -t thread count)" },
 	{ "json", 0, CLI_FLAG, &b_json, NULL, "print one JSON object" },
 	{ "svg", 0, CLI_STR, &b_svg, "FILE",
 	  "write a chart of tok/s, temperature and placement over time" },
@@ -929,6 +932,9 @@ static int cmd_bench(int argc, char **argv)
 	if (nbk >= 0)
 		return nbk;
 	nthr = -nthr, npp = -npp, nbk = -nbk;
+	if (b_streams)
+		return bench_streams(b_model, thr[nthr - 1], b_streams, b_gen,
+				     b_json);
 	R = calloc(1, sizeof(*R));
 	if (!R)
 		return cli_error(EXIT_NORES, "bench", "out of memory");

@@ -14,13 +14,16 @@
 
 #include <edgeq/engine.h>
 #include <edgeq/kernels.h>
+#include <edgeq/ledger.h>
 #include <edgeq/stream.h>
 
 #include "cli.h"
 #include "run_placement.h"
 
 static const char *o_model, *o_prompt = "", *o_kv = "f16", *o_weights = "auto";
-static const char *o_budget, *o_dump, *o_queue;
+static const char *o_budget, *o_dump, *o_queue, *o_draft;
+static int o_draft_max = 4;
+static bool o_draft_fixed;
 static int o_n = 64, o_threads, o_top_k = 40, o_ctx, o_batch = 64,
 	   o_last_n = 64;
 static double o_temp = 0.8, o_top_p = 0.95, o_min_p = 0.05, o_rep = 1.0;
@@ -61,6 +64,12 @@ static const struct cli_option run_opts[] = {
 	{ "no-bos", 0, CLI_FLAG, &o_no_bos, NULL, "do not prepend BOS" },
 	{ "queue", 0, CLI_STR, &o_queue, "NAME[=PROFILE],...",
 	  "also use these edgeq queues, placed op by op (Documentation/placement.rst)" },
+	{ "draft", 0, CLI_STR, &o_draft, "lookup|layers:L|MODEL",
+	  "speculative decoding: prompt-lookup n-grams, the model's first L layers, or a draft model with the same vocabulary" },
+	{ "draft-max", 0, CLI_INT, &o_draft_max, "N",
+	  "most tokens drafted per target pass (4; the session adapts below it)" },
+	{ "draft-fixed", 0, CLI_FLAG, &o_draft_fixed, NULL,
+	  "always draft --draft-max tokens (no adaptation)" },
 	{ "dump-logits", 0, CLI_STR, &o_dump, "FILE",
 	  "(testing) greedy run writing every step's logits as float32 rows" },
 	CLI_OPTIONS_END
@@ -211,8 +220,9 @@ static int cmd_run(int argc, char **argv)
 	struct edgeq_error err = { 0 };
 	struct run_state rs = { 0 };
 	const struct edgeq_model_info *in;
-	struct edgeq_model *m = NULL;
+	struct edgeq_model *m = NULL, *dm = NULL;
 	struct edgeq_ctx *c = NULL;
+	const char *draft_path = NULL;
 	struct run_placement *rp = NULL;
 	double bw = 0, pps, dps;
 	int first, ret, status = EXIT_OK;
@@ -281,6 +291,12 @@ static int cmd_run(int argc, char **argv)
 	gp.sampling.repeat_penalty = (float)o_rep;
 	gp.sampling.repeat_last_n = o_last_n;
 	gp.sampling.seed = o_seed;
+	if (edgeq_draft_parse(o_draft, &gp.draft, &draft_path))
+		return cli_error(
+			EXIT_USAGE, "run",
+			"--draft must be lookup, layers:L (L >= 1) or a model file");
+	gp.draft.max_len = o_draft_max;
+	gp.draft.fixed = o_draft_fixed;
 	{
 		struct edgeq_sampler *s;
 
@@ -309,6 +325,20 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "edgeq run: weights (%s): %s\n",
 			edgeq_weights_mode_name(ws.mode), ws.fallback);
 	gp.add_bos = in->add_bos && !o_no_bos;
+	if (draft_path) {
+		struct edgeq_model_params dp = mp;
+
+		dp.path = draft_path;
+		dp.weights_budget = 0;
+		ret = edgeq_model_load(&dp, &dm, &err);
+		if (ret) {
+			status = cli_error(cli_exit_for(ret), "run",
+					   "--draft %s: %s", draft_path,
+					   err.msg);
+			goto out;
+		}
+		gp.draft.model = dm;
+	}
 	ret = edgeq_ctx_new(m, &cp, &c, &err);
 	if (ret) {
 		status = cli_error(cli_exit_for(ret), "run", "%s", err.msg);
@@ -344,8 +374,10 @@ static int cmd_run(int argc, char **argv)
 			bw = gbps * 1e9;
 	}
 	pps = st.prompt_ns ? st.n_prompt * 1e9 / (double)st.prompt_ns : 0;
-	dps = st.decode_ns && st.n_eval ?
-		      st.n_eval * 1e9 / (double)st.decode_ns :
+	/* tokens after the first one (which the prefill gives), per second:
+	 * with speculation a pass may give several */
+	dps = st.decode_ns && st.n_eval && st.n_gen > 1 ?
+		      (st.n_gen - 1) * 1e9 / (double)st.decode_ns :
 		      0;
 	if (o_json) {
 		json_t *jo = json_object(), *jp = json_array(),
@@ -382,6 +414,43 @@ static int cmd_run(int argc, char **argv)
 				json_integer((json_int_t)ws.bytes_read));
 		}
 		json_object_set_new(tm, "prompt_tok_s", json_real(pps));
+		if (gp.draft.kind) {
+			struct edgeq_spec sp;
+			double a = st.n_accepted + st.n_rejected ?
+					   (double)st.n_accepted /
+						   (st.n_accepted +
+						    st.n_rejected) :
+					   0;
+			double k = st.n_accepted + st.n_rejected ?
+					   (double)st.n_drafted /
+						   (st.n_accepted +
+						    st.n_rejected) :
+					   0;
+
+			edgeq_ledger_speculative(a, (int)(k + 0.5),
+						 st.draft_cost, &sp);
+			json_object_set_new(tm, "draft_acceptance",
+					    json_real(a));
+			json_object_set_new(
+				tm, "draft_accepted_share",
+				json_real(st.n_drafted ?
+						  (double)st.n_accepted /
+							  st.n_drafted :
+						  0));
+			json_object_set_new(tm, "draft_tokens",
+					    json_integer(st.n_drafted));
+			json_object_set_new(tm, "draft_cost",
+					    json_real(st.draft_cost));
+			json_object_set_new(tm, "draft_ms",
+					    json_real(st.draft_ns / 1e6));
+			json_object_set_new(tm, "predicted_speedup",
+					    json_real(sp.speedup));
+		}
+		json_object_set_new(
+			tm, "tokens_per_pass",
+			json_real(st.n_eval && st.n_gen ?
+					  (double)(st.n_gen - 1) / st.n_eval :
+					  0));
 		json_object_set_new(tm, "decode_tok_s", json_real(dps));
 		json_object_set_new(tm, "peak_rss",
 				    json_integer((json_int_t)st.peak_rss));
@@ -420,6 +489,7 @@ out:
 	run_placement_stop(rp, o_json);
 	edgeq_ctx_free(c);
 	edgeq_model_free(m);
+	edgeq_model_free(dm);
 	free(rs.toks);
 	free(rs.text);
 	return status;

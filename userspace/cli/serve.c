@@ -45,6 +45,7 @@ static bool opt_no_prefix_cache;
 static const char *opt_pressure = "auto";
 static const char *opt_weights = "auto", *opt_weights_budget;
 static const char *opt_device_queue;
+static const char *opt_kv_type = "f16";
 
 static const struct cli_option serve_opts[] = {
 	{ "config", 'c', CLI_STR, &opt_config, "FILE",
@@ -93,6 +94,8 @@ static const struct cli_option serve_opts[] = {
 	  "SIGTERM: let in-flight requests finish this long, then cancel (10)" },
 	{ "chat-template", 0, CLI_STR, &cfg.chat_template, "NAME",
 	  "auto, llama3, chatml, llama2 or mistral (auto)" },
+	{ "kv-type", 0, CLI_STR, &opt_kv_type, "f16|q8_0",
+	  "KV cache type of the slots (f16; q8_0 halves the cache)" },
 	{ "no-prefix-cache", 0, CLI_FLAG, &opt_no_prefix_cache, NULL,
 	  "do not reuse a slot's KV cache for a common prompt prefix" },
 	{ "privacy-default", 0, CLI_STR, &opt_default_class, "CLASS",
@@ -560,6 +563,13 @@ static int serve_main(int argc, char **argv)
 	cfg.socket_mode = (unsigned int)mode;
 	cfg.max_body = opt_max_body;
 	cfg.prefix_cache = !opt_no_prefix_cache;
+	if (!strcmp(opt_kv_type, "f16"))
+		cfg.kv_type = EDGEQ_KV_F16;
+	else if (!strcmp(opt_kv_type, "q8_0"))
+		cfg.kv_type = EDGEQ_KV_Q8_0;
+	else
+		return cli_error(EXIT_USAGE, "serve",
+				 "--kv-type must be f16 or q8_0");
 	if (opt_api_key_file && read_key_file(opt_api_key_file))
 		return EXIT_USAGE;
 	if (cfg.port < 0 || cfg.port > 65535)

@@ -48,10 +48,11 @@ struct edgeq_ctx {
 	uint8_t *qh; /* [n_threads][q8_0 of one head] */
 	uint8_t *qa; /* quantized activations [n_batch][qa_stride] */
 	size_t qa_stride;
-	const float *qa_src; /* what qa holds: source, type, rows */
-	int qa_type, qa_nb;
 	uint8_t *emb;	  /* raw embedding rows [n_batch][row_size] */
 	float *rope;	  /* [n_batch][n_rot / 2][2] cos, sin */
+	struct edgeq_ctx **tc; /* [n_batch] the context of each token */
+	uint32_t *tpos;	       /* [n_batch] the position of each token */
+	float *lg_all;	       /* [n_batch][n_vocab], batch output; lazily */
 	int32_t *history; /* [n_ctx] for edgeq_generate */
 	const struct edgeq_ctx_hooks *hooks; /* placement, or NULL */
 	void *hooks_arg;
@@ -150,6 +151,9 @@ void edgeq_ctx_free(struct edgeq_ctx *c)
 	free(c->qa);
 	free(c->emb);
 	free(c->rope);
+	free(c->tc);
+	free(c->tpos);
+	free(c->lg_all);
 	free(c->history);
 	free(c);
 }
@@ -256,7 +260,9 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	c->emb = malloc((size_t)B * m->tok_embd->row_size);
 	c->rope = calloc((size_t)B * hp->n_rot, sizeof(float));
 	c->history = calloc(c->n_ctx, sizeof(int32_t));
-	if (!c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q ||
+	c->tc = calloc(B, sizeof(*c->tc));
+	c->tpos = calloc(B, sizeof(*c->tpos));
+	if (!c->tc || !c->tpos || !c->k_cache || !c->v_cache || !c->x || !c->xb || !c->xb2 || !c->q ||
 	    !c->k || !c->v || !c->hb || !c->hb2 || !c->logits || !c->att ||
 	    !c->qh || !c->qa || !c->emb || !c->rope || !c->history) {
 		edgeq_ctx_free(c);
@@ -306,23 +312,41 @@ static void quant_task(void *arg, int ith, int nth)
 }
 
 /*
+ * One forward pass over a list of tokens. The tokens may belong to
+ * several contexts (continuous batching: the next token of every slot, a
+ * prompt chunk of a new one), each at its own position; the matrices see
+ * one batch, so their weights are read once for all of them. Buffers are
+ * those of the workspace context @w (its n_batch bounds nb).
+ */
+struct fw {
+	struct edgeq_ctx *w;	  /* workspace: activations, tc, tpos */
+	const int32_t *toks;	  /* [nb] */
+	int nb;
+	const float *qa_src;	  /* what w->qa holds: source, type, rows */
+	int qa_type, qa_nb;
+	const struct edgeq_ctx_hooks *hooks; /* placement, or NULL */
+	void *hooks_arg;
+};
+
+/*
  * y[b][0..rows) = W x[b] for b < nb; x rows are ldx floats apart, y rows ldy.
  * The activations are quantized once into W's vec_dot type and reused by
  * the next call with the same input and type.
  */
-static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
-		   const float *x, int nb, int ldx, float *y, int ldy)
+static void linear(struct fw *f, const struct edgeq_tensor *t, const float *x,
+		   int nb, int ldx, float *y, int ldy)
 {
+	struct edgeq_ctx *c = f->w;
 	struct edgeq_model *m = c->m;
 	const struct edgeq_type_traits *tr = edgeq_type_traits(t->type);
 	enum edgeq_type vdt = tr->vec_dot_type;
 	int64_t n = (int64_t)t->ne[0];
 	size_t astride = edgeq_row_size(vdt, n);
 
-	if (c->hooks && c->hooks->linear &&
-	    !c->hooks->linear(c->hooks_arg, t, x, nb, ldx, y, ldy))
+	if (f->hooks && f->hooks->linear &&
+	    !f->hooks->linear(f->hooks_arg, t, x, nb, ldx, y, ldy))
 		return; /* placement ran it on another device */
-	if (c->qa_src != x || c->qa_type != (int)vdt || c->qa_nb != nb) {
+	if (f->qa_src != x || f->qa_type != (int)vdt || f->qa_nb != nb) {
 		if (nb == 1) {
 			m->ops->quantize_act(vdt, x, c->qa, n);
 		} else { /* prefill: rows spread over the pool */
@@ -331,9 +355,9 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 
 			par_run(m, quant_task, &qa);
 		}
-		c->qa_src = x;
-		c->qa_type = (int)vdt;
-		c->qa_nb = nb;
+		f->qa_src = x;
+		f->qa_type = (int)vdt;
+		f->qa_nb = nb;
 	}
 	if (nb == 1)
 		edgeq_par_matvec(m->pool, m->ops, t->type,
@@ -343,8 +367,8 @@ static void linear(struct edgeq_ctx *c, const struct edgeq_tensor *t,
 		edgeq_par_matmul(m->pool, m->ops, t->type,
 				 edgeq_weights_get(m->weights, t), n,
 				 (int64_t)t->ne[1], c->qa, astride, nb, y, ldy);
-	if (c->hooks && c->hooks->linear_done)
-		c->hooks->linear_done(c->hooks_arg, t, nb);
+	if (f->hooks && f->hooks->linear_done)
+		f->hooks->linear_done(f->hooks_arg, t, nb);
 }
 
 static void add_bias(float *y, const float *bias, int nb, uint32_t n)
@@ -357,18 +381,18 @@ static void add_bias(float *y, const float *bias, int nb, uint32_t n)
 			y[(size_t)b * n + i] += bias[i];
 }
 
-static void rope_tables(struct edgeq_ctx *c, uint32_t pos0, int nb)
+static void rope_tables(struct edgeq_ctx *w, int nb)
 {
-	const struct edgeq_hparams *hp = &c->m->hp;
+	const struct edgeq_hparams *hp = &w->m->hp;
 	uint32_t nf = hp->n_rot / 2, i;
 	int b;
 
 	for (b = 0; b < nb; b++) {
-		float p = (float)(pos0 + (uint32_t)b) * hp->rope_linear_scale;
-		float *cs = c->rope + (size_t)b * hp->n_rot;
+		float p = (float)w->tpos[b] * hp->rope_linear_scale;
+		float *cs = w->rope + (size_t)b * hp->n_rot;
 
 		for (i = 0; i < nf; i++) {
-			float th = p * c->m->rope_inv_freq[i];
+			float th = p * w->m->rope_inv_freq[i];
 
 			cs[2 * i] = cosf(th);
 			cs[2 * i + 1] = sinf(th);
@@ -397,41 +421,41 @@ static void rope_apply(const struct edgeq_hparams *hp, float *v,
 }
 
 struct att_arg {
-	struct edgeq_ctx *c;
+	struct edgeq_ctx *w;
 	int layer, nb;
-	uint32_t pos0;
 };
 
 static void att_task(void *arg, int ith, int nth)
 {
 	const struct att_arg *aa = arg;
-	struct edgeq_ctx *c = aa->c;
-	const struct edgeq_model *m = c->m;
+	struct edgeq_ctx *w = aa->w;
+	const struct edgeq_model *m = w->m;
 	const struct edgeq_kernel_ops *ops = m->ops;
 	const struct edgeq_hparams *hp = &m->hp;
 	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
 	uint32_t q_dim = hp->n_head * hd;
 	int64_t total = (int64_t)aa->nb * hp->n_head, job;
-	float *att = c->att + (size_t)ith * c->n_ctx;
-	uint8_t *qh = c->qh + (size_t)ith *
-				      edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) *
-				      (hd / 32 + 1);
-	const uint8_t *kc =
-		c->k_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
-	const uint8_t *vc =
-		c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
 	float scale = 1.0f / sqrtf((float)hd);
 	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
 	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
+	size_t qh_size = edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) * (hd / 32 + 1);
 	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
 						      edgeq_softmax_ref;
 
 	for (job = ith; job < total; job += nth) {
 		int b = (int)(job / hp->n_head);
+		/* the token's own context: its cache, its scratch */
+		struct edgeq_ctx *c = w->tc[b];
+		float *att = c->att + (size_t)ith * c->n_ctx;
+		uint8_t *qh = c->qh + (size_t)ith * qh_size;
+		const uint8_t *kc =
+			c->k_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
+		const uint8_t *vc =
+			c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
 		uint32_t h = (uint32_t)(job % hp->n_head), kvh = h / group;
-		uint32_t p = aa->pos0 + (uint32_t)b, t;
-		const float *q = c->q + (size_t)b * q_dim + (size_t)h * hd;
-		float *out = c->xb2 + (size_t)b * q_dim + (size_t)h * hd;
+		uint32_t p = w->tpos[b], t;
+		const float *q = w->q + (size_t)b * q_dim + (size_t)h * hd;
+		float *out = w->xb2 + (size_t)b * q_dim + (size_t)h * hd;
 
 		if (c->kv_type == EDGEQ_KV_Q8_0)
 			ops->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, hd);
@@ -532,10 +556,10 @@ static float silu(float x)
 	return x / (1.0f + expf(-x));
 }
 
-/* One batch of nb tokens at positions pos0.. ; logits of the last one. */
-static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
-		   bool want_logits, struct edgeq_error *err)
+/* The transformer blocks over f's tokens: x holds their last hidden state. */
+static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 {
+	struct edgeq_ctx *c = f->w;
 	struct edgeq_model *m = c->m;
 	const struct edgeq_hparams *hp = &m->hp;
 	struct edgeq_weights *w = m->weights;
@@ -544,19 +568,18 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	uint32_t E = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
 	uint32_t kv_dim = hp->n_head_kv * hp->head_dim, F = hp->n_ff, i;
 	size_t rs = m->tok_embd->row_size;
+	int nb = f->nb;
 	struct att_arg aa;
 	int ret, b, l;
 
-	if (c->hooks && c->hooks->step_begin)
-		c->hooks->step_begin(c->hooks_arg, nb);
-	ret = edgeq_weights_embed_rows(w, toks, (size_t)nb, c->emb, rs, err);
+	ret = edgeq_weights_embed_rows(w, f->toks, (size_t)nb, c->emb, rs, err);
 	if (ret)
 		return ret;
 	for (b = 0; b < nb; b++)
 		et->to_float(c->emb + (size_t)b * rs, c->x + (size_t)b * E, E);
-	rope_tables(c, c->pos, nb);
+	rope_tables(c, nb);
 
-	for (l = 0; l < (int)hp->n_layer; l++) {
+	for (l = 0; l < n_layer; l++) {
 		const struct edgeq_layer *L = &m->layers[l];
 		const float *an, *fn;
 
@@ -569,10 +592,10 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 		for (b = 0; b < nb; b++)
 			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, an,
 				E, hp->rms_eps);
-		c->qa_src = NULL;
-		linear(c, L->wq, c->xb, nb, (int)E, c->q, (int)q_dim);
-		linear(c, L->wk, c->xb, nb, (int)E, c->k, (int)kv_dim);
-		linear(c, L->wv, c->xb, nb, (int)E, c->v, (int)kv_dim);
+		f->qa_src = NULL;
+		linear(f, L->wq, c->xb, nb, (int)E, c->q, (int)q_dim);
+		linear(f, L->wk, c->xb, nb, (int)E, c->k, (int)kv_dim);
+		linear(f, L->wv, c->xb, nb, (int)E, c->v, (int)kv_dim);
 		if (L->bq) {
 			add_bias(c->q, edgeq_weights_get(w, L->bq), nb, q_dim);
 			add_bias(c->k, edgeq_weights_get(w, L->bk), nb, kv_dim);
@@ -585,56 +608,89 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 				   cs);
 			rope_apply(hp, c->k + (size_t)b * kv_dim, hp->n_head_kv,
 				   cs);
-			kv_store(c, l, c->pos + (uint32_t)b,
+			kv_store(c->tc[b], l, c->tpos[b],
 				 c->k + (size_t)b * kv_dim,
 				 c->v + (size_t)b * kv_dim);
 		}
-		aa = (struct att_arg){ c, l, nb, c->pos };
+		aa = (struct att_arg){ c, l, nb };
 		par_run(m, att_task, &aa);
-		c->qa_src = NULL;
-		linear(c, L->wo, c->xb2, nb, (int)q_dim, c->xb, (int)E);
+		f->qa_src = NULL;
+		linear(f, L->wo, c->xb2, nb, (int)q_dim, c->xb, (int)E);
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] += c->xb[i];
 
 		for (b = 0; b < nb; b++)
 			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, fn,
 				E, hp->rms_eps);
-		c->qa_src = NULL;
-		linear(c, L->w_gate, c->xb, nb, (int)E, c->hb, (int)F);
-		linear(c, L->w_up, c->xb, nb, (int)E, c->hb2, (int)F);
+		f->qa_src = NULL;
+		linear(f, L->w_gate, c->xb, nb, (int)E, c->hb, (int)F);
+		linear(f, L->w_up, c->xb, nb, (int)E, c->hb2, (int)F);
 		for (i = 0; i < (uint32_t)nb * F; i++)
 			c->hb[i] = silu(c->hb[i]) * c->hb2[i];
-		c->qa_src = NULL;
-		linear(c, L->w_down, c->hb, nb, (int)F, c->xb, (int)E);
+		f->qa_src = NULL;
+		linear(f, L->w_down, c->hb, nb, (int)F, c->xb, (int)E);
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] += c->xb[i];
 		edgeq_weights_layer_end(w, l);
 	}
-
-	c->pos += (uint32_t)nb;
-	if (c->hooks && c->hooks->step_end && !want_logits)
-		c->hooks->step_end(c->hooks_arg, nb);
-	if (!want_logits)
-		return 0;
-	ret = edgeq_weights_layer_begin(w, EDGEQ_WEIGHTS_GLOBAL, err);
-	if (ret)
-		return ret;
-	rmsnorm(c->xb, c->x + (size_t)(nb - 1) * E,
-		edgeq_weights_get(w, m->output_norm), E, hp->rms_eps);
-	c->qa_src = NULL;
-	linear(c, m->output, c->xb, 1, (int)E, c->logits, (int)hp->n_vocab);
-	c->qa_src = NULL;
-	edgeq_weights_layer_end(w, EDGEQ_WEIGHTS_GLOBAL);
-	if (c->hooks && c->hooks->step_end)
-		c->hooks->step_end(c->hooks_arg, nb);
 	return 0;
 }
 
-int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
-		 const float **logits, struct edgeq_error *err)
+/*
+ * The output head for @n_out of f's tokens (indices @idx): logits into
+ * @dst (n_out rows of n_vocab).
+ */
+static int forward_head(struct fw *f, const int *idx, int n_out, float *dst,
+			struct edgeq_error *err)
 {
-	size_t i, done = 0;
-	int ret;
+	struct edgeq_ctx *c = f->w;
+	struct edgeq_model *m = c->m;
+	const struct edgeq_hparams *hp = &m->hp;
+	struct edgeq_weights *w = m->weights;
+	uint32_t E = hp->n_embd;
+	int ret, j;
+
+	ret = edgeq_weights_layer_begin(w, EDGEQ_WEIGHTS_GLOBAL, err);
+	if (ret)
+		return ret;
+	for (j = 0; j < n_out; j++)
+		rmsnorm(c->xb + (size_t)j * E, c->x + (size_t)idx[j] * E,
+			edgeq_weights_get(w, m->output_norm), E, hp->rms_eps);
+	f->qa_src = NULL;
+	linear(f, m->output, c->xb, n_out, (int)E, dst, (int)hp->n_vocab);
+	f->qa_src = NULL;
+	edgeq_weights_layer_end(w, EDGEQ_WEIGHTS_GLOBAL);
+	return 0;
+}
+
+/* One batch of nb tokens of @c at positions c->pos.. ; logits of the last. */
+static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
+		   bool want_logits, struct edgeq_error *err)
+{
+	struct fw f = { c, toks, nb, NULL, 0, 0, c->hooks, c->hooks_arg };
+	int ret, b, last = nb - 1;
+
+	for (b = 0; b < nb; b++) {
+		c->tc[b] = c;
+		c->tpos[b] = c->pos + (uint32_t)b;
+	}
+	if (c->hooks && c->hooks->step_begin)
+		c->hooks->step_begin(c->hooks_arg, nb);
+	ret = forward_layers(&f, (int)c->m->hp.n_layer, err);
+	if (ret)
+		return ret;
+	c->pos += (uint32_t)nb;
+	if (want_logits)
+		ret = forward_head(&f, &last, 1, c->logits, err);
+	if (c->hooks && c->hooks->step_end)
+		c->hooks->step_end(c->hooks_arg, nb);
+	return ret;
+}
+
+static int check_tokens(struct edgeq_ctx *c, const int32_t *toks, size_t n,
+			struct edgeq_error *err)
+{
+	size_t i;
 
 	if (n == 0)
 		return edgeq_error_set(err, EINVAL, "decode: no tokens");
@@ -649,6 +705,18 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 				err, EINVAL,
 				"decode: token id %d is out of range (vocabulary of %u)",
 				toks[i], c->m->hp.n_vocab);
+	return 0;
+}
+
+int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
+		 const float **logits, struct edgeq_error *err)
+{
+	size_t done = 0;
+	int ret;
+
+	ret = check_tokens(c, toks, n, err);
+	if (ret)
+		return ret;
 	/* contexts of one model share its thread pool: one pass at a time */
 	pthread_mutex_lock(&c->m->lock);
 	while (done < n) {
@@ -669,6 +737,138 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 	return 0;
 }
 
+int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos,
+		   int n_layers, struct edgeq_error *err)
+{
+	struct fw f = { c, &tok, 1, NULL, 0, 0, NULL, NULL };
+	int last = 0, ret;
+
+	if (pos >= c->n_ctx)
+		return edgeq_error_set(err, ENOSPC,
+				       "draft: position %u past the context",
+				       pos);
+	if (n_layers < 1 || n_layers > (int)c->m->hp.n_layer)
+		return edgeq_error_set(err, EINVAL,
+				       "draft: %d layers (the model has %u)",
+				       n_layers, c->m->hp.n_layer);
+	if (tok < 0 || (uint32_t)tok >= c->m->hp.n_vocab)
+		return edgeq_error_set(err, EINVAL,
+				       "draft: token id %d is out of range",
+				       tok);
+	c->tc[0] = c;
+	c->tpos[0] = pos;
+	pthread_mutex_lock(&c->m->lock);
+	ret = forward_layers(&f, n_layers, err);
+	if (!ret)
+		ret = forward_head(&f, &last, 1, c->logits, err);
+	pthread_mutex_unlock(&c->m->lock);
+	return ret;
+}
+
+bool ctx_has_hooks(const struct edgeq_ctx *c)
+{
+	return c->hooks != NULL;
+}
+
+int ctx_workspace_new(struct edgeq_model *m, uint32_t n_tokens,
+		      struct edgeq_ctx **out, struct edgeq_error *err)
+{
+	struct edgeq_ctx_params p;
+	struct edgeq_ctx *w;
+	int ret;
+
+	edgeq_ctx_params_init(&p);
+	p.n_ctx = n_tokens < 16 ? 16 : n_tokens;
+	p.n_batch = p.n_ctx;
+	p.kv_type = EDGEQ_KV_F32;
+	ret = edgeq_ctx_new(m, &p, &w, err);
+	if (ret)
+		return ret;
+	w->lg_all = malloc((size_t)w->n_batch * m->hp.n_vocab * sizeof(float));
+	if (!w->lg_all) {
+		edgeq_ctx_free(w);
+		return edgeq_error_set(err, ENOMEM,
+				       "out of memory for batch logits");
+	}
+	*out = w;
+	return 0;
+}
+
+uint32_t ctx_workspace_tokens(const struct edgeq_ctx *w)
+{
+	return w->n_batch;
+}
+
+int ctx_decode_batch(struct edgeq_ctx *w, struct ctx_batch_item *it, int n,
+		     struct edgeq_error *err)
+{
+	struct edgeq_model *m = w->m;
+	int32_t *toks;
+	int idx[EDGEQ_BATCH_MAX_ITEMS];
+	uint32_t V = m->hp.n_vocab;
+	int i, nb = 0, n_out = 0, ret;
+	size_t k;
+
+	if (n < 1 || n > EDGEQ_BATCH_MAX_ITEMS)
+		return edgeq_error_set(err, EINVAL,
+				       "decode batch: %d items (1..%d)", n,
+				       EDGEQ_BATCH_MAX_ITEMS);
+	for (i = 0; i < n; i++) {
+		if (it[i].c->m != m || it[i].c == w)
+			return edgeq_error_set(
+				err, EINVAL,
+				"decode batch: a context of another model");
+		ret = check_tokens(it[i].c, it[i].toks, it[i].n, err);
+		if (ret)
+			return ret;
+		nb += (int)it[i].n;
+		n_out += it[i].all_logits ? (int)it[i].n : 1;
+	}
+	if ((uint32_t)nb > w->n_batch || n_out > (int)w->n_batch)
+		return edgeq_error_set(
+			err, E2BIG, "decode batch: %d tokens, room for %u", nb,
+			w->n_batch);
+	toks = w->history; /* the workspace's own history is unused */
+	nb = 0;
+	n_out = 0;
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < it[i].n; k++) {
+			toks[nb] = it[i].toks[k];
+			w->tc[nb] = it[i].c;
+			w->tpos[nb] = it[i].c->pos + (uint32_t)k;
+			if (it[i].all_logits || k + 1 == it[i].n)
+				idx[n_out++] = nb;
+			nb++;
+		}
+	}
+	pthread_mutex_lock(&m->lock);
+	{
+		struct fw f = { w, toks, nb, NULL, 0, 0, NULL, NULL };
+
+		ret = forward_layers(&f, (int)m->hp.n_layer, err);
+		if (!ret)
+			ret = forward_head(&f, idx, n_out, w->lg_all, err);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (ret)
+		return ret;
+	n_out = 0;
+	for (i = 0; i < n; i++) {
+		it[i].c->pos += (uint32_t)it[i].n;
+		if (it[i].all_logits) {
+			memcpy(it[i].all_logits, w->lg_all + (size_t)n_out * V,
+			       it[i].n * V * sizeof(float));
+			n_out += (int)it[i].n;
+		} else {
+			memcpy(it[i].c->logits,
+			       w->lg_all + (size_t)n_out * V,
+			       V * sizeof(float));
+			n_out++;
+		}
+	}
+	return 0;
+}
+
 int32_t *ctx_history(struct edgeq_ctx *c)
 {
 	return c->history;
@@ -677,6 +877,11 @@ int32_t *ctx_history(struct edgeq_ctx *c)
 uint32_t edgeq_ctx_n_ctx(const struct edgeq_ctx *c)
 {
 	return c->n_ctx;
+}
+
+const float *ctx_logits(struct edgeq_ctx *c)
+{
+	return c->logits;
 }
 
 struct edgeq_model *ctx_model(struct edgeq_ctx *c)

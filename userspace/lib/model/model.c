@@ -461,3 +461,15 @@ bool edgeq_token_is_eog(const struct edgeq_model *m, int32_t tok)
 {
 	return vocab_is_eog(&m->vocab, tok);
 }
+
+const char *edgeq_model_chat_template(const struct edgeq_model *m, size_t *len)
+{
+	struct edgeq_gguf_str st;
+
+	*len = 0;
+	if (!m->gguf ||
+	    edgeq_gguf_get_str(m->gguf, "tokenizer.chat_template", &st, NULL))
+		return NULL;
+	*len = (size_t)st.len;
+	return st.ptr;
+}

@@ -129,6 +129,50 @@ struct edgeq_ctx_hooks {
 	void (*step_end)(void *arg, int nb);
 };
 
+/*
+ * Continuous batching: one forward pass over the tokens of several contexts
+ * of one model (the next token of each slot, prompt chunks), each at its own
+ * position, through the buffers of a workspace context made for it. Each
+ * item's last logits land in its context (edgeq_decode's), or, with
+ * all_logits, the logits of every one of its tokens there ([n][n_vocab]).
+ * Placement hooks are not used: callers batch hook-less contexts only.
+ */
+#define EDGEQ_BATCH_MAX_ITEMS 256
+struct ctx_batch_item {
+	struct edgeq_ctx *c;
+	const int32_t *toks;
+	size_t n;
+	float *all_logits;
+};
+
+int ctx_workspace_new(struct edgeq_model *m, uint32_t n_tokens,
+		      struct edgeq_ctx **out, struct edgeq_error *err);
+uint32_t ctx_workspace_tokens(const struct edgeq_ctx *w);
+int ctx_decode_batch(struct edgeq_ctx *w, struct ctx_batch_item *it, int n,
+		     struct edgeq_error *err);
+bool ctx_has_hooks(const struct edgeq_ctx *c);
+/*
+ * Self-speculation: run @tok at @pos through the first @n_layers blocks and
+ * the output head (logits into the ctx's). Writes those layers' KV at @pos
+ * (the verifying pass writes the same values) and leaves the ctx's
+ * position alone.
+ */
+int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos,
+		   int n_layers, struct edgeq_error *err);
+/* The logits of the last decode (n_vocab floats). */
+const float *ctx_logits(struct edgeq_ctx *c);
+
+/*
+ * Speculative sampling with a deterministic draft token: sample from the
+ * target's distribution (after every sampler stage) at @logits, accepting
+ * @draft with probability p(draft) and otherwise drawing from p with the
+ * draft removed, so the output distribution is exactly the target's.
+ * Greedy: the argmax, accepted when it equals @draft.
+ */
+int32_t sampler_verify(struct edgeq_sampler *s, const float *logits,
+		       uint32_t n_vocab, const int32_t *history,
+		       size_t n_history, int32_t draft, bool *accepted);
+
 /* Install (or with NULL remove) @h on @c. */
 void ctx_set_hooks(struct edgeq_ctx *c, const struct edgeq_ctx_hooks *h,
 		   void *arg);

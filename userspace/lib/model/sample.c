@@ -12,6 +12,8 @@
 
 #include <edgeq/engine.h>
 
+#include "model/model.h"
+
 struct cand {
 	float logit;
 	int32_t id;
@@ -92,14 +94,20 @@ static bool seen(const int32_t *h, size_t n, size_t upto, int32_t id)
 	return false;
 }
 
-int32_t edgeq_sampler_sample(struct edgeq_sampler *s, const float *logits,
-			     uint32_t n_vocab, const int32_t *history,
-			     size_t n_history)
+/*
+ * The distribution to draw from: s->c[0..*n) with weights s->prob[0..*n)
+ * (summing to *sum). Greedy returns the argmax id instead (>= 0) and leaves
+ * *n at 0.
+ */
+static int32_t distribution(struct edgeq_sampler *s, const float *logits,
+			    uint32_t n_vocab, const int32_t *history,
+			    size_t n_history, size_t *n_out, float *sum_out)
 {
 	const struct edgeq_sampler_params *p = &s->p;
 	size_t last = n_history, i, n = n_vocab;
-	float mx, sum, cum, r;
+	float mx, sum, cum;
 
+	*n_out = 0;
 	if (!n_vocab)
 		return -EINVAL;
 	if (n_vocab > s->cap) {
@@ -134,6 +142,7 @@ int32_t edgeq_sampler_sample(struct edgeq_sampler *s, const float *logits,
 				s->c[t].logit *= p->repeat_penalty;
 		}
 	}
+	*n_out = 0;
 	if (p->temp <= 0) {
 		size_t best = 0;
 
@@ -171,11 +180,77 @@ int32_t edgeq_sampler_sample(struct edgeq_sampler *s, const float *logits,
 		s->prob[i] = expf((s->c[i].logit - mx) / p->temp);
 		sum += s->prob[i];
 	}
-	r = (float)((splitmix64(&s->rng) >> 40) * (1.0 / 16777216.0)) * sum;
-	for (i = 0, cum = 0; i < n; i++) {
+	*n_out = n;
+	*sum_out = sum;
+	return -1;
+}
+
+static float uniform(struct edgeq_sampler *s)
+{
+	return (float)((splitmix64(&s->rng) >> 40) * (1.0 / 16777216.0));
+}
+
+/* Draw from s->c/s->prob[0..n) of total @sum, skipping id @skip. */
+static int32_t draw(struct edgeq_sampler *s, size_t n, float sum,
+		    int32_t skip)
+{
+	float r = uniform(s) * sum, cum = 0;
+	size_t i, lastv = 0;
+
+	for (i = 0; i < n; i++) {
+		if (s->c[i].id == skip)
+			continue;
 		cum += s->prob[i];
+		lastv = i;
 		if (r < cum)
 			return s->c[i].id;
 	}
-	return s->c[n - 1].id;
+	return s->c[lastv].id;
+}
+
+int32_t edgeq_sampler_sample(struct edgeq_sampler *s, const float *logits,
+			     uint32_t n_vocab, const int32_t *history,
+			     size_t n_history)
+{
+	size_t n;
+	float sum;
+	int32_t best;
+
+	if (!n_vocab)
+		return -EINVAL;
+	best = distribution(s, logits, n_vocab, history, n_history, &n, &sum);
+	if (best < 0 && !n)
+		return best; /* an error */
+	return n ? draw(s, n, sum, -1) : best;
+}
+
+int32_t sampler_verify(struct edgeq_sampler *s, const float *logits,
+		       uint32_t n_vocab, const int32_t *history,
+		       size_t n_history, int32_t draft, bool *accepted)
+{
+	size_t n, i;
+	float sum, pd = 0;
+	int32_t best;
+
+	*accepted = false;
+	if (!n_vocab)
+		return -EINVAL;
+	best = distribution(s, logits, n_vocab, history, n_history, &n, &sum);
+	if (!n) {
+		*accepted = best == draft; /* greedy: the target's argmax */
+		return best;
+	}
+	/* the draft proposes one token with certainty (q = 1 at draft):
+	 * accept with min(1, p/q) = p(draft), else draw from the residual
+	 * max(0, p - q), which is p without the draft, renormalized */
+	for (i = 0; i < n; i++)
+		if (s->c[i].id == draft)
+			pd = s->prob[i];
+	if (pd > 0 && uniform(s) * sum < pd) {
+		*accepted = true;
+		return draft;
+	}
+	if (pd >= sum)
+		return draft; /* nothing else has mass (cannot reject) */
+	return draw(s, n, sum - pd, pd > 0 ? draft : -1);
 }

@@ -12,20 +12,12 @@
 #include <microhttpd.h>
 
 #include <edgeq/engine.h>
+#include <edgeq/session.h>
 #include <edgeq/stream.h>
 
 #include "server/server.h"
 
 enum srv_state { SRV_LOADING = 0, SRV_READY, SRV_FAILED, SRV_STOPPING };
-
-/* One generation context: a KV cache and the tokens it holds. */
-struct srv_slot {
-	struct edgeq_ctx *ctx;
-	bool busy;
-	int32_t *hist;	      /* tokens in the KV cache, then generated */
-	uint32_t n_hist, cap; /* cap == ctx size */
-	_Atomic uint64_t progress_ns; /* last step; 0 when idle */
-};
 
 struct srv {
 	struct srv_config cfg;
@@ -42,17 +34,11 @@ struct srv {
 	time_t created;
 	uint32_t n_ctx;
 
-	/* The engine's thread pool and weight streamer serve one decode at a
-	 * time: slots interleave token by token under this lock. */
-	pthread_mutex_t engine_lock;
-	_Atomic uint64_t pending_budget;  /* weights budget to apply; 0 none */
-	struct edgeq_stream_status wstat; /* last read, under engine_lock */
-	bool wstat_ok;
+	/* the slots, their wait queue and the engine thread */
+	struct edgeq_session *sess;
+	int n_slots;
 
-	pthread_mutex_t lock; /* slots, running, waiting, speeds */
-	pthread_cond_t cond;
-	struct srv_slot *slots;
-	int n_slots, running, waiting;
+	pthread_mutex_t lock;		 /* speeds, pressure */
 	double peak_tok_s, prompt_tok_s; /* measured, EWMA */
 	_Atomic uint64_t seq;
 
@@ -93,18 +79,18 @@ struct srv_req {
 	uint32_t failed;
 	char fallback[160]; /* why an upstream was not used; "" if none */
 
-	/* local generation */
-	struct srv_slot *slot;
+	/* local generation (the session's) */
+	struct edgeq_gen *gen;
+	bool have_event; /* ev came with the first wait, unread */
+	struct edgeq_gen_event ev;
+	int ev_ret;
 	int32_t *toks;
 	size_t n_prompt;
-	struct edgeq_sampler *sampler;
-	const float *logits;
 	int n_gen;
-	uint64_t t_first, t_last, t_decode0;
-	struct srv_buf pending; /* generated text not yet released */
-	struct srv_buf text;	/* released text (non-streaming answer) */
-	struct srv_buf delta;	/* released by the last step */
-	const char *finish;	/* "stop", "length", or NULL while running */
+	uint64_t t_first, t_last;
+	struct srv_buf text;  /* released text (non-streaming answer) */
+	struct srv_buf delta; /* released by the last step */
+	const char *finish;   /* "stop", "length", or NULL while running */
 	bool cancelled, counted;
 
 	/* streaming output */
@@ -132,6 +118,11 @@ int srv_send_error(struct srv_req *r, int status, const char *type,
 int srv_send_json(struct srv_req *r, int status, json_t *j);
 void srv_add_route_headers(struct srv_req *r, struct MHD_Response *resp);
 void srv_log_request(struct srv_req *r, int status);
+
+/* The prompt text of @msgs plus the assistant's turn, in the model's chat
+ * format (the one place chat formatting happens; BOS not included). */
+int srv_chat_render(struct srv *s, const struct srv_msg *msgs, size_t n,
+		    struct srv_buf *out);
 
 /* request.c: parse and validate; on error sends the 4xx and returns it */
 int srv_parse_request(struct srv_req *r);

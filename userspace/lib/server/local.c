@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Local generation: wait for a slot (bounded queue), prefill reusing the
- * slot's cached prefix, then sample token by token, releasing text only
- * when it is whole UTF-8 and cannot be the start of a stop sequence.
- * The client is checked between tokens; a gone client stops generation.
+ * Local generation through the engine session: submit the tokenized
+ * prompt, then turn the session's events (text that is whole UTF-8 and past
+ * any stop string) into one JSON answer or SSE chunks. The session checks
+ * the client at every step; a gone client ends the generation.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,109 +43,11 @@ int srv_tokenize_prompt(struct srv_req *r)
 	return 0;
 }
 
-/* Take the engine for one decode call; apply a pending weights budget at
- * this token boundary, where no other decode runs. */
-static void srv_engine_lock(struct srv *s)
+static bool req_gone(void *user)
 {
-	uint64_t b;
+	struct srv_req *r = user;
 
-	pthread_mutex_lock(&s->engine_lock);
-	b = atomic_exchange(&s->pending_budget, 0);
-	if (b)
-		edgeq_model_set_weights_budget(s->model, b);
-}
-
-static void srv_engine_unlock(struct srv *s)
-{
-	pthread_mutex_unlock(&s->engine_lock);
-}
-
-static uint32_t common_prefix(const struct srv_slot *sl, const int32_t *t,
-			      size_t n)
-{
-	uint32_t i;
-
-	for (i = 0; i < sl->n_hist && i < n && sl->hist[i] == t[i]; i++)
-		;
-	return i;
-}
-
-/* Take a free slot, preferring the one whose cache shares most of the
- * prompt. Waits in the bounded queue. Returns 0 or an HTTP status. */
-static int acquire_slot(struct srv_req *r)
-{
-	struct srv *s = r->s;
-	struct srv_slot *best = NULL;
-	uint32_t best_len = 0, l;
-	struct timespec ts;
-	bool queued = false;
-	int i, status = 0;
-
-	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		/* queued requests are still served while stopping, until
-		 * the shutdown bound cancels everything */
-		if (atomic_load(&s->cancel_all) ||
-		    (atomic_load(&s->state) != SRV_READY &&
-		     atomic_load(&s->state) != SRV_STOPPING)) {
-			status = 503;
-			break;
-		}
-		if (s->running < s->n_slots && (queued || !s->waiting)) {
-			for (i = 0; i < s->n_slots; i++) {
-				if (s->slots[i].busy)
-					continue;
-				l = common_prefix(&s->slots[i], r->toks,
-						  r->n_prompt);
-				if (!best || l > best_len) {
-					best = &s->slots[i];
-					best_len = l;
-				}
-			}
-			best->busy = true;
-			atomic_store(&best->progress_ns, edgeq_now_ns());
-			s->running++;
-			r->slot = best;
-			break;
-		}
-		if (!queued) {
-			if (s->waiting >= s->cfg.queue) {
-				status = 429;
-				break;
-			}
-			s->waiting++;
-			queued = true;
-		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
-		if (srv_client_gone(r)) {
-			r->cancelled = true;
-			status = 499;
-			break;
-		}
-	}
-	if (queued)
-		s->waiting--;
-	pthread_mutex_unlock(&s->lock);
-	return status;
-}
-
-static void release_slot(struct srv_req *r)
-{
-	struct srv *s = r->s;
-
-	pthread_mutex_lock(&s->lock);
-	atomic_store(&r->slot->progress_ns, 0);
-	r->slot->busy = false;
-	r->slot = NULL;
-	s->running--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+	return srv_client_gone(r);
 }
 
 static void ewma(double *avg, double v)
@@ -153,254 +55,163 @@ static void ewma(double *avg, double v)
 	*avg = *avg > 0 ? 0.7 * *avg + 0.3 * v : v;
 }
 
-#define PREFILL_CHUNK 64
-
-/* Prefill the prompt after the slot's cached prefix. */
-static int prefill(struct srv_req *r, struct edgeq_error *err)
+/*
+ * Take the next event of the generation: text into r->delta (and r->text),
+ * metrics for its tokens. Returns 1 while generating, 0 when finished
+ * (r->finish set), <0 when cancelled or the engine failed.
+ */
+static int local_step(struct srv_req *r)
 {
-	struct srv_slot *sl = r->slot;
 	struct srv *s = r->s;
-	uint32_t keep = 0;
-	uint64_t t, t0;
-	size_t pos, n;
+	struct edgeq_error err = { 0 };
+	struct edgeq_gen_event *ev = &r->ev;
+	uint64_t now;
+	size_t i;
 	int ret;
 
-	if (s->cfg.prefix_cache)
-		keep = common_prefix(sl, r->toks, r->n_prompt);
-	if (keep >= r->n_prompt)
-		keep = (uint32_t)r->n_prompt - 1; /* need the last logits */
-	edgeq_ctx_truncate(sl->ctx, keep);
-	sl->n_hist = keep;
-	/*
-	 * In chunks: progress for the watchdog, a check for a gone client,
-	 * and other slots get the engine in between.
-	 */
-	t = 0;
-	for (pos = keep; pos < r->n_prompt; pos += n) {
-		n = r->n_prompt - pos < PREFILL_CHUNK ? r->n_prompt - pos :
-							PREFILL_CHUNK;
-		if (pos > keep &&
-		    (atomic_load(&s->cancel_all) || srv_client_gone(r))) {
-			r->cancelled = true;
-			return -ECANCELED;
+	r->delta.len = 0;
+	if (r->have_event) {
+		r->have_event = false;
+		ret = r->ev_ret;
+	} else {
+		ret = edgeq_gen_next(r->gen, ev, &err);
+	}
+	now = edgeq_now_ns();
+	for (i = 0; i < ev->n_toks; i++) {
+		if (!r->t_first) {
+			r->t_first = now;
+			srv_metrics_observe(s->metrics, SRV_H_TTFT,
+					    (now - r->t0) / 1e9);
+		} else {
+			srv_metrics_observe(s->metrics, SRV_H_ITL,
+					    (now - r->t_last) / 1e9 /
+						    (double)ev->n_toks);
 		}
-		srv_engine_lock(s);
-		t0 = edgeq_now_ns();
-		ret = edgeq_decode(sl->ctx, r->toks + pos, n, &r->logits, err);
-		t += edgeq_now_ns() - t0;
-		srv_engine_unlock(s);
-		if (ret)
-			return ret;
-		memcpy(sl->hist + pos, r->toks + pos, n * sizeof(int32_t));
-		sl->n_hist = (uint32_t)(pos + n);
-		atomic_store(&sl->progress_ns, edgeq_now_ns());
+		r->n_gen++;
 	}
-	if (r->n_prompt - keep >= 8 && t) {
-		pthread_mutex_lock(&s->lock);
-		ewma(&s->prompt_tok_s, (r->n_prompt - keep) * 1e9 / (double)t);
-		pthread_mutex_unlock(&s->lock);
+	if (ev->n_toks)
+		r->t_last = now;
+	if (ev->len) {
+		srv_utf8_sanitize(ev->text, ev->len, &r->delta);
+		srv_buf_add(&r->text, r->delta.p ? r->delta.p : "",
+			    r->delta.len);
 	}
-	srv_metrics_add_tokens(s->metrics, r->n_prompt, 0);
-	return 0;
+	if (ret > 0)
+		return 1;
+	if (ret == 0 && ev->finish == EDGEQ_FINISH_CANCELLED) {
+		r->cancelled = true;
+		return -ECANCELED;
+	}
+	if (ret == 0) {
+		r->finish = ev->finish == EDGEQ_FINISH_LENGTH ? "length" :
+								"stop";
+		return 0;
+	}
+	srv_log(SRV_WARN,
+		(const char *const[]){ "EDGEQ_EVENT=generation-failed", NULL },
+		"request %s: generation failed: %s", r->id,
+		err.msg[0] ? err.msg : strerror(-ret));
+	return ret;
 }
 
-/* Begin: slot, sampler, prefill. On failure the error is sent. */
+/* Queue the generation and wait for its first event (the slot, the
+ * prefill and the first token). On failure the error is sent. */
 static int local_begin(struct srv_req *r)
 {
+	struct srv *s = r->s;
 	struct edgeq_error err = { 0 };
-	int status, ret;
+	struct edgeq_gen_request rq;
+	int i, ret;
 
-	status = acquire_slot(r);
-	if (status == 429)
+	memset(&rq, 0, sizeof(rq));
+	rq.toks = r->toks;
+	rq.n_toks = r->n_prompt;
+	rq.n_predict = r->max_tokens;
+	rq.sampling = r->sp;
+	for (i = 0; i < r->n_stops && i < EDGEQ_GEN_MAX_STOPS; i++)
+		rq.stops[rq.n_stops++] = r->stops[i];
+	rq.cancelled = req_gone;
+	rq.user = r;
+	ret = edgeq_session_submit(s->sess, &rq, &r->gen, &err);
+	if (ret == -EBUSY)
 		return srv_send_error(
 			       r, 429, "rate_limit_error", NULL,
 			       "too many requests: all %d slots busy and %d queued",
-			       r->s->n_slots, r->s->cfg.queue),
+			       s->n_slots, s->cfg.queue),
 		       -EBUSY;
-	if (status == 499) {
-		srv_metrics_cancelled(r->s->metrics);
-		srv_log_request(r, 499);
-		return -ECONNRESET;
-	}
-	if (status)
+	if (ret == -ESHUTDOWN)
 		return srv_send_error(r, 503, "unavailable_error", NULL,
 				      "server is shutting down"),
 		       -ESHUTDOWN;
-	ret = edgeq_sampler_new(&r->sp, &r->sampler);
-	if (!ret)
-		ret = prefill(r, &err);
-	if (ret == -ECANCELED) {
+	if (ret)
+		return srv_send_error(r, 400, "invalid_request_error", NULL,
+				      "%s", err.msg),
+		       ret;
+	r->ev_ret = edgeq_gen_next(r->gen, &r->ev, &err);
+	r->have_event = true;
+	if (r->ev_ret == 0 && r->ev.finish == EDGEQ_FINISH_CANCELLED) {
+		r->cancelled = true;
 		srv_local_end(r);
 		srv_log_request(r, 499);
-		if (atomic_load(&r->s->cancel_all))
+		if (atomic_load(&s->cancel_all))
 			return srv_send_error(r, 503, "unavailable_error", NULL,
 					      "server is shutting down"),
 			       -ESHUTDOWN;
 		return -ECONNRESET;
 	}
-	if (ret) {
-		release_slot(r);
+	if (r->ev_ret < 0) {
+		srv_local_end(r);
 		return srv_send_error(r, 500, "server_error", NULL,
 				      "generation failed: %s",
-				      err.msg[0] ? err.msg : strerror(-ret)),
-		       ret;
+				      err.msg[0] ? err.msg :
+						   strerror(-r->ev_ret)),
+		       r->ev_ret;
 	}
-	r->t_decode0 = edgeq_now_ns();
 	return 0;
 }
 
-/* Longest suffix of @s (len @n) that is a proper prefix of a stop string. */
-static size_t stop_holdback(struct srv_req *r, const char *s, size_t n)
-{
-	size_t best = 0, k, sl;
-	int i;
-
-	for (i = 0; i < r->n_stops; i++) {
-		sl = strlen(r->stops[i]);
-		for (k = sl - 1 < n ? sl - 1 : n; k > best; k--)
-			if (!memcmp(s + n - k, r->stops[i], k)) {
-				best = k;
-				break;
-			}
-	}
-	return best;
-}
-
-/* Move releasable text from pending to delta (and text). */
-static void release_text(struct srv_req *r, bool final)
-{
-	size_t n = r->pending.len, cut = n, hold;
-	const char *p = r->pending.p, *hit;
-	int k;
-
-	if (!n)
-		return;
-	for (k = 0; k < r->n_stops; k++) {
-		hit = memmem(p, n, r->stops[k], strlen(r->stops[k]));
-		if (hit && (size_t)(hit - p) < cut) {
-			cut = (size_t)(hit - p);
-			r->finish = "stop";
-		}
-	}
-	if (cut == n && !final) {
-		hold = stop_holdback(r, p, n);
-		cut = n - hold;
-		cut = srv_utf8_complete(p, cut);
-	}
-	if (cut || final) {
-		srv_utf8_sanitize(p, cut, &r->delta);
-		srv_buf_add(&r->text, r->delta.p ? r->delta.p : "",
-			    r->delta.len);
-	}
-	if (r->finish || final) {
-		r->pending.len = 0;
-		return;
-	}
-	memmove(r->pending.p, r->pending.p + cut, n - cut);
-	r->pending.len = n - cut;
-}
-
-/*
- * One step: sample, release text, feed the token back. Returns 1 while
- * generating, 0 when finished (r->finish set), <0 on an engine error.
- */
-static int local_step(struct srv_req *r)
-{
-	struct srv *s = r->s;
-	struct srv_slot *sl = r->slot;
-	struct edgeq_error err = { 0 };
-	char piece[256];
-	uint64_t now;
-	int32_t tok;
-	int len, ret;
-
-	r->delta.len = 0;
-	if (s->cfg.token_delay_ms > 0)
-		usleep((useconds_t)s->cfg.token_delay_ms * 1000);
-	if (atomic_load(&s->cancel_all) || srv_client_gone(r)) {
-		r->cancelled = true;
-		return -ECANCELED;
-	}
-	tok = edgeq_sampler_sample(r->sampler, r->logits, s->info->n_vocab,
-				   sl->hist, sl->n_hist);
-	now = edgeq_now_ns();
-	atomic_store(&sl->progress_ns, now);
-	if (tok < 0 || edgeq_token_is_eog(s->model, tok)) {
-		r->finish = "stop";
-		release_text(r, true);
-		return 0;
-	}
-	if (!r->t_first) {
-		r->t_first = now;
-		srv_metrics_observe(s->metrics, SRV_H_TTFT,
-				    (now - r->t0) / 1e9);
-	} else {
-		srv_metrics_observe(s->metrics, SRV_H_ITL,
-				    (now - r->t_last) / 1e9);
-	}
-	r->t_last = now;
-	r->n_gen++;
-	sl->hist[sl->n_hist++] = tok;
-	len = edgeq_token_to_piece(s->model, tok, piece, sizeof(piece));
-	if (len > 0)
-		srv_buf_add(&r->pending, piece, (size_t)len);
-	release_text(r, false);
-	if (r->finish)
-		return 0;
-	if (r->n_gen >= r->max_tokens || sl->n_hist >= sl->cap) {
-		r->finish = "length";
-		release_text(r, true);
-		return 0;
-	}
-	srv_engine_lock(s);
-	ret = edgeq_decode(sl->ctx, &tok, 1, &r->logits, &err);
-	srv_engine_unlock(s);
-	if (ret == -ENOSPC) {
-		r->finish = "length";
-		release_text(r, true);
-		return 0;
-	}
-	return ret ? ret : 1;
-}
-
-/* Account for a finished (or cancelled) generation and free the slot. */
+/* Account for a finished (or cancelled) generation and free it. */
 void srv_local_end(struct srv_req *r)
 {
 	struct srv *s = r->s;
-	uint64_t dt;
-	double tps;
-	int active;
+	struct edgeq_session_status ss;
+	struct edgeq_gen_stats st;
+	uint32_t fresh;
+	double tps, thr;
 
+	if (!r->gen)
+		return;
+	edgeq_gen_cancel(r->gen);
+	edgeq_gen_get_stats(r->gen, &st);
+	fresh = st.n_prompt - edgeq_gen_n_cached(r->gen);
 	/* the generation's own decode speed, e.g. for a bundle's probation */
-	if (s->cfg.on_generation && !r->counted) {
-		tps = 0;
-		if (r->n_gen > 1 && r->t_last > r->t_decode0)
-			tps = (r->n_gen - 1) * 1e9 /
-			      (double)(r->t_last - r->t_decode0);
-		s->cfg.on_generation(s->cfg.hook_arg, tps, r->n_gen);
-	}
-	if (r->n_gen > 4 && r->t_last > r->t_decode0) {
-		pthread_mutex_lock(&s->lock);
-		active = s->running;
-		pthread_mutex_unlock(&s->lock);
-		dt = r->t_last - r->t_decode0;
-		/* per-sequence speed x sequences sharing the box, over the
-		 * throttle at the time ~ the unthrottled peak */
-		tps = (r->n_gen - 1) * 1e9 / (double)dt *
-		      (active ? active : 1) / srv_throttle(s);
-		pthread_mutex_lock(&s->lock);
-		ewma(&s->peak_tok_s, tps);
-		pthread_mutex_unlock(&s->lock);
-	}
+	tps = st.n_eval > 0 && st.decode_ns ?
+		      st.n_eval * 1e9 / (double)st.decode_ns :
+		      0;
+	if (s->cfg.on_generation && !r->counted)
+		s->cfg.on_generation(s->cfg.hook_arg, r->n_gen > 1 ? tps : 0,
+				     r->n_gen);
+	edgeq_session_status(s->sess, &ss);
+	thr = srv_throttle(s);
+	pthread_mutex_lock(&s->lock);
+	/* per-sequence speed x sequences sharing the box, over the
+	 * throttle at the time ~ the unthrottled peak */
+	if (r->n_gen > 4 && tps > 0)
+		ewma(&s->peak_tok_s, tps * (ss.running ? ss.running : 1) / thr);
+	if (fresh >= 8 && st.prompt_ns)
+		ewma(&s->prompt_tok_s, fresh * 1e9 / (double)st.prompt_ns);
+	pthread_mutex_unlock(&s->lock);
 	if (!r->counted) {
-		srv_metrics_add_tokens(s->metrics, 0, (uint64_t)r->n_gen);
+		srv_metrics_add_tokens(s->metrics, r->n_prompt,
+				       (uint64_t)r->n_gen);
 		srv_metrics_observe(s->metrics, SRV_H_DURATION,
 				    (edgeq_now_ns() - r->t0) / 1e9);
 		if (r->cancelled)
 			srv_metrics_cancelled(s->metrics);
 		r->counted = true;
 	}
-	release_slot(r);
+	edgeq_gen_free(r->gen);
+	r->gen = NULL;
 }
 
 static json_t *usage_json(struct srv_req *r)
@@ -573,7 +384,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	while (r->out_off >= r->out.len) {
 		r->out.len = 0;
 		r->out_off = 0;
-		if (!r->slot)
+		if (!r->gen)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (!stream_next(r, &error)) {
 			srv_local_end(r);

@@ -257,7 +257,7 @@ static int parse_messages(struct srv_req *r)
 			goto out;
 		}
 	}
-	ret = srv_template_render(r->s->tmpl, list, n, &out);
+	ret = srv_chat_render(r->s, list, n, &out);
 	if (ret == -EINVAL) {
 		ret = BAD(
 			r, "messages",

@@ -21,7 +21,6 @@
 
 #include <sodium.h>
 
-#include <edgeq/gguf.h>
 #include <edgeq/stream.h>
 
 #include "server/internal.h"
@@ -218,44 +217,36 @@ static void capacity_locked(struct srv *s, struct edgeq_router_capacity *c)
 		c->mem_pressure = ok ? mp / 100 : 0;
 	}
 	c->slots = (uint32_t)s->n_slots;
-	c->running = (uint32_t)s->running;
-	c->waiting = (uint32_t)s->waiting;
+	if (s->sess) {
+		struct edgeq_session_status ss;
+
+		edgeq_session_status(s->sess, &ss);
+		c->running = (uint32_t)ss.running;
+		c->waiting = (uint32_t)ss.waiting;
+	}
 	c->queue_max = (uint32_t)s->cfg.queue;
 	c->local_down = atomic_load(&s->state) != SRV_READY;
-}
-
-static void refresh_wstat_locked(struct srv *s)
-{
-	s->wstat_ok = s->model &&
-		      !edgeq_model_weights_status(s->model, &s->wstat);
 }
 
 void srv_set_weights_budget(struct srv *s, uint64_t bytes)
 {
 	if (!bytes || atomic_load(&s->state) != SRV_READY)
 		return;
-	atomic_store(&s->pending_budget, bytes);
-	if (!pthread_mutex_trylock(&s->engine_lock)) {
-		bytes = atomic_exchange(&s->pending_budget, 0);
-		if (bytes)
-			edgeq_model_set_weights_budget(s->model, bytes);
-		refresh_wstat_locked(s);
-		pthread_mutex_unlock(&s->engine_lock);
-	}
+	edgeq_session_set_weights_budget(s->sess, bytes);
 }
 
 void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model)
 {
+	struct edgeq_stream_status w;
+
 	*budget = *model = 0;
 	if (atomic_load(&s->state) != SRV_READY)
 		return;
-	pthread_mutex_lock(&s->engine_lock);
-	refresh_wstat_locked(s);
-	if (s->wstat_ok && s->wstat.mode != EDGEQ_WEIGHTS_MMAP) {
-		*budget = s->wstat.budget;
-		*model = s->wstat.model_bytes;
+	if (!edgeq_session_weights_status(s->sess, &w) &&
+	    w.mode != EDGEQ_WEIGHTS_MMAP) {
+		*budget = w.budget;
+		*model = w.model_bytes;
 	}
-	pthread_mutex_unlock(&s->engine_lock);
 }
 
 static void render_weights(struct srv *s, struct srv_buf *b)
@@ -265,15 +256,9 @@ static void render_weights(struct srv *s, struct srv_buf *b)
 
 	if (atomic_load(&s->state) != SRV_READY)
 		return;
-	/* the status is read between decode steps; a busy engine leaves
-	 * the last reading */
-	if (!pthread_mutex_trylock(&s->engine_lock)) {
-		refresh_wstat_locked(s);
-		pthread_mutex_unlock(&s->engine_lock);
-	}
-	if (!s->wstat_ok)
+	/* read between engine steps: a busy engine gives its last reading */
+	if (edgeq_session_weights_status(s->sess, &w))
 		return;
-	w = s->wstat;
 	srv_buf_printf(
 		b,
 		"# HELP edgeq_weights_mode How tensor data reaches memory (weight streamer), always 1.\n"
@@ -374,22 +359,25 @@ static int do_metrics(struct srv_req *r)
 	struct srv_buf b = { 0 };
 	struct MHD_Response *resp;
 	uint64_t kv_used = 0, kv_cap = 0;
-	int running, waiting, i, st, ret;
+	int running = 0, waiting = 0, st, ret;
+	struct edgeq_session_status ss;
 	struct srv_pressure pr;
 	double peak, prompt, mp;
 	bool psi_ok;
 
 	pthread_mutex_lock(&s->lock);
 	pr = s->pressure;
-	running = s->running;
-	waiting = s->waiting;
 	peak = s->cfg.local_tok_s > 0 ? s->cfg.local_tok_s : s->peak_tok_s;
 	prompt = s->prompt_tok_s;
-	for (i = 0; i < s->n_slots && s->slots; i++) {
-		kv_used += s->slots[i].n_hist;
-		kv_cap += s->slots[i].cap;
-	}
 	pthread_mutex_unlock(&s->lock);
+	if (s->sess && atomic_load(&s->state) != SRV_LOADING &&
+	    atomic_load(&s->state) != SRV_FAILED) {
+		edgeq_session_status(s->sess, &ss);
+		running = ss.running;
+		waiting = ss.waiting;
+		kv_used = ss.kv_used;
+		kv_cap = ss.kv_cap;
+	}
 	st = atomic_load(&s->state);
 
 	srv_buf_printf(
@@ -613,8 +601,8 @@ static int do_generate(struct srv_req *r)
 		if (r->dec.reason == EDGEQ_REASON_REJECT_OVERLOAD)
 			return srv_send_error(
 				r, 429, "rate_limit_error", NULL,
-				"too many requests: %d running, %d queued",
-				s->running, s->waiting);
+				"too many requests: all %d slots busy and the queue of %d is full",
+				s->n_slots, s->cfg.queue);
 		return srv_send_error(r, 503, "unavailable_error", NULL,
 				      atomic_load(&s->state) == SRV_LOADING ?
 					      "model is loading" :
@@ -752,7 +740,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
-	if (r->slot) {
+	if (r->gen) {
 		/* the connection ended before the generation did */
 		if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
 			r->cancelled = true;
@@ -760,13 +748,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		srv_log_request(r, 499);
 	}
 	srv_upstream_end(r);
-	if (r->sampler)
-		edgeq_sampler_free(r->sampler);
 	json_decref(r->json);
 	free(r->prompt);
 	free(r->toks);
 	srv_buf_free(&r->body);
-	srv_buf_free(&r->pending);
 	srv_buf_free(&r->text);
 	srv_buf_free(&r->delta);
 	srv_buf_free(&r->out);
@@ -807,8 +792,6 @@ int srv_new(const struct srv_config *cfg, struct srv **out,
 	s->n_slots = cfg->slots;
 	s->created = time(NULL);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->engine_lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
 	s->metrics = srv_metrics_new();
 	s->rcfg.have_private = cfg->private_url && *cfg->private_url;
 	s->rcfg.have_public = cfg->public_url && *cfg->public_url;
@@ -966,35 +949,41 @@ static bool has_special(struct edgeq_model *m, const char *text)
 	return !edgeq_tokenize(m, text, false, true, t, 4, &n) && n == 1;
 }
 
-/* tokenizer.chat_template of the file, or NULL (only its markers are used) */
-static char *read_chat_template(const char *path)
+/* tokenizer.chat_template of the loaded model, or NULL (only its markers
+ * are used) */
+static char *chat_template_text(struct edgeq_model *m)
 {
-	struct edgeq_gguf_str str;
-	struct edgeq_gguf *g;
-	char *t = NULL;
+	const char *p;
 	size_t n;
+	char *t;
 
-	if (edgeq_gguf_open(path, &g, NULL))
+	p = edgeq_model_chat_template(m, &n);
+	if (!p)
 		return NULL;
-	if (!edgeq_gguf_get_str(g, "tokenizer.chat_template", &str, NULL)) {
-		n = str.len < 65536 ? (size_t)str.len : 65536;
-		t = malloc(n + 1);
-		if (t) {
-			memcpy(t, str.ptr, n);
-			t[n] = '\0';
-		}
+	if (n > 65536)
+		n = 65536;
+	t = malloc(n + 1);
+	if (t) {
+		memcpy(t, p, n);
+		t[n] = '\0';
 	}
-	edgeq_gguf_close(g);
 	return t;
+}
+
+int srv_chat_render(struct srv *s, const struct srv_msg *msgs, size_t n,
+		    struct srv_buf *out)
+{
+	return srv_template_render(s->tmpl, msgs, n, out);
 }
 
 int srv_load(struct srv *s, struct edgeq_error *err)
 {
 	struct edgeq_model_params mp;
-	struct edgeq_ctx_params cp;
+	struct edgeq_session_params sp;
+	struct edgeq_session_status ss;
 	char *jinja = NULL;
 	const char *base;
-	int i, ret;
+	int ret;
 
 	edgeq_model_params_init(&mp);
 	mp.path = s->cfg.model_path;
@@ -1009,42 +998,27 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	if (s->info->n_ctx_train && s->n_ctx > s->info->n_ctx_train)
 		s->n_ctx = s->info->n_ctx_train;
 
-	s->slots = calloc((size_t)s->n_slots, sizeof(*s->slots));
-	if (!s->slots) {
-		ret = edgeq_error_set(err, ENOMEM, "out of memory");
+	edgeq_session_params_init(&sp);
+	sp.n_slots = s->n_slots;
+	sp.queue = s->cfg.queue;
+	sp.ctx.n_ctx = s->n_ctx;
+	sp.ctx.kv_type = (enum edgeq_kv_type)s->cfg.kv_type;
+	sp.prefix_cache = s->cfg.prefix_cache;
+	sp.token_delay_ms = s->cfg.token_delay_ms;
+	sp.hook_arg = s->cfg.hook_arg;
+	sp.on_ctx = s->cfg.on_ctx;
+	sp.on_ctx_free = s->cfg.on_ctx_free;
+	ret = edgeq_session_new(s->model, &sp, &s->sess, err);
+	if (ret)
 		goto fail;
-	}
-	edgeq_ctx_params_init(&cp);
-	cp.n_ctx = s->n_ctx;
-	for (i = 0; i < s->n_slots; i++) {
-		ret = edgeq_ctx_new(s->model, &cp, &s->slots[i].ctx, err);
-		if (ret == -ENOMEM && i > 0) {
-			/* as many KV caches as memory allows */
-			srv_log(SRV_WARN,
-				(const char *const[]){
-					"EDGEQ_EVENT=slots-reduced", NULL },
-				"memory for %d of %d slots only: %s", i,
-				s->n_slots, err ? err->msg : "");
-			edgeq_error_clear(err);
-			s->n_slots = i;
-			ret = 0;
-			break;
-		}
-		if (ret)
-			goto fail;
-		s->slots[i].cap = s->n_ctx;
-		s->slots[i].hist = calloc(s->n_ctx, sizeof(int32_t));
-		if (!s->slots[i].hist) {
-			ret = edgeq_error_set(err, ENOMEM, "out of memory");
-			goto fail;
-		}
-		if (s->cfg.on_ctx) {
-			ret = s->cfg.on_ctx(s->cfg.hook_arg, s->slots[i].ctx, i,
-					    err);
-			if (ret)
-				goto fail;
-		}
-	}
+	edgeq_session_status(s->sess, &ss);
+	if (ss.n_slots < s->n_slots) /* as many KV caches as memory allows */
+		srv_log(SRV_WARN,
+			(const char *const[]){ "EDGEQ_EVENT=slots-reduced",
+					       NULL },
+			"memory for %d of %d slots only", ss.n_slots,
+			s->n_slots);
+	s->n_slots = ss.n_slots;
 
 	if (s->cfg.model_name && *s->cfg.model_name) {
 		snprintf(s->model_id, sizeof(s->model_id), "%s",
@@ -1056,7 +1030,7 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 		snprintf(s->model_id, sizeof(s->model_id), "%s",
 			 base ? base + 1 : s->cfg.model_path);
 	}
-	jinja = read_chat_template(s->cfg.model_path);
+	jinja = chat_template_text(s->model);
 	if (!s->cfg.chat_template || !strcmp(s->cfg.chat_template, "auto"))
 		s->tmpl = srv_template_detect(
 			jinja ? jinja : NULL, s->info->arch, s->info->name,
@@ -1094,18 +1068,23 @@ fail:
 
 bool srv_alive(struct srv *s, uint64_t stall_ns)
 {
-	uint64_t now = edgeq_now_ns(), p;
-	bool ok = true;
-	int i;
+	struct edgeq_session_status ss;
 
-	pthread_mutex_lock(&s->lock);
-	for (i = 0; s->slots && i < s->n_slots; i++) {
-		p = atomic_load(&s->slots[i].progress_ns);
-		if (s->slots[i].busy && p && now - p > stall_ns)
-			ok = false;
-	}
-	pthread_mutex_unlock(&s->lock);
-	return ok;
+	if (!s->sess || atomic_load(&s->state) == SRV_LOADING)
+		return true;
+	edgeq_session_status(s->sess, &ss);
+	return ss.stalled_ns <= stall_ns;
+}
+
+/* Generations running or waiting for a slot. */
+static int in_flight(struct srv *s)
+{
+	struct edgeq_session_status ss;
+
+	if (!s->sess)
+		return 0;
+	edgeq_session_status(s->sess, &ss);
+	return ss.running + ss.waiting;
 }
 
 int srv_shutdown(struct srv *s, uint64_t timeout_ns)
@@ -1119,27 +1098,21 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 		if (s->httpd[i])
 			MHD_quiesce_daemon(s->httpd[i]);
 	for (;;) {
-		pthread_mutex_lock(&s->lock);
-		left = s->running + s->waiting;
-		pthread_mutex_unlock(&s->lock);
+		left = in_flight(s);
 		if (!left || edgeq_now_ns() >= end)
 			break;
 		usleep(20000);
 	}
 	if (left) {
 		atomic_store(&s->cancel_all, true);
-		pthread_mutex_lock(&s->lock);
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
+		if (s->sess)
+			edgeq_session_cancel_all(s->sess);
 		/* generations stop at their next token; give their answers
 		 * (503) a moment to leave before the connections close */
 		end = edgeq_now_ns() + 2000000000ull;
 		do {
 			usleep(20000);
-			pthread_mutex_lock(&s->lock);
-			i = s->running + s->waiting;
-			pthread_mutex_unlock(&s->lock);
-		} while (i && edgeq_now_ns() < end);
+		} while (in_flight(s) && edgeq_now_ns() < end);
 		usleep(100000);
 	}
 	for (i = 0; i < 2; i++) {
@@ -1167,19 +1140,10 @@ void srv_free(struct srv *s)
 	}
 	if (s->cfg.unix_socket && s->listen_fd[1] != -1)
 		unlink(s->cfg.unix_socket);
-	for (i = 0; s->slots && i < s->n_slots; i++) {
-		if (s->slots[i].ctx && s->cfg.on_ctx_free)
-			s->cfg.on_ctx_free(s->cfg.hook_arg, s->slots[i].ctx, i);
-		if (s->slots[i].ctx)
-			edgeq_ctx_free(s->slots[i].ctx);
-		free(s->slots[i].hist);
-	}
-	free(s->slots);
+	edgeq_session_free(s->sess);
 	if (s->model)
 		edgeq_model_free(s->model);
 	srv_metrics_free(s->metrics);
-	pthread_cond_destroy(&s->cond);
-	pthread_mutex_destroy(&s->engine_lock);
 	pthread_mutex_destroy(&s->lock);
 	curl_global_cleanup();
 	free(s);

@@ -45,6 +45,7 @@ struct srv_config {
 	int request_timeout_s;	   /* idle connection timeout */
 	bool log_prompts;	   /* prompts/completions to the log: off */
 	bool prefix_cache;	   /* reuse a slot's KV for a common prefix */
+	int kv_type;		   /* enum edgeq_kv_type of the slots */
 	const char *chat_template; /* auto, llama3, chatml, llama2, mistral */
 	enum edgeq_privacy default_class;
 	const char *private_url, *private_model, *private_key;
@@ -138,9 +139,6 @@ int srv_template_render(enum srv_template t, const struct srv_msg *msgs,
 const char *srv_template_stop(enum srv_template t);
 
 /* ---- UTF-8 helpers */
-/* Bytes of @s (len @n) that form complete UTF-8 sequences from the start:
- * a trailing partial sequence is held back. */
-size_t srv_utf8_complete(const char *s, size_t n);
 /* Copy @s to @out replacing invalid sequences with U+FFFD. */
 void srv_utf8_sanitize(const char *s, size_t n, struct srv_buf *out);
 

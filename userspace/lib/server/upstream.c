@@ -259,7 +259,7 @@ void srv_upstream_end(struct srv_req *r)
 	r->up_result = CURLE_OK;
 	r->up_status = 0;
 	r->up_ctype[0] = '\0';
-	if (!r->slot) {
+	if (!r->gen) {
 		r->out.len = 0;
 		r->out_off = 0;
 	}

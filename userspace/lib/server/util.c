@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
+#include "engine/text.h"
 #include "server/server.h"
 
 void srv_buf_add(struct srv_buf *b, const void *d, size_t n)
@@ -66,50 +67,6 @@ void srv_buf_free(struct srv_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* Length of the valid UTF-8 sequence at @s (max @n bytes): >0 valid,
- * 0 truncated (could complete), -1 invalid. */
-static int utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned int c = s[0], need, i, cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		need = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		need = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		need = 4, cp = c & 0x07;
-	else
-		return -1;
-	for (i = 1; i < need; i++) {
-		if (i >= n)
-			return 0;
-		if ((s[i] & 0xc0) != 0x80)
-			return -1;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((need == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (need == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return -1;
-	return (int)need;
-}
-
-size_t srv_utf8_complete(const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0;
-	int k;
-
-	while (i < n) {
-		k = utf8_seq(u + i, n - i);
-		if (k == 0)
-			break; /* a partial sequence at the end: hold it */
-		i += k > 0 ? (size_t)k : 1;
-	}
-	return i;
-}
-
 void srv_utf8_sanitize(const char *s, size_t n, struct srv_buf *out)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -117,7 +74,7 @@ void srv_utf8_sanitize(const char *s, size_t n, struct srv_buf *out)
 	int k;
 
 	while (i < n) {
-		k = utf8_seq(u + i, n - i);
+		k = eng_utf8_seq(u + i, n - i);
 		if (k > 0) {
 			i += (size_t)k;
 			continue;

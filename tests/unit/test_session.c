@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The engine session: text release (stop strings, UTF-8 hold-back), the
+ * first-come-first-served wait queue and its bound, cancellation, request
+ * validation, and greedy output that does not depend on what else runs in
+ * the batch. The model is a tiny synthetic one written by the project's
+ * gguf-gen (skipped when it is not built).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <edgeq/engine.h>
+#include <edgeq/session.h>
+
+#include "engine/draft.h"
+#include "engine/text.h"
+
+static struct edgeq_model *model, *model2, *other_vocab;
+static char model_path[PATH_MAX], other_path[PATH_MAX];
+
+/* ---- text release, no model */
+
+static size_t rel(const char *p, const char *stop, bool final, bool *stopped)
+{
+	const char *stops[1] = { stop };
+
+	return eng_text_release(p, strlen(p), stops, stop ? 1 : 0, final,
+				stopped);
+}
+
+static void test_release_utf8(void **state)
+{
+	bool st;
+
+	/* a partial sequence at the end waits for the next token */
+	assert_int_equal(rel("ab\xc3", NULL, false, &st), 2);
+	assert_false(st);
+	assert_int_equal(rel("ab\xc3\xa9", NULL, false, &st), 4);
+	assert_int_equal(rel("\xe2\x82", NULL, false, &st), 0);
+	assert_int_equal(rel("\xe2\x82\xac", NULL, false, &st), 3);
+	/* four bytes, three here */
+	assert_int_equal(rel("x\xf0\x9f\x98", NULL, false, &st), 1);
+	/* invalid bytes are not held (they cannot become valid) */
+	assert_int_equal(rel("a\xff", NULL, false, &st), 2);
+	/* final releases everything */
+	assert_int_equal(rel("ab\xc3", NULL, true, &st), 3);
+}
+
+static void test_release_stop(void **state)
+{
+	bool st;
+
+	/* a suffix that could start the stop string is held */
+	assert_int_equal(rel("hello <|im", "<|im_end|>", false, &st), 6);
+	assert_false(st);
+	assert_int_equal(rel("hello <", "<|im_end|>", false, &st), 6);
+	/* the stop string cuts, whatever follows */
+	assert_int_equal(rel("hello <|im_end|> more", "<|im_end|>", false, &st),
+			 6);
+	assert_true(st);
+	assert_int_equal(rel("<|im_end|>", "<|im_end|>", true, &st), 0);
+	assert_true(st);
+	/* not a prefix: released */
+	assert_int_equal(rel("hello <|x", "<|im_end|>", false, &st), 9);
+	/* a stop string that begins with a multi-byte character: its first
+	 * byte alone is held, as is the whole character */
+	assert_int_equal(rel("x\xc3", "\xc3\xa9!", false, &st), 1);
+	assert_int_equal(rel("x\xc3\xa9", "\xc3\xa9!", false, &st), 1);
+	assert_int_equal(rel("x\xc3\xa9?", "\xc3\xa9!", false, &st), 4);
+	assert_int_equal(rel("x\xc3\xa9!", "\xc3\xa9!", false, &st), 1);
+	assert_true(st);
+	/* a held stop prefix that also ends inside a UTF-8 sequence */
+	assert_int_equal(
+		rel("ab\xe2\x82", "\xe2\x82\xac\xe2\x82\xac", false, &st), 2);
+}
+
+/* ---- with a model */
+
+static int setup_model(void **state)
+{
+	char exe[PATH_MAX], gen[PATH_MAX + 64], cmd[3 * PATH_MAX];
+	struct edgeq_model_params mp;
+	ssize_t n;
+	char *d;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	d = strrchr(exe, '/');
+	if (!d)
+		return 0;
+	*d = '\0'; /* $O/tests/unit */
+	snprintf(gen, sizeof(gen), "%s/../../tools/gguf-gen", exe);
+	if (access(gen, X_OK))
+		return 0;
+	snprintf(model_path, sizeof(model_path),
+		 "/tmp/edgeq-test-session-%d.gguf", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' -o '%s' --shape tiny --seed 7 >/dev/null", gen,
+		 model_path);
+	if (system(cmd))
+		return 0;
+	edgeq_model_params_init(&mp);
+	mp.path = model_path;
+	mp.n_threads = 2;
+	if (edgeq_model_load(&mp, &model, NULL))
+		model = NULL;
+	/* the same file again: a draft model whose vocabulary matches */
+	if (edgeq_model_load(&mp, &model2, NULL))
+		model2 = NULL;
+	snprintf(other_path, sizeof(other_path),
+		 "/tmp/edgeq-test-session-%d-v.gguf", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' -o '%s' --shape tiny --seed 7 --vocab 300 >/dev/null",
+		 gen, other_path);
+	mp.path = other_path;
+	if (system(cmd) || edgeq_model_load(&mp, &other_vocab, NULL))
+		other_vocab = NULL;
+	return 0;
+}
+
+static int teardown_model(void **state)
+{
+	edgeq_model_free(model);
+	edgeq_model_free(model2);
+	edgeq_model_free(other_vocab);
+	if (model_path[0])
+		unlink(model_path);
+	if (other_path[0])
+		unlink(other_path);
+	return 0;
+}
+
+#define NEED_MODEL()                                                        \
+	do {                                                                \
+		if (!model) {                                               \
+			print_message("no model: gguf-gen is not built\n"); \
+			skip();                                             \
+		}                                                           \
+	} while (0)
+
+static struct edgeq_session *
+mk_session_draft(int slots, int queue, int delay_ms, bool sequential,
+		 const struct edgeq_draft_params *d)
+{
+	struct edgeq_session_params p;
+	struct edgeq_session *s = NULL;
+	struct edgeq_error err = { 0 };
+
+	edgeq_session_params_init(&p);
+	p.n_slots = slots;
+	p.queue = queue;
+	p.ctx.n_ctx = 256;
+	p.token_delay_ms = delay_ms;
+	p.sequential = sequential;
+	if (d)
+		p.draft = *d;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), 0);
+	return s;
+}
+
+static struct edgeq_session *mk_session(int slots, int queue, int delay_ms,
+					bool sequential)
+{
+	return mk_session_draft(slots, queue, delay_ms, sequential, NULL);
+}
+
+static size_t tok(const char *text, int32_t *t, size_t max)
+{
+	size_t n = 0;
+
+	assert_int_equal(edgeq_tokenize(model, text, true, false, t, max, &n),
+			 0);
+	return n;
+}
+
+static void req_init(struct edgeq_gen_request *rq, const int32_t *t, size_t n,
+		     int n_predict)
+{
+	memset(rq, 0, sizeof(*rq));
+	rq->toks = t;
+	rq->n_toks = n;
+	rq->n_predict = n_predict;
+	edgeq_sampler_params_init(&rq->sampling);
+	rq->sampling.temp = 0;
+}
+
+/* Run @g to its end: all text, all tokens, the finish reason. */
+static enum edgeq_finish drain(struct edgeq_gen *g, char *text, size_t cap,
+			       int32_t *toks, size_t *n_toks, int *n_events)
+{
+	struct edgeq_gen_event ev;
+	size_t tl = 0, nt = 0;
+	int ret, ne = 0;
+
+	do {
+		ret = edgeq_gen_next(g, &ev, NULL);
+		assert_true(ret >= 0);
+		assert_true(tl + ev.len < cap);
+		memcpy(text + tl, ev.text, ev.len);
+		tl += ev.len;
+		if (toks)
+			memcpy(toks + nt, ev.toks, ev.n_toks * sizeof(int32_t));
+		nt += ev.n_toks;
+		ne++;
+	} while (ret == 1);
+	text[tl] = '\0';
+	if (n_toks)
+		*n_toks = nt;
+	if (n_events)
+		*n_events = ne;
+	return ev.finish;
+}
+
+static void test_generate_and_stop_string(void **state)
+{
+	struct edgeq_session *s;
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g;
+	char full[8192], cut[8192], stop[16];
+	int32_t t[64], out[64];
+	size_t n, nt, at, sl;
+	enum edgeq_finish f;
+
+	NEED_MODEL();
+	s = mk_session(1, 4, 0, false);
+	n = tok("The quick brown fox", t, 64);
+	req_init(&rq, t, n, 24);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	f = drain(g, full, sizeof(full), out, &nt, NULL);
+	edgeq_gen_free(g);
+	assert_int_equal(f, EDGEQ_FINISH_LENGTH);
+	assert_int_equal(nt, 24);
+	assert_true(strlen(full) > 8);
+	/* a stop string from the middle of the text (likely across a token
+	 * boundary): the answer is the text before its first occurrence */
+	at = strlen(full) / 3;
+	while (at > 0 && ((unsigned char)full[at] & 0xc0) == 0x80)
+		at--;
+	sl = strlen(full) - at < 5 ? strlen(full) - at : 5;
+	memcpy(stop, full + at, sl);
+	stop[sl] = '\0';
+	rq.stops[0] = stop;
+	rq.n_stops = 1;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	f = drain(g, cut, sizeof(cut), NULL, NULL, NULL);
+	edgeq_gen_free(g);
+	assert_int_equal(f, EDGEQ_FINISH_STOP);
+	assert_int_equal(strlen(cut), (size_t)(strstr(full, stop) - full));
+	assert_memory_equal(cut, full, strlen(cut));
+	edgeq_session_free(s);
+}
+
+/* Late requests cannot overtake: on one slot, requests submitted one after
+ * the other get their first token in the order they came. */
+static void test_fifo(void **state)
+{
+	struct edgeq_session *s;
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g[6];
+	struct edgeq_gen_stats st[6];
+	uint64_t first[6];
+	char text[4096];
+	int32_t t[64];
+	size_t n;
+	int i;
+
+	NEED_MODEL();
+	s = mk_session(1, 8, 2, false);
+	n = tok("one two three", t, 64);
+	req_init(&rq, t, n, 3);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(edgeq_session_submit(s, &rq, &g[i], NULL), 0);
+	/* wait for the last one only: by then all before it are done */
+	assert_int_equal(drain(g[5], text, sizeof(text), NULL, NULL, NULL),
+			 EDGEQ_FINISH_LENGTH);
+	for (i = 0; i < 6; i++) {
+		edgeq_gen_get_stats(g[i], &st[i]);
+		assert_int_equal(st[i].n_gen, 3);
+	}
+	/* submit times are microseconds apart; first tokens are steps apart */
+	for (i = 0; i < 6; i++)
+		first[i] = st[i].ttft_ns;
+	for (i = 1; i < 6; i++)
+		assert_true(first[i] > first[i - 1]);
+	for (i = 0; i < 6; i++)
+		edgeq_gen_free(g[i]);
+	edgeq_session_free(s);
+}
+
+static void test_queue_bound(void **state)
+{
+	struct edgeq_session *s;
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g[4];
+	struct edgeq_error err = { 0 };
+	struct edgeq_session_status ss;
+	int32_t t[64];
+	size_t n;
+	int i;
+
+	NEED_MODEL();
+	/* 1 slot, 2 waiting: the fourth is refused */
+	s = mk_session(1, 2, 20, false);
+	n = tok("a queue", t, 64);
+	req_init(&rq, t, n, 50);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(edgeq_session_submit(s, &rq, &g[i], NULL), 0);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g[3], &err), -EBUSY);
+	assert_non_null(strstr(err.msg, "queued"));
+	edgeq_session_status(s, &ss);
+	assert_int_equal(ss.running + ss.waiting, 3);
+	/* freeing a queued request takes it out of the queue */
+	edgeq_gen_free(g[2]);
+	edgeq_session_status(s, &ss);
+	assert_int_equal(ss.running + ss.waiting, 2);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g[2], NULL), 0);
+	edgeq_session_cancel_all(s);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g[3], &err), -ESHUTDOWN);
+	for (i = 0; i < 3; i++)
+		edgeq_gen_free(g[i]);
+	edgeq_session_free(s);
+}
+
+static int cancel_after;
+
+static bool cancel_cb(void *user)
+{
+	int *seen = user;
+
+	return *seen >= cancel_after;
+}
+
+static void test_cancel(void **state)
+{
+	struct edgeq_session *s;
+	struct edgeq_gen_request rq, rq2;
+	struct edgeq_gen_event ev;
+	struct edgeq_gen_stats st;
+	struct edgeq_gen *g, *q;
+	int32_t t[64];
+	int seen = 0, ret, never = INT_MAX, yes = 0;
+	size_t n;
+
+	NEED_MODEL();
+	s = mk_session(1, 4, 5, false);
+	n = tok("cancel me", t, 64);
+	/* by callback, after a few tokens */
+	cancel_after = 3;
+	req_init(&rq, t, n, 200);
+	rq.cancelled = cancel_cb;
+	rq.user = &seen;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	/* a queued request whose callback says cancelled at once never runs */
+	req_init(&rq2, t, n, 200);
+	rq2.cancelled = cancel_cb;
+	rq2.user = &yes;
+	yes = INT_MAX;
+	assert_int_equal(edgeq_session_submit(s, &rq2, &q, NULL), 0);
+	do {
+		ret = edgeq_gen_next(g, &ev, NULL);
+		seen += (int)ev.n_toks;
+	} while (ret == 1);
+	assert_int_equal(ret, 0);
+	assert_int_equal(ev.finish, EDGEQ_FINISH_CANCELLED);
+	edgeq_gen_get_stats(g, &st);
+	assert_true(st.n_gen < 20);
+	edgeq_gen_free(g);
+	do
+		ret = edgeq_gen_next(q, &ev, NULL);
+	while (ret == 1);
+	assert_int_equal(ev.finish, EDGEQ_FINISH_CANCELLED);
+	edgeq_gen_get_stats(q, &st);
+	assert_int_equal(st.n_gen, 0);
+	edgeq_gen_free(q);
+	/* by edgeq_gen_cancel() */
+	cancel_after = never;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	assert_true(edgeq_gen_next(g, &ev, NULL) >= 0);
+	edgeq_gen_cancel(g);
+	do
+		ret = edgeq_gen_next(g, &ev, NULL);
+	while (ret == 1);
+	assert_int_equal(ev.finish, EDGEQ_FINISH_CANCELLED);
+	edgeq_gen_free(g);
+	/* freeing a running request cancels it */
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	edgeq_gen_free(g);
+	edgeq_session_free(s);
+}
+
+/* Greedy tokens of @text on their own in a one-slot session. */
+static size_t alone(const char *text, int n_predict, int32_t *out)
+{
+	struct edgeq_session *s = mk_session(1, 1, 0, true);
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g;
+	char buf[8192];
+	int32_t t[64];
+	size_t n, nt;
+
+	n = tok(text, t, 64);
+	req_init(&rq, t, n, n_predict);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	drain(g, buf, sizeof(buf), out, &nt, NULL);
+	edgeq_gen_free(g);
+	edgeq_session_free(s);
+	return nt;
+}
+
+/*
+ * A slot's greedy output is byte-identical alone and batched with others,
+ * whether it starts with them or joins while they decode, and the batch
+ * really is one pass per step (fewer steps than tokens).
+ */
+static void test_batched_equals_alone(void **state)
+{
+	static const char *const prompts[4] = {
+		"The quick brown fox",
+		"Once upon a time there was",
+		"one two three four five six seven",
+		"Hello",
+	};
+	static const int np[4] = { 20, 12, 16, 20 };
+	int32_t want[4][64], acc[4][128], t[4][64];
+	size_t nwant[4], n[4], nacc[4];
+	struct edgeq_session *s;
+	struct edgeq_gen_request rq[4];
+	struct edgeq_gen *g[4];
+	struct edgeq_session_status ss;
+	struct edgeq_gen_event ev;
+	int i, round, ret;
+
+	NEED_MODEL();
+	for (i = 0; i < 4; i++) {
+		nwant[i] = alone(prompts[i], np[i], want[i]);
+		n[i] = tok(prompts[i], t[i], 64);
+		req_init(&rq[i], t[i], n[i], np[i]);
+	}
+	for (round = 0; round < 2; round++) {
+		s = mk_session(4, 4, 0, false);
+		memset(nacc, 0, sizeof(nacc));
+		for (i = 0; i < 4; i++) {
+			assert_int_equal(edgeq_session_submit(s, &rq[i], &g[i],
+							      NULL),
+					 0);
+			/* second round: each joins once the one before it
+			 * has produced tokens (it decodes meanwhile) */
+			while (round == 1 && i < 3 && nacc[i] < 3) {
+				ret = edgeq_gen_next(g[i], &ev, NULL);
+				assert_true(ret >= 0);
+				memcpy(acc[i] + nacc[i], ev.toks,
+				       ev.n_toks * sizeof(int32_t));
+				nacc[i] += ev.n_toks;
+				if (!ret)
+					break;
+			}
+		}
+		for (i = 0; i < 4; i++) {
+			do {
+				ret = edgeq_gen_next(g[i], &ev, NULL);
+				assert_true(ret >= 0);
+				memcpy(acc[i] + nacc[i], ev.toks,
+				       ev.n_toks * sizeof(int32_t));
+				nacc[i] += ev.n_toks;
+			} while (ret == 1);
+			assert_int_equal(nacc[i], nwant[i]);
+			assert_memory_equal(acc[i], want[i],
+					    nacc[i] * sizeof(int32_t));
+			edgeq_gen_free(g[i]);
+		}
+		edgeq_session_status(s, &ss);
+		if (round == 0)
+			assert_true(ss.steps < (uint64_t)(20 + 12 + 16 + 20));
+		edgeq_session_free(s);
+	}
+}
+
+/* Greedy tokens of @text in a session drafting with @d (NULL: none). */
+static size_t greedy_with(const struct edgeq_draft_params *d, int slots,
+			  const char *text, int n_predict, int32_t *out,
+			  struct edgeq_gen_stats *st)
+{
+	struct edgeq_session *s = mk_session_draft(slots, 1, 0, false, d);
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g;
+	char buf[8192];
+	int32_t t[128];
+	size_t n, nt;
+
+	n = tok(text, t, 128);
+	req_init(&rq, t, n, n_predict);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	drain(g, buf, sizeof(buf), out, &nt, NULL);
+	edgeq_gen_get_stats(g, st);
+	edgeq_gen_free(g);
+	edgeq_session_free(s);
+	return nt;
+}
+
+/* Speculative greedy output is byte-identical to plain greedy output, for
+ * every kind of draft, alone and batched; rejected drafts roll back. */
+static void test_spec_greedy_identical(void **state)
+{
+	const char *text = "one two three four one two three four one two "
+			   "three four one two";
+	struct edgeq_draft_params d[3];
+	struct edgeq_gen_stats st;
+	int32_t want[64], got[64];
+	size_t nw, ng;
+	int i, slots;
+
+	NEED_MODEL();
+	nw = greedy_with(NULL, 1, text, 40, want, &st);
+	assert_int_equal(st.n_drafted, 0);
+	memset(d, 0, sizeof(d));
+	d[0].kind = EDGEQ_DRAFT_LOOKUP;
+	d[1].kind = EDGEQ_DRAFT_LAYERS;
+	d[1].layers = 1;
+	d[2].kind = EDGEQ_DRAFT_MODEL;
+	d[2].model = model2;
+	for (slots = 1; slots <= 2; slots++) {
+		for (i = 0; i < 3; i++) {
+			d[i].max_len = 3;
+			d[i].fixed = true; /* draft every step */
+			ng = greedy_with(&d[i], slots, text, 40, got, &st);
+			assert_int_equal(ng, nw);
+			assert_memory_equal(got, want, nw * sizeof(int32_t));
+			assert_true(st.n_drafted > 0);
+			/* fewer target passes than tokens when drafts are
+			 * accepted (the same model drafting: all of them) */
+			if (i == 2)
+				assert_true(st.n_eval < st.n_gen / 2);
+		}
+	}
+}
+
+static void test_spec_bad_drafts(void **state)
+{
+	struct edgeq_session_params p;
+	struct edgeq_session *s = NULL;
+	struct edgeq_error err = { 0 };
+	const char *path;
+
+	NEED_MODEL();
+	assert_int_equal(edgeq_draft_parse("lookup", &p.draft, &path), 0);
+	assert_int_equal(p.draft.kind, EDGEQ_DRAFT_LOOKUP);
+	assert_int_equal(edgeq_draft_parse("layers:2", &p.draft, &path), 0);
+	assert_int_equal(p.draft.layers, 2);
+	assert_int_equal(edgeq_draft_parse("layers:x", &p.draft, &path),
+			 -EINVAL);
+	assert_int_equal(edgeq_draft_parse("layers:0", &p.draft, &path),
+			 -EINVAL);
+	assert_int_equal(edgeq_draft_parse("d.gguf", &p.draft, &path), 0);
+	assert_string_equal(path, "d.gguf");
+	edgeq_session_params_init(&p);
+	p.draft.kind = EDGEQ_DRAFT_LAYERS;
+	p.draft.layers = 99;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "layers"));
+	p.draft.layers = 1;
+	p.draft.max_len = 99;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
+	p.draft.max_len = 4;
+	p.draft.kind = EDGEQ_DRAFT_MODEL;
+	p.draft.model = NULL;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
+	if (!other_vocab) {
+		print_message("no second vocabulary model\n");
+		return;
+	}
+	/* a draft model whose vocabulary differs is refused */
+	p.draft.model = other_vocab;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "vocabulary"));
+}
+
+static void test_lookup_draft(void **state)
+{
+	const int32_t h[] = { 5, 6, 7, 8, 9, 5, 6, 7 };
+	const int32_t one[] = { 1, 2, 3, 2 };
+	int32_t out[8];
+
+	/* "5 6 7" occurred before: propose what followed it */
+	assert_int_equal(eng_lookup_draft(h, 8, out, 4), 4);
+	assert_int_equal(out[0], 8);
+	assert_int_equal(out[1], 9);
+	assert_int_equal(out[2], 5);
+	assert_int_equal(out[3], 6);
+	assert_int_equal(eng_lookup_draft(h, 8, out, 1), 1);
+	/* a 1-gram when nothing longer matches; the latest occurrence */
+	assert_int_equal(eng_lookup_draft(one, 4, out, 2), 2);
+	assert_int_equal(out[0], 3);
+	assert_int_equal(out[1], 2);
+	assert_int_equal(eng_lookup_draft(one, 3, out, 2), 0);
+}
+
+static void test_draft_choose(void **state)
+{
+	double sp;
+
+	/* the seed's figures: a = 0.75, c = 0.15 -> k = 4 pays ~1.91x */
+	assert_true(eng_draft_choose(0.75, 0.15, 4, &sp) == 4);
+	assert_true(sp > 1.9 && sp < 1.92);
+	/* drafts that are never accepted, or too dear, switch it off */
+	assert_int_equal(eng_draft_choose(0.0, 0.15, 4, &sp), 0);
+	assert_int_equal(eng_draft_choose(0.5, 2.0, 4, &sp), 0);
+	/* free drafts accepted half the time: draft long */
+	assert_int_equal(eng_draft_choose(0.5, 0.0, 8, NULL), 8);
+}
+
+/*
+ * With sampling, the speculative sampling rule keeps the target's
+ * distribution: the second and third tokens (drawn by verification, the
+ * same-model draft proposing the argmax, so drafts are accepted and
+ * rejected often) are counted over many seeded runs with and without
+ * speculation, and a two-sample chi-square test must not tell them apart.
+ */
+#define CHI_RUNS 1200
+static void count_tokens(const struct edgeq_draft_params *d, uint64_t seed0,
+			 uint32_t *cnt, uint32_t V)
+{
+	struct edgeq_session *s = mk_session_draft(1, 1, 0, false, d);
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g;
+	int32_t t[64], out[8];
+	char buf[4096];
+	size_t n, nt;
+	int r;
+
+	n = tok("The quick brown fox", t, 64);
+	for (r = 0; r < CHI_RUNS; r++) {
+		req_init(&rq, t, n, 3);
+		rq.sampling.temp = 0.5f;
+		rq.sampling.top_k = 0;
+		rq.sampling.top_p = 1;
+		rq.sampling.min_p = 0;
+		rq.sampling.seed = seed0 + (uint64_t)r;
+		assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+		drain(g, buf, sizeof(buf), out, &nt, NULL);
+		edgeq_gen_free(g);
+		if (nt >= 2 && (uint32_t)out[1] < V)
+			cnt[out[1]]++;
+		if (nt >= 3 && (uint32_t)out[2] < V)
+			cnt[V + (uint32_t)out[2]]++;
+	}
+	edgeq_session_free(s);
+}
+
+static void test_spec_sampling_distribution(void **state)
+{
+	uint32_t V, *a, *b, i, df = 0;
+	struct edgeq_draft_params d;
+	double chi = 0, pa = 0, pb = 0, ea, crit, na = 0, nb = 0, x;
+	struct edgeq_session_status ss;
+
+	NEED_MODEL();
+	V = edgeq_model_info(model)->n_vocab;
+	a = calloc(2 * V, sizeof(*a));
+	b = calloc(2 * V, sizeof(*b));
+	assert_non_null(a);
+	assert_non_null(b);
+	memset(&d, 0, sizeof(d));
+	d.kind = EDGEQ_DRAFT_MODEL;
+	d.model = model2;
+	d.max_len = 2;
+	d.fixed = true;
+	count_tokens(NULL, 1, a, V);
+	count_tokens(&d, 1000003, b, V);
+	for (i = 0; i < 2 * V; i++) {
+		na += a[i];
+		nb += b[i];
+	}
+	/* two-sample chi-square over bins with enough mass; the rest pooled */
+	for (i = 0; i < 2 * V; i++) {
+		ea = (a[i] + b[i]) / 2.0;
+		if (ea < 5) {
+			pa += a[i];
+			pb += b[i];
+			continue;
+		}
+		x = (double)a[i] - b[i];
+		chi += x * x / (a[i] + b[i]);
+		df++;
+	}
+	if (pa + pb >= 10) {
+		chi += (pa - pb) * (pa - pb) / (pa + pb);
+		df++;
+	}
+	df -= 2; /* two positions, each summing to the run count */
+	/* critical value at p = 0.001 (Wilson-Hilferty) */
+	x = 1 - 2.0 / (9 * df) + 3.09 * sqrt(2.0 / (9 * df));
+	crit = df * x * x * x;
+	print_message("chi-square %.1f, df %u, critical %.1f (p = 0.001)\n",
+		      chi, df, crit);
+	assert_true(df >= 5);
+	assert_true(chi < crit);
+	(void)ss;
+	free(a);
+	free(b);
+}
+
+static void test_bad_requests(void **state)
+{
+	struct edgeq_session_params p;
+	struct edgeq_session *s = NULL;
+	struct edgeq_gen_request rq;
+	struct edgeq_error err = { 0 };
+	struct edgeq_gen *g;
+	int32_t t[300];
+	char longstop[EDGEQ_GEN_MAX_STOP_LEN + 2];
+	size_t i;
+
+	NEED_MODEL();
+	edgeq_session_params_init(&p);
+	p.n_slots = 0;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "slots"));
+	p.n_slots = 65;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
+	s = mk_session(1, 4, 0, false);
+	for (i = 0; i < 300; i++)
+		t[i] = 5;
+	req_init(&rq, t, 0, 4);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, &err), -EINVAL);
+	req_init(&rq, t, 256, 4);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, &err), -E2BIG);
+	assert_non_null(strstr(err.msg, "does not fit"));
+	req_init(&rq, t, 4, 4);
+	t[1] = -3;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "out of range"));
+	t[1] = 5;
+	rq.sampling.top_p = 2;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "sampling"));
+	rq.sampling.top_p = 1;
+	rq.n_predict = -2;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, &err), -EINVAL);
+	rq.n_predict = 4;
+	rq.stops[0] = "";
+	rq.n_stops = 1;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, &err), -EINVAL);
+	memset(longstop, 'x', sizeof(longstop) - 1);
+	longstop[sizeof(longstop) - 1] = '\0';
+	rq.stops[0] = longstop;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, &err), -EINVAL);
+	rq.n_stops = EDGEQ_GEN_MAX_STOPS + 1;
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, &err), -EINVAL);
+	edgeq_session_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_release_utf8),
+		cmocka_unit_test(test_release_stop),
+		cmocka_unit_test(test_generate_and_stop_string),
+		cmocka_unit_test(test_fifo),
+		cmocka_unit_test(test_queue_bound),
+		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_batched_equals_alone),
+		cmocka_unit_test(test_spec_greedy_identical),
+		cmocka_unit_test(test_spec_bad_drafts),
+		cmocka_unit_test(test_lookup_draft),
+		cmocka_unit_test(test_draft_choose),
+		cmocka_unit_test(test_spec_sampling_distribution),
+		cmocka_unit_test(test_bad_requests),
+	};
+
+	return cmocka_run_group_tests(tests, setup_model, teardown_model);
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * edgeq bench --streams N: the engine session under concurrent streams, all
+ * measured in one run so the figures are ratios against a baseline taken
+ * under the same load:
+ *
+ *   single     one stream alone: decode tok/s, inter-token latency, TTFT
+ *   batched    N streams decoded together (one forward pass per step)
+ *   timeshare  N streams with one pass per slot and step (what serve did
+ *              before continuous batching)
+ *   queue      2N clients on N slots: the TTFT distribution, and each
+ *              request's TTFT over what the queue explains (the requests
+ *              ahead of it, in waves of N, each taking a batched request's
+ *              time, plus the queue-free TTFT)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <edgeq/engine.h>
+#include <edgeq/session.h>
+
+#include "bench_session.h"
+#include "cli.h"
+
+#define MAX_STREAMS 64
+
+struct phase {
+	double agg_tok_s; /* generated tokens / wall time of the phase */
+	double itl_ms;	  /* mean over streams of decode time per token */
+	double ttft_ms[2 * MAX_STREAMS];
+	double req_ms; /* mean time from submit to the last token */
+	int n;
+	uint64_t steps;
+};
+
+static int run_phase(struct edgeq_model *m, int slots, int clients,
+		     bool sequential, const int32_t *toks, size_t n_toks,
+		     int n_gen, struct phase *ph, struct edgeq_error *err)
+{
+	struct edgeq_session_params sp;
+	struct edgeq_session *s = NULL;
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g[2 * MAX_STREAMS] = { 0 };
+	struct edgeq_gen_event ev;
+	struct edgeq_gen_stats st;
+	struct edgeq_session_status ss;
+	uint64_t t0, t1;
+	double itl = 0, req = 0;
+	long total = 0;
+	int i, ret, n_itl = 0;
+
+	memset(ph, 0, sizeof(*ph));
+	edgeq_session_params_init(&sp);
+	sp.n_slots = slots;
+	sp.queue = clients;
+	sp.sequential = sequential;
+	sp.ctx.n_ctx = (uint32_t)(n_toks + (size_t)n_gen + 8);
+	ret = edgeq_session_new(m, &sp, &s, err);
+	if (ret)
+		return ret;
+	memset(&rq, 0, sizeof(rq));
+	rq.toks = toks;
+	rq.n_toks = n_toks;
+	rq.n_predict = n_gen;
+	edgeq_sampler_params_init(&rq.sampling);
+	rq.sampling.temp = 0;
+	t0 = edgeq_now_ns();
+	for (i = 0; i < clients; i++) {
+		ret = edgeq_session_submit(s, &rq, &g[i], err);
+		if (ret)
+			goto out;
+	}
+	for (i = 0; i < clients; i++) {
+		do
+			ret = edgeq_gen_next(g[i], &ev, err);
+		while (ret == 1);
+		if (ret < 0)
+			goto out;
+	}
+	t1 = edgeq_now_ns();
+	for (i = 0; i < clients; i++) {
+		edgeq_gen_get_stats(g[i], &st);
+		ph->ttft_ms[i] = st.ttft_ns / 1e6;
+		total += st.n_gen;
+		if (st.n_eval) {
+			itl += st.decode_ns / 1e6 / st.n_eval;
+			n_itl++;
+		}
+		req += (st.ttft_ns + st.decode_ns) / 1e6;
+	}
+	edgeq_session_status(s, &ss);
+	ph->n = clients;
+	ph->steps = ss.steps;
+	ph->agg_tok_s = total * 1e9 / (double)(t1 - t0);
+	ph->itl_ms = n_itl ? itl / n_itl : 0;
+	ph->req_ms = req / clients;
+	ret = 0;
+out:
+	for (i = 0; i < clients; i++)
+		edgeq_gen_free(g[i]);
+	edgeq_session_free(s);
+	return ret;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *sorted, int n, double p)
+{
+	int i = (int)(p * (n - 1) + 0.5);
+
+	return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+int bench_streams(const char *path, int threads, int streams, int n_gen,
+		  bool json)
+{
+	struct edgeq_model_params mp;
+	struct edgeq_error err = { 0 };
+	struct edgeq_model *m = NULL;
+	struct phase one, bat, ts, q;
+	double sorted[2 * MAX_STREAMS], worst = 0, r;
+	const char *prompt = "Benchmark prompt: the session decodes several "
+			     "streams at once.";
+	int32_t toks[256];
+	size_t n_toks = 0;
+	int ret, i, status = EXIT_OK;
+
+	if (streams < 2 || streams > MAX_STREAMS)
+		return cli_error(EXIT_USAGE, "bench", "--streams must be 2..%d",
+				 MAX_STREAMS);
+	edgeq_model_params_init(&mp);
+	mp.path = path;
+	mp.n_threads = threads;
+	ret = edgeq_model_load(&mp, &m, &err);
+	if (ret)
+		return cli_error(cli_exit_for(ret), "bench", "%s: %s", path,
+				 err.msg);
+	ret = edgeq_tokenize(m, prompt, edgeq_model_info(m)->add_bos, false,
+			     toks, 256, &n_toks);
+	if (!ret)
+		ret = run_phase(m, 1, 1, true, toks, n_toks, n_gen, &one, &err);
+	if (!ret)
+		ret = run_phase(m, streams, streams, false, toks, n_toks, n_gen,
+				&bat, &err);
+	if (!ret)
+		ret = run_phase(m, streams, streams, true, toks, n_toks, n_gen,
+				&ts, &err);
+	if (!ret)
+		ret = run_phase(m, streams, 2 * streams, false, toks, n_toks,
+				n_gen, &q, &err);
+	if (ret) {
+		status = cli_error(cli_exit_for(ret), "bench", "%s",
+				   err.msg[0] ? err.msg : strerror(-ret));
+		goto out;
+	}
+	/* what the queue explains: waves of `streams` ahead, each a batched
+	 * request's time, plus the queue-free TTFT */
+	for (i = 0; i < q.n; i++) {
+		r = q.ttft_ms[i] /
+		    ((i / streams) * bat.req_ms + one.ttft_ms[0]);
+		if (r > worst)
+			worst = r;
+		sorted[i] = q.ttft_ms[i];
+	}
+	qsort(sorted, (size_t)q.n, sizeof(double), cmp_double);
+	if (json) {
+		json_t *j = json_pack(
+			"{s:i,s:i,s:i,s:{s:f,s:f,s:f},s:{s:f,s:f,s:I},s:{s:f,s:f,s:I},"
+			"s:{s:f,s:f,s:f,s:f,s:f},s:{s:f,s:f,s:f,s:f}}",
+			"streams", streams, "threads", threads, "gen", n_gen,
+			"single", "tok_s", one.agg_tok_s, "itl_ms", one.itl_ms,
+			"ttft_ms", one.ttft_ms[0], "batched", "tok_s",
+			bat.agg_tok_s, "itl_ms", bat.itl_ms, "steps",
+			(json_int_t)bat.steps, "timeshare", "tok_s",
+			ts.agg_tok_s, "itl_ms", ts.itl_ms, "steps",
+			(json_int_t)ts.steps, "queue", "ttft_p50_ms",
+			pct(sorted, q.n, 0.5), "ttft_p90_ms",
+			pct(sorted, q.n, 0.9), "ttft_p99_ms",
+			pct(sorted, q.n, 0.99), "ttft_max_ms", sorted[q.n - 1],
+			"worst_over_queue", worst, "ratios",
+			"batched_over_single_tok_s",
+			bat.agg_tok_s / one.agg_tok_s,
+			"batched_over_single_itl", bat.itl_ms / one.itl_ms,
+			"batched_over_timeshare_tok_s",
+			bat.agg_tok_s / ts.agg_tok_s, "ttft_p99_over_queue",
+			worst);
+
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(j);
+		goto out;
+	}
+	printf("session, %d threads, %d tokens per stream, prompt %zu tokens\n",
+	       threads, n_gen, n_toks);
+	printf("%-22s %10s %10s %8s\n", "", "tok/s", "ITL ms", "steps");
+	printf("%-22s %10.2f %10.2f %8s\n", "1 stream", one.agg_tok_s,
+	       one.itl_ms, "");
+	printf("%-22s %10.2f %10.2f %8llu\n", "batched", bat.agg_tok_s,
+	       bat.itl_ms, (unsigned long long)bat.steps);
+	printf("%-22s %10.2f %10.2f %8llu\n", "time-shared", ts.agg_tok_s,
+	       ts.itl_ms, (unsigned long long)ts.steps);
+	printf("ratios: %d streams batched / 1 stream: tok/s %.2fx, ITL %.2fx; batched / time-shared tok/s %.2fx\n",
+	       streams, bat.agg_tok_s / one.agg_tok_s, bat.itl_ms / one.itl_ms,
+	       bat.agg_tok_s / ts.agg_tok_s);
+	printf("TTFT, %d clients on %d slots: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (queue-free %.1f ms); worst TTFT / (waves ahead x batched request + queue-free) %.2fx\n",
+	       q.n, streams, pct(sorted, q.n, 0.5), pct(sorted, q.n, 0.9),
+	       pct(sorted, q.n, 0.99), sorted[q.n - 1], one.ttft_ms[0], worst);
+out:
+	edgeq_model_free(m);
+	return status;
+}
