@@ -68,6 +68,10 @@ static const struct cli_option serve_opts[] = {
 	  "require 'Authorization: Bearer TOKEN' (prefer --api-key-file)" },
 	{ "api-key-file", 0, CLI_STR, &opt_api_key_file, "FILE",
 	  "read the bearer token from FILE" },
+	{ "keys-file", 0, CLI_STR, &cfg.keys_file, "FILE",
+	  "API keys, one per application (edgeq keys; reloaded on SIGHUP)" },
+	{ "metrics-public", 0, CLI_FLAG, &cfg.metrics_public, NULL,
+	  "answer /metrics without a key" },
 	{ "threads", 't', CLI_INT, &cfg.threads, "N",
 	  "engine threads (0: all cores)" },
 	{ "weights", 0, CLI_STR, &opt_weights, "MODE",
@@ -572,6 +576,10 @@ static int serve_main(int argc, char **argv)
 				 "--kv-type must be f16 or q8_0");
 	if (opt_api_key_file && read_key_file(opt_api_key_file))
 		return EXIT_USAGE;
+	if (cfg.keys_file && cfg.api_key)
+		return cli_error(
+			EXIT_USAGE, "serve",
+			"--keys-file replaces --api-key: give each application its own key (edgeq keys new NAME)");
 	if (cfg.port < 0 || cfg.port > 65535)
 		return cli_error(EXIT_USAGE, "serve",
 				 "--port must be 0..65535");
@@ -702,8 +710,17 @@ static int serve_main(int argc, char **argv)
 		if (pfd[0].revents & POLLIN &&
 		    read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGHUP) {
+				struct edgeq_error ke = { 0 };
+
+				if (cfg.keys_file && srv_reload_keys(srv, &ke))
+					srv_log(SRV_ERR, NULL,
+						"SIGHUP: the keys file was not reloaded, the old keys stay: %s",
+						ke.msg);
 				srv_log(SRV_NOTICE, NULL,
-					"SIGHUP: configuration is read at start; restart to apply changes");
+					"SIGHUP: %sthe rest of the configuration is read at start; restart to apply it",
+					cfg.keys_file ?
+						"keys reloaded if valid; " :
+						"");
 				continue;
 			}
 			stop = true;

@@ -15,6 +15,7 @@
 #include <edgeq/session.h>
 #include <edgeq/stream.h>
 
+#include "server/keys.h"
 #include "server/server.h"
 
 enum srv_state { SRV_LOADING = 0, SRV_READY, SRV_FAILED, SRV_STOPPING };
@@ -46,6 +47,9 @@ struct srv {
 	struct srv_metrics *metrics;
 	struct edgeq_router_config rcfg;
 	char load_error[600];
+
+	pthread_mutex_t keys_lock; /* swaps of keys */
+	struct srv_keys *keys;	   /* NULL: no keys file */
 };
 
 enum srv_kind { SRV_CHAT = 0, SRV_COMPLETION };
@@ -72,6 +76,12 @@ struct srv_req {
 	int n_stops;
 	enum edgeq_privacy privacy;
 	double slo_tok_s, deadline_s;
+
+	/* the API key it came with (NULL without a keys file) */
+	struct srv_keys *keyset; /* a reference: the set the key lives in */
+	struct srv_key *key;
+	bool key_admitted; /* holds one of the key's in-flight places */
+	int retry_after;   /* seconds for a 429's Retry-After; 0: 1 */
 
 	/* routing */
 	struct edgeq_route_decision dec;

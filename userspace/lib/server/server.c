@@ -85,8 +85,13 @@ int srv_send_json(struct srv_req *r, int status, json_t *j)
 	MHD_add_response_header(resp, "Content-Type", "application/json");
 	add_common_headers(resp);
 	srv_add_route_headers(r, resp);
-	if (status == 429 || status == 503)
-		MHD_add_response_header(resp, "Retry-After", "1");
+	if (status == 429 || status == 503) {
+		char ra[16];
+
+		snprintf(ra, sizeof(ra), "%d",
+			 r->retry_after > 0 ? r->retry_after : 1);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	}
 	if (status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
 	ret = MHD_queue_response(r->conn, (unsigned)status, resp);
@@ -463,11 +468,13 @@ static int do_metrics(struct srv_req *r)
 
 void srv_log_request(struct srv_req *r, int status)
 {
-	char f[12][96];
-	const char *fields[13];
+	char f[13][96];
+	const char *fields[14];
 	int n = 0;
 
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_REQUEST_ID=%s", r->id), n++;
+	if (r->key)
+		snprintf(f[n], sizeof(f[n]), "EDGEQ_KEY=%s", r->key->name), n++;
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_CLASS=%s",
 		 edgeq_privacy_name(r->privacy)),
 		n++;
@@ -509,12 +516,16 @@ void srv_log_request(struct srv_req *r, int status)
 
 static void log_decision(struct srv_req *r, const char *stage)
 {
-	char f[8][96];
-	const char *fields[9];
+	char f[9][96];
+	const char *fields[10];
 	int n = 0;
 
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_REQUEST_ID=%s", r->id), n++;
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_EVENT=route-%s", stage), n++;
+	/* the audit trail: who, which class, where and why; never the text */
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_KEY=%s",
+		 r->key ? r->key->name : "-"),
+		n++;
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_CLASS=%s",
 		 edgeq_privacy_name(r->privacy)),
 		n++;
@@ -532,7 +543,8 @@ static void log_decision(struct srv_req *r, const char *stage)
 	fields[n] = NULL;
 	while (n--)
 		fields[n] = f[n];
-	srv_log(SRV_INFO, fields, "request %s route %s -> %s (%s)", r->id,
+	srv_log(SRV_INFO, fields, "request %s key %s route %s -> %s (%s)",
+		r->id, r->key ? r->key->name : "-",
 		edgeq_privacy_name(r->privacy), edgeq_route_name(r->dec.route),
 		edgeq_route_reason_name(r->dec.reason));
 }
@@ -550,6 +562,10 @@ static int route_once(struct srv_req *r, const char *stage)
 	q.slo_tok_s = r->slo_tok_s;
 	q.deadline_s = r->deadline_s;
 	q.failed = r->failed;
+	if (r->key) /* the routes its key may not use count as unavailable */
+		q.failed |= ((1u << EDGEQ_ROUTE_PRIVATE) |
+			     (1u << EDGEQ_ROUTE_PUBLIC)) &
+			    ~r->key->routes;
 	pthread_mutex_lock(&s->lock);
 	capacity_locked(s, &cap);
 	pthread_mutex_unlock(&s->lock);
@@ -576,6 +592,24 @@ static int do_generate(struct srv_req *r)
 	} else if (r->prompt) {
 		r->n_prompt = strlen(r->prompt) / 4; /* rough, for the router */
 	}
+	if (r->key) {
+		double retry = 1;
+
+		ret = srv_key_admit(r->key, edgeq_now_ns(), &retry);
+		if (ret == -EAGAIN) {
+			r->retry_after = (int)retry + 1;
+			return srv_send_error(
+				r, 429, "rate_limit_error", NULL,
+				"key '%s' is over its rate of %.3g requests per second; retry in %.1f s",
+				r->key->name, r->key->rate, retry);
+		}
+		if (ret == -EBUSY)
+			return srv_send_error(
+				r, 429, "rate_limit_error", NULL,
+				"key '%s' already has %u requests in flight, its cap",
+				r->key->name, r->key->concurrency);
+		r->key_admitted = true;
+	}
 	if (route_once(r, "decision"))
 		return srv_send_error(r, 500, "server_error", NULL,
 				      "router failed");
@@ -597,6 +631,12 @@ static int do_generate(struct srv_req *r)
 		route_once(r, "fallback");
 	}
 	r->route = r->dec.route;
+	if (r->dec.route == EDGEQ_ROUTE_LOCAL && r->key &&
+	    !(r->key->routes & (1u << EDGEQ_ROUTE_LOCAL)))
+		return srv_send_error(
+			r, 403, "permission_error", NULL,
+			"key '%s' may not use the local engine, and no endpoint it may use can take this request",
+			r->key->name);
 	if (r->dec.route == EDGEQ_ROUTE_REJECT) {
 		if (r->dec.reason == EDGEQ_REASON_REJECT_OVERLOAD)
 			return srv_send_error(
@@ -611,20 +651,44 @@ static int do_generate(struct srv_req *r)
 	return srv_local_respond(r);
 }
 
-static bool auth_ok(struct srv_req *r)
+static const char *bearer(struct srv_req *r)
 {
-	const char *h, *key = r->s->cfg.api_key;
+	const char *h = MHD_lookup_connection_value(
+		r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return NULL;
+	return h + 7;
+}
+
+/*
+ * Who is asking: with a keys file, the key's application (0), or the
+ * status to refuse with (401 unknown key, 403 endpoint not allowed); with
+ * a single --api-key, whether it matches.
+ */
+static int authenticate(struct srv_req *r, enum srv_endpoint ep)
+{
+	struct srv *s = r->s;
+	const char *key = s->cfg.api_key, *tok = bearer(r);
 	size_t kl;
 
+	if (ep == SRV_EP_METRICS && s->cfg.metrics_public)
+		return 0;
+	if (s->cfg.keys_file) {
+		pthread_mutex_lock(&s->keys_lock);
+		r->keyset = srv_keys_get(s->keys);
+		pthread_mutex_unlock(&s->keys_lock);
+		r->key = srv_keys_match(r->keyset, tok);
+		if (!r->key)
+			return 401;
+		return r->key->endpoints & (1u << ep) ? 0 : 403;
+	}
 	if (!key || !*key)
-		return true;
-	h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-					MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!h || strncasecmp(h, "Bearer ", 7))
-		return false;
-	h += 7;
+		return 0;
+	if (!tok)
+		return 401;
 	kl = strlen(key);
-	return strlen(h) == kl && sodium_memcmp(h, key, kl) == 0;
+	return strlen(tok) == kl && sodium_memcmp(tok, key, kl) == 0 ? 0 : 401;
 }
 
 static int dispatch(struct srv_req *r, const char *method, const char *url)
@@ -648,9 +712,21 @@ static int dispatch(struct srv_req *r, const char *method, const char *url)
 	else
 		return srv_send_error(r, 404, "invalid_request_error", NULL,
 				      "no such endpoint: %s %s", method, url);
-	if (!auth_ok(r))
+	switch (authenticate(
+		r, !strcmp(r->endpoint, "chat")	       ? SRV_EP_CHAT :
+		   !strcmp(r->endpoint, "completions") ? SRV_EP_COMPLETIONS :
+		   !strcmp(r->endpoint, "models")      ? SRV_EP_MODELS :
+							 SRV_EP_METRICS)) {
+	case 0:
+		break;
+	case 403:
+		return srv_send_error(r, 403, "permission_error", NULL,
+				      "key '%s' may not use %s", r->key->name,
+				      url);
+	default:
 		return srv_send_error(r, 401, "invalid_request_error", NULL,
 				      "missing or wrong bearer token");
+	}
 	if (!strcmp(r->endpoint, "models") || !strcmp(r->endpoint, "metrics")) {
 		if (!get)
 			return srv_send_error(r, 405, "invalid_request_error",
@@ -748,6 +824,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		srv_log_request(r, 499);
 	}
 	srv_upstream_end(r);
+	if (r->key_admitted)
+		srv_key_release(r->key);
+	srv_keys_put(r->keyset);
 	json_decref(r->json);
 	free(r->prompt);
 	free(r->toks);
@@ -792,6 +871,17 @@ int srv_new(const struct srv_config *cfg, struct srv **out,
 	s->n_slots = cfg->slots;
 	s->created = time(NULL);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->keys_lock, NULL);
+	if (cfg->keys_file) {
+		int ret = srv_keys_load(cfg->keys_file, NULL, &s->keys, err);
+
+		if (ret) {
+			pthread_mutex_destroy(&s->keys_lock);
+			pthread_mutex_destroy(&s->lock);
+			free(s);
+			return ret;
+		}
+	}
 	s->metrics = srv_metrics_new();
 	s->rcfg.have_private = cfg->private_url && *cfg->private_url;
 	s->rcfg.have_public = cfg->public_url && *cfg->public_url;
@@ -1144,7 +1234,34 @@ void srv_free(struct srv *s)
 	if (s->model)
 		edgeq_model_free(s->model);
 	srv_metrics_free(s->metrics);
+	srv_keys_put(s->keys);
+	pthread_mutex_destroy(&s->keys_lock);
 	pthread_mutex_destroy(&s->lock);
 	curl_global_cleanup();
 	free(s);
+}
+
+int srv_reload_keys(struct srv *s, struct edgeq_error *err)
+{
+	struct srv_keys *old, *neu = NULL;
+	int ret;
+
+	if (!s->cfg.keys_file)
+		return 0;
+	pthread_mutex_lock(&s->keys_lock);
+	old = srv_keys_get(s->keys);
+	pthread_mutex_unlock(&s->keys_lock);
+	ret = srv_keys_load(s->cfg.keys_file, old, &neu, err);
+	if (!ret) {
+		pthread_mutex_lock(&s->keys_lock);
+		srv_keys_put(s->keys); /* requests keep their own references */
+		s->keys = neu;
+		pthread_mutex_unlock(&s->keys_lock);
+		srv_log(SRV_NOTICE,
+			(const char *const[]){ "EDGEQ_EVENT=keys-reloaded",
+					       NULL },
+			"keys: %zu from %s", neu->n, s->cfg.keys_file);
+	}
+	srv_keys_put(old);
+	return ret;
 }

@@ -30,6 +30,8 @@ struct srv_config {
 	unsigned int socket_mode; /* permissions of the unix socket */
 	const char *port_file;	  /* write the bound port there (tests) */
 	const char *api_key;	  /* bearer token, or NULL: no auth */
+	const char *keys_file;	  /* API keys (keys.h); replaces api_key */
+	bool metrics_public;	  /* /metrics answers without a key */
 	int threads;
 	int ctx_size; /* tokens per slot */
 	int slots;    /* generations at once */
@@ -159,6 +161,9 @@ bool srv_alive(struct srv *s, uint64_t stall_ns);
  * then cancel the rest; returns the number cancelled. */
 int srv_shutdown(struct srv *s, uint64_t timeout_ns);
 void srv_free(struct srv *s);
+/* Read the keys file again (SIGHUP); on an error the old keys stay.
+ * Requests in flight finish under the keys they were admitted with. */
+int srv_reload_keys(struct srv *s, struct edgeq_error *err);
 /* What the pressure monitor says, pushed by the event loop. */
 #define SRV_MAX_DEVICES 8
 struct srv_pressure {
