@@ -94,6 +94,10 @@ static const struct cli_option serve_opts[] = {
 	  "largest request body (1M)" },
 	{ "request-timeout", 0, CLI_INT, &cfg.request_timeout_s, "SECONDS",
 	  "idle connection timeout (60)" },
+	{ "request-deadline", 0, CLI_INT, &cfg.request_deadline_s, "SECONDS",
+	  "a request's head and body must arrive within this (30)" },
+	{ "max-conns-per-client", 0, CLI_INT, &cfg.max_conns_per_client, "N",
+	  "open connections per client address (16)" },
 	{ "shutdown-timeout", 0, CLI_INT, &cfg.shutdown_timeout_s, "SECONDS",
 	  "SIGTERM: let in-flight requests finish this long, then cancel (10)" },
 	{ "chat-template", 0, CLI_STR, &cfg.chat_template, "NAME",
@@ -725,7 +729,11 @@ static int serve_main(int argc, char **argv)
 			}
 			stop = true;
 		}
-		if (wd_usec && srv_alive(srv, stall_ns))
+		/* ping only while generations progress and the listener
+		 * itself accepts and answers: a stuck or saturated listener
+		 * gets the service restarted */
+		if (wd_usec && srv_alive(srv, stall_ns) &&
+		    srv_listener_answers(srv, 2000))
 			sd_notify(0, "WATCHDOG=1");
 		/* a bundle rolled back by its probation: let the answer that
 		 * reported it go out, then stop */

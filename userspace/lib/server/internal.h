@@ -15,6 +15,7 @@
 #include <edgeq/session.h>
 #include <edgeq/stream.h>
 
+#include "server/gate.h"
 #include "server/keys.h"
 #include "server/server.h"
 
@@ -47,6 +48,8 @@ struct srv {
 	struct srv_metrics *metrics;
 	struct edgeq_router_config rcfg;
 	char load_error[600];
+
+	struct srv_gate *gate[2]; /* accept loops in front of httpd[] */
 
 	pthread_mutex_t keys_lock; /* swaps of keys */
 	struct srv_keys *keys;	   /* NULL: no keys file */
@@ -82,6 +85,9 @@ struct srv_req {
 	struct srv_key *key;
 	bool key_admitted; /* holds one of the key's in-flight places */
 	int retry_after;   /* seconds for a 429's Retry-After; 0: 1 */
+	bool close;	   /* answer with Connection: close */
+	const char *allow; /* a 405's Allow header */
+	bool head;	   /* a HEAD request: MHD sends no body */
 
 	/* routing */
 	struct edgeq_route_decision dec;

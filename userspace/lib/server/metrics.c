@@ -21,7 +21,7 @@ struct hist {
 };
 
 #define N_ENDPOINTS 6
-#define N_STATUS 8
+#define N_STATUS 15
 
 struct srv_metrics {
 	pthread_mutex_t lock;
@@ -36,7 +36,9 @@ struct srv_metrics {
 static const char *const endpoints[N_ENDPOINTS] = {
 	"chat", "completions", "models", "health", "metrics", "other",
 };
-static const int statuses[N_STATUS] = { 200, 400, 401, 404, 413, 429, 503, 500 };
+/* 499: the client left before the answer; 500 (last) takes any other */
+static const int statuses[N_STATUS] = { 200, 400, 401, 403, 404, 405, 408, 413,
+					429, 431, 499, 501, 503, 505, 500 };
 
 static void hist_init(struct hist *h, const char *name, const char *help,
 		      const double *le, int n)

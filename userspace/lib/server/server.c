@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,8 @@ void srv_config_init(struct srv_config *c)
 	c->shutdown_timeout_s = 10;
 	c->upstream_timeout_s = 60;
 	c->request_timeout_s = 60;
+	c->request_deadline_s = 30;
+	c->max_conns_per_client = 16;
 	c->prefix_cache = true;
 	c->chat_template = "auto";
 	c->default_class = EDGEQ_PRIVACY_CONFIDENTIAL;
@@ -94,6 +97,11 @@ int srv_send_json(struct srv_req *r, int status, json_t *j)
 	}
 	if (status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+	if (status == 405 && r->allow)
+		MHD_add_response_header(resp, "Allow", r->allow);
+	if (r->close)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
+					"close");
 	ret = MHD_queue_response(r->conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	srv_metrics_request(r->s->metrics, r->endpoint, status);
@@ -691,15 +699,59 @@ static int authenticate(struct srv_req *r, enum srv_endpoint ep)
 	return strlen(tok) == kl && sodium_memcmp(tok, key, kl) == 0 ? 0 : 401;
 }
 
+static int not_allowed(struct srv_req *r, const char *allow)
+{
+	r->allow = allow;
+	return srv_send_error(r, 405, "invalid_request_error", NULL,
+			      "method not allowed here; use %s", allow);
+}
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind,
+				    const char *key, const char *value)
+{
+	int *n = cls;
+
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		n[0]++;
+	else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		n[1]++;
+	else if (!strcasecmp(key, MHD_HTTP_HEADER_HOST))
+		n[2]++;
+	return MHD_YES;
+}
+
+/*
+ * The gate checked the first request's head on each connection; a later
+ * one on a kept-alive connection is checked here, as far as what
+ * libmicrohttpd parsed allows. 0 or the 400 already queued.
+ */
+static int check_framing(struct srv_req *r, const char *version)
+{
+	int n[3] = { 0, 0, 0 };
+	const char *why = NULL;
+
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_header, n);
+	if (n[0] > 1)
+		why = "more than one Content-Length";
+	else if (n[0] && n[1])
+		why = "Content-Length together with Transfer-Encoding";
+	else if (n[2] > 1 || (!n[2] && !strcmp(version, MHD_HTTP_VERSION_1_1)))
+		why = "HTTP/1.1 needs exactly one Host header";
+	if (!why)
+		return 0;
+	r->close = true;
+	srv_send_error(r, 400, "invalid_request_error", NULL, "%s", why);
+	return 400;
+}
+
 static int dispatch(struct srv_req *r, const char *method, const char *url)
 {
-	bool post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+	bool post = !strcmp(method, "POST");
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
 	if (!strcmp(url, "/health") || !strcmp(url, "/v1/health")) {
 		r->endpoint = "health";
-		return get ? do_health(r) :
-			     srv_send_error(r, 405, "invalid_request_error",
-					    NULL, "use GET");
+		return get ? do_health(r) : not_allowed(r, "GET, HEAD");
 	}
 	if (!strcmp(url, "/v1/chat/completions"))
 		r->endpoint = "chat";
@@ -729,15 +781,13 @@ static int dispatch(struct srv_req *r, const char *method, const char *url)
 	}
 	if (!strcmp(r->endpoint, "models") || !strcmp(r->endpoint, "metrics")) {
 		if (!get)
-			return srv_send_error(r, 405, "invalid_request_error",
-					      NULL, "use GET");
+			return not_allowed(r, "GET, HEAD");
 		return r->endpoint[0] == 'm' && r->endpoint[1] == 'o' ?
 			       do_models(r) :
 			       do_metrics(r);
 	}
 	if (!post)
-		return srv_send_error(r, 405, "invalid_request_error", NULL,
-				      "use POST");
+		return not_allowed(r, "POST");
 	if (r->too_big)
 		return srv_send_error(r, 413, "invalid_request_error", NULL,
 				      "request body larger than %llu bytes",
@@ -775,6 +825,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		*con_cls = r;
+		r->head = !strcmp(method, "HEAD");
+		if (check_framing(r, version))
+			return MHD_YES;
 		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body)
 			r->too_big = true;
 		if (cl && strtoull(cl, NULL, 10) / 8 > s->cfg.max_body) {
@@ -797,6 +850,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		return MHD_YES;
 	}
 	if (*upload_size) {
+		/* a body trickled in past the deadline: close */
+		if (s->cfg.request_deadline_s > 0 &&
+		    edgeq_now_ns() - r->t0 >
+			    (uint64_t)s->cfg.request_deadline_s *
+				    1000000000ull) {
+			srv_metrics_request(s->metrics, "other", 408);
+			srv_log(SRV_INFO,
+				(const char *const[]){
+					"EDGEQ_EVENT=request-refused", NULL },
+				"request %s: its body did not arrive within %d s; closed",
+				r->id, s->cfg.request_deadline_s);
+			return MHD_NO;
+		}
 		if (!r->too_big &&
 		    r->body.len + *upload_size <= s->cfg.max_body)
 			srv_buf_add(&r->body, upload, *upload_size);
@@ -822,6 +888,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			r->cancelled = true;
 		srv_local_end(r);
 		srv_log_request(r, 499);
+		if (r->cancelled)
+			srv_metrics_request(r->s->metrics, r->endpoint, 499);
 	}
 	srv_upstream_end(r);
 	if (r->key_admitted)
@@ -977,11 +1045,49 @@ static int listen_unix(struct srv *s, struct edgeq_error *err)
 	return 0;
 }
 
+/* libmicrohttpd closed a connection the gate handed it */
+static void on_connection(void *cls, struct MHD_Connection *conn,
+			  void **socket_ctx,
+			  enum MHD_ConnectionNotificationCode c)
+{
+	struct srv_gate *g = *socket_ctx;
+	const union MHD_ConnectionInfo *ci;
+
+	if (c == MHD_CONNECTION_NOTIFY_STARTED) {
+		struct srv *s = cls;
+		const union MHD_ConnectionInfo *di = MHD_get_connection_info(
+			conn, MHD_CONNECTION_INFO_DAEMON);
+
+		for (int i = 0; i < 2; i++)
+			if (di && di->daemon == s->httpd[i])
+				*socket_ctx = s->gate[i];
+		return;
+	}
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (g && ci && ci->client_addr)
+		srv_gate_closed(g, ci->client_addr);
+	else if (g) {
+		struct sockaddr su = { .sa_family = AF_UNIX };
+
+		srv_gate_closed(g, &su);
+	}
+}
+
+static void on_refuse(void *arg, int status, const char *why)
+{
+	struct srv *s = arg;
+
+	srv_metrics_request(s->metrics, "other", status);
+	srv_log(SRV_INFO,
+		(const char *const[]){ "EDGEQ_EVENT=connection-refused", NULL },
+		"connection refused with %d: %s", status, why);
+}
+
 int srv_start(struct srv *s, struct edgeq_error *err)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
-			     MHD_USE_ITC;
+			     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
 	bool tcp = s->cfg.listen && *s->cfg.listen &&
 		   strcmp(s->cfg.listen, "none");
 	int i, ret;
@@ -1006,8 +1112,8 @@ int srv_start(struct srv *s, struct edgeq_error *err)
 		s->httpd[i] = MHD_start_daemon(
 			flags, 0, NULL, NULL, on_request, s,
 			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-			MHD_OPTION_LISTEN_SOCKET, s->listen_fd[i],
 			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 			MHD_OPTION_CONNECTION_LIMIT,
 			(unsigned int)s->cfg.max_connections,
 			MHD_OPTION_CONNECTION_TIMEOUT,
@@ -1018,7 +1124,105 @@ int srv_start(struct srv *s, struct edgeq_error *err)
 			return edgeq_error_set(
 				err, EIO, "the HTTP server failed to start");
 	}
+	for (i = 0; i < 2; i++) {
+		struct srv_gate_config gc = {
+			.listen_fd = s->listen_fd[i],
+			.httpd = s->httpd[i],
+			.head_ms =
+				(unsigned int)(s->cfg.request_deadline_s > 0 ?
+						       s->cfg.request_deadline_s :
+						       30) *
+				1000u,
+			.per_addr = (unsigned int)s->cfg.max_conns_per_client,
+			.max_pending = 1024,
+			.max_head = 16384,
+			.max_body = s->cfg.max_body,
+			.on_refuse = on_refuse,
+			.arg = s,
+		};
+
+		if (!s->httpd[i])
+			continue;
+		ret = srv_gate_start(&gc, &s->gate[i]);
+		if (ret)
+			return edgeq_error_set(
+				err, -ret, "the accept loop failed to start");
+	}
 	return 0;
+}
+
+bool srv_listener_answers(struct srv *s, int timeout_ms)
+{
+	static const char req[] =
+		"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+	static _Atomic uint64_t last_ns;
+	static _Atomic bool last_ok = true;
+	struct sockaddr_storage a = { 0 };
+	struct pollfd pf;
+	uint64_t now = edgeq_now_ns(), end;
+	socklen_t al = sizeof(a);
+	char buf[16];
+	size_t got = 0;
+	bool ok = false;
+	int fd;
+
+	if (now - atomic_load(&last_ns) < 1000000000ull)
+		return atomic_load(&last_ok);
+	atomic_store(&last_ns, now);
+	if (s->listen_fd[0] >= 0 &&
+	    getsockname(s->listen_fd[0], (struct sockaddr *)&a, &al) == 0) {
+		/* a wildcard listener is reached on loopback */
+		if (a.ss_family == AF_INET &&
+		    ((struct sockaddr_in *)&a)->sin_addr.s_addr == INADDR_ANY)
+			((struct sockaddr_in *)&a)->sin_addr.s_addr =
+				htonl(INADDR_LOOPBACK);
+		if (a.ss_family == AF_INET6 &&
+		    IN6_IS_ADDR_UNSPECIFIED(
+			    &((struct sockaddr_in6 *)&a)->sin6_addr))
+			((struct sockaddr_in6 *)&a)->sin6_addr =
+				in6addr_loopback;
+	} else if (s->listen_fd[1] >= 0) {
+		al = sizeof(a);
+		if (getsockname(s->listen_fd[1], (struct sockaddr *)&a, &al))
+			return false;
+	} else {
+		return true; /* nothing to check */
+	}
+	fd = socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		goto out;
+	end = now + (uint64_t)timeout_ms * 1000000ull;
+	if (connect(fd, (struct sockaddr *)&a, al) < 0 && errno != EINPROGRESS)
+		goto out;
+	pf.fd = fd;
+	pf.events = POLLOUT;
+	if (poll(&pf, 1, timeout_ms) != 1 ||
+	    send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != sizeof(req) - 1)
+		goto out;
+	pf.events = POLLIN;
+	while (got < 9 && edgeq_now_ns() < end) {
+		ssize_t n;
+
+		if (poll(&pf, 1, (int)((end - edgeq_now_ns()) / 1000000) + 1) !=
+		    1)
+			break;
+		n = recv(fd, buf + got, 9 - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	ok = got == 9 && !memcmp(buf, "HTTP/1.1 ", 9);
+out:
+	if (fd >= 0)
+		close(fd);
+	atomic_store(&last_ok, ok);
+	if (!ok)
+		srv_log(SRV_WARN,
+			(const char *const[]){ "EDGEQ_EVENT=listener-stuck",
+					       NULL },
+			"the listener did not answer its own /health within %d ms: no watchdog ping",
+			timeout_ms);
+	return ok;
 }
 
 int srv_port(struct srv *s)
@@ -1182,11 +1386,10 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 	uint64_t end = edgeq_now_ns() + timeout_ns;
 	int left, i;
 
+	/* connections are still accepted: /health answers 503 "shutting
+	 * down" and new generations 503, until the daemon stops */
 	if (atomic_load(&s->state) != SRV_FAILED)
 		atomic_store(&s->state, SRV_STOPPING);
-	for (i = 0; i < 2; i++)
-		if (s->httpd[i])
-			MHD_quiesce_daemon(s->httpd[i]);
 	for (;;) {
 		left = in_flight(s);
 		if (!left || edgeq_now_ns() >= end)
@@ -1206,6 +1409,8 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 		usleep(100000);
 	}
 	for (i = 0; i < 2; i++) {
+		srv_gate_stop(s->gate[i]);
+		s->gate[i] = NULL;
 		if (s->httpd[i])
 			MHD_stop_daemon(s->httpd[i]);
 		s->httpd[i] = NULL;
@@ -1220,11 +1425,9 @@ void srv_free(struct srv *s)
 	if (!s)
 		return;
 	for (i = 0; i < 2; i++) {
-		if (s->httpd[i]) {
-			/* not quiesced: the daemon closes its socket */
+		srv_gate_stop(s->gate[i]);
+		if (s->httpd[i])
 			MHD_stop_daemon(s->httpd[i]);
-			s->listen_fd[i] = -2;
-		}
 		if (s->listen_fd[i] >= 0)
 			close(s->listen_fd[i]);
 	}

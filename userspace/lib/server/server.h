@@ -45,6 +45,8 @@ struct srv_config {
 	int shutdown_timeout_s; /* SIGTERM: finish in-flight within this */
 	int upstream_timeout_s;
 	int request_timeout_s;	   /* idle connection timeout */
+	int request_deadline_s;	   /* a request's head and body, in all */
+	int max_conns_per_client;  /* connections per client address */
 	bool log_prompts;	   /* prompts/completions to the log: off */
 	bool prefix_cache;	   /* reuse a slot's KV for a common prefix */
 	int kv_type;		   /* enum edgeq_kv_type of the slots */
@@ -157,6 +159,9 @@ bool srv_ready(struct srv *s);
 /* The event loop's liveness check for the watchdog: false when a
  * generation has made no progress for @stall_ns. */
 bool srv_alive(struct srv *s, uint64_t stall_ns);
+/* Whether the listener accepts a connection and answers GET /health (any
+ * status) within @timeout_ms; checked at most once a second, cached. */
+bool srv_listener_answers(struct srv *s, int timeout_ms);
 /* Stop taking requests, let in-flight ones finish for up to @timeout_ns,
  * then cancel the rest; returns the number cancelled. */
 int srv_shutdown(struct srv *s, uint64_t timeout_ns);
