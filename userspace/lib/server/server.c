@@ -333,10 +333,10 @@ static void render_pressure(const struct srv_pressure *p, struct srv_buf *b)
 		"# HELP edgeq_memory_pressure_level Memory pressure level from the monitor: 0 none, 1 low, 2 medium, 3 critical.\n"
 		"# TYPE edgeq_memory_pressure_level gauge\n"
 		"edgeq_memory_pressure_level %d\n"
-		"# HELP edgeq_memory_stall_ms_per_second Reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
-		"# TYPE edgeq_memory_stall_ms_per_second gauge\n"
-		"edgeq_memory_stall_ms_per_second %.3f\n",
-		p->source, p->mem_level, p->stall_ms_per_s);
+		"# HELP edgeq_memory_stall_ratio Seconds of reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
+		"# TYPE edgeq_memory_stall_ratio gauge\n"
+		"edgeq_memory_stall_ratio %.6f\n",
+		p->source, p->mem_level, p->stall_ms_per_s / 1000.0);
 	if (!p->n_dev)
 		return;
 	srv_buf_printf(
