@@ -238,5 +238,38 @@ def main(t):
     d2.stop()
     d.stop()
 
+    # CORS for configured browser origins
+    d3 = Daemon("--cors-origins", "https://ui.example, http://localhost:3000")
+    st, h, _ = d3.request("OPTIONS", "/v1/chat/completions", headers={
+        "Origin": "https://ui.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    t.check("preflight from an allowed origin: 204 with the grants",
+            st == 204 and h.get("access-control-allow-origin") ==
+            "https://ui.example" and "POST" in
+            h.get("access-control-allow-methods", "") and "Authorization" in
+            h.get("access-control-allow-headers", ""), (st, h))
+    st, h, _ = d3.request("OPTIONS", "/v1/chat/completions",
+                          headers={"Origin": "https://evil.example"})
+    t.check("preflight from another origin: no grants",
+            st == 204 and "access-control-allow-origin" not in h, (st, h))
+    st, h, _ = d3.request("POST", "/v1/completions",
+                          {"prompt": "a", "max_tokens": 1},
+                          headers={"Origin": "http://localhost:3000"})
+    t.check("a response to an allowed origin carries Allow-Origin and Vary",
+            st == 200 and h.get("access-control-allow-origin") ==
+            "http://localhost:3000" and h.get("vary") == "Origin", (st, h))
+    fam = d3.metrics()
+    t.check("a preflight is counted as 204",
+            (value(fam, "edgeq_http_requests_total", status="204") or 0) >= 2)
+    d3.stop()
+    d4 = Daemon()
+    st, h, _ = d4.request("POST", "/v1/completions",
+                          {"prompt": "a", "max_tokens": 1},
+                          headers={"Origin": "https://ui.example"})
+    t.check("without --cors-origins no CORS header is sent",
+            st == 200 and "access-control-allow-origin" not in h, h)
+    d4.stop()
+
 
 run_tests(main)

@@ -72,6 +72,12 @@ static const struct cli_option serve_opts[] = {
 	  "API keys, one per application (edgeq keys; reloaded on SIGHUP)" },
 	{ "metrics-public", 0, CLI_FLAG, &cfg.metrics_public, NULL,
 	  "answer /metrics without a key" },
+	{ "cors-origins", 0, CLI_STR, &cfg.cors_origins, "LIST",
+	  "browser origins allowed (comma-separated, or *): CORS headers and preflight" },
+	{ "tls-cert", 0, CLI_STR, &cfg.tls_cert, "FILE",
+	  "PEM certificate chain: serve HTTPS on TCP (reloaded on SIGHUP)" },
+	{ "tls-key", 0, CLI_STR, &cfg.tls_key, "FILE",
+	  "the certificate's PEM private key" },
 	{ "threads", 't', CLI_INT, &cfg.threads, "N",
 	  "engine threads (0: all cores)" },
 	{ "weights", 0, CLI_STR, &opt_weights, "MODE",
@@ -120,6 +126,12 @@ static const struct cli_option serve_opts[] = {
 	  "model name sent to the public endpoint" },
 	{ "public-key", 0, CLI_STR, &cfg.public_key, "TOKEN",
 	  "bearer token for the public endpoint" },
+	{ "upstream-ca", 0, CLI_STR, &cfg.upstream_ca, "FILE",
+	  "CA bundle that signs the endpoints' certificates (system's)" },
+	{ "private-pin", 0, CLI_STR, &cfg.private_pin, "sha256//B64",
+	  "pin the private endpoint's public key" },
+	{ "public-pin", 0, CLI_STR, &cfg.public_pin, "sha256//B64",
+	  "pin the public endpoint's public key" },
 	{ "upstream-timeout", 0, CLI_INT, &cfg.upstream_timeout_s, "SECONDS",
 	  "whole-request timeout for endpoints (60)" },
 	{ "local-tok-s", 0, CLI_DOUBLE, &cfg.local_tok_s, "TOK_S",
@@ -580,6 +592,23 @@ static int serve_main(int argc, char **argv)
 				 "--kv-type must be f16 or q8_0");
 	if (opt_api_key_file && read_key_file(opt_api_key_file))
 		return EXIT_USAGE;
+	{
+		struct edgeq_error ue = { 0 };
+
+		if ((cfg.private_url && *cfg.private_url &&
+		     srv_check_upstream_url("--private-url", cfg.private_url,
+					    &ue)) ||
+		    (cfg.public_url && *cfg.public_url &&
+		     srv_check_upstream_url("--public-url", cfg.public_url,
+					    &ue)))
+			return cli_error(EXIT_USAGE, "serve", "%s", ue.msg);
+		if ((cfg.private_pin &&
+		     strncmp(cfg.private_pin, "sha256//", 8)) ||
+		    (cfg.public_pin && strncmp(cfg.public_pin, "sha256//", 8)))
+			return cli_error(
+				EXIT_USAGE, "serve",
+				"a pin is sha256//BASE64 of the endpoint's public key");
+	}
 	if (cfg.keys_file && cfg.api_key)
 		return cli_error(
 			EXIT_USAGE, "serve",
@@ -720,11 +749,12 @@ static int serve_main(int argc, char **argv)
 					srv_log(SRV_ERR, NULL,
 						"SIGHUP: the keys file was not reloaded, the old keys stay: %s",
 						ke.msg);
+				if (cfg.tls_cert && srv_reload_tls(srv, &ke))
+					srv_log(SRV_ERR, NULL,
+						"SIGHUP: the TLS certificate was not reloaded, the old one stays: %s",
+						ke.msg);
 				srv_log(SRV_NOTICE, NULL,
-					"SIGHUP: %sthe rest of the configuration is read at start; restart to apply it",
-					cfg.keys_file ?
-						"keys reloaded if valid; " :
-						"");
+					"SIGHUP: keys and TLS certificate reloaded where configured and valid; the rest of the configuration is read at start: restart to apply it");
 				continue;
 			}
 			stop = true;

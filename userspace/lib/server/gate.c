@@ -33,7 +33,7 @@ struct srv_gate {
 	int wake[2]; /* pipe: stop */
 	struct gate_conn *pending;
 	size_t n_pending;
-	pthread_mutex_t lock; /* held: the per-address counts below */
+	pthread_mutex_t lock; /* held: the per-address counts below, httpd */
 	struct gate_addr {
 		struct sockaddr_storage addr;
 		unsigned int n; /* pending + handed over */
@@ -225,6 +225,13 @@ out:
 	return ok;
 }
 
+void srv_gate_set_httpd(struct srv_gate *g, struct MHD_Daemon *httpd)
+{
+	pthread_mutex_lock(&g->lock);
+	g->c.httpd = httpd;
+	pthread_mutex_unlock(&g->lock);
+}
+
 void srv_gate_closed(struct srv_gate *g, const struct sockaddr *addr)
 {
 	if (g && addr)
@@ -293,9 +300,14 @@ static void hand_over(struct srv_gate *g, size_t i)
 	struct gate_conn *c = &g->pending[i];
 	int fl = fcntl(c->fd, F_GETFL);
 
+	struct MHD_Daemon *d;
+
 	if (fl >= 0)
 		fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK);
-	if (MHD_add_connection(g->c.httpd, c->fd, (struct sockaddr *)&c->addr,
+	pthread_mutex_lock(&g->lock);
+	d = g->c.httpd;
+	pthread_mutex_unlock(&g->lock);
+	if (MHD_add_connection(d, c->fd, (struct sockaddr *)&c->addr,
 			       c->alen) != MHD_YES) {
 		/* libmicrohttpd closed it (its connection limit) */
 		addr_count(g, (struct sockaddr *)&c->addr, -1);
@@ -333,6 +345,8 @@ static void accept_new(struct srv_gate *g)
 		}
 		c.deadline_ns = edgeq_now_ns() + g->c.head_ms * 1000000ull;
 		g->pending[g->n_pending++] = c;
+		if (g->c.tls) /* its head is encrypted: libmicrohttpd checks */
+			hand_over(g, g->n_pending - 1);
 	}
 }
 

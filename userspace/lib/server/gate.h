@@ -32,12 +32,15 @@ struct srv_gate_config {
 	unsigned int max_pending;    /* heads being waited for, in all */
 	size_t max_head;	     /* bytes */
 	unsigned long long max_body; /* a first chunk larger is refused */
+	bool tls; /* the bytes are TLS: hand over at once (caps still hold) */
 	/* told of each refusal (status 400, 408, 413, 431, 501, 505, 503) */
 	void (*on_refuse)(void *arg, int status, const char *why);
 	void *arg;
 };
 
 int srv_gate_start(const struct srv_gate_config *c, struct srv_gate **out);
+/* Where new connections go from now on (a TLS reload's new daemon). */
+void srv_gate_set_httpd(struct srv_gate *g, struct MHD_Daemon *httpd);
 /* Stop accepting (the listening socket stays open) and free. */
 void srv_gate_stop(struct srv_gate *g);
 /* Connections of one address that libmicrohttpd holds now, as the gate

@@ -49,7 +49,10 @@ struct srv {
 	struct edgeq_router_config rcfg;
 	char load_error[600];
 
-	struct srv_gate *gate[2]; /* accept loops in front of httpd[] */
+	struct srv_gate *gate[2];      /* accept loops in front of httpd[] */
+	char *tls_cert, *tls_key;      /* PEM text, while TLS is on */
+	pthread_mutex_t tls_lock;      /* reloads */
+	struct MHD_Daemon *retired[8]; /* TCP daemons of older certificates */
 
 	pthread_mutex_t keys_lock; /* swaps of keys */
 	struct srv_keys *keys;	   /* NULL: no keys file */

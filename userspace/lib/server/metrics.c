@@ -21,7 +21,7 @@ struct hist {
 };
 
 #define N_ENDPOINTS 6
-#define N_STATUS 15
+#define N_STATUS 16
 
 struct srv_metrics {
 	pthread_mutex_t lock;
@@ -38,7 +38,7 @@ static const char *const endpoints[N_ENDPOINTS] = {
 };
 /* 499: the client left before the answer; 500 (last) takes any other */
 static const int statuses[N_STATUS] = { 200, 400, 401, 403, 404, 405, 408, 413,
-					429, 431, 499, 501, 503, 505, 500 };
+					429, 431, 499, 501, 503, 505, 204, 500 };
 
 static void hist_init(struct hist *h, const char *name, const char *help,
 		      const double *le, int n)

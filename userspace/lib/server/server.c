@@ -24,6 +24,8 @@
 
 #include <edgeq/stream.h>
 
+#include <edgeq/manifest.h>
+
 #include "server/internal.h"
 
 void srv_config_init(struct srv_config *c)
@@ -58,8 +60,43 @@ static void add_common_headers(struct MHD_Response *resp)
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 }
 
+/* The request's Origin when CORS allows it, else NULL. */
+static const char *cors_origin(struct srv_req *r)
+{
+	const char *list = r->s->cfg.cors_origins, *o, *p;
+	size_t n;
+
+	if (!list || !*list)
+		return NULL;
+	o = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
+	if (!o || !*o)
+		return NULL;
+	if (!strcmp(list, "*"))
+		return o;
+	n = strlen(o);
+	for (p = list; *p;) {
+		size_t l = strcspn(p, ", ");
+
+		if (l == n && !strncmp(p, o, n))
+			return o;
+		p += l;
+		p += strspn(p, ", ");
+	}
+	return NULL;
+}
+
 void srv_add_route_headers(struct srv_req *r, struct MHD_Response *resp)
 {
+	const char *origin = cors_origin(r);
+
+	if (origin) {
+		MHD_add_response_header(resp, "Access-Control-Allow-Origin",
+					origin);
+		MHD_add_response_header(
+			resp, "Access-Control-Expose-Headers",
+			"X-Edgeq-Request-Id, X-Edgeq-Privacy, X-Edgeq-Route, X-Edgeq-Fallback, Retry-After");
+		MHD_add_response_header(resp, "Vary", "Origin");
+	}
 	MHD_add_response_header(resp, "X-Edgeq-Request-Id", r->id);
 	if (!r->json)
 		return;
@@ -744,10 +781,38 @@ static int check_framing(struct srv_req *r, const char *version)
 	return 400;
 }
 
+/* A CORS preflight: 204, with the grants only for an allowed origin. */
+static int do_preflight(struct srv_req *r)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		0, NULL, MHD_RESPMEM_PERSISTENT);
+	int ret;
+
+	if (!resp)
+		return MHD_NO;
+	add_common_headers(resp);
+	srv_add_route_headers(r, resp);
+	if (cors_origin(r)) {
+		MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+					"GET, HEAD, POST, OPTIONS");
+		MHD_add_response_header(
+			resp, "Access-Control-Allow-Headers",
+			"Authorization, Content-Type, X-Edgeq-Privacy, X-Edgeq-Slo-Tokens-Per-S, X-Edgeq-Deadline");
+		MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+	}
+	ret = MHD_queue_response(r->conn, 204, resp);
+	MHD_destroy_response(resp);
+	srv_metrics_request(r->s->metrics, r->endpoint, 204);
+	return ret;
+}
+
 static int dispatch(struct srv_req *r, const char *method, const char *url)
 {
 	bool post = !strcmp(method, "POST");
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+	if (!strcmp(method, "OPTIONS"))
+		return do_preflight(r);
 
 	if (!strcmp(url, "/health") || !strcmp(url, "/v1/health")) {
 		r->endpoint = "health";
@@ -940,10 +1005,12 @@ int srv_new(const struct srv_config *cfg, struct srv **out,
 	s->created = time(NULL);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->keys_lock, NULL);
+	pthread_mutex_init(&s->tls_lock, NULL);
 	if (cfg->keys_file) {
 		int ret = srv_keys_load(cfg->keys_file, NULL, &s->keys, err);
 
 		if (ret) {
+			pthread_mutex_destroy(&s->tls_lock);
 			pthread_mutex_destroy(&s->keys_lock);
 			pthread_mutex_destroy(&s->lock);
 			free(s);
@@ -1058,9 +1125,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn,
 		const union MHD_ConnectionInfo *di = MHD_get_connection_info(
 			conn, MHD_CONNECTION_INFO_DAEMON);
 
-		for (int i = 0; i < 2; i++)
-			if (di && di->daemon == s->httpd[i])
-				*socket_ctx = s->gate[i];
+		/* the unix socket's daemon, else a TCP one (maybe retired) */
+		*socket_ctx = di && s->httpd[1] && di->daemon == s->httpd[1] ?
+				      s->gate[1] :
+				      s->gate[0];
 		return;
 	}
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -1083,11 +1151,131 @@ static void on_refuse(void *arg, int status, const char *why)
 		"connection refused with %d: %s", status, why);
 }
 
-int srv_start(struct srv *s, struct edgeq_error *err)
+/* A daemon for one listener; with @cert and @key, HTTPS. */
+static struct MHD_Daemon *start_httpd(struct srv *s, const char *cert,
+				      const char *key)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
 			     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+
+	if (cert)
+		return MHD_start_daemon(
+			flags | MHD_USE_TLS, 0, NULL, NULL, on_request, s,
+			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+			MHD_OPTION_CONNECTION_LIMIT,
+			(unsigned int)s->cfg.max_connections,
+			MHD_OPTION_CONNECTION_TIMEOUT,
+			(unsigned int)s->cfg.request_timeout_s,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+			MHD_OPTION_HTTPS_MEM_CERT, cert,
+			MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned int)s->cfg.max_connections,
+				MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned int)s->cfg.request_timeout_s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				(size_t)64 * 1024, MHD_OPTION_END);
+}
+
+static int read_tls(struct srv *s, char **cert, char **key,
+		    struct edgeq_error *err)
+{
+	size_t len;
+	int ret;
+
+	if (!s->cfg.tls_cert || !s->cfg.tls_key)
+		return edgeq_error_set(
+			err, EINVAL, "TLS needs both --tls-cert and --tls-key");
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return edgeq_error_set(
+			err, EOPNOTSUPP,
+			"this libmicrohttpd was built without TLS (GnuTLS)");
+	ret = edgeq_read_text(s->cfg.tls_cert, cert, &len, err);
+	if (ret)
+		return ret;
+	ret = edgeq_read_text(s->cfg.tls_key, key, &len, err);
+	if (ret) {
+		free(*cert);
+		*cert = NULL;
+	}
+	return ret;
+}
+
+int srv_reload_tls(struct srv *s, struct edgeq_error *err)
+{
+	struct MHD_Daemon *d, *old;
+	char *cert = NULL, *key = NULL;
+	int ret, i;
+
+	if (!s->tls_cert || !s->httpd[0])
+		return 0;
+	ret = read_tls(s, &cert, &key, err);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->tls_lock);
+	d = start_httpd(s, cert, key);
+	if (!d) {
+		pthread_mutex_unlock(&s->tls_lock);
+		free(cert);
+		free(key);
+		return edgeq_error_set(
+			err, EINVAL,
+			"%s / %s: not a valid PEM certificate chain and key; the old ones stay",
+			s->cfg.tls_cert, s->cfg.tls_key);
+	}
+	/* retired daemons that have no connection left go now */
+	for (i = 0; i < 8; i++) {
+		const union MHD_DaemonInfo *di;
+
+		if (!s->retired[i])
+			continue;
+		di = MHD_get_daemon_info(s->retired[i],
+					 MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (di && di->num_connections == 0) {
+			MHD_stop_daemon(s->retired[i]);
+			s->retired[i] = NULL;
+		}
+	}
+	for (i = 0; i < 8 && s->retired[i]; i++)
+		;
+	old = s->httpd[0];
+	if (i == 8) { /* too many still busy: the oldest goes anyway */
+		MHD_stop_daemon(s->retired[0]);
+		memmove(s->retired, s->retired + 1, 7 * sizeof(s->retired[0]));
+		i = 7;
+	}
+	s->retired[i] = old;
+	s->httpd[0] = d;
+	srv_gate_set_httpd(s->gate[0], d);
+	free(s->tls_cert);
+	free(s->tls_key);
+	s->tls_cert = cert;
+	s->tls_key = key;
+	pthread_mutex_unlock(&s->tls_lock);
+	srv_log(SRV_NOTICE,
+		(const char *const[]){ "EDGEQ_EVENT=tls-reloaded", NULL },
+		"tls: new connections use %s", s->cfg.tls_cert);
+	return 0;
+}
+
+static void stop_retired(struct srv *s)
+{
+	for (int i = 0; i < 8; i++) {
+		if (s->retired[i])
+			MHD_stop_daemon(s->retired[i]);
+		s->retired[i] = NULL;
+	}
+}
+
+int srv_start(struct srv *s, struct edgeq_error *err)
+{
 	bool tcp = s->cfg.listen && *s->cfg.listen &&
 		   strcmp(s->cfg.listen, "none");
 	int i, ret;
@@ -1106,23 +1294,23 @@ int srv_start(struct srv *s, struct edgeq_error *err)
 		if (ret)
 			return ret;
 	}
+	if (s->cfg.tls_cert || s->cfg.tls_key) {
+		ret = read_tls(s, &s->tls_cert, &s->tls_key, err);
+		if (ret)
+			return ret;
+	}
 	for (i = 0; i < 2; i++) {
 		if (s->listen_fd[i] < 0)
 			continue;
-		s->httpd[i] = MHD_start_daemon(
-			flags, 0, NULL, NULL, on_request, s,
-			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-			MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-			MHD_OPTION_CONNECTION_LIMIT,
-			(unsigned int)s->cfg.max_connections,
-			MHD_OPTION_CONNECTION_TIMEOUT,
-			(unsigned int)s->cfg.request_timeout_s,
-			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-			MHD_OPTION_END);
+		s->httpd[i] = start_httpd(s, i == 0 ? s->tls_cert : NULL,
+					  i == 0 ? s->tls_key : NULL);
 		if (!s->httpd[i])
 			return edgeq_error_set(
-				err, EIO, "the HTTP server failed to start");
+				err, EIO,
+				i == 0 && s->tls_cert ?
+					"the HTTPS server failed to start: is %s a PEM certificate chain and %s its PEM key?" :
+					"the HTTP server failed to start",
+				s->cfg.tls_cert, s->cfg.tls_key);
 	}
 	for (i = 0; i < 2; i++) {
 		struct srv_gate_config gc = {
@@ -1137,6 +1325,7 @@ int srv_start(struct srv *s, struct edgeq_error *err)
 			.max_pending = 1024,
 			.max_head = 16384,
 			.max_body = s->cfg.max_body,
+			.tls = i == 0 && s->tls_cert,
 			.on_refuse = on_refuse,
 			.arg = s,
 		};
@@ -1211,7 +1400,11 @@ bool srv_listener_answers(struct srv *s, int timeout_ms)
 			break;
 		got += (size_t)n;
 	}
-	ok = got == 9 && !memcmp(buf, "HTTP/1.1 ", 9);
+	/* over TLS the plain request is refused: any answer, even the
+	 * close, shows that the listener accepts and serves */
+	ok = s->tls_cert && s->listen_fd[0] >= 0 ?
+		     got > 0 || edgeq_now_ns() < end :
+		     got == 9 && !memcmp(buf, "HTTP/1.1 ", 9);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1415,6 +1608,7 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 			MHD_stop_daemon(s->httpd[i]);
 		s->httpd[i] = NULL;
 	}
+	stop_retired(s);
 	return left;
 }
 
@@ -1431,6 +1625,10 @@ void srv_free(struct srv *s)
 		if (s->listen_fd[i] >= 0)
 			close(s->listen_fd[i]);
 	}
+	stop_retired(s);
+	free(s->tls_cert);
+	free(s->tls_key);
+	pthread_mutex_destroy(&s->tls_lock);
 	if (s->cfg.unix_socket && s->listen_fd[1] != -1)
 		unlink(s->cfg.unix_socket);
 	edgeq_session_free(s->sess);

@@ -32,6 +32,9 @@ struct srv_config {
 	const char *api_key;	  /* bearer token, or NULL: no auth */
 	const char *keys_file;	  /* API keys (keys.h); replaces api_key */
 	bool metrics_public;	  /* /metrics answers without a key */
+	const char *cors_origins; /* comma-separated, or "*"; NULL: no CORS */
+	const char *tls_cert;	  /* PEM certificate chain: TLS on TCP */
+	const char *tls_key;	  /* its PEM private key */
 	int threads;
 	int ctx_size; /* tokens per slot */
 	int slots;    /* generations at once */
@@ -54,6 +57,8 @@ struct srv_config {
 	enum edgeq_privacy default_class;
 	const char *private_url, *private_model, *private_key;
 	const char *public_url, *public_model, *public_key;
+	const char *upstream_ca; /* CA bundle for https upstreams */
+	const char *private_pin, *public_pin; /* "sha256//BASE64" key pins */
 	double local_tok_s;	/* fixed sustained-speed estimate; 0: measure */
 	const char *log_target; /* auto, journal, stderr */
 	int weights_mode;	/* enum edgeq_weights_mode */
@@ -169,6 +174,13 @@ void srv_free(struct srv *s);
 /* Read the keys file again (SIGHUP); on an error the old keys stay.
  * Requests in flight finish under the keys they were admitted with. */
 int srv_reload_keys(struct srv *s, struct edgeq_error *err);
+/* An upstream URL edgeq may send prompts to: http or https, and https
+ * unless its host is loopback. 0 or -EINVAL with why. */
+int srv_check_upstream_url(const char *what, const char *url,
+			   struct edgeq_error *err);
+/* Read the TLS certificate and key again (SIGHUP): new connections get
+ * them; connections already open keep theirs. 0 without TLS. */
+int srv_reload_tls(struct srv *s, struct edgeq_error *err);
 /* What the pressure monitor says, pushed by the event loop. */
 #define SRV_MAX_DEVICES 8
 struct srv_pressure {
