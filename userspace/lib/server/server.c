@@ -159,7 +159,10 @@ int srv_send_error(struct srv_req *r, int status, const char *type,
 	va_end(ap);
 	j = json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg,
 		      "type", type, "param", param, "code",
-		      status == 429 ? "rate_limit_exceeded" : NULL);
+		      status == 429 ? "rate_limit_exceeded" :
+		      status == 404 && param && !strcmp(param, "model") ?
+				      "model_not_found" :
+				      NULL);
 	if (!j)
 		return MHD_NO;
 	ret = srv_send_json(r, status, j);
@@ -622,14 +625,44 @@ static int route_once(struct srv_req *r, const char *stage)
 	return 0;
 }
 
+/*
+ * Whether @name names a model this server answers for: its id in
+ * /v1/models, the file's name (with or without .gguf), or the model an
+ * endpoint is configured with. An empty or absent name means the local one.
+ */
+static bool model_known(struct srv *s, const char *name)
+{
+	const char *base = strrchr(s->cfg.model_path, '/');
+	size_t n = strlen(name), bl;
+
+	base = base ? base + 1 : s->cfg.model_path;
+	bl = strlen(base);
+	if (!n || !strcmp(name, s->model_id) || !strcmp(name, base) ||
+	    (bl > 5 && n == bl - 5 && !strncmp(name, base, n) &&
+	     !strcmp(base + n, ".gguf")))
+		return true;
+	return (s->cfg.private_model && !strcmp(name, s->cfg.private_model)) ||
+	       (s->cfg.public_model && !strcmp(name, s->cfg.public_model));
+}
+
 static int do_generate(struct srv_req *r)
 {
 	struct srv *s = r->s;
+	const char *model;
 	int ret;
 
 	ret = srv_parse_request(r);
 	if (ret)
 		return ret; /* the 4xx is queued */
+	model = json_string_value(json_object_get(r->json, "model"));
+	if (model && atomic_load(&s->state) == SRV_READY &&
+	    !model_known(s, model)) {
+		ret = srv_send_error(
+			r, 404, "invalid_request_error", "model",
+			"The model '%.200s' does not exist: this server has '%s' (GET /v1/models)",
+			model, s->model_id);
+		return ret;
+	}
 	if (atomic_load(&s->state) == SRV_READY) {
 		ret = srv_tokenize_prompt(r);
 		if (ret)
