@@ -566,6 +566,8 @@ static int serve_main(int argc, char **argv)
 				 "unexpected argument '%s'", argv[arg]);
 	/* with EDGEQ_TRUST_KEY, only a verified bundle is served */
 	ret = serve_bundle_resolve(&cfg.model_path);
+	if (!ret)
+		ret = serve_bundle_apply(&cfg);
 	if (ret)
 		return ret;
 	if (!cfg.model_path)

@@ -610,6 +610,13 @@ static int route_once(struct srv_req *r, const char *stage)
 	q.slo_tok_s = r->slo_tok_s;
 	q.deadline_s = r->deadline_s;
 	q.failed = r->failed;
+	q.ttft_s = s->cfg.ttft_slo_s;
+	/* the bundle's routing policy: routes a class may not use are
+	 * unavailable to it, as are those its key may not use */
+	if (s->cfg.class_routes[r->privacy])
+		q.failed |= ((1u << EDGEQ_ROUTE_PRIVATE) |
+			     (1u << EDGEQ_ROUTE_PUBLIC)) &
+			    ~s->cfg.class_routes[r->privacy];
 	if (r->key) /* the routes its key may not use count as unavailable */
 		q.failed |= ((1u << EDGEQ_ROUTE_PRIVATE) |
 			     (1u << EDGEQ_ROUTE_PUBLIC)) &
@@ -645,6 +652,49 @@ static bool model_known(struct srv *s, const char *name)
 	       (s->cfg.public_model && !strcmp(name, s->cfg.public_model));
 }
 
+/*
+ * The bundle's thermal limits, against the hottest device the monitor
+ * reports: at or above critical, no new generation (those running finish);
+ * at or above throttle, no queueing: admitted only into a free slot.
+ * 0 to go on, or the refusal already queued.
+ */
+static int thermal_admission(struct srv_req *r)
+{
+	struct srv *s = r->s;
+	struct edgeq_router_capacity cap;
+	int32_t hot = INT32_MIN;
+
+	if (s->cfg.critical_c <= 0 && s->cfg.throttle_c <= 0)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; s->pressure.valid && i < s->pressure.n_dev; i++)
+		if (s->pressure.dev[i].temp_mc != INT32_MIN &&
+		    s->pressure.dev[i].temp_mc > hot)
+			hot = s->pressure.dev[i].temp_mc;
+	capacity_locked(s, &cap);
+	pthread_mutex_unlock(&s->lock);
+	if (hot == INT32_MIN)
+		return 0;
+	if (s->cfg.critical_c > 0 && hot >= s->cfg.critical_c * 1000) {
+		r->retry_after = 30;
+		srv_send_error(
+			r, 503, "unavailable_error", NULL,
+			"the box is at %.1f C, at or above the bundle's critical %.1f C: no new generation until it cools",
+			hot / 1000.0, s->cfg.critical_c);
+		return 503;
+	}
+	if (s->cfg.throttle_c > 0 && hot >= s->cfg.throttle_c * 1000 &&
+	    cap.running >= cap.slots) {
+		r->retry_after = 5;
+		srv_send_error(
+			r, 429, "rate_limit_error", NULL,
+			"the box is at %.1f C, above the bundle's throttle %.1f C: requests are taken only into a free slot",
+			hot / 1000.0, s->cfg.throttle_c);
+		return 429;
+	}
+	return 0;
+}
+
 static int do_generate(struct srv_req *r)
 {
 	struct srv *s = r->s;
@@ -670,6 +720,8 @@ static int do_generate(struct srv_req *r)
 	} else if (r->prompt) {
 		r->n_prompt = strlen(r->prompt) / 4; /* rough, for the router */
 	}
+	if (thermal_admission(r))
+		return MHD_YES;
 	if (r->key) {
 		double retry = 1;
 

@@ -33,8 +33,12 @@ struct srv_config {
 	const char *keys_file;	  /* API keys (keys.h); replaces api_key */
 	bool metrics_public;	  /* /metrics answers without a key */
 	const char *cors_origins; /* comma-separated, or "*"; NULL: no CORS */
-	const char *tls_cert;	  /* PEM certificate chain: TLS on TCP */
-	const char *tls_key;	  /* its PEM private key */
+	/* what a signed bundle sets (serve_bundle.c); 0 / 0 masks: none */
+	double ttft_slo_s;			    /* the router's TTFT SLO */
+	uint32_t class_routes[EDGEQ_PRIVACY_COUNT]; /* 1u << route */
+	double throttle_c, critical_c; /* admission by temperature */
+	const char *tls_cert;	       /* PEM certificate chain: TLS on TCP */
+	const char *tls_key;	       /* its PEM private key */
 	int threads;
 	int ctx_size; /* tokens per slot */
 	int slots;    /* generations at once */
