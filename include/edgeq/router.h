@@ -86,6 +86,7 @@ struct edgeq_route_request {
 	double slo_tok_s;  /* decode speed the client needs; 0: none */
 	double deadline_s; /* whole answer within this many seconds; 0: none */
 	uint32_t failed;   /* routes that already failed: 1u << EDGEQ_ROUTE_* */
+	double ttft_s;	   /* first token within this many seconds; 0: none */
 };
 
 struct edgeq_route_decision {
@@ -93,10 +94,11 @@ struct edgeq_route_decision {
 	enum edgeq_route_reason reason;
 	double sustained_tok_s; /* peak x throttle */
 	double local_tok_s;	/* what this request would get locally */
-	double local_s;	   /* estimated local time incl. queue; 0: unknown */
-	bool slo_feasible; /* the SLO holds locally (true when no SLO) */
-	bool overloaded;   /* a local request would find the queue full */
-	uint32_t allowed;  /* 1u << route for every route privacy allows */
+	double local_s;	     /* estimated local time incl. queue; 0: unknown */
+	double local_ttft_s; /* estimated local time to the first token */
+	bool slo_feasible;   /* the SLO holds locally (true when no SLO) */
+	bool overloaded;     /* a local request would find the queue full */
+	uint32_t allowed;    /* 1u << route for every route privacy allows */
 };
 
 /*

@@ -22,4 +22,9 @@ out=$("$EDGEQ" route --config "$T/edgeq.conf" --class internal --slo 30 --json)
 check "--config: endpoints and speed from the daemon's file" grep -q '"route": "private", "reason": "slo-unmet"' <<<"$out"
 out=$("$EDGEQ" route --config "$T/edgeq.conf" --class internal --slo 30 --peak-tok-s 100 --json)
 check "--config: a flag still wins over the file" grep -q '"route": "local", "reason": "slo-met"' <<<"$out"
+# the same defaults as edgeq serve: a queue of 8 behind 1 slot
+"$EDGEQ" route --json --class public --running 1 --waiting 8 --peak 10 >"$T/q8" 2>&1
+check "default queue is serve's 8: the 9th waiting request is refused" grep -q '"overloaded": true' "$T/q8"
+"$EDGEQ" route --json --class public --running 1 --waiting 7 --peak 10 >"$T/q7" 2>&1
+check "... and the 8th still queues" grep -q '"overloaded": false' "$T/q7"
 summary

@@ -14,7 +14,7 @@ from edgeqd import Daemon, parse_prometheus, run_tests, value, TMP  # noqa: E402
 
 
 def chat_body(**kw):
-    b = {"model": "x", "messages": [{"role": "system", "content": "be brief"},
+    b = {"messages": [{"role": "system", "content": "be brief"},
                                    {"role": "user", "content": "hello there"}],
          "max_tokens": 8, "temperature": 0}
     b.update(kw)
@@ -171,6 +171,13 @@ def main(t):
     bad("n > 1", "/v1/completions", {"prompt": "x", "n": 2}, 400, "n")
     bad("missing prompt", "/v1/completions", {"max_tokens": 1}, 400, "prompt")
     bad("missing messages", "/v1/chat/completions", {"model": "x"}, 400, "messages")
+    st, _, j, _ = d.post("/v1/completions", {"model": "no-such-model", "prompt": "a"})
+    t.check("a model this server does not have: 404 model_not_found",
+            st == 404 and j["error"]["code"] == "model_not_found" and
+            j["error"]["param"] == "model", (st, j))
+    st, _, j, _ = d.post("/v1/completions", {"model": model_id, "prompt": "a",
+                                             "max_tokens": 1})
+    t.check("the model's own id is served", st == 200, (st, j))
     bad("messages not an array", "/v1/chat/completions", {"messages": "hi"}, 400, "messages")
     bad("bad role", "/v1/chat/completions", {"messages": [{"role": "wizard", "content": "x"}]},
         400, "messages")

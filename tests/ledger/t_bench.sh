@@ -63,6 +63,18 @@ import json; s=json.load(open('$T/soak.json'))['soak']
 assert len(s['samples']) >= 4 and s['burst_tok_s'] > 0 and s['steady_tok_s'] > 0
 assert s['samples'][-1]['t'] >= 3.0"
 check "soak: SVG well-formed" python3 -c "import xml.dom.minidom as x; x.parse('$T/soak.svg')"
+check "soak: SVG axes have units and ticks" python3 -c "
+import re, xml.dom.minidom as x
+d = x.parse('$T/soak.svg')
+texts = [t.firstChild.data for t in d.getElementsByTagName('text') if t.firstChild]
+unit = [t for t in texts if re.fullmatch(r'time \((ms|s|min)\)', t)]
+assert unit, texts
+ticks = [float(t) for t in texts if re.fullmatch(r'[0-9]+(\.[0-9]+)?', t)]
+assert len(set(ticks)) >= 6, ticks  # time ticks and tok/s ticks, distinct values
+assert 'tok/s' in texts
+import glob
+sensor = glob.glob('/sys/class/thermal/thermal_zone*/temp')
+assert sensor or any('no temperature sensor' in t for t in texts), texts"
 check "soak: progress on stderr" grep -q '^bench: soak' "$T/soak.err"
 
 "$EDGEQ" bench -m "$m" -t 1 -p 32 -n 16 -r 1 --buckets 16 >"$T/h" 2>/dev/null

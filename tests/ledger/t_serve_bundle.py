@@ -35,10 +35,10 @@ def edgeq(*args, env=None):
     return subprocess.run([EDGEQ] + list(args), capture_output=True, text=True, env=e)
 
 
-def bundle(model, name, key="k"):
+def bundle(model, name, key="k", extra=()):
     man = os.path.join(T, name + ".json")
     r = edgeq("manifest", "create", "-m", model, "--module-abi", "0", "--name", name,
-              "--probation", "600", "-o", man)
+              "--probation", "600", "-o", man, *extra)
     assert r.returncode == 0, r.stderr
     r = edgeq("manifest", "sign", "-k", os.path.join(T, key), man)
     assert r.returncode == 0, r.stderr
@@ -52,10 +52,10 @@ def install(store, man, model):
     return os.readlink(os.path.join(store, "current"))
 
 
-def daemon(store, wait=True):
-    return edgeqd.Daemon(model=False, wait=wait,
-                         env={"EDGEQ_TRUST_KEY": os.path.join(T, "k.pub"),
-                              "EDGEQ_BUNDLES": store})
+def daemon(store, wait=True, args=(), env=None):
+    e = {"EDGEQ_TRUST_KEY": os.path.join(T, "k.pub"), "EDGEQ_BUNDLES": store}
+    e.update(env or {})
+    return edgeqd.Daemon(*args, model=False, wait=wait, env=e)
 
 
 if not os.access(GEN, os.X_OK):
@@ -136,6 +136,93 @@ r = subprocess.run([EDGEQ, "serve", "--port", "0", "--config", "/dev/null"], cap
                                        EDGEQ_BUNDLES=store), timeout=30)
 check("no verified bundle: serve refuses (exit 3)", r.returncode == 3, (r.returncode, r.stderr))
 check("and names why", "not by the trusted key" in r.stderr, r.stderr)
+
+# 6. what the bundle signs is applied by serve
+def refused(store):
+    """serve on a bundle that must not start: (exit status, stderr)"""
+    r = subprocess.run([EDGEQ, "serve", "--port", "0", "--config", "/dev/null",
+                        "--log-target", "stderr"], capture_output=True, text=True,
+                       timeout=30, env=dict(os.environ,
+                                            EDGEQ_TRUST_KEY=os.path.join(T, "k.pub"),
+                                            EDGEQ_BUNDLES=store))
+    return r.returncode, r.stderr
+
+
+store = os.path.join(T, "s5")
+ida = install(store, ma, a)
+install(store, bundle(b, "huge", extra=("--memory-budget", "100000G")), b)
+rc, err = refused(store)
+check("a memory budget the box cannot give: refused, exit 3", rc == 3, err[-400:])
+rl = open(os.path.join(store, "rollback.log")).read()
+check("... rolled back, the reason recorded",
+      os.readlink(os.path.join(store, "current")) == ida and
+      "more than this box can give" in rl, rl[-300:])
+
+store = os.path.join(T, "s6")
+install(store, bundle(a, "leaky", extra=("--routing", '{"confidential":"any"}')), a)
+rc, err = refused(store)
+check("a routing policy that lets confidential out is refused",
+      rc == 3 and "never leave the box" in err, err[-400:])
+
+pub = edgeqd.FakeUpstream("public")
+up = ["--public-url", pub.url, "--public-model", "m", "--local-tok-s", "5"]
+body = {"prompt": "x", "max_tokens": 2, "edgeq_privacy": "public",
+        "edgeq_slo_tokens_per_s": 1e6}
+store = os.path.join(T, "s7")
+install(store, bundle(a, "open"), a)
+d = daemon(store, args=up)
+st, h, _, _ = d.post("/v1/completions", body)
+d.stop()
+check("default routing (public: local-or-public): offloaded",
+      st == 200 and h["x-edgeq-route"] == "public" and len(pub.received) == 1,
+      (st, h))
+store = os.path.join(T, "s8")
+install(store, bundle(a, "closed", extra=(
+    "--routing", '{"confidential":"local","internal":"local","public":"local"}')), a)
+d = daemon(store, args=up)
+st, h, _, _ = d.post("/v1/completions", body)
+d.stop()
+check("a bundle routing public to local only: stays local",
+      st == 200 and h["x-edgeq-route"] == "local" and len(pub.received) == 1,
+      (st, h))
+check("... and says what it applies", "bundle applies:" in d.logtext(),
+      d.logtext()[-400:])
+
+# the thermal limits, against a fake thermal zone
+sysroot = os.path.join(T, "sys")
+z = os.path.join(sysroot, "class", "thermal", "thermal_zone0")
+os.makedirs(z, exist_ok=True)
+for k, v in (("type", "cpu-thermal"), ("temp", "97000")):
+    with open(os.path.join(z, k), "w") as f:
+        f.write(v + "\n")
+store = os.path.join(T, "s9")
+install(store, bundle(a, "hot", extra=("--throttle-c", "80", "--critical-c", "95")), a)
+d = daemon(store, args=("--pressure", "psi"), env={"EDGEQ_SYSFS_ROOT": sysroot})
+import time  # noqa: E402
+deadline = time.time() + 10
+st = 0
+while time.time() < deadline:
+    st, h, j, _ = d.post("/v1/completions", {"prompt": "x", "max_tokens": 1})
+    if st == 503:
+        break
+    time.sleep(0.2)
+check("at or above the bundle's critical temperature: 503, not admitted",
+      st == 503 and "critical" in j["error"]["message"], (st, j))
+with open(os.path.join(z, "temp"), "w") as f:
+    f.write("60000\n")
+deadline = time.time() + 10
+while time.time() < deadline:
+    st, h, j, _ = d.post("/v1/completions", {"prompt": "x", "max_tokens": 1})
+    if st == 200:
+        break
+    time.sleep(0.2)
+check("cooled below it: admitted again", st == 200, (st, j))
+d.stop()
+store = os.path.join(T, "s10")
+install(store, bundle(a, "odd", extra=("--throttle-c", "90", "--critical-c", "80")), a)
+rc, err = refused(store)
+check("critical below throttle: refused as inconsistent",
+      rc == 3 and "inconsistent" in err, err[-300:])
 
 print("%d passed, %d failed, 0 skipped" % (passed, failed))
 sys.exit(1 if failed else 0)

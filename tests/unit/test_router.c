@@ -199,6 +199,32 @@ static void test_estimate_queue(void **state)
 	assert_int_equal(d.reason, EDGEQ_REASON_NO_ESTIMATE);
 }
 
+/* A TTFT SLO: met by an idle box, missed behind a full house. */
+static void test_ttft_slo(void **state)
+{
+	struct edgeq_router_capacity c = idle_box();
+	struct edgeq_route_request r = { 0 };
+	struct edgeq_route_decision d;
+
+	c.prompt_tok_s = 100;
+	r.privacy = EDGEQ_PRIVACY_PUBLIC;
+	r.prompt_tokens = 50; /* 0.5 s of prefill */
+	r.max_tokens = 40;    /* 2 s of decode */
+	r.ttft_s = 1;
+	d = decide(&both, &c, &r);
+	assert_true(d.local_ttft_s > 0.49 && d.local_ttft_s < 0.51);
+	assert_int_equal(d.route, EDGEQ_ROUTE_LOCAL);
+	assert_int_equal(d.reason, EDGEQ_REASON_SLO_MET);
+	c.running = 1; /* behind one running request: 2.5 s more */
+	d = decide(&both, &c, &r);
+	assert_true(d.local_ttft_s > 2.9);
+	assert_int_equal(d.route, EDGEQ_ROUTE_PUBLIC);
+	assert_int_equal(d.reason, EDGEQ_REASON_SLO_UNMET);
+	r.privacy = EDGEQ_PRIVACY_CONFIDENTIAL; /* the SLO never moves it */
+	d = decide(&both, &c, &r);
+	assert_int_equal(d.route, EDGEQ_ROUTE_LOCAL);
+}
+
 static void test_names(void **state)
 {
 	enum edgeq_privacy p;
@@ -225,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_public_prefers_public_then_private),
 		cmocka_unit_test(test_overload_and_down),
 		cmocka_unit_test(test_estimate_queue),
+		cmocka_unit_test(test_ttft_slo),
 		cmocka_unit_test(test_names),
 	};
 

@@ -817,14 +817,62 @@ static json_t *results_json(const struct results *R)
 	return j;
 }
 
-/* Three stacked panels: tok/s, temperature, placement, over time. */
+/* A "nice" tick step (1, 2 or 5 x 10^k) for about @n ticks over @span. */
+static double tick_step(double span, int n)
+{
+	double raw = span / n, mag = pow(10, floor(log10(raw))), f = raw / mag;
+
+	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+/* The time axis' unit for a run of @tmax seconds: ms, s or min. */
+static double time_unit(double tmax, const char **name)
+{
+	if (tmax < 2) {
+		*name = "ms";
+		return 1e-3;
+	}
+	if (tmax >= 180) {
+		*name = "min";
+		return 60;
+	}
+	*name = "s";
+	return 1;
+}
+
+/* Horizontal grid lines and labels for a value axis of a panel. */
+static void svg_value_axis(FILE *f, double x0, double x1, double y_top,
+			   double h, double lo, double hi, const char *unit)
+{
+	double step = tick_step(hi - lo, 4);
+	int prec = step < 1 ? (step < 0.1 ? 2 : 1) : 0;
+
+	for (double v = ceil(lo / step) * step; v <= hi + step * 1e-9;
+	     v += step) {
+		double y = y_top + h - (v - lo) / (hi - lo) * h;
+
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n"
+			"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\">%.*f</text>\n",
+			x0, y, x1, y, x0 - 4, y + 3, prec, v);
+	}
+	fprintf(f,
+		"<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\">%s</text>\n",
+		x0 - 50, y_top + h / 2, x0 - 50, y_top + h / 2, unit);
+}
+
+/* Three stacked panels: tok/s, temperature, placement, over time, each
+ * with its axis, ticks and unit; a panel with no sensor behind it says
+ * so instead of drawing a flat line. */
 static int write_svg(const struct results *R, const char *path)
 {
-	const double W = 800, H = 420, L = 70, Rm = 20, ph = 100;
-	const double top[3] = { 40, 170, 300 };
+	const double W = 800, H = 460, L = 60, Rm = 20, ph = 100;
+	const double top[3] = { 50, 185, 320 };
 	double tmax = 0, ymax = 0, tmin_c = INFINITY, tmax_c = -INFINITY;
+	double tu, tstep;
+	const char *tname;
 	FILE *f = fopen(path, "we");
-	size_t n = R->nsamples;
+	size_t n = R->nsamples, n_temp = 0;
 
 	if (!f)
 		return -errno;
@@ -836,16 +884,19 @@ static int write_svg(const struct results *R, const char *path)
 		if (!isnan(s->temp_c)) {
 			tmin_c = fmin(tmin_c, s->temp_c);
 			tmax_c = fmax(tmax_c, s->temp_c);
+			n_temp++;
 		}
 	}
 	if (tmax <= 0)
-		tmax = 1;
+		tmax = 1e-3;
 	if (ymax <= 0)
 		ymax = 1;
+	ymax = ceil(ymax / tick_step(ymax, 4)) * tick_step(ymax, 4);
 	if (tmax_c - tmin_c < 2) {
-		tmin_c = isfinite(tmin_c) ? tmin_c - 1 : 0;
+		tmin_c = isfinite(tmin_c) ? floor(tmin_c) - 1 : 0;
 		tmax_c = tmin_c + 2;
 	}
+	tu = time_unit(tmax, &tname);
 #define X(t) (L + (t) / tmax * (W - L - Rm))
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -856,34 +907,55 @@ static int write_svg(const struct results *R, const char *path)
 		W, H, W, H, L, R->soak ? "soak" : "decode",
 		R->soak ? "continuous generation" : "per-token speed");
 	for (int p = 0; p < 3; p++) {
-		static const char *const names[] = { "tok/s", "temp (C)",
+		static const char *const names[] = { "tok/s", "temperature",
 						     "placement" };
 
 		fprintf(f,
 			"<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n"
-			"<text x=\"6\" y=\"%.0f\">%s</text>\n",
-			L, top[p], W - L - Rm, ph, top[p] + ph / 2, names[p]);
+			"<text x=\"%.0f\" y=\"%.0f\" font-weight=\"bold\">%s</text>\n",
+			L, top[p], W - L - Rm, ph, L + 2, top[p] - 6, names[p]);
+	}
+	/* time ticks under every panel, labelled under the last */
+	tstep = tick_step(tmax / tu, 8) * tu;
+	for (double t = 0; t <= tmax + tstep * 1e-9; t += tstep) {
+		for (int p = 0; p < 3; p++)
+			fprintf(f,
+				"<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#888\"/>\n",
+				X(t), top[p] + ph, X(t), top[p] + ph + 4);
+		fprintf(f,
+			"<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" font-size=\"10\">%.*f</text>\n",
+			X(t), top[2] + ph + 16, tstep / tu < 1 ? 1 : 0, t / tu);
 	}
 	fprintf(f,
-		"<text x=\"%.0f\" y=\"%.0f\">%.0f</text>\n<text x=\"%.0f\" y=\"%.0f\">0</text>\n",
-		L - 40, top[0] + 10, ymax, L - 15, top[0] + ph);
+		"<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">time (%s)</text>\n",
+		W - Rm, top[2] + ph + 32, tname);
+
+	svg_value_axis(f, L, W - Rm, top[0], ph, 0, ymax, "tok/s");
 	fprintf(f,
 		"<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%.1f,%.1f ", X(R->samples[i].t),
 			top[0] + ph - R->samples[i].tps / ymax * ph);
-	fprintf(f,
-		"\"/>\n<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" points=\"");
-	for (size_t i = 0; i < n; i++)
-		if (!isnan(R->samples[i].temp_c))
-			fprintf(f, "%.1f,%.1f ", X(R->samples[i].t),
-				top[1] + ph -
-					(R->samples[i].temp_c - tmin_c) /
-						(tmax_c - tmin_c) * ph);
 	fprintf(f, "\"/>\n");
-	if (isfinite(R->max_temp_c) || !R->soak)
-		fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">%.0f</text>\n", L - 40,
-			top[1] + 10, tmax_c);
+
+	if (n_temp) {
+		svg_value_axis(f, L, W - Rm, top[1], ph, tmin_c, tmax_c,
+			       "\u00b0C");
+		fprintf(f,
+			"<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" points=\"");
+		for (size_t i = 0; i < n; i++)
+			if (!isnan(R->samples[i].temp_c))
+				fprintf(f, "%.1f,%.1f ", X(R->samples[i].t),
+					top[1] + ph -
+						(R->samples[i].temp_c - tmin_c) /
+							(tmax_c - tmin_c) * ph);
+		fprintf(f, "\"/>\n");
+	} else {
+		fprintf(f,
+			"<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#888\">no temperature sensor is readable on this box: nothing to plot</text>\n",
+			(L + W - Rm) / 2, top[1] + ph / 2);
+	}
+
 	for (size_t i = 0; i < n; i++) {
 		double x0 = i ? X(R->samples[i - 1].t) : L;
 
@@ -895,10 +967,9 @@ static int write_svg(const struct results *R, const char *path)
 			R->samples[i].placement, R->samples[i].throttle);
 	}
 	fprintf(f,
-		"<text x=\"%.0f\" y=\"%.0f\">0 s</text>\n<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.2f s</text>\n"
-		"<text x=\"%.0f\" y=\"%.0f\">green: cpu, unthrottled; orange: throttled</text>\n</svg>\n",
-		L, top[2] + ph + 16, W - Rm, top[2] + ph + 16, tmax, L + 80,
-		top[2] + ph + 16);
+		"<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\">green: %s, unthrottled; orange: throttled</text>\n</svg>\n",
+		L + 4, top[2] + 14,
+		n ? R->samples[n - 1].placement : "cpu");
 #undef X
 	if (fclose(f))
 		return -errno;

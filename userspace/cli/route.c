@@ -11,6 +11,7 @@
 #include <edgeq/router.h>
 
 #include "cli.h"
+#include "server/server.h"
 
 static bool opt_explain, opt_private, opt_public, opt_local_down, opt_json;
 static const char *opt_class, *opt_config;
@@ -40,10 +41,10 @@ static const struct cli_option route_opts[] = {
 	  "local prefill speed (0: not counted)" },
 	{ "throttle", 0, CLI_DOUBLE, &opt_throttle, "F",
 	  "share of peak available now, 0..1 (1)" },
-	{ "slots", 0, CLI_INT, &opt_slots, "N", "concurrent generations (1)" },
+	{ "slots", 0, CLI_INT, &opt_slots, "N", "concurrent generations (1, as edgeq serve)" },
 	{ "running", 0, CLI_INT, &opt_running, "N", "generations running now" },
 	{ "waiting", 0, CLI_INT, &opt_waiting, "N", "requests waiting now" },
-	{ "queue", 0, CLI_INT, &opt_queue, "N", "queue bound (16)" },
+	{ "queue", 0, CLI_INT, &opt_queue, "N", "queue bound (8, as edgeq serve)" },
 	{ "local-down", 0, CLI_FLAG, &opt_local_down, NULL,
 	  "the local engine or its device has failed" },
 	{ "private", 0, CLI_FLAG, &opt_private, NULL,
@@ -100,6 +101,15 @@ static int route_main(int argc, char **argv)
 	enum edgeq_privacy p, first = 0, last = EDGEQ_PRIVACY_COUNT - 1;
 	int ret, arg;
 
+	/* serve's own defaults, so that both tell the same story */
+	{
+		struct srv_config sc;
+
+		srv_config_init(&sc);
+		opt_slots = sc.slots;
+		opt_queue = sc.queue;
+		opt_max_tokens = sc.default_max_tokens;
+	}
 	ret = read_config(argc, argv);
 	if (ret)
 		return ret;

@@ -68,6 +68,16 @@ static const struct cli_option serve_opts[] = {
 	  "require 'Authorization: Bearer TOKEN' (prefer --api-key-file)" },
 	{ "api-key-file", 0, CLI_STR, &opt_api_key_file, "FILE",
 	  "read the bearer token from FILE" },
+	{ "keys-file", 0, CLI_STR, &cfg.keys_file, "FILE",
+	  "API keys, one per application (edgeq keys; reloaded on SIGHUP)" },
+	{ "metrics-public", 0, CLI_FLAG, &cfg.metrics_public, NULL,
+	  "answer /metrics without a key" },
+	{ "cors-origins", 0, CLI_STR, &cfg.cors_origins, "LIST",
+	  "browser origins allowed (comma-separated, or *): CORS headers and preflight" },
+	{ "tls-cert", 0, CLI_STR, &cfg.tls_cert, "FILE",
+	  "PEM certificate chain: serve HTTPS on TCP (reloaded on SIGHUP)" },
+	{ "tls-key", 0, CLI_STR, &cfg.tls_key, "FILE",
+	  "the certificate's PEM private key" },
 	{ "threads", 't', CLI_INT, &cfg.threads, "N",
 	  "engine threads (0: all cores)" },
 	{ "weights", 0, CLI_STR, &opt_weights, "MODE",
@@ -90,6 +100,10 @@ static const struct cli_option serve_opts[] = {
 	  "largest request body (1M)" },
 	{ "request-timeout", 0, CLI_INT, &cfg.request_timeout_s, "SECONDS",
 	  "idle connection timeout (60)" },
+	{ "request-deadline", 0, CLI_INT, &cfg.request_deadline_s, "SECONDS",
+	  "a request's head and body must arrive within this (30)" },
+	{ "max-conns-per-client", 0, CLI_INT, &cfg.max_conns_per_client, "N",
+	  "open connections per client address (16)" },
 	{ "shutdown-timeout", 0, CLI_INT, &cfg.shutdown_timeout_s, "SECONDS",
 	  "SIGTERM: let in-flight requests finish this long, then cancel (10)" },
 	{ "chat-template", 0, CLI_STR, &cfg.chat_template, "FILE|NAME",
@@ -118,6 +132,12 @@ static const struct cli_option serve_opts[] = {
 	  "model name sent to the public endpoint" },
 	{ "public-key", 0, CLI_STR, &cfg.public_key, "TOKEN",
 	  "bearer token for the public endpoint" },
+	{ "upstream-ca", 0, CLI_STR, &cfg.upstream_ca, "FILE",
+	  "CA bundle that signs the endpoints' certificates (system's)" },
+	{ "private-pin", 0, CLI_STR, &cfg.private_pin, "sha256//B64",
+	  "pin the private endpoint's public key" },
+	{ "public-pin", 0, CLI_STR, &cfg.public_pin, "sha256//B64",
+	  "pin the public endpoint's public key" },
 	{ "upstream-timeout", 0, CLI_INT, &cfg.upstream_timeout_s, "SECONDS",
 	  "whole-request timeout for endpoints (60)" },
 	{ "local-tok-s", 0, CLI_DOUBLE, &cfg.local_tok_s, "TOK_S",
@@ -552,6 +572,8 @@ static int serve_main(int argc, char **argv)
 				 "unexpected argument '%s'", argv[arg]);
 	/* with EDGEQ_TRUST_KEY, only a verified bundle is served */
 	ret = serve_bundle_resolve(&cfg.model_path);
+	if (!ret)
+		ret = serve_bundle_apply(&cfg);
 	if (ret)
 		return ret;
 	if (!cfg.model_path)
@@ -590,6 +612,27 @@ static int serve_main(int argc, char **argv)
 				 "--kv-type must be f16 or q8_0");
 	if (opt_api_key_file && read_key_file(opt_api_key_file))
 		return EXIT_USAGE;
+	{
+		struct edgeq_error ue = { 0 };
+
+		if ((cfg.private_url && *cfg.private_url &&
+		     srv_check_upstream_url("--private-url", cfg.private_url,
+					    &ue)) ||
+		    (cfg.public_url && *cfg.public_url &&
+		     srv_check_upstream_url("--public-url", cfg.public_url,
+					    &ue)))
+			return cli_error(EXIT_USAGE, "serve", "%s", ue.msg);
+		if ((cfg.private_pin &&
+		     strncmp(cfg.private_pin, "sha256//", 8)) ||
+		    (cfg.public_pin && strncmp(cfg.public_pin, "sha256//", 8)))
+			return cli_error(
+				EXIT_USAGE, "serve",
+				"a pin is sha256//BASE64 of the endpoint's public key");
+	}
+	if (cfg.keys_file && cfg.api_key)
+		return cli_error(
+			EXIT_USAGE, "serve",
+			"--keys-file replaces --api-key: give each application its own key (edgeq keys new NAME)");
 	if (cfg.port < 0 || cfg.port > 65535)
 		return cli_error(EXIT_USAGE, "serve",
 				 "--port must be 0..65535");
@@ -720,13 +763,27 @@ static int serve_main(int argc, char **argv)
 		if (pfd[0].revents & POLLIN &&
 		    read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGHUP) {
+				struct edgeq_error ke = { 0 };
+
+				if (cfg.keys_file && srv_reload_keys(srv, &ke))
+					srv_log(SRV_ERR, NULL,
+						"SIGHUP: the keys file was not reloaded, the old keys stay: %s",
+						ke.msg);
+				if (cfg.tls_cert && srv_reload_tls(srv, &ke))
+					srv_log(SRV_ERR, NULL,
+						"SIGHUP: the TLS certificate was not reloaded, the old one stays: %s",
+						ke.msg);
 				srv_log(SRV_NOTICE, NULL,
-					"SIGHUP: configuration is read at start; restart to apply changes");
+					"SIGHUP: keys and TLS certificate reloaded where configured and valid; the rest of the configuration is read at start: restart to apply it");
 				continue;
 			}
 			stop = true;
 		}
-		if (wd_usec && srv_alive(srv, stall_ns))
+		/* ping only while generations progress and the listener
+		 * itself accepts and answers: a stuck or saturated listener
+		 * gets the service restarted */
+		if (wd_usec && srv_alive(srv, stall_ns) &&
+		    srv_listener_answers(srv, 2000))
 			sd_notify(0, "WATCHDOG=1");
 		/* a bundle rolled back by its probation: let the answer that
 		 * reported it go out, then stop */

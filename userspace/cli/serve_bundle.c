@@ -12,8 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include <edgeq/router.h>
+#include <edgeq/stream.h>
+
 #include "cli.h"
 #include "serve_bundle.h"
+#include "server/server.h"
 
 /* starts without passing probation that count as a crash loop */
 #define MAX_PROBATION_STARTS 3
@@ -165,4 +171,109 @@ bool serve_bundle_report(enum edgeq_probation_event ev, double value)
 		return false;
 	note(st);
 	return true;
+}
+
+/* "local", "local-or-private", "local-or-public", "any" -> route mask */
+static uint32_t routes_of(const char *policy)
+{
+	const uint32_t l = 1u << EDGEQ_ROUTE_LOCAL,
+		       pv = 1u << EDGEQ_ROUTE_PRIVATE,
+		       pb = 1u << EDGEQ_ROUTE_PUBLIC;
+
+	if (!strcmp(policy, "local"))
+		return l;
+	if (!strcmp(policy, "local-or-private"))
+		return l | pv;
+	if (!strcmp(policy, "local-or-public"))
+		return l | pb;
+	if (!strcmp(policy, "any") || !strcmp(policy, "local-or-any"))
+		return l | pv | pb;
+	return 0;
+}
+
+static int refuse_bundle(const char *why)
+{
+	serve_bundle_load_failed(why);
+	return cli_error(EXIT_BADINPUT, "serve",
+			 "the bundle's %s; it cannot be served here", why);
+}
+
+int serve_bundle_apply(struct srv_config *cfg)
+{
+	char path[PATH_MAX + 32], why[300];
+	const char *slash = strrchr(sb.model, '/');
+	struct edgeq_mem_info mi;
+	json_t *m, *th, *routing, *v;
+	json_int_t budget = 0;
+	double thr = 0, crit = 0, ttft = 0;
+	int ret = 0;
+
+	if (!sb.active)
+		return 0;
+	snprintf(path, sizeof(path), "%.*s/manifest.json",
+		 (int)(slash ? slash - sb.model : 1), slash ? sb.model : ".");
+	m = json_load_file(path, 0, NULL);
+	if (!m)
+		return refuse_bundle("manifest could not be read again");
+	th = json_object_get(m, "thresholds");
+	json_unpack(th, "{s?I, s?{s?F, s?F}, s?{s?F}}", "memory_budget",
+		    &budget, "thermal", "throttle_c", &thr, "critical_c", &crit,
+		    "slo", "ttft_s", &ttft);
+	if (budget < 0 || thr < 0 || crit < 0 || ttft < 0 ||
+	    (thr > 0 && crit > 0 && crit <= thr)) {
+		snprintf(
+			why, sizeof(why),
+			"thresholds are inconsistent (memory_budget %lld, throttle %.1f C, critical %.1f C, ttft %.2f s)",
+			(long long)budget, thr, crit, ttft);
+		ret = refuse_bundle(why);
+		goto out;
+	}
+	if (budget > 0 && !edgeq_mem_probe(NULL, &mi)) {
+		/* before the model loads: what the process may still take */
+		uint64_t room = mi.available;
+
+		if ((uint64_t)budget > room) {
+			snprintf(
+				why, sizeof(why),
+				"memory budget of %.0f MiB is more than this box can give (%.0f MiB available)",
+				budget / 1048576.0, room / 1048576.0);
+			ret = refuse_bundle(why);
+			goto out;
+		}
+		if (!cfg->weights_budget ||
+		    cfg->weights_budget > (uint64_t)budget)
+			cfg->weights_budget = (uint64_t)budget;
+	}
+	routing = json_object_get(m, "routing");
+	for (int c = 0; c < EDGEQ_PRIVACY_COUNT; c++) {
+		const char *name = edgeq_privacy_name((enum edgeq_privacy)c);
+		const char *pol;
+		uint32_t mask;
+
+		v = json_object_get(routing, name);
+		if (!v)
+			continue;
+		pol = json_string_value(v);
+		mask = pol ? routes_of(pol) : 0;
+		if (!mask || (c == EDGEQ_PRIVACY_CONFIDENTIAL && mask != 1u)) {
+			snprintf(
+				why, sizeof(why),
+				"routing policy for %s is '%.60s': %s", name,
+				pol ? pol : "(not a string)",
+				mask ? "confidential requests never leave the box" :
+				       "use local, local-or-private, local-or-public or any");
+			ret = refuse_bundle(why);
+			goto out;
+		}
+		cfg->class_routes[c] = mask;
+	}
+	cfg->throttle_c = thr;
+	cfg->critical_c = crit;
+	cfg->ttft_slo_s = ttft;
+	fprintf(stderr,
+		"edgeq serve: bundle applies: memory budget %s%.0f MiB, throttle %.1f C, critical %.1f C, TTFT SLO %.2f s, routing by class\n",
+		budget ? "" : "none ", budget / 1048576.0, thr, crit, ttft);
+out:
+	json_decref(m);
+	return ret;
 }

@@ -16,6 +16,16 @@
  * back over refused ones), or returns an exit status after printing why.
  */
 int serve_bundle_resolve(const char **model_path);
+struct srv_config;
+/*
+ * Apply what the verified bundle signs to the daemon's configuration: its
+ * memory budget (the weight budget never above it), thermal throttle and
+ * critical temperatures (admission), TTFT SLO (the router) and routing
+ * policy (which endpoints each class may use). A value that cannot be
+ * applied on this box fails the bundle's probation (rolled back) with the
+ * reason; returns an exit status then, 0 otherwise (and without a bundle).
+ */
+int serve_bundle_apply(struct srv_config *cfg);
 /* The model loaded: a bundle on probation starts it (a thread ticks it). */
 void serve_bundle_loaded(void);
 /* The model did not load: a bundle on probation rolls back. */

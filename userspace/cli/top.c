@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "pressure_cli.h"
+#include "top_engine.h"
 
 static volatile sig_atomic_t resized = 1, quit;
 static struct termios saved_tio;
@@ -89,6 +90,8 @@ static void fmt_c(char *buf, size_t len, int32_t mc)
 	else
 		snprintf(buf, len, "%.1f", mc / 1000.0);
 }
+
+static struct top_engine top_eng = { .url = "http://127.0.0.1:8080" };
 
 static void draw(struct screen *sc, const struct edgeq_pressure *p,
 		 const struct edgeq_pressure_state *s, const char *last_event)
@@ -170,8 +173,15 @@ static void draw(struct screen *sc, const struct edgeq_pressure *p,
 		     (unsigned long long)s->queues[i].submits,
 		     (unsigned long long)s->queues[i].completes);
 	line(sc, "%s", "");
-	/* The engine fills these in once it runs inside the same loop. */
-	line(sc, "ENGINE  placement -   tok/s -");
+	{
+		char eng[1024], *ln, *save = NULL;
+
+		top_engine_sample(&top_eng);
+		top_engine_format(&top_eng, eng, sizeof(eng));
+		for (ln = strtok_r(eng, "\n", &save); ln;
+		     ln = strtok_r(NULL, "\n", &save))
+			line(sc, "%s", ln);
+	}
 	line(sc, "last event: %s", last_event[0] ? last_event : "-");
 	if (sc->ansi)
 		fputs("\033[J", sc->out); /* clear below */
@@ -192,6 +202,12 @@ static struct pressure_cli_opts top_po;
 static const struct cli_option top_opts[] = {
 	{ "iterations", 'n', CLI_INT, &top_iterations, "N",
 	  "draw N frames then exit (0: until q)" },
+	{ "url", 0, CLI_STR, &top_eng.url, "URL",
+	  "the edgeq serve to show (http://127.0.0.1:8080)" },
+	{ "unix-socket", 0, CLI_STR, &top_eng.unix_socket, "PATH",
+	  "or its unix socket" },
+	{ "api-key", 0, CLI_STR, &top_eng.api_key, "TOKEN",
+	  "a key that may read /metrics" },
 	PRESSURE_CLI_OPTIONS(top_po),
 	CLI_OPTIONS_END
 };
@@ -283,7 +299,7 @@ static int cmd_top(int argc, char **argv)
 
 EDGEQ_COMMAND(
 	top, "live view of thermal and memory pressure (q quits)",
-	"usage: edgeq top [-n N] [--no-bpf]\n\n"
+	"usage: edgeq top [-n N] [--no-bpf] [--url URL | --unix-socket PATH] [--api-key K]\n\n"
 	"A live terminal view of the pressure monitor: devices with temperature,\n"
 	"headroom and throttle; zones with trend; cooling states and frequencies;\n"
 	"memory pressure and reclaim stalls. Redraws on every event and once a\n"

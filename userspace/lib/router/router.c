@@ -145,11 +145,13 @@ static void estimate_local(const struct edgeq_router_capacity *cap,
 	 * this one, each running at 1/slots of the sustained speed.
 	 */
 	d->local_s = prefill_s + req->max_tokens / d->local_tok_s;
+	d->local_ttft_s = prefill_s;
 	if (cap->running >= slots) {
 		per_req_s = prefill_s +
 			    req->max_tokens * slots / d->sustained_tok_s;
 		rounds = (cap->waiting + slots) / slots;
 		d->local_s += rounds * per_req_s;
+		d->local_ttft_s += rounds * per_req_s;
 	}
 }
 
@@ -169,13 +171,15 @@ int edgeq_router_decide(const struct edgeq_router_config *cfg,
 
 	d.allowed = allowed_routes(cfg, req->privacy);
 	estimate_local(cap, req, &d);
-	has_slo = req->slo_tok_s > 0 || req->deadline_s > 0;
+	has_slo = req->slo_tok_s > 0 || req->deadline_s > 0 || req->ttft_s > 0;
 	known = d.sustained_tok_s > 0;
 	d.slo_feasible = true;
 	if (has_slo && known) {
 		if (req->slo_tok_s > 0 && d.local_tok_s < req->slo_tok_s)
 			d.slo_feasible = false;
 		if (req->deadline_s > 0 && d.local_s > req->deadline_s)
+			d.slo_feasible = false;
+		if (req->ttft_s > 0 && d.local_ttft_s > req->ttft_s)
 			d.slo_feasible = false;
 	}
 

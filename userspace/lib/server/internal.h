@@ -15,6 +15,8 @@
 #include <edgeq/session.h>
 #include <edgeq/stream.h>
 
+#include "server/gate.h"
+#include "server/keys.h"
 #include "server/server.h"
 
 enum srv_state { SRV_LOADING = 0, SRV_READY, SRV_FAILED, SRV_STOPPING };
@@ -54,6 +56,14 @@ struct srv {
 	struct srv_metrics *metrics;
 	struct edgeq_router_config rcfg;
 	char load_error[600];
+
+	struct srv_gate *gate[2];      /* accept loops in front of httpd[] */
+	char *tls_cert, *tls_key;      /* PEM text, while TLS is on */
+	pthread_mutex_t tls_lock;      /* reloads */
+	struct MHD_Daemon *retired[8]; /* TCP daemons of older certificates */
+
+	pthread_mutex_t keys_lock; /* swaps of keys */
+	struct srv_keys *keys;	   /* NULL: no keys file */
 };
 
 enum srv_kind { SRV_CHAT = 0, SRV_COMPLETION };
@@ -81,6 +91,15 @@ struct srv_req {
 	char warning[256]; /* fields accepted but not acted on (a header) */
 	enum edgeq_privacy privacy;
 	double slo_tok_s, deadline_s;
+
+	/* the API key it came with (NULL without a keys file) */
+	struct srv_keys *keyset; /* a reference: the set the key lives in */
+	struct srv_key *key;
+	bool key_admitted; /* holds one of the key's in-flight places */
+	int retry_after;   /* seconds for a 429's Retry-After; 0: 1 */
+	bool close;	   /* answer with Connection: close */
+	const char *allow; /* a 405's Allow header */
+	bool head;	   /* a HEAD request: MHD sends no body */
 
 	/* routing */
 	struct edgeq_route_decision dec;

@@ -25,7 +25,7 @@ struct hist {
 };
 
 #define N_ENDPOINTS 6
-#define N_STATUS 8
+#define N_STATUS 16
 
 struct srv_metrics {
 	pthread_mutex_t lock;
@@ -40,7 +40,9 @@ struct srv_metrics {
 static const char *const endpoints[N_ENDPOINTS] = {
 	"chat", "completions", "models", "health", "metrics", "other",
 };
-static const int statuses[N_STATUS] = { 200, 400, 401, 404, 413, 429, 503, 500 };
+/* 499: the client left before the answer; 500 (last) takes any other */
+static const int statuses[N_STATUS] = { 200, 400, 401, 403, 404, 405, 408, 413,
+					429, 431, 499, 501, 503, 505, 204, 500 };
 
 static void hist_init(struct hist *h, const char *name, const char *help,
 		      const double *le, int n)
@@ -320,10 +322,10 @@ void srv_metrics_render_pressure(const struct srv_pressure *p,
 		"# HELP edgeq_memory_pressure_level Memory pressure level from the monitor: 0 none, 1 low, 2 medium, 3 critical.\n"
 		"# TYPE edgeq_memory_pressure_level gauge\n"
 		"edgeq_memory_pressure_level %d\n"
-		"# HELP edgeq_memory_stall_ms_per_second Reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
-		"# TYPE edgeq_memory_stall_ms_per_second gauge\n"
-		"edgeq_memory_stall_ms_per_second %.3f\n",
-		p->source, p->mem_level, p->stall_ms_per_s);
+		"# HELP edgeq_memory_stall_ratio Seconds of reclaim or PSI memory stall per second of wall time (pressure monitor).\n"
+		"# TYPE edgeq_memory_stall_ratio gauge\n"
+		"edgeq_memory_stall_ratio %.6f\n",
+		p->source, p->mem_level, p->stall_ms_per_s / 1000.0);
 	if (!p->n_dev)
 		return;
 	srv_buf_printf(

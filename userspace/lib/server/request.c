@@ -473,6 +473,10 @@ int srv_parse_request(struct srv_req *r)
 	ret = parse_privacy(r);
 	if (ret)
 		return ret;
+	/* an application's key sets the floor: what it asks can only be
+	 * stricter, so a confidential app never leaves the box */
+	if (r->key)
+		r->privacy = srv_privacy_stricter(r->privacy, r->key->floor);
 	ret = parse_stop(r);
 	if (ret)
 		return ret;

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@
 #include <sodium.h>
 
 #include <edgeq/stream.h>
+
+#include <edgeq/manifest.h>
 
 #include "server/internal.h"
 
@@ -41,6 +44,8 @@ void srv_config_init(struct srv_config *c)
 	c->shutdown_timeout_s = 10;
 	c->upstream_timeout_s = 60;
 	c->request_timeout_s = 60;
+	c->request_deadline_s = 30;
+	c->max_conns_per_client = 16;
 	c->prefix_cache = true;
 	c->chat_template = "auto";
 	c->default_class = EDGEQ_PRIVACY_CONFIDENTIAL;
@@ -55,8 +60,43 @@ static void add_common_headers(struct MHD_Response *resp)
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 }
 
+/* The request's Origin when CORS allows it, else NULL. */
+static const char *cors_origin(struct srv_req *r)
+{
+	const char *list = r->s->cfg.cors_origins, *o, *p;
+	size_t n;
+
+	if (!list || !*list)
+		return NULL;
+	o = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
+	if (!o || !*o)
+		return NULL;
+	if (!strcmp(list, "*"))
+		return o;
+	n = strlen(o);
+	for (p = list; *p;) {
+		size_t l = strcspn(p, ", ");
+
+		if (l == n && !strncmp(p, o, n))
+			return o;
+		p += l;
+		p += strspn(p, ", ");
+	}
+	return NULL;
+}
+
 void srv_add_route_headers(struct srv_req *r, struct MHD_Response *resp)
 {
+	const char *origin = cors_origin(r);
+
+	if (origin) {
+		MHD_add_response_header(resp, "Access-Control-Allow-Origin",
+					origin);
+		MHD_add_response_header(
+			resp, "Access-Control-Expose-Headers",
+			"X-Edgeq-Request-Id, X-Edgeq-Privacy, X-Edgeq-Route, X-Edgeq-Fallback, Retry-After");
+		MHD_add_response_header(resp, "Vary", "Origin");
+	}
 	MHD_add_response_header(resp, "X-Edgeq-Request-Id", r->id);
 	if (!r->json)
 		return;
@@ -87,10 +127,20 @@ int srv_send_json(struct srv_req *r, int status, json_t *j)
 	MHD_add_response_header(resp, "Content-Type", "application/json");
 	add_common_headers(resp);
 	srv_add_route_headers(r, resp);
-	if (status == 429 || status == 503)
-		MHD_add_response_header(resp, "Retry-After", "1");
+	if (status == 429 || status == 503) {
+		char ra[16];
+
+		snprintf(ra, sizeof(ra), "%d",
+			 r->retry_after > 0 ? r->retry_after : 1);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	}
 	if (status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+	if (status == 405 && r->allow)
+		MHD_add_response_header(resp, "Allow", r->allow);
+	if (r->close)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
+					"close");
 	ret = MHD_queue_response(r->conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	srv_metrics_request(r->s->metrics, r->endpoint, status);
@@ -111,7 +161,10 @@ int srv_send_error(struct srv_req *r, int status, const char *type,
 	va_end(ap);
 	j = json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg,
 		      "type", type, "param", param, "code",
-		      status == 429 ? "rate_limit_exceeded" : NULL);
+		      status == 429 ? "rate_limit_exceeded" :
+		      status == 404 && param && !strcmp(param, "model") ?
+				      "model_not_found" :
+				      NULL);
 	if (!j)
 		return MHD_NO;
 	ret = srv_send_json(r, status, j);
@@ -394,11 +447,13 @@ static int do_metrics(struct srv_req *r)
 
 void srv_log_request(struct srv_req *r, int status)
 {
-	char f[12][96];
-	const char *fields[13];
+	char f[13][96];
+	const char *fields[14];
 	int n = 0;
 
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_REQUEST_ID=%s", r->id), n++;
+	if (r->key)
+		snprintf(f[n], sizeof(f[n]), "EDGEQ_KEY=%s", r->key->name), n++;
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_CLASS=%s",
 		 edgeq_privacy_name(r->privacy)),
 		n++;
@@ -440,12 +495,16 @@ void srv_log_request(struct srv_req *r, int status)
 
 static void log_decision(struct srv_req *r, const char *stage)
 {
-	char f[8][96];
-	const char *fields[9];
+	char f[9][96];
+	const char *fields[10];
 	int n = 0;
 
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_REQUEST_ID=%s", r->id), n++;
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_EVENT=route-%s", stage), n++;
+	/* the audit trail: who, which class, where and why; never the text */
+	snprintf(f[n], sizeof(f[n]), "EDGEQ_KEY=%s",
+		 r->key ? r->key->name : "-"),
+		n++;
 	snprintf(f[n], sizeof(f[n]), "EDGEQ_CLASS=%s",
 		 edgeq_privacy_name(r->privacy)),
 		n++;
@@ -463,7 +522,8 @@ static void log_decision(struct srv_req *r, const char *stage)
 	fields[n] = NULL;
 	while (n--)
 		fields[n] = f[n];
-	srv_log(SRV_INFO, fields, "request %s route %s -> %s (%s)", r->id,
+	srv_log(SRV_INFO, fields, "request %s key %s route %s -> %s (%s)",
+		r->id, r->key ? r->key->name : "-",
 		edgeq_privacy_name(r->privacy), edgeq_route_name(r->dec.route),
 		edgeq_route_reason_name(r->dec.reason));
 }
@@ -481,6 +541,17 @@ static int route_once(struct srv_req *r, const char *stage)
 	q.slo_tok_s = r->slo_tok_s;
 	q.deadline_s = r->deadline_s;
 	q.failed = r->failed;
+	q.ttft_s = s->cfg.ttft_slo_s;
+	/* the bundle's routing policy: routes a class may not use are
+	 * unavailable to it, as are those its key may not use */
+	if (s->cfg.class_routes[r->privacy])
+		q.failed |= ((1u << EDGEQ_ROUTE_PRIVATE) |
+			     (1u << EDGEQ_ROUTE_PUBLIC)) &
+			    ~s->cfg.class_routes[r->privacy];
+	if (r->key) /* the routes its key may not use count as unavailable */
+		q.failed |= ((1u << EDGEQ_ROUTE_PRIVATE) |
+			     (1u << EDGEQ_ROUTE_PUBLIC)) &
+			    ~r->key->routes;
 	pthread_mutex_lock(&s->lock);
 	capacity_locked(s, &cap);
 	pthread_mutex_unlock(&s->lock);
@@ -512,14 +583,87 @@ static size_t count_tokens(struct srv *s, struct srv_req *r)
 	return n;
 }
 
+/*
+ * Whether @name names a model this server answers for: its id in
+ * /v1/models, the file's name (with or without .gguf), or the model an
+ * endpoint is configured with. An empty or absent name means the local one.
+ */
+static bool model_known(struct srv *s, const char *name)
+{
+	const char *base = strrchr(s->cfg.model_path, '/');
+	size_t n = strlen(name), bl;
+
+	base = base ? base + 1 : s->cfg.model_path;
+	bl = strlen(base);
+	if (!n || !strcmp(name, s->model_id) || !strcmp(name, base) ||
+	    (bl > 5 && n == bl - 5 && !strncmp(name, base, n) &&
+	     !strcmp(base + n, ".gguf")))
+		return true;
+	return (s->cfg.private_model && !strcmp(name, s->cfg.private_model)) ||
+	       (s->cfg.public_model && !strcmp(name, s->cfg.public_model));
+}
+
+/*
+ * The bundle's thermal limits, against the hottest device the monitor
+ * reports: at or above critical, no new generation (those running finish);
+ * at or above throttle, no queueing: admitted only into a free slot.
+ * 0 to go on, or the refusal already queued.
+ */
+static int thermal_admission(struct srv_req *r)
+{
+	struct srv *s = r->s;
+	struct edgeq_router_capacity cap;
+	int32_t hot = INT32_MIN;
+
+	if (s->cfg.critical_c <= 0 && s->cfg.throttle_c <= 0)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; s->pressure.valid && i < s->pressure.n_dev; i++)
+		if (s->pressure.dev[i].temp_mc != INT32_MIN &&
+		    s->pressure.dev[i].temp_mc > hot)
+			hot = s->pressure.dev[i].temp_mc;
+	capacity_locked(s, &cap);
+	pthread_mutex_unlock(&s->lock);
+	if (hot == INT32_MIN)
+		return 0;
+	if (s->cfg.critical_c > 0 && hot >= s->cfg.critical_c * 1000) {
+		r->retry_after = 30;
+		srv_send_error(
+			r, 503, "unavailable_error", NULL,
+			"the box is at %.1f C, at or above the bundle's critical %.1f C: no new generation until it cools",
+			hot / 1000.0, s->cfg.critical_c);
+		return 503;
+	}
+	if (s->cfg.throttle_c > 0 && hot >= s->cfg.throttle_c * 1000 &&
+	    cap.running >= cap.slots) {
+		r->retry_after = 5;
+		srv_send_error(
+			r, 429, "rate_limit_error", NULL,
+			"the box is at %.1f C, above the bundle's throttle %.1f C: requests are taken only into a free slot",
+			hot / 1000.0, s->cfg.throttle_c);
+		return 429;
+	}
+	return 0;
+}
+
 static int do_generate(struct srv_req *r)
 {
 	struct srv *s = r->s;
+	const char *model;
 	int ret;
 
 	ret = srv_parse_request(r);
 	if (ret)
 		return ret; /* the 4xx is queued */
+	model = json_string_value(json_object_get(r->json, "model"));
+	if (model && atomic_load(&s->state) == SRV_READY &&
+	    !model_known(s, model)) {
+		ret = srv_send_error(
+			r, 404, "invalid_request_error", "model",
+			"The model '%.200s' does not exist: this server has '%s' (GET /v1/models)",
+			model, s->model_id);
+		return ret;
+	}
 	if (atomic_load(&s->state) == SRV_READY) {
 		ret = srv_tokenize_prompt(r);
 		if (ret)
@@ -527,6 +671,26 @@ static int do_generate(struct srv_req *r)
 	} else if (r->prompt) {
 		/* the weights are still loading: count with the vocabulary */
 		r->n_prompt = count_tokens(s, r);
+	}
+	if (thermal_admission(r))
+		return MHD_YES;
+	if (r->key) {
+		double retry = 1;
+
+		ret = srv_key_admit(r->key, edgeq_now_ns(), &retry);
+		if (ret == -EAGAIN) {
+			r->retry_after = (int)retry + 1;
+			return srv_send_error(
+				r, 429, "rate_limit_error", NULL,
+				"key '%s' is over its rate of %.3g requests per second; retry in %.1f s",
+				r->key->name, r->key->rate, retry);
+		}
+		if (ret == -EBUSY)
+			return srv_send_error(
+				r, 429, "rate_limit_error", NULL,
+				"key '%s' already has %u requests in flight, its cap",
+				r->key->name, r->key->concurrency);
+		r->key_admitted = true;
 	}
 	if (route_once(r, "decision"))
 		return srv_send_error(r, 500, "server_error", NULL,
@@ -549,6 +713,12 @@ static int do_generate(struct srv_req *r)
 		route_once(r, "fallback");
 	}
 	r->route = r->dec.route;
+	if (r->dec.route == EDGEQ_ROUTE_LOCAL && r->key &&
+	    !(r->key->routes & (1u << EDGEQ_ROUTE_LOCAL)))
+		return srv_send_error(
+			r, 403, "permission_error", NULL,
+			"key '%s' may not use the local engine, and no endpoint it may use can take this request",
+			r->key->name);
 	if (r->dec.route == EDGEQ_ROUTE_REJECT) {
 		if (r->dec.reason == EDGEQ_REASON_REJECT_OVERLOAD)
 			return srv_send_error(
@@ -563,31 +733,127 @@ static int do_generate(struct srv_req *r)
 	return srv_local_respond(r);
 }
 
-static bool auth_ok(struct srv_req *r)
+static const char *bearer(struct srv_req *r)
 {
-	const char *h, *key = r->s->cfg.api_key;
+	const char *h = MHD_lookup_connection_value(
+		r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return NULL;
+	return h + 7;
+}
+
+/*
+ * Who is asking: with a keys file, the key's application (0), or the
+ * status to refuse with (401 unknown key, 403 endpoint not allowed); with
+ * a single --api-key, whether it matches.
+ */
+static int authenticate(struct srv_req *r, enum srv_endpoint ep)
+{
+	struct srv *s = r->s;
+	const char *key = s->cfg.api_key, *tok = bearer(r);
 	size_t kl;
 
+	if (ep == SRV_EP_METRICS && s->cfg.metrics_public)
+		return 0;
+	if (s->cfg.keys_file) {
+		pthread_mutex_lock(&s->keys_lock);
+		r->keyset = srv_keys_get(s->keys);
+		pthread_mutex_unlock(&s->keys_lock);
+		r->key = srv_keys_match(r->keyset, tok);
+		if (!r->key)
+			return 401;
+		return r->key->endpoints & (1u << ep) ? 0 : 403;
+	}
 	if (!key || !*key)
-		return true;
-	h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-					MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!h || strncasecmp(h, "Bearer ", 7))
-		return false;
-	h += 7;
+		return 0;
+	if (!tok)
+		return 401;
 	kl = strlen(key);
-	return strlen(h) == kl && sodium_memcmp(h, key, kl) == 0;
+	return strlen(tok) == kl && sodium_memcmp(tok, key, kl) == 0 ? 0 : 401;
+}
+
+static int not_allowed(struct srv_req *r, const char *allow)
+{
+	r->allow = allow;
+	return srv_send_error(r, 405, "invalid_request_error", NULL,
+			      "method not allowed here; use %s", allow);
+}
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind,
+				    const char *key, const char *value)
+{
+	int *n = cls;
+
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		n[0]++;
+	else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		n[1]++;
+	else if (!strcasecmp(key, MHD_HTTP_HEADER_HOST))
+		n[2]++;
+	return MHD_YES;
+}
+
+/*
+ * The gate checked the first request's head on each connection; a later
+ * one on a kept-alive connection is checked here, as far as what
+ * libmicrohttpd parsed allows. 0 or the 400 already queued.
+ */
+static int check_framing(struct srv_req *r, const char *version)
+{
+	int n[3] = { 0, 0, 0 };
+	const char *why = NULL;
+
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_header, n);
+	if (n[0] > 1)
+		why = "more than one Content-Length";
+	else if (n[0] && n[1])
+		why = "Content-Length together with Transfer-Encoding";
+	else if (n[2] > 1 || (!n[2] && !strcmp(version, MHD_HTTP_VERSION_1_1)))
+		why = "HTTP/1.1 needs exactly one Host header";
+	if (!why)
+		return 0;
+	r->close = true;
+	srv_send_error(r, 400, "invalid_request_error", NULL, "%s", why);
+	return 400;
+}
+
+/* A CORS preflight: 204, with the grants only for an allowed origin. */
+static int do_preflight(struct srv_req *r)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		0, NULL, MHD_RESPMEM_PERSISTENT);
+	int ret;
+
+	if (!resp)
+		return MHD_NO;
+	add_common_headers(resp);
+	srv_add_route_headers(r, resp);
+	if (cors_origin(r)) {
+		MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+					"GET, HEAD, POST, OPTIONS");
+		MHD_add_response_header(
+			resp, "Access-Control-Allow-Headers",
+			"Authorization, Content-Type, X-Edgeq-Privacy, X-Edgeq-Slo-Tokens-Per-S, X-Edgeq-Deadline");
+		MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+	}
+	ret = MHD_queue_response(r->conn, 204, resp);
+	MHD_destroy_response(resp);
+	srv_metrics_request(r->s->metrics, r->endpoint, 204);
+	return ret;
 }
 
 static int dispatch(struct srv_req *r, const char *method, const char *url)
 {
-	bool post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+	bool post = !strcmp(method, "POST");
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+	if (!strcmp(method, "OPTIONS"))
+		return do_preflight(r);
 
 	if (!strcmp(url, "/health") || !strcmp(url, "/v1/health")) {
 		r->endpoint = "health";
-		return get ? do_health(r) :
-			     srv_send_error(r, 405, "invalid_request_error",
-					    NULL, "use GET");
+		return get ? do_health(r) : not_allowed(r, "GET, HEAD");
 	}
 	if (!strcmp(url, "/v1/chat/completions"))
 		r->endpoint = "chat";
@@ -600,20 +866,30 @@ static int dispatch(struct srv_req *r, const char *method, const char *url)
 	else
 		return srv_send_error(r, 404, "invalid_request_error", NULL,
 				      "no such endpoint: %s %s", method, url);
-	if (!auth_ok(r))
+	switch (authenticate(
+		r, !strcmp(r->endpoint, "chat")	       ? SRV_EP_CHAT :
+		   !strcmp(r->endpoint, "completions") ? SRV_EP_COMPLETIONS :
+		   !strcmp(r->endpoint, "models")      ? SRV_EP_MODELS :
+							 SRV_EP_METRICS)) {
+	case 0:
+		break;
+	case 403:
+		return srv_send_error(r, 403, "permission_error", NULL,
+				      "key '%s' may not use %s", r->key->name,
+				      url);
+	default:
 		return srv_send_error(r, 401, "invalid_request_error", NULL,
 				      "missing or wrong bearer token");
+	}
 	if (!strcmp(r->endpoint, "models") || !strcmp(r->endpoint, "metrics")) {
 		if (!get)
-			return srv_send_error(r, 405, "invalid_request_error",
-					      NULL, "use GET");
+			return not_allowed(r, "GET, HEAD");
 		return r->endpoint[0] == 'm' && r->endpoint[1] == 'o' ?
 			       do_models(r) :
 			       do_metrics(r);
 	}
 	if (!post)
-		return srv_send_error(r, 405, "invalid_request_error", NULL,
-				      "use POST");
+		return not_allowed(r, "POST");
 	if (r->too_big)
 		return srv_send_error(r, 413, "invalid_request_error", NULL,
 				      "request body larger than %llu bytes",
@@ -651,6 +927,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		*con_cls = r;
+		r->head = !strcmp(method, "HEAD");
+		if (check_framing(r, version))
+			return MHD_YES;
 		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body)
 			r->too_big = true;
 		if (cl && strtoull(cl, NULL, 10) / 8 > s->cfg.max_body) {
@@ -673,6 +952,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		return MHD_YES;
 	}
 	if (*upload_size) {
+		/* a body trickled in past the deadline: close */
+		if (s->cfg.request_deadline_s > 0 &&
+		    edgeq_now_ns() - r->t0 >
+			    (uint64_t)s->cfg.request_deadline_s *
+				    1000000000ull) {
+			srv_metrics_request(s->metrics, "other", 408);
+			srv_log(SRV_INFO,
+				(const char *const[]){
+					"EDGEQ_EVENT=request-refused", NULL },
+				"request %s: its body did not arrive within %d s; closed",
+				r->id, s->cfg.request_deadline_s);
+			return MHD_NO;
+		}
 		if (!r->too_big &&
 		    r->body.len + *upload_size <= s->cfg.max_body)
 			srv_buf_add(&r->body, upload, *upload_size);
@@ -698,8 +990,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			r->cancelled = true;
 		srv_local_end(r);
 		srv_log_request(r, 499);
+		if (r->cancelled)
+			srv_metrics_request(r->s->metrics, r->endpoint, 499);
 	}
 	srv_upstream_end(r);
+	if (r->key_admitted)
+		srv_key_release(r->key);
+	srv_keys_put(r->keyset);
 	json_decref(r->json);
 	free(r->prompt);
 	free(r->toks);
@@ -744,6 +1041,19 @@ int srv_new(const struct srv_config *cfg, struct srv **out,
 	s->n_slots = cfg->slots;
 	s->created = time(NULL);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->keys_lock, NULL);
+	pthread_mutex_init(&s->tls_lock, NULL);
+	if (cfg->keys_file) {
+		int ret = srv_keys_load(cfg->keys_file, NULL, &s->keys, err);
+
+		if (ret) {
+			pthread_mutex_destroy(&s->tls_lock);
+			pthread_mutex_destroy(&s->keys_lock);
+			pthread_mutex_destroy(&s->lock);
+			free(s);
+			return ret;
+		}
+	}
 	s->metrics = srv_metrics_new();
 	s->rcfg.have_private = cfg->private_url && *cfg->private_url;
 	s->rcfg.have_public = cfg->public_url && *cfg->public_url;
@@ -839,11 +1149,170 @@ static int listen_unix(struct srv *s, struct edgeq_error *err)
 	return 0;
 }
 
-int srv_start(struct srv *s, struct edgeq_error *err)
+/* libmicrohttpd closed a connection the gate handed it */
+static void on_connection(void *cls, struct MHD_Connection *conn,
+			  void **socket_ctx,
+			  enum MHD_ConnectionNotificationCode c)
+{
+	struct srv_gate *g = *socket_ctx;
+	const union MHD_ConnectionInfo *ci;
+
+	if (c == MHD_CONNECTION_NOTIFY_STARTED) {
+		struct srv *s = cls;
+		const union MHD_ConnectionInfo *di = MHD_get_connection_info(
+			conn, MHD_CONNECTION_INFO_DAEMON);
+
+		/* the unix socket's daemon, else a TCP one (maybe retired) */
+		*socket_ctx = di && s->httpd[1] && di->daemon == s->httpd[1] ?
+				      s->gate[1] :
+				      s->gate[0];
+		return;
+	}
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (g && ci && ci->client_addr)
+		srv_gate_closed(g, ci->client_addr);
+	else if (g) {
+		struct sockaddr su = { .sa_family = AF_UNIX };
+
+		srv_gate_closed(g, &su);
+	}
+}
+
+static void on_refuse(void *arg, int status, const char *why)
+{
+	struct srv *s = arg;
+
+	srv_metrics_request(s->metrics, "other", status);
+	srv_log(SRV_INFO,
+		(const char *const[]){ "EDGEQ_EVENT=connection-refused", NULL },
+		"connection refused with %d: %s", status, why);
+}
+
+/* A daemon for one listener; with @cert and @key, HTTPS. */
+static struct MHD_Daemon *start_httpd(struct srv *s, const char *cert,
+				      const char *key)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
-			     MHD_USE_ITC;
+			     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+
+	if (cert)
+		return MHD_start_daemon(
+			flags | MHD_USE_TLS, 0, NULL, NULL, on_request, s,
+			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+			MHD_OPTION_CONNECTION_LIMIT,
+			(unsigned int)s->cfg.max_connections,
+			MHD_OPTION_CONNECTION_TIMEOUT,
+			(unsigned int)s->cfg.request_timeout_s,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+			MHD_OPTION_HTTPS_MEM_CERT, cert,
+			MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned int)s->cfg.max_connections,
+				MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned int)s->cfg.request_timeout_s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				(size_t)64 * 1024, MHD_OPTION_END);
+}
+
+static int read_tls(struct srv *s, char **cert, char **key,
+		    struct edgeq_error *err)
+{
+	size_t len;
+	int ret;
+
+	if (!s->cfg.tls_cert || !s->cfg.tls_key)
+		return edgeq_error_set(
+			err, EINVAL, "TLS needs both --tls-cert and --tls-key");
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return edgeq_error_set(
+			err, EOPNOTSUPP,
+			"this libmicrohttpd was built without TLS (GnuTLS)");
+	ret = edgeq_read_text(s->cfg.tls_cert, cert, &len, err);
+	if (ret)
+		return ret;
+	ret = edgeq_read_text(s->cfg.tls_key, key, &len, err);
+	if (ret) {
+		free(*cert);
+		*cert = NULL;
+	}
+	return ret;
+}
+
+int srv_reload_tls(struct srv *s, struct edgeq_error *err)
+{
+	struct MHD_Daemon *d, *old;
+	char *cert = NULL, *key = NULL;
+	int ret, i;
+
+	if (!s->tls_cert || !s->httpd[0])
+		return 0;
+	ret = read_tls(s, &cert, &key, err);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->tls_lock);
+	d = start_httpd(s, cert, key);
+	if (!d) {
+		pthread_mutex_unlock(&s->tls_lock);
+		free(cert);
+		free(key);
+		return edgeq_error_set(
+			err, EINVAL,
+			"%s / %s: not a valid PEM certificate chain and key; the old ones stay",
+			s->cfg.tls_cert, s->cfg.tls_key);
+	}
+	/* retired daemons that have no connection left go now */
+	for (i = 0; i < 8; i++) {
+		const union MHD_DaemonInfo *di;
+
+		if (!s->retired[i])
+			continue;
+		di = MHD_get_daemon_info(s->retired[i],
+					 MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (di && di->num_connections == 0) {
+			MHD_stop_daemon(s->retired[i]);
+			s->retired[i] = NULL;
+		}
+	}
+	for (i = 0; i < 8 && s->retired[i]; i++)
+		;
+	old = s->httpd[0];
+	if (i == 8) { /* too many still busy: the oldest goes anyway */
+		MHD_stop_daemon(s->retired[0]);
+		memmove(s->retired, s->retired + 1, 7 * sizeof(s->retired[0]));
+		i = 7;
+	}
+	s->retired[i] = old;
+	s->httpd[0] = d;
+	srv_gate_set_httpd(s->gate[0], d);
+	free(s->tls_cert);
+	free(s->tls_key);
+	s->tls_cert = cert;
+	s->tls_key = key;
+	pthread_mutex_unlock(&s->tls_lock);
+	srv_log(SRV_NOTICE,
+		(const char *const[]){ "EDGEQ_EVENT=tls-reloaded", NULL },
+		"tls: new connections use %s", s->cfg.tls_cert);
+	return 0;
+}
+
+static void stop_retired(struct srv *s)
+{
+	for (int i = 0; i < 8; i++) {
+		if (s->retired[i])
+			MHD_stop_daemon(s->retired[i]);
+		s->retired[i] = NULL;
+	}
+}
+
+int srv_start(struct srv *s, struct edgeq_error *err)
+{
 	bool tcp = s->cfg.listen && *s->cfg.listen &&
 		   strcmp(s->cfg.listen, "none");
 	int i, ret;
@@ -862,25 +1331,128 @@ int srv_start(struct srv *s, struct edgeq_error *err)
 		if (ret)
 			return ret;
 	}
+	if (s->cfg.tls_cert || s->cfg.tls_key) {
+		ret = read_tls(s, &s->tls_cert, &s->tls_key, err);
+		if (ret)
+			return ret;
+	}
 	for (i = 0; i < 2; i++) {
 		if (s->listen_fd[i] < 0)
 			continue;
-		s->httpd[i] = MHD_start_daemon(
-			flags, 0, NULL, NULL, on_request, s,
-			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-			MHD_OPTION_LISTEN_SOCKET, s->listen_fd[i],
-			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-			MHD_OPTION_CONNECTION_LIMIT,
-			(unsigned int)s->cfg.max_connections,
-			MHD_OPTION_CONNECTION_TIMEOUT,
-			(unsigned int)s->cfg.request_timeout_s,
-			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-			MHD_OPTION_END);
+		s->httpd[i] = start_httpd(s, i == 0 ? s->tls_cert : NULL,
+					  i == 0 ? s->tls_key : NULL);
 		if (!s->httpd[i])
 			return edgeq_error_set(
-				err, EIO, "the HTTP server failed to start");
+				err, EIO,
+				i == 0 && s->tls_cert ?
+					"the HTTPS server failed to start: is %s a PEM certificate chain and %s its PEM key?" :
+					"the HTTP server failed to start",
+				s->cfg.tls_cert, s->cfg.tls_key);
+	}
+	for (i = 0; i < 2; i++) {
+		struct srv_gate_config gc = {
+			.listen_fd = s->listen_fd[i],
+			.httpd = s->httpd[i],
+			.head_ms =
+				(unsigned int)(s->cfg.request_deadline_s > 0 ?
+						       s->cfg.request_deadline_s :
+						       30) *
+				1000u,
+			.per_addr = (unsigned int)s->cfg.max_conns_per_client,
+			.max_pending = 1024,
+			.max_head = 16384,
+			.max_body = s->cfg.max_body,
+			.tls = i == 0 && s->tls_cert,
+			.on_refuse = on_refuse,
+			.arg = s,
+		};
+
+		if (!s->httpd[i])
+			continue;
+		ret = srv_gate_start(&gc, &s->gate[i]);
+		if (ret)
+			return edgeq_error_set(
+				err, -ret, "the accept loop failed to start");
 	}
 	return 0;
+}
+
+bool srv_listener_answers(struct srv *s, int timeout_ms)
+{
+	static const char req[] =
+		"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+	static _Atomic uint64_t last_ns;
+	static _Atomic bool last_ok = true;
+	struct sockaddr_storage a = { 0 };
+	struct pollfd pf;
+	uint64_t now = edgeq_now_ns(), end;
+	socklen_t al = sizeof(a);
+	char buf[16];
+	size_t got = 0;
+	bool ok = false;
+	int fd;
+
+	if (now - atomic_load(&last_ns) < 1000000000ull)
+		return atomic_load(&last_ok);
+	atomic_store(&last_ns, now);
+	if (s->listen_fd[0] >= 0 &&
+	    getsockname(s->listen_fd[0], (struct sockaddr *)&a, &al) == 0) {
+		/* a wildcard listener is reached on loopback */
+		if (a.ss_family == AF_INET &&
+		    ((struct sockaddr_in *)&a)->sin_addr.s_addr == INADDR_ANY)
+			((struct sockaddr_in *)&a)->sin_addr.s_addr =
+				htonl(INADDR_LOOPBACK);
+		if (a.ss_family == AF_INET6 &&
+		    IN6_IS_ADDR_UNSPECIFIED(
+			    &((struct sockaddr_in6 *)&a)->sin6_addr))
+			((struct sockaddr_in6 *)&a)->sin6_addr =
+				in6addr_loopback;
+	} else if (s->listen_fd[1] >= 0) {
+		al = sizeof(a);
+		if (getsockname(s->listen_fd[1], (struct sockaddr *)&a, &al))
+			return false;
+	} else {
+		return true; /* nothing to check */
+	}
+	fd = socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		goto out;
+	end = now + (uint64_t)timeout_ms * 1000000ull;
+	if (connect(fd, (struct sockaddr *)&a, al) < 0 && errno != EINPROGRESS)
+		goto out;
+	pf.fd = fd;
+	pf.events = POLLOUT;
+	if (poll(&pf, 1, timeout_ms) != 1 ||
+	    send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != sizeof(req) - 1)
+		goto out;
+	pf.events = POLLIN;
+	while (got < 9 && edgeq_now_ns() < end) {
+		ssize_t n;
+
+		if (poll(&pf, 1, (int)((end - edgeq_now_ns()) / 1000000) + 1) !=
+		    1)
+			break;
+		n = recv(fd, buf + got, 9 - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	/* over TLS the plain request is refused: any answer, even the
+	 * close, shows that the listener accepts and serves */
+	ok = s->tls_cert && s->listen_fd[0] >= 0 ?
+		     got > 0 || edgeq_now_ns() < end :
+		     got == 9 && !memcmp(buf, "HTTP/1.1 ", 9);
+out:
+	if (fd >= 0)
+		close(fd);
+	atomic_store(&last_ok, ok);
+	if (!ok)
+		srv_log(SRV_WARN,
+			(const char *const[]){ "EDGEQ_EVENT=listener-stuck",
+					       NULL },
+			"the listener did not answer its own /health within %d ms: no watchdog ping",
+			timeout_ms);
+	return ok;
 }
 
 int srv_port(struct srv *s)
@@ -1040,11 +1612,10 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 	uint64_t end = edgeq_now_ns() + timeout_ns;
 	int left, i;
 
+	/* connections are still accepted: /health answers 503 "shutting
+	 * down" and new generations 503, until the daemon stops */
 	if (atomic_load(&s->state) != SRV_FAILED)
 		atomic_store(&s->state, SRV_STOPPING);
-	for (i = 0; i < 2; i++)
-		if (s->httpd[i])
-			MHD_quiesce_daemon(s->httpd[i]);
 	for (;;) {
 		left = in_flight(s);
 		if (!left || edgeq_now_ns() >= end)
@@ -1064,10 +1635,13 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 		usleep(100000);
 	}
 	for (i = 0; i < 2; i++) {
+		srv_gate_stop(s->gate[i]);
+		s->gate[i] = NULL;
 		if (s->httpd[i])
 			MHD_stop_daemon(s->httpd[i]);
 		s->httpd[i] = NULL;
 	}
+	stop_retired(s);
 	return left;
 }
 
@@ -1078,14 +1652,16 @@ void srv_free(struct srv *s)
 	if (!s)
 		return;
 	for (i = 0; i < 2; i++) {
-		if (s->httpd[i]) {
-			/* not quiesced: the daemon closes its socket */
+		srv_gate_stop(s->gate[i]);
+		if (s->httpd[i])
 			MHD_stop_daemon(s->httpd[i]);
-			s->listen_fd[i] = -2;
-		}
 		if (s->listen_fd[i] >= 0)
 			close(s->listen_fd[i]);
 	}
+	stop_retired(s);
+	free(s->tls_cert);
+	free(s->tls_key);
+	pthread_mutex_destroy(&s->tls_lock);
 	if (s->cfg.unix_socket && s->listen_fd[1] != -1)
 		unlink(s->cfg.unix_socket);
 	edgeq_session_free(s->sess);
@@ -1095,7 +1671,34 @@ void srv_free(struct srv *s)
 	if (s->model)
 		edgeq_model_free(s->model);
 	srv_metrics_free(s->metrics);
+	srv_keys_put(s->keys);
+	pthread_mutex_destroy(&s->keys_lock);
 	pthread_mutex_destroy(&s->lock);
 	curl_global_cleanup();
 	free(s);
+}
+
+int srv_reload_keys(struct srv *s, struct edgeq_error *err)
+{
+	struct srv_keys *old, *neu = NULL;
+	int ret;
+
+	if (!s->cfg.keys_file)
+		return 0;
+	pthread_mutex_lock(&s->keys_lock);
+	old = srv_keys_get(s->keys);
+	pthread_mutex_unlock(&s->keys_lock);
+	ret = srv_keys_load(s->cfg.keys_file, old, &neu, err);
+	if (!ret) {
+		pthread_mutex_lock(&s->keys_lock);
+		srv_keys_put(s->keys); /* requests keep their own references */
+		s->keys = neu;
+		pthread_mutex_unlock(&s->keys_lock);
+		srv_log(SRV_NOTICE,
+			(const char *const[]){ "EDGEQ_EVENT=keys-reloaded",
+					       NULL },
+			"keys: %zu from %s", neu->n, s->cfg.keys_file);
+	}
+	srv_keys_put(old);
+	return ret;
 }

@@ -30,6 +30,15 @@ struct srv_config {
 	unsigned int socket_mode; /* permissions of the unix socket */
 	const char *port_file;	  /* write the bound port there (tests) */
 	const char *api_key;	  /* bearer token, or NULL: no auth */
+	const char *keys_file;	  /* API keys (keys.h); replaces api_key */
+	bool metrics_public;	  /* /metrics answers without a key */
+	const char *cors_origins; /* comma-separated, or "*"; NULL: no CORS */
+	/* what a signed bundle sets (serve_bundle.c); 0 / 0 masks: none */
+	double ttft_slo_s;			    /* the router's TTFT SLO */
+	uint32_t class_routes[EDGEQ_PRIVACY_COUNT]; /* 1u << route */
+	double throttle_c, critical_c; /* admission by temperature */
+	const char *tls_cert;	       /* PEM certificate chain: TLS on TCP */
+	const char *tls_key;	       /* its PEM private key */
 	int threads;
 	int ctx_size; /* tokens per slot */
 	int slots;    /* generations at once */
@@ -43,6 +52,8 @@ struct srv_config {
 	int shutdown_timeout_s; /* SIGTERM: finish in-flight within this */
 	int upstream_timeout_s;
 	int request_timeout_s;	   /* idle connection timeout */
+	int request_deadline_s;	   /* a request's head and body, in all */
+	int max_conns_per_client;  /* connections per client address */
 	bool log_prompts;	   /* prompts/completions to the log: off */
 	bool prefix_cache;	   /* reuse a slot's KV for a common prefix */
 	int kv_type;		   /* enum edgeq_kv_type of the slots */
@@ -51,6 +62,8 @@ struct srv_config {
 	enum edgeq_privacy default_class;
 	const char *private_url, *private_model, *private_key;
 	const char *public_url, *public_model, *public_key;
+	const char *upstream_ca; /* CA bundle for https upstreams */
+	const char *private_pin, *public_pin; /* "sha256//BASE64" key pins */
 	double local_tok_s;	/* fixed sustained-speed estimate; 0: measure */
 	const char *log_target; /* auto, journal, stderr */
 	int weights_mode;	/* enum edgeq_weights_mode */
@@ -173,10 +186,23 @@ bool srv_ready(struct srv *s);
 /* The event loop's liveness check for the watchdog: false when a
  * generation has made no progress for @stall_ns. */
 bool srv_alive(struct srv *s, uint64_t stall_ns);
+/* Whether the listener accepts a connection and answers GET /health (any
+ * status) within @timeout_ms; checked at most once a second, cached. */
+bool srv_listener_answers(struct srv *s, int timeout_ms);
 /* Stop taking requests, let in-flight ones finish for up to @timeout_ns,
  * then cancel the rest; returns the number cancelled. */
 int srv_shutdown(struct srv *s, uint64_t timeout_ns);
 void srv_free(struct srv *s);
+/* Read the keys file again (SIGHUP); on an error the old keys stay.
+ * Requests in flight finish under the keys they were admitted with. */
+int srv_reload_keys(struct srv *s, struct edgeq_error *err);
+/* An upstream URL edgeq may send prompts to: http or https, and https
+ * unless its host is loopback. 0 or -EINVAL with why. */
+int srv_check_upstream_url(const char *what, const char *url,
+			   struct edgeq_error *err);
+/* Read the TLS certificate and key again (SIGHUP): new connections get
+ * them; connections already open keep theirs. 0 without TLS. */
+int srv_reload_tls(struct srv *s, struct edgeq_error *err);
 /* What the pressure monitor says, pushed by the event loop. */
 #define SRV_MAX_DEVICES 8
 struct srv_pressure {

@@ -53,6 +53,7 @@ static int build(struct srv_req *r, enum edgeq_route route)
 	const char *path = r->kind == SRV_CHAT ? "chat/completions" :
 						 "completions";
 	char url[1024], auth[600];
+	const char *pin;
 	json_t *fwd;
 	size_t bl;
 
@@ -102,7 +103,44 @@ static int build(struct srv_req *r, enum edgeq_route route)
 	curl_easy_setopt(r->curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(r->curl, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(r->curl, CURLOPT_USERAGENT, "edgeq/" EDGEQ_VERSION);
+	/* https upstreams: the configured CA bundle and key pin, if any;
+	 * libcurl verifies the peer and its name by default */
+	if (c->upstream_ca)
+		curl_easy_setopt(r->curl, CURLOPT_CAINFO, c->upstream_ca);
+	pin = route == EDGEQ_ROUTE_PRIVATE ? c->private_pin : c->public_pin;
+	if (pin)
+		curl_easy_setopt(r->curl, CURLOPT_PINNEDPUBLICKEY, pin);
 	return 0;
+}
+
+int srv_check_upstream_url(const char *what, const char *url,
+			   struct edgeq_error *err)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL;
+	int ret = 0;
+
+	if (!u)
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	if (curl_url_set(u, CURLUPART_URL, url, 0) ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0)) {
+		ret = edgeq_error_set(err, EINVAL, "%s '%s' is not a URL", what,
+				      url);
+	} else if (strcmp(scheme, "https") && strcmp(scheme, "http")) {
+		ret = edgeq_error_set(
+			err, EINVAL, "%s '%s': only http and https", what, url);
+	} else if (!strcmp(scheme, "http") && strncmp(host, "127.", 4) &&
+		   strcmp(host, "[::1]") && strcasecmp(host, "localhost")) {
+		ret = edgeq_error_set(
+			err, EINVAL,
+			"%s '%s': prompts may go to a host that is not loopback only over https",
+			what, url);
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return ret;
 }
 
 static void fail_log(struct srv_req *r, enum edgeq_route route, const char *why)
