@@ -107,6 +107,12 @@ def main(t):
             any("abbreviated" in p for p in got) and
             any("without _total" in p for p in got) and
             any("no HELP" in p for p in got), got)
+    vals = dict(re.findall(r"^(edgeq_inter_token_latency_seconds_(?:sum|count)) (\S+)$",
+                           text, re.M))
+    n = float(vals.get("edgeq_inter_token_latency_seconds_count", 0))
+    mean = float(vals.get("edgeq_inter_token_latency_seconds_sum", 0)) / n if n else -1
+    t.check("inter-token latency is a real gap (mean %.4f s over %d)" % (mean, n),
+            n > 0 and 0 <= mean < 5, vals)
     promtool = shutil.which("promtool")
     if promtool:
         r = subprocess.run([promtool, "check", "metrics"], input=text,

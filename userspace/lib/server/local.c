@@ -83,7 +83,10 @@ static int local_step(struct srv_req *r)
 			r->t_first = now;
 			srv_metrics_observe(s->metrics, SRV_H_TTFT,
 					    (now - r->t0) / 1e9);
-		} else {
+		} else if (r->t_last) {
+			/* the gap since the last event, shared by the tokens
+			 * that came together (a speculative pass gives several);
+			 * tokens that came with the first have no gap */
 			srv_metrics_observe(s->metrics, SRV_H_ITL,
 					    (now - r->t_last) / 1e9 /
 						    (double)ev->n_toks);
