@@ -35,7 +35,11 @@ PKG_CONFIG ?= pkg-config
 CLANG ?= clang
 BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || ls /usr/lib/linux-tools/*/bpftool 2>/dev/null | tail -1 || echo bpftool)
 
-O ?= build
+# FLOOR=1: build as if only the floor versions of the libraries (README.md)
+# were present: every probe of tools/floor/probe takes its fallback. Such a
+# build goes to build-floor/ unless O says otherwise.
+FLOOR ?=
+O ?= $(if $(filter 1,$(FLOOR)),build-floor,build)
 ARCH := $(shell $(CC) -dumpmachine | cut -d- -f1)
 
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -110,7 +114,13 @@ all: $(BPF_DEPS) $(STATIC_LIB) $(SHARED_LIB) $(EDGEQ) tools
 
 lib: $(STATIC_LIB) $(SHARED_LIB)
 
-$(O)/%.o: %.c
+# ---- probes for APIs newer than the floor -> $(O)/edgeq_config.h
+CONFIG_H := $(O)/edgeq_config.h
+$(CONFIG_H): tools/floor/probe FORCE
+	@FLOOR=$(FLOOR) WITH_BPF=$(WITH_BPF) tools/floor/probe $@ $(CC) $(CPPFLAGS)
+FORCE:
+
+$(O)/%.o: %.c | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(if $(findstring /x86/,$<),$(ISA_FLAGS_x86))$(if $(findstring /arm64/,$<),$(ISA_FLAGS_arm64)) -MMD -MP -c -o $@ $<
 
@@ -135,7 +145,7 @@ $(EDGEQ): $(CLI_OBJS) $(STATIC_LIB)
 # tools/<name>/*.c -> build/tools/<name>
 tools: $(TOOL_BINS)
 # (objects under $(O)/tools-obj/: $(O)/tools/<name> is the program itself)
-$(O)/tools-obj/%.o: tools/%.c
+$(O)/tools-obj/%.o: tools/%.c | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 define tool_rule
@@ -174,7 +184,7 @@ modules_clean:
 	@test -z "$(KDIR)" || $(MAKE) -C $(KDIR) M=$(CURDIR) clean
 
 # ---- tests
-$(O)/tests/unit/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(STATIC_LIB)
+$(O)/tests/unit/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(STATIC_LIB) | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(STATIC_LIB) \
 		-lcmocka $(LIBS) $(LDFLAGS)
@@ -183,7 +193,7 @@ tests: all $(UNIT_BINS)
 
 # Kernel tests: programs run inside the test VM by tests/kmod/t_kmod.
 KMOD_TEST_BINS := $(patsubst tests/kmod/%.c,$(O)/tests/kmod/%,$(wildcard tests/kmod/*.c))
-$(O)/tests/kmod/%: tests/kmod/%.c $(STATIC_LIB)
+$(O)/tests/kmod/%: tests/kmod/%.c $(STATIC_LIB) | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC_LIB) $(LIBS) $(LDFLAGS)
 tests: $(KMOD_TEST_BINS)
@@ -263,9 +273,9 @@ install-profiles:
 	install -m 644 share/edgeq/profiles.ini $(DESTDIR)$(PREFIX)/share/edgeq/
 
 clean: modules_clean
-	rm -rf $(O) build-san build-aarch64
+	rm -rf $(O) build-san build-aarch64 build-floor
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -path '$(O)/floor-*' -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- daemon: the example configuration (an existing one is kept)
 .PHONY: install-serve-config
