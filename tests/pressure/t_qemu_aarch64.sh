@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ci: required (CI=true: a skip here fails; see tests/run)
 # timeout: 120
 # The fallback under qemu-aarch64-static: an aarch64 edgeq (from `make cross`
 # when build-aarch64/edgeq exists, else a static one built here from the
