@@ -67,6 +67,9 @@ static const struct prog_desc {
 	{ "on_thermal_zone_trip", "thermal", "thermal_zone_trip", P_BTF },
 	{ "on_cdev_update", "thermal", "cdev_update", P_BTF },
 	{ "on_cpu_frequency", "power", "cpu_frequency", P_BTF },
+	{ "on_thermal_pressure_update", "thermal_pressure",
+	  "thermal_pressure_update", P_BTF },
+	{ "on_hw_pressure_update", "hw_pressure", "hw_pressure_update", P_BTF },
 	{ "on_devfreq_frequency", "devfreq", "devfreq_frequency", P_BTF },
 	{ "on_direct_reclaim_begin", "vmscan", "mm_vmscan_direct_reclaim_begin",
 	  P_BTF },
@@ -88,6 +91,7 @@ static const struct prog_desc {
 	{ "test_thermal_temperature", NULL, NULL, P_TEST },
 	{ "test_thermal_zone_trip", NULL, NULL, P_TEST },
 	{ "test_cdev_update", NULL, NULL, P_TEST },
+	{ "test_thermal_pressure", NULL, NULL, P_TEST },
 };
 #define N_PROGS (sizeof(prog_descs) / sizeof(prog_descs[0]))
 
@@ -470,6 +474,7 @@ void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
 		cur += b->cpus[k].updated_ns ? b->cpus[k].khz :
 					       p->cpu_cur_khz[k];
 		max += p->cpu_max_khz[k];
+		p->cpu_pressure[k] = b->cpus[k].pressure;
 	}
 	for (j = 0; j < st->n_freqs && max; j++)
 		if (!strcmp(st->freqs[j].name, "cpu"))
