@@ -11,6 +11,8 @@
 #   make install DESTDIR= PREFIX=
 #   make format-check    clang-format (kernel style) over all C sources
 #   make cross           aarch64 build into build-aarch64/ (CROSS=aarch64-linux-gnu-)
+#   make FLOOR=1         as if only the floor library versions (README.md) were
+#                        present: every tools/floor/probe fallback, in build-floor/
 #
 # Sources are found by wildcard: a new .c under userspace/lib/<part>/ joins
 # libedgeq, a new userspace/cli/*.c joins the command, a new tests/unit/test_*.c
