@@ -106,7 +106,7 @@ struct edgeq_pm_cpu {
 	__u32 level; /* WARN when below freq_warn_pct of the max */
 	__u64 changes;
 	__u64 pressure_ns; /* last thermal_pressure_update / hw_pressure_update */
-	__u32 pressure;	   /* capacity the scheduler takes off for heat (of 1024) */
+	__u32 pressure; /* capacity the scheduler takes off for heat (of 1024) */
 	__u32 pressure_updates;
 };
 

@@ -36,10 +36,10 @@ struct edgeq_power;
 struct edgeq_power_rail {
 	char name[32];	 /* "VDD_IN", "package-0" */
 	char source[12]; /* "hwmon" or "powercap" */
-	char chip[24];	 /* hwmon name ("ina3221") or powercap zone ("intel-rapl:0") */
-	bool in_total;	 /* counted in the board total */
-	double watts;	 /* latest reading (powercap: over the last interval) */
-	double joules;	 /* since edgeq_power_start() */
+	char chip[24]; /* hwmon name ("ina3221") or powercap zone ("intel-rapl:0") */
+	bool in_total; /* counted in the board total */
+	double watts;  /* latest reading (powercap: over the last interval) */
+	double joules; /* since edgeq_power_start() */
 };
 
 struct edgeq_power_reading {

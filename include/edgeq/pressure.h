@@ -107,10 +107,10 @@ struct edgeq_pressure_cdev {
 struct edgeq_pressure_freq {
 	char name[EDGEQ_PRESSURE_NAME]; /* "cpu" or the devfreq name "17000000.gpu" */
 	char device[16];
-	uint64_t cur;	 /* kHz for cpu (summed), Hz for devfreq */
-	uint64_t max;	 /* hardware max: cpuinfo_max_freq (summed), the
+	uint64_t cur; /* kHz for cpu (summed), Hz for devfreq */
+	uint64_t max; /* hardware max: cpuinfo_max_freq (summed), the
 			    highest available_frequencies entry (else max_freq) */
-	uint64_t cap;	 /* ceiling allowed now: scaling_max_freq (summed), max_freq */
+	uint64_t cap; /* ceiling allowed now: scaling_max_freq (summed), max_freq */
 	double pressure; /* cpu: mean share of capacity lost to thermal
 			    pressure (thermal/hw_pressure_update, BPF), else 0 */
 	double throttle; /* share of full speed allowed: 1 = unthrottled */

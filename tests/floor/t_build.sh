@@ -6,18 +6,11 @@
 # no liburing symbol newer than 2.1 (their .so files version every symbol).
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
+. "$(dirname "$0")/lib.sh"
 cd "$EDGEQ_TOP"
 FO=${EDGEQ_FLOOR_O:-build-floor}
 
-log=$T/make.log
-t0=$(date +%s)
-if nice -n 10 make -j"$(nproc)" O="$FO" FLOOR=1 WERROR=-Werror tests >"$log" 2>&1; then
-	check "make FLOOR=1 tests builds warning-free ($(($(date +%s) - t0)) s)" true
-else
-	grep -E 'error|warning' "$log" | head -n 20
-	check "make FLOOR=1 tests builds warning-free" false
-	summary
-fi
+floor_make "make FLOOR=1 tests builds warning-free" "$FO" FLOOR=1
 
 cfg=$FO/edgeq_config.h
 check "config header says FLOOR" grep -qx '#define EDGEQ_FLOOR 1' "$cfg"

@@ -10,6 +10,7 @@
 # here, load the BPF programs through libbpf 0.3.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
+. "$(dirname "$0")/lib.sh"
 cd "$EDGEQ_TOP"
 base=${O:-build}/floor-bullseye
 root=$PWD/$base/root
@@ -22,16 +23,8 @@ rc=$?
 [ $rc -eq 0 ] || { echo "$out"; check "fetch bullseye's .debs" false; summary; }
 check "bullseye's libraries unpacked under $base/root" test -f "$lib/libbpf.so.0"
 
-log=$T/make.log
-t0=$(date +%s)
-if nice -n 10 make -j"$(nproc)" O="$BO" WERROR=-Werror \
-	PKG_CONFIG="$PWD/tools/floor/pkg-config-root $root" tests >"$log" 2>&1; then
-	check "edgeq builds against bullseye's headers ($(($(date +%s) - t0)) s)" true
-else
-	grep -E 'error|warning' "$log" | head -n 20
-	check "edgeq builds against bullseye's headers" false
-	summary
-fi
+floor_make "edgeq builds against bullseye's headers" "$BO" \
+	PKG_CONFIG="$PWD/tools/floor/pkg-config-root $root"
 cfg=$BO/edgeq_config.h
 # the probes themselves found the older APIs (nothing forced)
 check "not a FLOOR=1 build" grep -qx '#define EDGEQ_FLOOR 0' "$cfg"

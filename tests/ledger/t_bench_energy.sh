@@ -5,12 +5,7 @@
 # which must say so rather than print a zero.
 # timeout: 240
 set -u
-. "$(dirname "$0")/../lib/testlib.sh"
-D=$EDGEQ_TOP/tests/ledger
-GEN=$EDGEQ_TOP/${O:-build}/tools/gguf-gen
-SCHEMA=$EDGEQ_TOP/Documentation/bench.schema.json
-[ -x "$GEN" ] || skip_all "no $GEN (the decoder's model generator is not built)"
-export EDGEQ_PROFILES=$EDGEQ_TOP/share/edgeq/profiles.ini
+. "$(dirname "$0")/benchlib.sh"
 "$GEN" -o "$T/m.gguf" --shape tiny --type q8_0 >/dev/null 2>&1 ||
 	{ check "gguf-gen tiny q8_0" false; summary; }
 put() { mkdir -p "$(dirname "$1")"; printf '%s\n' "$2" >"$1"; }

@@ -66,31 +66,27 @@ static const struct edgeq_power_rail *rail(struct edgeq_power *p,
 /* An Orin Nano's INA3221: in/curr pairs per channel, VDD_IN the total. */
 static void mk_ina3221(const char *hw)
 {
+	static const char *const files[][2] = {
+		{ "name", "ina3221" },
+		{ "in1_label", "VDD_IN" },
+		{ "in1_input", "5000" },   /* mV */
+		{ "curr1_input", "1200" }, /* mA: 6 W */
+		{ "in2_label", "VDD_CPU_GPU_CV" },
+		{ "in2_input", "5000" },
+		{ "curr2_input", "400" },
+		{ "in3_label", "NC" },
+		{ "in3_input", "0" },
+		{ "curr3_input", "0" },
+		{ "in4_input",
+		  "12" }, /* a shunt voltage: no current, no rail */
+	};
 	char p[128];
+	size_t i;
 
-	snprintf(p, sizeof(p), "%s/name", hw);
-	put(p, "ina3221");
-	snprintf(p, sizeof(p), "%s/in1_label", hw);
-	put(p, "VDD_IN");
-	snprintf(p, sizeof(p), "%s/in1_input", hw);
-	put(p, "5000"); /* mV */
-	snprintf(p, sizeof(p), "%s/curr1_input", hw);
-	put(p, "1200"); /* mA: 6 W */
-	snprintf(p, sizeof(p), "%s/in2_label", hw);
-	put(p, "VDD_CPU_GPU_CV");
-	snprintf(p, sizeof(p), "%s/in2_input", hw);
-	put(p, "5000");
-	snprintf(p, sizeof(p), "%s/curr2_input", hw);
-	put(p, "400");
-	snprintf(p, sizeof(p), "%s/in3_label", hw);
-	put(p, "NC");
-	snprintf(p, sizeof(p), "%s/in3_input", hw);
-	put(p, "0");
-	snprintf(p, sizeof(p), "%s/curr3_input", hw);
-	put(p, "0");
-	/* shunt voltages: no current channel, not rails */
-	snprintf(p, sizeof(p), "%s/in4_input", hw);
-	put(p, "12");
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", hw, files[i][0]);
+		put(p, files[i][1]);
+	}
 }
 
 static void test_jetson_ina3221(void **state)

@@ -301,9 +301,10 @@ static void energy_what(char *buf, size_t len)
 
 	buf[0] = '\0';
 	if (!n) {
-		snprintf(buf, len, "%s",
-			 b_pw ? edgeq_power_none_reason(b_pw) :
-				"no readable power rail: power meter unavailable");
+		snprintf(
+			buf, len, "%s",
+			b_pw ? edgeq_power_none_reason(b_pw) :
+			       "no readable power rail: power meter unavailable");
 		return;
 	}
 	for (i = 0; i < n && k < len; i++)
@@ -762,7 +763,8 @@ static void print_table(const struct results *R)
 			printf("  energy (decode)        %9.4f J/token at %.2f W average (%s)\n",
 			       R->decode_j_per_tok, R->decode_w, what);
 		else
-			printf("  energy                 not measured: %s\n", what);
+			printf("  energy                 not measured: %s\n",
+			       what);
 		for (int i = 0; i < R->nbuckets; i++)
 			if (isfinite(R->buckets[i].j_per_tok))
 				printf("  prompt %-5d energy     %9.4f J/token at %.2f W average (prefill + decode)\n",
@@ -804,11 +806,11 @@ static json_t *energy_json(void)
 	char what[256];
 
 	for (i = 0; i < n; i++)
-		json_array_append_new(
-			rails, json_pack("{s:s, s:s, s:s, s:b}", "name",
-					 r[i].name, "source", r[i].source,
-					 "chip", r[i].chip, "in_total",
-					 r[i].in_total));
+		json_array_append_new(rails,
+				      json_pack("{s:s, s:s, s:s, s:b}", "name",
+						r[i].name, "source",
+						r[i].source, "chip", r[i].chip,
+						"in_total", r[i].in_total));
 	o = json_pack("{s:o}", "rails", rails);
 	if (!n) {
 		energy_what(what, sizeof(what));
@@ -881,14 +883,15 @@ static json_t *results_json(const struct results *R)
 
 			json_array_append_new(
 				bks,
-				json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o}",
-					  "prompt", b->prompt, "gen", b->gen,
-					  "ttft_s", b->ttft_s, "tok_s", b->tps,
-					  "pred_ttft_s", b->pred_ttft_s,
-					  "pred_tok_s", b->pred_tps,
-					  "j_per_token",
-					  jnum_or_null(b->j_per_tok), "avg_w",
-					  jnum_or_null(b->watts)));
+				json_pack(
+					"{s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o}",
+					"prompt", b->prompt, "gen", b->gen,
+					"ttft_s", b->ttft_s, "tok_s", b->tps,
+					"pred_ttft_s", b->pred_ttft_s,
+					"pred_tok_s", b->pred_tps,
+					"j_per_token",
+					jnum_or_null(b->j_per_tok), "avg_w",
+					jnum_or_null(b->watts)));
 		}
 		o = json_pack(
 			"{s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:s, s:o, s:f, s:f, s:{s:f, s:f, s:f}, s:I}",

@@ -40,8 +40,8 @@ void serve_energy_tokens(int n)
 static void label(struct srv_buf *out, const char *s)
 {
 	for (; *s; s++)
-		srv_buf_printf(out, "%s%c",
-			       *s == '"' || *s == '\\' ? "\\" : "", *s);
+		srv_buf_printf(out, "%s%c", *s == '"' || *s == '\\' ? "\\" : "",
+			       *s);
 }
 
 void serve_energy_metrics(struct srv_buf *out)
@@ -57,8 +57,9 @@ void serve_energy_metrics(struct srv_buf *out)
 		"# TYPE edgeq_power_rails gauge\n");
 	if (!n || edgeq_power_read(pw, &rd)) {
 		srv_buf_printf(out, "edgeq_power_rails{reason=\"");
-		label(out, pw ? edgeq_power_none_reason(pw) :
-				"no readable power rail: power meter unavailable");
+		label(out,
+		      pw ? edgeq_power_none_reason(pw) :
+			   "no readable power rail: power meter unavailable");
 		srv_buf_printf(out, "\"} 0\n");
 		return;
 	}

@@ -146,8 +146,7 @@ static void draw(struct screen *sc, const struct edgeq_pressure *p,
 		     (unsigned long long)s->freqs[i].cur,
 		     (unsigned long long)s->freqs[i].max,
 		     strcmp(s->freqs[i].name, "cpu") ? "Hz" : "kHz",
-		     (unsigned long long)s->freqs[i].cap,
-		     s->freqs[i].throttle);
+		     (unsigned long long)s->freqs[i].cap, s->freqs[i].throttle);
 	line(sc, "%s", "");
 	line(sc,
 	     "MEMORY  %s  available %llu/%llu MiB  stall %.1f ms/s  psi some %.2f full %.2f",

@@ -18,6 +18,8 @@
 
 #include <edgeq/power.h>
 
+#include "core/readfile.h"
+
 enum rail_kind { R_POWER, R_VI, R_ENERGY };
 
 struct rail {
@@ -45,32 +47,11 @@ struct edgeq_power {
 	int stop_fd[2];
 };
 
-static int read_line(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return (int)n;
-	}
-	close(fd);
-	buf[n] = '\0';
-	while (n > 0 && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = '\0';
-	return 0;
-}
-
 static int read_u64(const char *path, uint64_t *v)
 {
 	char buf[64], *end;
 	unsigned long long x;
-	int ret = read_line(path, buf, sizeof(buf));
+	int ret = eq_read_trimmed(path, buf, sizeof(buf));
 
 	if (ret)
 		return ret;
@@ -115,7 +96,8 @@ static void scan_hwmon_dir(struct edgeq_power *p, const char *dir,
 		snprintf(a, sizeof(a), "%s/power%d_input", dir, k);
 		if (!access(a, F_OK)) {
 			kind = R_POWER;
-			snprintf(path, sizeof(path), "%s/power%d_label", dir, k);
+			snprintf(path, sizeof(path), "%s/power%d_label", dir,
+				 k);
 		} else {
 			snprintf(a, sizeof(a), "%s/in%d_input", dir, k);
 			snprintf(b, sizeof(b), "%s/curr%d_input", dir, k);
@@ -128,7 +110,7 @@ static void scan_hwmon_dir(struct edgeq_power *p, const char *dir,
 					 dir, k);
 		}
 		*seen = true;
-		if (read_line(path, label, sizeof(label)))
+		if (eq_read_trimmed(path, label, sizeof(label)))
 			snprintf(label, sizeof(label), "%s/%d", chip, k);
 		if (!strcmp(label, "NC"))
 			continue; /* INA3221 channel not connected */
@@ -159,7 +141,7 @@ static void scan_hwmon(struct edgeq_power *p, bool *seen)
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
 		snprintf(path, sizeof(path), "%s/name", sub);
-		if (read_line(path, chip, sizeof(chip)))
+		if (eq_read_trimmed(path, chip, sizeof(chip)))
 			snprintf(chip, sizeof(chip), "%.63s", de->d_name);
 		scan_hwmon_dir(p, sub, chip, seen);
 		snprintf(path, sizeof(path), "%s/device", sub);
@@ -201,13 +183,13 @@ static void scan_powercap(struct edgeq_power *p, bool *seen, bool *denied)
 			continue;
 		}
 		snprintf(path, sizeof(path), "%s/%s/name", dir, de->d_name);
-		if (read_line(path, name, sizeof(name)))
+		if (eq_read_trimmed(path, name, sizeof(name)))
 			snprintf(name, sizeof(name), "%.63s", de->d_name);
 		o = add(p, R_ENERGY, "powercap", de->d_name, name);
 		if (!o)
 			break;
-		snprintf(p->r[p->n].a, sizeof(p->r[p->n].a),
-			 "%s/%s/energy_uj", dir, de->d_name);
+		snprintf(p->r[p->n].a, sizeof(p->r[p->n].a), "%s/%s/energy_uj",
+			 dir, de->d_name);
 		snprintf(path, sizeof(path), "%s/%s/max_energy_range_uj", dir,
 			 de->d_name);
 		if (read_u64(path, &p->r[p->n].range_uj))
@@ -295,12 +277,14 @@ static void sample_locked(struct edgeq_power *p, uint64_t now)
 			if (read_u64(r->a, &a))
 				continue;
 			if (r->have_last) {
-				uint64_t d = a >= r->last_uj ?
-						     a - r->last_uj :
-						     (r->range_uj ? r->range_uj -
-									    r->last_uj +
-									    a :
-								    0);
+				uint64_t d =
+					a >= r->last_uj ?
+						a - r->last_uj :
+						(r->range_uj ?
+							 r->range_uj -
+								 r->last_uj +
+								 a :
+							 0);
 				o->joules += (double)d / 1e6;
 				if (dt > 0)
 					w = (double)d / 1e6 / dt;
@@ -410,9 +394,8 @@ static int read_at(struct edgeq_power *p, uint64_t now,
 	for (i = 0; i < p->n; i++)
 		if (p->pub[i].in_total)
 			r->joules += p->pub[i].joules;
-	r->seconds = p->t0_ns && now > p->t0_ns ?
-			     (double)(now - p->t0_ns) / 1e9 :
-			     0;
+	r->seconds =
+		p->t0_ns && now > p->t0_ns ? (double)(now - p->t0_ns) / 1e9 : 0;
 	r->avg_watts = r->seconds > 0 ? r->joules / r->seconds : p->total_w;
 	r->watts = p->total_w;
 	r->samples = p->samples;

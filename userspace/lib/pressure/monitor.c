@@ -24,7 +24,7 @@ enum { TAG_RINGBUF = 1, TAG_TIMER, TAG_PSI, TAG_OWN_PSI };
 static const char *const event_names[] = {
 	[1] = "temp",	 [2] = "trip",	  [3] = "cdev",	     [4] = "cpufreq",
 	[5] = "devfreq", [6] = "reclaim", [7] = "throttled", [8] = "oom",
-	[9] = "queue",	 [10] = "agent",   [11] = "pressure",
+	[9] = "queue",	 [10] = "agent",  [11] = "pressure",
 };
 
 const char *edgeq_pressure_event_name(uint32_t kind)
@@ -387,9 +387,9 @@ static void derive(struct edgeq_pressure *p,
 		if (!strcmp(f->name, "cpu"))
 			cpu_throttle(p, f);
 		else
-			f->throttle = f->max && f->cap ? (double)f->cap /
-								 (double)f->max :
-							 1.0;
+			f->throttle = f->max && f->cap ?
+					      (double)f->cap / (double)f->max :
+					      1.0;
 		if (f->throttle > 1)
 			f->throttle = 1;
 		d = device_slot(n, f->device);

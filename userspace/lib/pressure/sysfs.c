@@ -17,28 +17,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "core/readfile.h"
 #include "internal.h"
-
-static int read_str(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return (int)n;
-	}
-	close(fd);
-	buf[n] = '\0';
-	while (n > 0 && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = '\0';
-	return 0;
-}
 
 static int read_s64(const char *path, int64_t *out)
 {
@@ -46,7 +26,7 @@ static int read_s64(const char *path, int64_t *out)
 	long long v;
 	int ret;
 
-	ret = read_str(path, buf, sizeof(buf));
+	ret = eq_read_trimmed(path, buf, sizeof(buf));
 	if (ret)
 		return ret;
 	errno = 0;
@@ -109,7 +89,7 @@ static void scan_zones(struct edgeq_pressure *p,
 		z->id = ids[i];
 		snprintf(path, sizeof(path), "%s/thermal_zone%d/type", dir,
 			 ids[i]);
-		if (read_str(path, z->type, sizeof(z->type)))
+		if (eq_read_trimmed(path, z->type, sizeof(z->type)))
 			continue;
 		snprintf(path, sizeof(path), "%s/thermal_zone%d/temp", dir,
 			 ids[i]);
@@ -126,7 +106,7 @@ static void scan_zones(struct edgeq_pressure *p,
 			snprintf(path, sizeof(path),
 				 "%s/thermal_zone%d/trip_point_%d_type", dir,
 				 ids[i], k);
-			if (read_str(path, zs->trip_type[k],
+			if (eq_read_trimmed(path, zs->trip_type[k],
 				     sizeof(zs->trip_type[k])))
 				strcpy(zs->trip_type[k], "passive");
 			zs->n_trips++;
@@ -152,7 +132,7 @@ static void scan_cdevs(struct edgeq_pressure *p,
 		c->id = ids[i];
 		snprintf(path, sizeof(path), "%s/cooling_device%d/type", dir,
 			 ids[i]);
-		if (read_str(path, c->type, sizeof(c->type)))
+		if (eq_read_trimmed(path, c->type, sizeof(c->type)))
 			continue;
 		snprintf(path, sizeof(path), "%s/cooling_device%d/cur_state",
 			 dir, ids[i]);
@@ -184,7 +164,7 @@ static uint64_t devfreq_hw_max(const char *dir)
 	unsigned long long v, best = 0;
 
 	snprintf(path, sizeof(path), "%s/available_frequencies", dir);
-	if (read_str(path, buf, sizeof(buf)))
+	if (eq_read_trimmed(path, buf, sizeof(buf)))
 		return 0;
 	for (s = buf; *s; s = end) {
 		errno = 0;
@@ -217,8 +197,8 @@ static void scan_freqs(struct edgeq_pressure *p,
 		}
 		if (read_cpu(p, i, "cpufreq/scaling_cur_freq", &c) || c < 0)
 			c = 0;
-		if (read_cpu(p, i, "cpufreq/scaling_max_freq", &sm) || sm <= 0 ||
-		    sm > m)
+		if (read_cpu(p, i, "cpufreq/scaling_max_freq", &sm) ||
+		    sm <= 0 || sm > m)
 			sm = m;
 		if (read_cpu(p, i, "cpu_capacity", &capa) || capa <= 0)
 			capa = 1024;
