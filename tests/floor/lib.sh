@@ -10,7 +10,7 @@ floor_make() {
 		check "$what ($(($(date +%s) - t0)) s)" true
 		return 0
 	fi
-	grep -E 'error|warning' "$log" | head -n 20
+	grep -E 'error:|warning:|\*\*\*' "$log" | head -n 20
 	check "$what" false
 	summary
 }
