@@ -126,8 +126,9 @@ $(O)/%.o: %.c | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(if $(findstring /x86/,$<),$(ISA_FLAGS_x86))$(if $(findstring /arm64/,$<),$(ISA_FLAGS_arm64)) -MMD -MP -c -o $@ $<
 
-# Everything in the library may include a BPF skeleton.
+# Everything in the library may include a BPF skeleton; bpf.c does.
 $(LIB_OBJS) $(CLI_OBJS): | $(BPF_DEPS)
+$(O)/userspace/lib/pressure/bpf.o: $(BPF_DEPS)
 
 $(STATIC_LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -158,7 +159,9 @@ endef
 $(foreach t,$(TOOL_BINS),$(eval $(call tool_rule,$(t))))
 
 # ---- BPF: vmlinux.h from the running kernel's BTF, else the hand-kept subset
-BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+# (the target's: BPF objects are CO-RE, the same for a cross build but for
+# __TARGET_ARCH, which only the kprobe/pt_regs helpers use)
+BPF_ARCH := $(shell echo $(ARCH) | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 $(O)/bpf/vmlinux.h:
 	@mkdir -p $(dir $@)
 	if [ -r /sys/kernel/btf/vmlinux ]; then \
@@ -215,12 +218,15 @@ sanitize:
 	O=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		tests/run unit
 
-# Default: the library, command, tools and unit test binaries (tests/cross).
+# Default: the library, command, tools and unit test binaries (tests/cross),
+# with the BPF programs when this host can build them (the aarch64 VM
+# attaches them: tests/cross/t_vm_arm64.sh).
 CROSS_TARGETS ?= tests
+CROSS_WITH_BPF ?= $(WITH_BPF)
 cross:
 	$(MAKE) O=build-aarch64 CROSS=aarch64-linux-gnu- \
 		PKG_CONFIG="env PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config" \
-		WITH_BPF= $(CROSS_TARGETS)
+		WITH_BPF=$(CROSS_WITH_BPF) $(CROSS_TARGETS)
 
 # ---- the main job on the built-in default model
 RUN_MODEL ?= $(O)/models/default-q4_0.gguf
