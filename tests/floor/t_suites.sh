@@ -5,8 +5,9 @@
 set -u
 cd "$EDGEQ_TOP"
 FO=${EDGEQ_FLOOR_O:-build-floor}
-if ! nice -n 10 make -j"$(nproc)" O="$FO" FLOOR=1 WERROR=-Werror tests >"$FO.make.log" 2>&1; then
-	tail -n 20 "$FO.make.log"
+mkdir -p "$FO"
+if ! nice -n 10 make -j"$(nproc)" O="$FO" FLOOR=1 WERROR=-Werror tests >"$FO/floor-make.log" 2>&1; then
+	tail -n 20 "$FO/floor-make.log"
 	echo "0 passed, 1 failed, 0 skipped"
 	exit 1
 fi

@@ -107,7 +107,7 @@ static void scan_zones(struct edgeq_pressure *p,
 				 "%s/thermal_zone%d/trip_point_%d_type", dir,
 				 ids[i], k);
 			if (eq_read_trimmed(path, zs->trip_type[k],
-				     sizeof(zs->trip_type[k])))
+					    sizeof(zs->trip_type[k])))
 				strcpy(zs->trip_type[k], "passive");
 			zs->n_trips++;
 		}
