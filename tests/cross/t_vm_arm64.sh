@@ -8,8 +8,10 @@
 # them) and pass their BPF_PROG_TEST_RUN selftest, the NEON kernels' and the
 # streamer's unit tests pass with real io_uring (which qemu-user lacks), and
 # greedy decoding, mmap and streamed through io_uring, gives the x86-64
-# build's tokens and logits bit for bit. Any BUG/WARNING/refcount line in
-# the guest's kernel log fails (tools/vm/run-in-vm).
+# build's tokens and logits bit for bit; with edgeq.ko cross-built for the
+# arm64 kernel (tools/vm/kmod-arm64) loaded, every kmodtest case passes and
+# the module unloads. Any BUG/WARNING/refcount line in the guest's kernel
+# log fails (tools/vm/run-in-vm).
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 cd "$EDGEQ_TOP"
@@ -39,7 +41,20 @@ for t in q4_0 q8_0 q4_k; do
 done
 [ -f "$EDGEQ_TEST_MODELS/stories260K.gguf" ] && add "$EDGEQ_TEST_MODELS/stories260K.gguf" "Once upon a time"
 
-tools/vm/run-in-vm --arch arm64 --no-module --timeout 600 --mem 1024 --log "$B/vm/guest-arm64.log" \
+kver=$(ls "$B"/vm-arm64/root/boot/vmlinuz-* | sed 's|.*/vmlinuz-||' | sort -V | tail -n 1)
+ko=$(O=$B tools/vm/kmod-arm64 "$kver" 2>"$T/kmod.log")
+krc=$?
+if [ $krc -eq 0 ]; then
+	check "edgeq.ko cross-builds for arm64 $kver warning-free" test -f "$ko"
+	modopt=(--module "$ko" --params "queues=npu0,gpu0 sim_sensor=1")
+	export EDGEQ_KMOD_ARM64=1
+else
+	tail -n 5 "$T/kmod.log"
+	[ $krc -eq 77 ] || check "edgeq.ko cross-builds for arm64 $kver" false
+	echo "no arm64 edgeq.ko: $(tail -n 1 "$T/kmod.log"); the VM runs without it"
+	modopt=(--no-module)
+fi
+tools/vm/run-in-vm --arch arm64 "${modopt[@]}" --timeout 700 --mem 1024 --log "$B/vm/guest-arm64.log" \
 	-- "$PWD/tests/cross/guest-arm64" "$PWD/$A" "${args[@]}" >"$T/vm.log" 2>&1
 rc=$?
 check "the aarch64 VM ran the guest script ($(($(date +%s) - t0)) s with the cross build; exit $rc)" test $rc -eq 0 ||
@@ -63,6 +78,18 @@ print(" ".join(p["tracepoint"] for p in d["probes"] if p["attached"]))' "$G/stat
 		grep -qE '^[0-9]+ passed, 0 failed' "$G/selftest"
 else
 	echo "the cross build has no BPF (no clang/bpftool here): BPF not checked"
+fi
+if [ -n "${EDGEQ_KMOD_ARM64:-}" ]; then
+	check "the arm64 module made its queues" grep -qx npu0 "$G/kmod-devices"
+	for f in "$G"/kmod-*.log; do
+		c=${f##*/kmod-}
+		c=${c%.log}
+		r=$(tail -n 1 "$f")
+		case $r in
+		rc=77) echo "kmodtest $c on arm64: skipped ($(tail -n 2 "$f" | head -n 1))" ;;
+		*) check "kmodtest $c on the arm64 edgeq.ko ($r)" test "$r" = rc=0 || tail -n 5 "$f" ;;
+		esac
+	done
 fi
 for u in test_kernels test_stream test_stream_budget; do
 	check "$u passes on arm64 ($(grep -E '^\[  (PASSED|FAILED) ' "$G/unit-$u.log" | tr '\n' ' '))" \
