@@ -12,6 +12,8 @@
 #   make install DESTDIR= PREFIX=
 #   make format-check    clang-format (kernel style) over all C sources
 #   make cross           aarch64 build into build-aarch64/ (CROSS=aarch64-linux-gnu-)
+#   make FLOOR=1         as if only the floor library versions (README.md) were
+#                        present: every tools/floor/probe fallback, in build-floor/
 #
 # Sources are found by wildcard: a new .c under userspace/lib/<part>/ joins
 # libedgeq, a new userspace/cli/*.c joins the command, a new tests/unit/test_*.c
@@ -36,7 +38,11 @@ PKG_CONFIG ?= pkg-config
 CLANG ?= clang
 BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || ls /usr/lib/linux-tools/*/bpftool 2>/dev/null | tail -1 || echo bpftool)
 
-O ?= build
+# FLOOR=1: build as if only the floor versions of the libraries (README.md)
+# were present: every probe of tools/floor/probe takes its fallback. Such a
+# build goes to build-floor/ unless O says otherwise.
+FLOOR ?=
+O ?= $(if $(filter 1,$(FLOOR)),build-floor,build)
 ARCH := $(shell $(CC) -dumpmachine | cut -d- -f1)
 
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -111,12 +117,19 @@ all: $(BPF_DEPS) $(STATIC_LIB) $(SHARED_LIB) $(EDGEQ) tools
 
 lib: $(STATIC_LIB) $(SHARED_LIB)
 
-$(O)/%.o: %.c
+# ---- probes for APIs newer than the floor -> $(O)/edgeq_config.h
+CONFIG_H := $(O)/edgeq_config.h
+$(CONFIG_H): tools/floor/probe FORCE
+	@FLOOR=$(FLOOR) WITH_BPF=$(WITH_BPF) tools/floor/probe $@ $(CC) $(CPPFLAGS)
+FORCE:
+
+$(O)/%.o: %.c | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(if $(findstring /x86/,$<),$(ISA_FLAGS_x86))$(if $(findstring /arm64/,$<),$(ISA_FLAGS_arm64)) -MMD -MP -c -o $@ $<
 
-# Everything in the library may include a BPF skeleton.
+# Everything in the library may include a BPF skeleton; bpf.c does.
 $(LIB_OBJS) $(CLI_OBJS): | $(BPF_DEPS)
+$(O)/userspace/lib/pressure/bpf.o: $(BPF_DEPS)
 
 $(STATIC_LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -136,7 +149,7 @@ $(EDGEQ): $(CLI_OBJS) $(STATIC_LIB)
 # tools/<name>/*.c -> build/tools/<name>
 tools: $(TOOL_BINS)
 # (objects under $(O)/tools-obj/: $(O)/tools/<name> is the program itself)
-$(O)/tools-obj/%.o: tools/%.c
+$(O)/tools-obj/%.o: tools/%.c | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 define tool_rule
@@ -147,7 +160,9 @@ endef
 $(foreach t,$(TOOL_BINS),$(eval $(call tool_rule,$(t))))
 
 # ---- BPF: vmlinux.h from the running kernel's BTF, else the hand-kept subset
-BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+# (the target's: BPF objects are CO-RE, the same for a cross build but for
+# __TARGET_ARCH, which only the kprobe/pt_regs helpers use)
+BPF_ARCH := $(shell echo $(ARCH) | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 $(O)/bpf/vmlinux.h:
 	@mkdir -p $(dir $@)
 	if [ -r /sys/kernel/btf/vmlinux ]; then \
@@ -175,7 +190,7 @@ modules_clean:
 	@test -z "$(KDIR)" || $(MAKE) -C $(KDIR) M=$(CURDIR) clean
 
 # ---- tests
-$(O)/tests/unit/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(STATIC_LIB)
+$(O)/tests/unit/%: tests/unit/%.c $(TEST_HELPER_OBJS) $(STATIC_LIB) | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(STATIC_LIB) \
 		-lcmocka $(LIBS) $(LDFLAGS)
@@ -184,7 +199,7 @@ tests: all $(UNIT_BINS)
 
 # Kernel tests: programs run inside the test VM by tests/kmod/t_kmod.
 KMOD_TEST_BINS := $(patsubst tests/kmod/%.c,$(O)/tests/kmod/%,$(wildcard tests/kmod/*.c))
-$(O)/tests/kmod/%: tests/kmod/%.c $(STATIC_LIB)
+$(O)/tests/kmod/%: tests/kmod/%.c $(STATIC_LIB) | $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(STATIC_LIB) $(LIBS) $(LDFLAGS)
 tests: $(KMOD_TEST_BINS)
@@ -213,12 +228,15 @@ sanitize:
 	O=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		tests/run unit
 
-# Default: the library, command, tools and unit test binaries (tests/cross).
+# Default: the library, command, tools and unit test binaries (tests/cross),
+# with the BPF programs when this host can build them (the aarch64 VM
+# attaches them: tests/cross/t_vm_arm64.sh).
 CROSS_TARGETS ?= tests
+CROSS_WITH_BPF ?= $(WITH_BPF)
 cross:
 	$(MAKE) O=build-aarch64 CROSS=aarch64-linux-gnu- \
 		PKG_CONFIG="env PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config" \
-		WITH_BPF= $(CROSS_TARGETS)
+		WITH_BPF=$(CROSS_WITH_BPF) $(CROSS_TARGETS)
 
 # ---- the main job on the built-in default model
 RUN_MODEL ?= $(O)/models/default-q4_0.gguf
@@ -284,9 +302,9 @@ install-profiles:
 	install -m 644 share/edgeq/profiles.ini $(DESTDIR)$(PREFIX)/share/edgeq/
 
 clean: modules_clean
-	rm -rf $(O) build-san build-aarch64
+	rm -rf $(O) build-san build-aarch64 build-floor
 
--include $(shell find $(O) -name debian-kernels -prune -o -name '*.d' -type f -print 2>/dev/null)
+-include $(shell find $(O) \( -name debian-kernels -o -path '$(O)/floor-*' \) -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- daemon: the example configuration (an existing one is kept)
 .PHONY: install-serve-config

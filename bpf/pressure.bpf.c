@@ -369,6 +369,54 @@ int BPF_PROG(on_cpu_frequency, unsigned int freq, unsigned int cpu)
 	return 0;
 }
 
+/*
+ * Thermal pressure: the CPU capacity the scheduler takes off because cooling
+ * capped the CPU's frequency (arm64's arch_topology: the thermal_pressure_update
+ * tracepoint since 5.19, hw_pressure_update since 6.9). What the kernel does
+ * about heat, as opposed to a governor choosing a low clock.
+ */
+static __always_inline int cpu_pressure(__u32 cpu, __u64 pressure, __u64 now,
+					__u32 flags)
+{
+	struct edgeq_pm_cpu *c;
+	__u32 old;
+
+	hit(EDGEQ_PM_EV_PRESSURE);
+	c = bpf_map_lookup_elem(&cpus, &cpu);
+	if (!c)
+		return 0;
+	old = c->pressure;
+	c->pressure = pressure > 0xffffffffull ? 0xffffffffu : (__u32)pressure;
+	c->pressure_ns = now;
+	c->pressure_updates++;
+	if (c->pressure != old)
+		emit(EDGEQ_PM_EV_PRESSURE, cpu, c->pressure, old, 0,
+		     c->pressure ? EDGEQ_PM_LEVEL_WARN : EDGEQ_PM_LEVEL_OK,
+		     flags | (c->pressure > old ? EDGEQ_PM_F_RISING : 0), NULL,
+		     now);
+	return 0;
+}
+
+SEC("tp_btf/thermal_pressure_update")
+int BPF_PROG(on_thermal_pressure_update, int cpu, unsigned long pressure)
+{
+	return cpu_pressure((__u32)cpu, pressure, bpf_ktime_get_ns(), 0);
+}
+
+SEC("tp_btf/hw_pressure_update")
+int BPF_PROG(on_hw_pressure_update, int cpu, unsigned long pressure)
+{
+	return cpu_pressure((__u32)cpu, pressure, bpf_ktime_get_ns(), 0);
+}
+
+SEC("raw_tp")
+int test_thermal_pressure(__u64 *ctx)
+{
+	/* ctx: cpu, pressure (capacity units), now ns */
+	return cpu_pressure((__u32)ctx[0], ctx[1], now_or(ctx[2]),
+			    EDGEQ_PM_F_TEST);
+}
+
 /* struct devfreq as CO-RE sees it; the flavour suffix keeps this apart
  * from a vmlinux.h that has the full definition. */
 struct devfreq___edgeq {

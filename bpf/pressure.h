@@ -35,6 +35,7 @@ enum edgeq_pm_event_kind {
 	EDGEQ_PM_EV_OOM, /* oom:mark_victim; id=pid */
 	EDGEQ_PM_EV_QUEUE, /* edgeq_throttle; id=queue, value=new state, prev=old, aux=max_inflight */
 	EDGEQ_PM_EV_AGENT, /* edgeq agent attach/detach/timeout; id=queue, level=EDGEQ_PM_AGENT_* */
+	EDGEQ_PM_EV_PRESSURE, /* thermal (hw) pressure on a CPU changed; id=cpu, value, prev (capacity units) */
 	EDGEQ_PM_EV_KIND_MAX,
 };
 
@@ -104,6 +105,9 @@ struct edgeq_pm_cpu {
 	__u32 khz;
 	__u32 level; /* WARN when below freq_warn_pct of the max */
 	__u64 changes;
+	__u64 pressure_ns; /* last thermal_pressure_update / hw_pressure_update */
+	__u32 pressure; /* capacity the scheduler takes off for heat (of 1024) */
+	__u32 pressure_updates;
 };
 
 /* A devfreq device (the Jetson GPU): map "devfreqs", key = name. */

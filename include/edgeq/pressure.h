@@ -97,11 +97,23 @@ struct edgeq_pressure_cdev {
 	uint64_t cur_state, max_state;
 };
 
-/* One frequency domain: a devfreq device or the CPUs together. */
+/*
+ * One frequency domain: a devfreq device or the CPUs together. Throttling is
+ * what the kernel imposes, never cur/max (a governor idling at a low clock is
+ * not throttled): the ceiling it allows now (cpufreq's scaling_max_freq,
+ * devfreq's max_freq, which thermal cooling and PM QoS lower) against the
+ * hardware's maximum, and for CPUs the scheduler's thermal pressure.
+ */
 struct edgeq_pressure_freq {
 	char name[EDGEQ_PRESSURE_NAME]; /* "cpu" or the devfreq name "17000000.gpu" */
 	char device[16];
-	uint64_t cur, max; /* kHz for cpu, Hz for devfreq */
+	uint64_t cur; /* kHz for cpu (summed), Hz for devfreq */
+	uint64_t max; /* hardware max: cpuinfo_max_freq (summed), the
+			    highest available_frequencies entry (else max_freq) */
+	uint64_t cap; /* ceiling allowed now: scaling_max_freq (summed), max_freq */
+	double pressure; /* cpu: mean share of capacity lost to thermal
+			    pressure (thermal/hw_pressure_update, BPF), else 0 */
+	double throttle; /* share of full speed allowed: 1 = unthrottled */
 };
 
 /* Per edgeq device ("cpu", "gpu", "npu"): what placement reads. */

@@ -9,7 +9,7 @@ set -u
 check "status --json exits 0 as root" test $? -eq 0 || cat "$T/err"
 . "$(dirname "$0")/../pressure/fake.sh"
 check "source is bpf" test "$(jget "$T/s.json" 'd["source"]')" = bpf
-check "18 tracepoint programs reported" test "$(jget "$T/s.json" 'len(d["probes"])')" = 18
+check "20 tracepoint programs reported" test "$(jget "$T/s.json" 'len(d["probes"])')" = 20
 bpftool btf dump file /sys/kernel/btf/vmlinux >"$T/btf" 2>/dev/null
 tracefs=""
 for r in /sys/kernel/tracing /sys/kernel/debug/tracing; do [ -d $r/events ] && tracefs=$r && break; done

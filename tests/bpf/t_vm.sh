@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ci: required (CI=true: a skip here fails; see tests/run)
 # timeout: 240
 # In the test VM (Debian 6.1, edgeq.ko with queues=npu0 sim_sensor=1): real
 # thermal tracepoints from the module's simulated sensor, the governor's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ci: required (CI=true: a skip here fails; see tests/run)
 # timeout: 600
 # Greedy decoding is bit-identical between x86-64 (AVX2) and aarch64 (NEON,
 # the cross build run under qemu-aarch64-static): same token ids and the

@@ -4,12 +4,7 @@
 # well-formed XML, and the planner's bounds hold (measured <= bound).
 # timeout: 240
 set -u
-. "$(dirname "$0")/../lib/testlib.sh"
-D=$EDGEQ_TOP/tests/ledger
-GEN=$EDGEQ_TOP/${O:-build}/tools/gguf-gen
-SCHEMA=$EDGEQ_TOP/Documentation/bench.schema.json
-[ -x "$GEN" ] || skip_all "no $GEN (the decoder's model generator is not built)"
-export EDGEQ_PROFILES=$EDGEQ_TOP/share/edgeq/profiles.ini
+. "$(dirname "$0")/benchlib.sh"
 
 # the validator itself rejects what it must
 echo '{"schema": "edgeq-bench/1"}' >"$T/bad.json"

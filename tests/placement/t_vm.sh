@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ci: required (CI=true: a skip here fails; see tests/run)
 # The placement scenario in the test VM: throttle through the kernel's
 # governor and BPF, agent killed mid-generation (tests/placement/vm-scenario.sh).
 # timeout: 280

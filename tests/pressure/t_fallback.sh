@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 60
+# timeout: 180
 # The PSI/sysfs fallback on a fake thermal tree: same state shape as BPF,
 # "source": "psi", device mapping and its config, headroom, throttle factor,
 # memory level, --watch on a change, errors.
@@ -14,14 +14,21 @@ EDGEQ_NO_BPF=1 "$EDGEQ" status --json >"$T/s.json" 2>"$T/err"
 check "status --json with EDGEQ_NO_BPF=1 exits 0" test $? -eq 0
 check "source is psi" test "$(jget "$T/s.json" 'd["source"]')" = psi
 check "fallback reason says BPF is disabled" grep -q disabled <<<"$(jget "$T/s.json" 'd["fallback_reason"]')"
-check "four zones" test "$(jget "$T/s.json" 'len(d["zones"])')" = 4
+check "five zones, as on an Orin" test "$(jget "$T/s.json" 'len(d["zones"])')" = 5
 check "cpu-thermal -> cpu" test "$(jget "$T/s.json" 'd["zones"][0]["device"]')" = cpu
 check "gpu-thermal -> gpu" test "$(jget "$T/s.json" 'd["zones"][1]["device"]')" = gpu
 check "cv0-thermal -> npu" test "$(jget "$T/s.json" 'd["zones"][2]["device"]')" = npu
-check "soc-thermal unmapped" test "$(jget "$T/s.json" 'd["zones"][3]["device"]')" = ""
+check "soc0-thermal unmapped" test "$(jget "$T/s.json" 'd["zones"][3]["device"]')" = ""
+check "tj-thermal unmapped" test "$(jget "$T/s.json" 'd["zones"][4]["device"]')" = ""
 check "cpu headroom 35 C to the passive trip" test "$(jget "$T/s.json" '[x for x in d["devices"] if x["name"]=="cpu"][0]["headroom_mc"]')" = 35000
-check "cpu throttle: min(cooling 8/10, freq 3/4) = 0.75" test "$(jget "$T/s.json" '[x for x in d["devices"] if x["name"]=="cpu"][0]["throttle"]')" = 0.75
-check "17000000.ga10b devfreq -> gpu, throttle 612/1300.5" test "$(jget "$T/s.json" 'round([x for x in d["devices"] if x["name"]=="gpu"][0]["throttle"],3)')" = 0.471
+# throttling is what the kernel imposes: cpu1's ceiling (1.5 of 2.0 GHz)
+# and the cooling device, never cur/max (cpu0 idles at half its clock)
+check "cpu throttle: min(cooling 9/10, ceilings 3.5/4.0) = 0.875 (not Σcur/Σmax 0.625)" test "$(jget "$T/s.json" '[x for x in d["devices"] if x["name"]=="cpu"][0]["throttle"]')" = 0.875
+check "cpu frequency domain: cap 3.5 GHz of 4.0, throttle 0.875" test "$(jget "$T/s.json" '[(x["cap"], x["max"], x["throttle"]) for x in d["frequencies"] if x["name"]=="cpu"][0]')" = "(3500000, 4000000, 0.875)"
+check "no thermal pressure without the tracepoint" test "$(jget "$T/s.json" '[x["thermal_pressure"] for x in d["frequencies"] if x["name"]=="cpu"][0]')" = 0.0
+check "17000000.gpu devfreq -> gpu, max_freq cap 918 of 1300.5 MHz" test "$(jget "$T/s.json" 'round([x for x in d["devices"] if x["name"]=="gpu"][0]["throttle"],3)')" = 0.706
+check "the GPU's hardware max is its highest available frequency" test "$(jget "$T/s.json" '[x["max"] for x in d["frequencies"] if x["name"]=="17000000.gpu"][0]')" = 1300500000
+check "pwm-fan is not a throttle (unmapped)" test "$(jget "$T/s.json" '[x["device"] for x in d["cooling_devices"] if x["type"]=="pwm-fan"][0]')" = ""
 check "MemAvailable from meminfo" test "$(jget "$T/s.json" 'd["memory"]["available"]')" = $((600000 * 1024))
 check "7.5 % available is medium pressure" test "$(jget "$T/s.json" 'd["memory"]["level"]')" = medium
 check "PSI some avg10 read" test "$(jget "$T/s.json" 'd["memory"]["psi_some_avg10"]')" = 12.0
@@ -35,9 +42,9 @@ EDGEQ_NO_BPF=1 "$EDGEQ" status >"$T/human"
 check "human output names the source" grep -q '^source: psi' "$T/human"
 check "human output lists cpu-thermal" grep -q 'cpu-thermal' "$T/human"
 
-printf '# test map\nzone.soc-thermal = gpu\ncv*-thermal=none\ndevfreq.17000000.ga10b=npu\n' >"$T/dev.conf"
+printf '# test map\nzone.soc0-thermal = gpu\ncv*-thermal=none\ndevfreq.17000000.gpu=npu\n' >"$T/dev.conf"
 EDGEQ_NO_BPF=1 "$EDGEQ" status --json --devices-conf "$T/dev.conf" >"$T/s3.json"
-check "config maps soc-thermal to gpu" test "$(jget "$T/s3.json" 'd["zones"][3]["device"]')" = gpu
+check "config maps soc0-thermal to gpu" test "$(jget "$T/s3.json" 'd["zones"][3]["device"]')" = gpu
 check "config unmaps cv*-thermal (glob, none)" test "$(jget "$T/s3.json" 'd["zones"][2]["device"]')" = ""
 check "config maps the devfreq device" test "$(jget "$T/s3.json" 'd["frequencies"][1]["device"]')" = npu
 
@@ -58,6 +65,7 @@ sleep 1
 put "$F/sys/class/thermal/thermal_zone0/temp" 90000
 sleep 0.6
 put "$F/sys/class/thermal/cooling_device0/cur_state" 6
+put "$F/sys/devices/system/cpu/cpu1/cpufreq/scaling_cur_freq" 400000
 wait $wp
 check "--watch exits 0 after --duration" test $? -eq 0
 n=$(wc -l <"$T/w.json")
@@ -68,6 +76,20 @@ check "the change is seen: zone0 90 C" test "$(jget "$T/last.json" 'd["zones"][0
 check "90 C is past the passive trip: level 1" test "$(jget "$T/last.json" 'd["zones"][0]["level"]')" = 1
 check "trend is rising" test "$(jget "$T/last.json" 'd["zones"][0]["trend_mcps"] > 0')" = True
 check "cooling 6/10 -> cpu throttle 0.4" test "$(jget "$T/last.json" '[x for x in d["devices"] if x["name"]=="cpu"][0]["throttle"]')" = 0.4
+
+# cpufreq cooling lowers scaling_max_freq: that is throttling; a
+# governor raising or lowering the current clock is not
+put "$F/sys/class/thermal/cooling_device0/cur_state" 0
+put "$F/sys/devices/system/cpu/cpu1/cpufreq/scaling_max_freq" 1000000
+EDGEQ_NO_BPF=1 "$EDGEQ" status --json >"$T/s5.json"
+check "cpu1 capped at 1.0 of 2.0 GHz -> cpu throttle 0.75" test "$(jget "$T/s5.json" '[x for x in d["devices"] if x["name"]=="cpu"][0]["throttle"]')" = 0.75
+put "$F/sys/devices/system/cpu/cpu1/cpufreq/scaling_max_freq" 2000000
+put "$F/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq" 300000
+EDGEQ_NO_BPF=1 "$EDGEQ" status --json >"$T/s6.json"
+check "ceilings lifted, cpu0 idling at 15 %: cpu throttle 1" test "$(jget "$T/s6.json" '[x for x in d["devices"] if x["name"]=="cpu"][0]["throttle"]')" = 1.0
+put "$F/sys/class/devfreq/17000000.gpu/max_freq" 1300500000
+EDGEQ_NO_BPF=1 "$EDGEQ" status --json >"$T/s7.json"
+check "GPU cap lifted, idling at 306 MHz: gpu throttle 1" test "$(jget "$T/s7.json" '[x for x in d["devices"] if x["name"]=="gpu"][0]["throttle"]')" = 1.0
 
 # Without privilege BPF cannot load: the monitor falls back and says why.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

@@ -31,6 +31,7 @@
 #include <edgeq/kernels.h>
 #include <edgeq/ledger.h>
 #include <edgeq/manifest.h>
+#include <edgeq/power.h>
 #include <edgeq/pressure.h>
 
 #include "bench_session.h"
@@ -218,10 +219,12 @@ struct row {
 struct bucket {
 	int prompt, gen;
 	double ttft_s, tps, pred_ttft_s, pred_tps;
+	double j_per_tok, watts; /* prefill + decode; NAN: no power rail */
 };
 
 struct sample {
 	double t, tokens, tps, temp_c, throttle;
+	double watts; /* board power over the interval; NAN: no rail */
 	const char *placement;
 };
 
@@ -258,7 +261,66 @@ struct results {
 	double soak_min, burst_tps, steady_tps, ratio, max_temp_c;
 	unsigned int throttle_events;
 	const char *pressure_source;
+	/* energy (board power rails; NAN when none is readable) */
+	double decode_j_per_tok, decode_w, soak_j_per_tok, soak_w;
 };
+
+/* ---- energy: the board's power rails over each measured interval ---- */
+
+static struct edgeq_power *b_pw; /* NULL or without rails: no figures */
+
+struct emark {
+	double j, t;
+	bool ok;
+};
+
+static struct emark emark(void)
+{
+	struct edgeq_power_reading r;
+	struct emark m = { 0 };
+
+	if (b_pw && !edgeq_power_read(b_pw, &r)) {
+		m.j = r.joules;
+		m.t = r.seconds;
+		m.ok = true;
+	}
+	return m;
+}
+
+/* Joules per generated token and average watts between two marks. */
+static void energy_between(const struct emark *a, const struct emark *b,
+			   double tokens, double *j_per_tok, double *watts)
+{
+	*j_per_tok = NAN;
+	*watts = NAN;
+	if (!a->ok || !b->ok || b->t <= a->t)
+		return;
+	*watts = (b->j - a->j) / (b->t - a->t);
+	if (tokens > 0)
+		*j_per_tok = (b->j - a->j) / tokens;
+}
+
+/* "hwmon VDD_IN", "powercap package-0 + package-1", or why there is none */
+static void energy_what(char *buf, size_t len)
+{
+	const struct edgeq_power_rail *r;
+	unsigned int i, n = b_pw ? edgeq_power_rails(b_pw, &r) : 0;
+	size_t k = 0;
+
+	buf[0] = '\0';
+	if (!n) {
+		snprintf(
+			buf, len, "%s",
+			b_pw ? edgeq_power_none_reason(b_pw) :
+			       "no readable power rail: power meter unavailable");
+		return;
+	}
+	for (i = 0; i < n && k < len; i++)
+		if (r[i].in_total)
+			k += (size_t)snprintf(buf + k, len - k, "%s%s %s",
+					      k ? " + " : "", r[i].source,
+					      r[i].name);
+}
 
 static int add_sample(struct results *R, const struct sample *s)
 {
@@ -454,14 +516,19 @@ static int bench_matrix(struct results *R, int threads, const int *bk, int nbk,
 		struct bucket *b = &R->buckets[R->nbuckets++];
 		double dec;
 
+		struct emark e0, e1;
+
 		progress("matrix: prompt bucket %d", bk[i]);
 		b->prompt = bk[i];
 		b->gen = b_gen;
+		e0 = emark();
 		ret = time_prefill(&r, (uint32_t)bk[i], &pf, err);
 		if (!ret)
 			ret = time_decode(&r, (uint32_t)b_gen, lat, &dec, err);
 		if (ret)
 			break;
+		e1 = emark();
+		energy_between(&e0, &e1, b_gen, &b->j_per_tok, &b->watts);
 		b->ttft_s = pf + lat[0];
 		b->tps = b_gen / dec;
 		b->pred_tps = plan_decode_at(R, bk[i] + b_gen / 2.0);
@@ -474,8 +541,14 @@ static int bench_matrix(struct results *R, int threads, const int *bk, int nbk,
 		progress("matrix: decode %d tokens", b_gen);
 		edgeq_ctx_truncate(r.c, 0);
 		ret = edgeq_decode(r.c, r.toks, 1, &lg, err);
-		if (!ret)
+		if (!ret) {
+			struct emark e0 = emark(), e1;
+
 			ret = time_decode(&r, (uint32_t)b_gen, lat, &s, err);
+			e1 = emark();
+			energy_between(&e0, &e1, b_gen, &R->decode_j_per_tok,
+				       &R->decode_w);
+		}
 	}
 	if (!ret) {
 		double t = 0;
@@ -485,6 +558,7 @@ static int bench_matrix(struct results *R, int threads, const int *bk, int nbk,
 			struct sample sm = { .tokens = 1,
 					     .temp_c = NAN,
 					     .throttle = 1,
+					     .watts = R->decode_w,
 					     .placement = "cpu" };
 
 			t += lat[i];
@@ -539,7 +613,8 @@ static int bench_soak(struct results *R, int threads, struct edgeq_error *err)
 	struct edgeq_pressure *pm = NULL;
 	struct edgeq_error perr;
 	uint64_t t0, tick;
-	double *ts, *tk;
+	double *ts, *tk, tokens = 0, jt;
+	struct emark es, ei, ee;
 	bool throttled = false;
 	struct run r;
 	int ret;
@@ -562,6 +637,7 @@ static int bench_soak(struct results *R, int threads, struct edgeq_error *err)
 	progress("soak: %.1f min of continuous generation, %d threads", b_soak,
 		 threads);
 	t0 = tick = edgeq_now_ns();
+	es = ei = emark();
 	for (;;) {
 		uint64_t now;
 		double n = 0, s;
@@ -581,6 +657,10 @@ static int bench_soak(struct results *R, int threads, struct edgeq_error *err)
 
 			sm.t = (double)(now - t0) / 1e9;
 			sm.tps = n / ((double)(now - tick) / 1e9);
+			tokens += n;
+			ee = emark();
+			energy_between(&ei, &ee, n, &jt, &sm.watts);
+			ei = ee;
 			pressure_now(pm, &sm.temp_c, &sm.throttle);
 			if (!isnan(sm.temp_c) &&
 			    (isnan(R->max_temp_c) || sm.temp_c > R->max_temp_c))
@@ -603,6 +683,7 @@ static int bench_soak(struct results *R, int threads, struct edgeq_error *err)
 		}
 		tick = now;
 	}
+	energy_between(&es, &ee, tokens, &R->soak_j_per_tok, &R->soak_w);
 	ts = malloc(R->nsamples * sizeof(double));
 	tk = malloc(R->nsamples * sizeof(double));
 	if (ts && tk) {
@@ -631,6 +712,8 @@ out_pm:
 
 static void print_table(const struct results *R)
 {
+	char what[256];
+
 	printf("model %s: %s, %.2f M parameters, %.3f MB of weights\n", b_model,
 	       R->shape.arch, R->shape.n_params / 1e6,
 	       R->shape.weight_bytes / 1e6);
@@ -683,6 +766,19 @@ static void print_table(const struct results *R)
 		       R->p50, R->p95, R->p99);
 		printf("  peak memory            %9.1f MiB %9.1f MiB (memory ledger)\n",
 		       R->peak_rss / 1048576.0, R->plan.total / 1048576.0);
+		energy_what(what, sizeof(what));
+		if (isfinite(R->decode_j_per_tok))
+			printf("  energy (decode)        %9.4f J/token at %.2f W average (%s)\n",
+			       R->decode_j_per_tok, R->decode_w, what);
+		else
+			printf("  energy                 not measured: %s\n",
+			       what);
+		for (int i = 0; i < R->nbuckets; i++)
+			if (isfinite(R->buckets[i].j_per_tok))
+				printf("  prompt %-5d energy     %9.4f J/token at %.2f W average (prefill + decode)\n",
+				       R->buckets[i].prompt,
+				       R->buckets[i].j_per_tok,
+				       R->buckets[i].watts);
 	}
 	if (R->soak) {
 		printf("\nsoak %.2f min: first %s %.1f tok/s, steady %.1f tok/s (%.0f %%); ",
@@ -695,12 +791,40 @@ static void print_table(const struct results *R)
 		printf(", %u throttle event%s (pressure monitor: %s)\n",
 		       R->throttle_events, R->throttle_events == 1 ? "" : "s",
 		       R->pressure_source);
+		energy_what(what, sizeof(what));
+		if (isfinite(R->soak_j_per_tok))
+			printf("soak energy: %.4f J/token at %.2f W average (%s)\n",
+			       R->soak_j_per_tok, R->soak_w, what);
+		else
+			printf("soak energy: not measured: %s\n", what);
 	}
 }
 
 static json_t *jnum_or_null(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* The rails the figures come from, or why there are none. */
+static json_t *energy_json(void)
+{
+	const struct edgeq_power_rail *r;
+	unsigned int i, n = b_pw ? edgeq_power_rails(b_pw, &r) : 0;
+	json_t *rails = json_array(), *o;
+	char what[256];
+
+	for (i = 0; i < n; i++)
+		json_array_append_new(rails,
+				      json_pack("{s:s, s:s, s:s, s:b}", "name",
+						r[i].name, "source",
+						r[i].source, "chip", r[i].chip,
+						"in_total", r[i].in_total));
+	o = json_pack("{s:o}", "rails", rails);
+	if (!n) {
+		energy_what(what, sizeof(what));
+		json_object_set_new(o, "none_reason", json_string(what));
+	}
+	return o;
 }
 
 static json_t *results_json(const struct results *R)
@@ -767,11 +891,15 @@ static json_t *results_json(const struct results *R)
 
 			json_array_append_new(
 				bks,
-				json_pack("{s:i, s:i, s:f, s:f, s:f, s:f}",
-					  "prompt", b->prompt, "gen", b->gen,
-					  "ttft_s", b->ttft_s, "tok_s", b->tps,
-					  "pred_ttft_s", b->pred_ttft_s,
-					  "pred_tok_s", b->pred_tps));
+				json_pack(
+					"{s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o}",
+					"prompt", b->prompt, "gen", b->gen,
+					"ttft_s", b->ttft_s, "tok_s", b->tps,
+					"pred_ttft_s", b->pred_ttft_s,
+					"pred_tok_s", b->pred_tps,
+					"j_per_token",
+					jnum_or_null(b->j_per_tok), "avg_w",
+					jnum_or_null(b->watts)));
 		}
 		o = json_pack(
 			"{s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:s, s:o, s:f, s:f, s:{s:f, s:f, s:f}, s:I}",
@@ -786,6 +914,9 @@ static json_t *results_json(const struct results *R)
 			R->decode_tps / plan_decode_at(R, b_gen / 2.0),
 			"latency_ms", "p50", R->p50, "p95", R->p95, "p99",
 			R->p99, "peak_rss", (json_int_t)R->peak_rss);
+		json_object_set_new(o, "j_per_token",
+				    jnum_or_null(R->decode_j_per_tok));
+		json_object_set_new(o, "avg_w", jnum_or_null(R->decode_w));
 	} else {
 		o = json_null();
 	}
@@ -797,11 +928,12 @@ static json_t *results_json(const struct results *R)
 			const struct sample *s = &R->samples[i];
 
 			json_array_append_new(
-				sm, json_pack("{s:f, s:f, s:o, s:f, s:s}", "t",
-					      s->t, "tok_s", s->tps, "temp_c",
-					      jnum_or_null(s->temp_c),
+				sm, json_pack("{s:f, s:f, s:o, s:f, s:s, s:o}",
+					      "t", s->t, "tok_s", s->tps,
+					      "temp_c", jnum_or_null(s->temp_c),
 					      "throttle", s->throttle,
-					      "placement", s->placement));
+					      "placement", s->placement,
+					      "watts", jnum_or_null(s->watts)));
 		}
 		o = json_pack("{s:f, s:f, s:f, s:f, s:o, s:i, s:s, s:o}",
 			      "minutes", R->soak_min, "burst_tok_s",
@@ -810,10 +942,14 @@ static json_t *results_json(const struct results *R)
 			      jnum_or_null(R->max_temp_c), "throttle_events",
 			      (int)R->throttle_events, "pressure_source",
 			      R->pressure_source, "samples", sm);
+		json_object_set_new(o, "j_per_token",
+				    jnum_or_null(R->soak_j_per_tok));
+		json_object_set_new(o, "avg_w", jnum_or_null(R->soak_w));
 	} else {
 		o = json_null();
 	}
 	json_object_set_new(j, "soak", o);
+	json_object_set_new(j, "energy", energy_json());
 	return j;
 }
 
@@ -1017,6 +1153,14 @@ static int cmd_bench(int argc, char **argv)
 	R = calloc(1, sizeof(*R));
 	if (!R)
 		return cli_error(EXIT_NORES, "bench", "out of memory");
+	R->decode_j_per_tok = R->decode_w = NAN;
+	R->soak_j_per_tok = R->soak_w = NAN;
+	/* power rails, sampled every 20 ms for the whole run */
+	if (!edgeq_power_open(NULL, &b_pw, NULL) &&
+	    edgeq_power_start(b_pw, 20)) {
+		edgeq_power_free(b_pw);
+		b_pw = NULL;
+	}
 
 	/* the plan's side: the local profile measured now, same model */
 	progress("measuring this machine (memory and disk bandwidth)");
@@ -1100,6 +1244,8 @@ fail:
 	ret = cli_error(cli_exit_for(ret), "bench", "%s",
 			err.msg[0] ? err.msg : strerror(-ret));
 out:
+	edgeq_power_free(b_pw);
+	b_pw = NULL;
 	free(R->samples);
 	free(R);
 	return ret;

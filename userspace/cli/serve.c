@@ -33,6 +33,7 @@
 #include "cli.h"
 #include "run_placement.h"
 #include "serve_bundle.h"
+#include "serve_energy.h"
 #include "server/server.h"
 
 #define DEFAULT_CONFIG "/etc/edgeq/edgeq.conf"
@@ -239,6 +240,7 @@ static void hook_generation(void *arg, double tok_s, int n_gen)
 	const char *names[EDGEQ_MAX_DEVICES];
 	uint64_t ops[EDGEQ_MAX_DEVICES], lost;
 
+	serve_energy_tokens(n_gen);
 	pthread_mutex_lock(&pl.lock);
 	device_ops(names, ops, EDGEQ_MAX_DEVICES, &lost);
 	/* an op a queue failed is a device agent lost (crashed, killed) */
@@ -284,6 +286,7 @@ static void hook_metrics(void *arg, struct srv_buf *out)
 			(unsigned long long)lost);
 	}
 	pthread_mutex_unlock(&pl.lock);
+	serve_energy_metrics(out);
 }
 
 /* ---- configuration file */
@@ -687,6 +690,7 @@ static int serve_main(int argc, char **argv)
 		return cli_error(EXIT_FAIL, "serve", "signalfd/eventfd: %s",
 				 strerror(errno));
 
+	serve_energy_start();
 	ret = srv_new(&cfg, &srv, &err);
 	if (!ret)
 		ret = srv_start(srv, &err);
@@ -807,6 +811,7 @@ static int serve_main(int argc, char **argv)
 		(const char *const[]){ "EDGEQ_EVENT=stopped", NULL },
 		"stopped; %d request(s) had to be cancelled", left);
 	srv_free(srv);
+	serve_energy_stop();
 	edgeq_pressure_free(pm);
 	close(sfd);
 	close(l.efd);

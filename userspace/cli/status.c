@@ -193,8 +193,11 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 		fputs(", \"device\": ", out);
 		json_str(out, f->device);
 		fprintf(out,
-			", \"cur\": %llu, \"max\": %llu, \"unit\": \"%s\"}",
+			", \"cur\": %llu, \"max\": %llu, \"cap\": %llu, "
+			"\"thermal_pressure\": %.4f, \"throttle\": %.4f, "
+			"\"unit\": \"%s\"}",
 			(unsigned long long)f->cur, (unsigned long long)f->max,
+			(unsigned long long)f->cap, f->pressure, f->throttle,
 			strcmp(f->name, "cpu") ? "Hz" : "kHz");
 	}
 	fputs("], \"queues\": [", out);
@@ -316,11 +319,14 @@ static void print_human(const struct edgeq_pressure *p,
 	if (s->n_freqs)
 		printf("frequencies:\n");
 	for (i = 0; i < s->n_freqs; i++)
-		printf("  %-20s %-4s %llu / %llu %s\n", s->freqs[i].name,
+		printf("  %-20s %-4s %llu / %llu %s, capped at %llu, throttle %.2f\n",
+		       s->freqs[i].name,
 		       s->freqs[i].device[0] ? s->freqs[i].device : "-",
 		       (unsigned long long)s->freqs[i].cur,
 		       (unsigned long long)s->freqs[i].max,
-		       strcmp(s->freqs[i].name, "cpu") ? "Hz" : "kHz");
+		       strcmp(s->freqs[i].name, "cpu") ? "Hz" : "kHz",
+		       (unsigned long long)s->freqs[i].cap,
+		       s->freqs[i].throttle);
 	n = edgeq_pressure_probes(p, &pr);
 	if (n) {
 		printf("tracepoints:");

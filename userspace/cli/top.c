@@ -143,11 +143,13 @@ static void draw(struct screen *sc, const struct edgeq_pressure *p,
 		     (unsigned long long)s->cdevs[i].cur_state,
 		     (unsigned long long)s->cdevs[i].max_state);
 	for (i = 0; i < s->n_freqs; i++)
-		line(sc, "freq    %-20s %-4s %llu/%llu %s", s->freqs[i].name,
+		line(sc, "freq    %-20s %-4s %llu/%llu %s cap %llu thr %.2f",
+		     s->freqs[i].name,
 		     s->freqs[i].device[0] ? s->freqs[i].device : "-",
 		     (unsigned long long)s->freqs[i].cur,
 		     (unsigned long long)s->freqs[i].max,
-		     strcmp(s->freqs[i].name, "cpu") ? "Hz" : "kHz");
+		     strcmp(s->freqs[i].name, "cpu") ? "Hz" : "kHz",
+		     (unsigned long long)s->freqs[i].cap, s->freqs[i].throttle);
 	line(sc, "%s", "");
 	line(sc,
 	     "MEMORY  %s  available %llu/%llu MiB  stall %.1f ms/s  psi some %.2f full %.2f",

@@ -25,6 +25,8 @@
 #include <edgeq/kq.h>
 #include <edgeq/placement.h>
 
+#include "edgeq_config.h"
+
 struct kq_weight {
 	const void *src; /* the engine's copy */
 	uint32_t handle;
@@ -50,6 +52,21 @@ struct edgeq_place_kq {
 	uint64_t cookie;
 	uint64_t tag; /* io_uring user data */
 };
+
+/*
+ * Cancel the request whose user data is @tag. liburing 2.1 (Ubuntu 22.04)
+ * has no io_uring_prep_cancel64 and its io_uring_prep_cancel takes a pointer
+ * (2.2's a __u64): the same SQE by hand, which every version accepts.
+ */
+static void prep_cancel(struct io_uring_sqe *sqe, uint64_t tag)
+{
+#if EDGEQ_HAVE_IO_URING_PREP_CANCEL64
+	io_uring_prep_cancel64(sqe, tag, 0);
+#else
+	io_uring_prep_rw(IORING_OP_ASYNC_CANCEL, sqe, -1, NULL, 0, 0);
+	sqe->addr = tag;
+#endif
+}
 
 static int stage_ensure(struct kq_dev *d, size_t size)
 {
@@ -141,8 +158,7 @@ static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
 		if (ret == -ETIME) {
 			sqe = io_uring_get_sqe(&k->ring);
 			if (sqe) {
-				io_uring_prep_cancel(sqe,
-						     (void *)(uintptr_t)tag, 0);
+				prep_cancel(sqe, tag);
 				io_uring_submit(&k->ring);
 			}
 			return -ETIMEDOUT;

@@ -22,6 +22,39 @@
 
 #include "bpf/pressure.h"
 #include "bpf/pressure.skel.h"
+#include "edgeq_config.h"
+
+#if EDGEQ_HAVE_LIBBPF_OPTS
+#define PM_BPF_OPTS LIBBPF_OPTS
+#else
+/* libbpf < 0.6 (Ubuntu 22.04 has 0.5): the macro's older name, kept since */
+#define PM_BPF_OPTS DECLARE_LIBBPF_OPTS
+#endif
+
+/*
+ * 0 when a pointer libbpf returned is usable, else -errno. Before 1.0 (and
+ * without the 0.6 strict mode) libbpf returns errors encoded in the pointer
+ * (ERR_PTR) rather than NULL; libbpf_get_error() decodes both conventions.
+ */
+static int lb_err(const void *ptr)
+{
+	long e;
+
+	if (!ptr)
+		return errno ? -errno : -ENOMEM;
+	e = libbpf_get_error(ptr);
+	return e ? (int)(e < 0 ? e : -e) : 0;
+}
+
+static struct btf *load_vmlinux_btf(void)
+{
+#if EDGEQ_HAVE_BTF_LOAD_VMLINUX
+	return btf__load_vmlinux_btf();
+#else
+	/* libbpf < 0.5: the kernel's BTF is a raw BTF file */
+	return btf__parse_raw("/sys/kernel/btf/vmlinux");
+#endif
+}
 
 enum prog_kind { P_BTF, P_MODULE, P_TEST };
 
@@ -34,6 +67,9 @@ static const struct prog_desc {
 	{ "on_thermal_zone_trip", "thermal", "thermal_zone_trip", P_BTF },
 	{ "on_cdev_update", "thermal", "cdev_update", P_BTF },
 	{ "on_cpu_frequency", "power", "cpu_frequency", P_BTF },
+	{ "on_thermal_pressure_update", "thermal_pressure",
+	  "thermal_pressure_update", P_BTF },
+	{ "on_hw_pressure_update", "hw_pressure", "hw_pressure_update", P_BTF },
 	{ "on_devfreq_frequency", "devfreq", "devfreq_frequency", P_BTF },
 	{ "on_direct_reclaim_begin", "vmscan", "mm_vmscan_direct_reclaim_begin",
 	  P_BTF },
@@ -55,6 +91,7 @@ static const struct prog_desc {
 	{ "test_thermal_temperature", NULL, NULL, P_TEST },
 	{ "test_thermal_zone_trip", NULL, NULL, P_TEST },
 	{ "test_cdev_update", NULL, NULL, P_TEST },
+	{ "test_thermal_pressure", NULL, NULL, P_TEST },
 };
 #define N_PROGS (sizeof(prog_descs) / sizeof(prog_descs[0]))
 
@@ -198,9 +235,9 @@ int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 		snprintf(why, len, "no kernel BTF (/sys/kernel/btf/vmlinux)");
 		return -ENOENT;
 	}
-	btf = btf__load_vmlinux_btf();
-	if (!btf) {
-		ret = -errno;
+	btf = load_vmlinux_btf();
+	ret = lb_err(btf);
+	if (ret) {
 		snprintf(why, len, "kernel BTF unreadable: %s", strerror(-ret));
 		return ret;
 	}
@@ -271,8 +308,9 @@ int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 		}
 		prog = bpf_object__find_program_by_name(b->skel->obj, d->name);
 		b->links[i] = prog ? bpf_program__attach(prog) : NULL;
-		if (!b->links[i]) {
-			record(p, d, false, prog ? -errno : -ENOENT);
+		ret = prog ? lb_err(b->links[i]) : -ENOENT;
+		if (ret) {
+			record(p, d, false, ret);
 			b->links[i] = NULL;
 			continue;
 		}
@@ -280,6 +318,8 @@ int pm_bpf_open(struct edgeq_pressure *p, char *why, size_t len)
 	}
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), on_event, p,
 				 NULL);
+	if (lb_err(b->rb))
+		b->rb = NULL;
 	b->zones = map_mmap(b->skel->maps.zones, &b->zones_len);
 	b->cdevs = map_mmap(b->skel->maps.cdevs, &b->cdevs_len);
 	b->cpus = map_mmap(b->skel->maps.cpus, &b->cpus_len);
@@ -434,6 +474,7 @@ void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
 		cur += b->cpus[k].updated_ns ? b->cpus[k].khz :
 					       p->cpu_cur_khz[k];
 		max += p->cpu_max_khz[k];
+		p->cpu_pressure[k] = b->cpus[k].pressure;
 	}
 	for (j = 0; j < st->n_freqs && max; j++)
 		if (!strcmp(st->freqs[j].name, "cpu"))
@@ -494,7 +535,7 @@ void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st)
 int edgeq_pressure_test_run(struct edgeq_pressure *p, const char *name,
 			    const uint64_t *args, unsigned int n_args)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	PM_BPF_OPTS(bpf_test_run_opts, opts);
 	struct bpf_program *prog;
 	char pname[64];
 	int ret;
@@ -508,8 +549,8 @@ int edgeq_pressure_test_run(struct edgeq_pressure *p, const char *name,
 	opts.ctx_in = args;
 	opts.ctx_size_in = n_args * sizeof(uint64_t);
 	ret = bpf_prog_test_run_opts(bpf_program__fd(prog), &opts);
-	if (ret)
-		return ret < 0 ? ret : -ret;
+	if (ret) /* libbpf < 1.0 returns -1 and sets errno; 1.x both */
+		return errno ? -errno : (ret < 0 ? ret : -ret);
 	return (int)opts.retval;
 }
 

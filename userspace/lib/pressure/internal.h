@@ -44,8 +44,12 @@ struct edgeq_pressure {
 	struct edgeq_pressure_state st;
 	struct pm_zone_sys zsys[EDGEQ_PRESSURE_MAX_ZONES];
 	int n_cpus;
-	uint32_t cpu_max_khz[PM_MAX_CPUS];
-	uint32_t cpu_cur_khz[PM_MAX_CPUS];
+	uint32_t cpu_max_khz[PM_MAX_CPUS];  /* cpuinfo_max_freq */
+	uint32_t cpu_cur_khz[PM_MAX_CPUS];  /* scaling_cur_freq */
+	uint32_t cpu_cap_khz[PM_MAX_CPUS];  /* scaling_max_freq (<= max) */
+	uint32_t cpu_capacity[PM_MAX_CPUS]; /* cpu_capacity, 1024 absent */
+	uint32_t cpu_pressure
+		[PM_MAX_CPUS]; /* thermal pressure (BPF), capacity units */
 
 	struct pm_rule rules[PM_MAX_RULES];
 	int n_rules;

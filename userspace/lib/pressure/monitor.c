@@ -24,7 +24,7 @@ enum { TAG_RINGBUF = 1, TAG_TIMER, TAG_PSI, TAG_OWN_PSI };
 static const char *const event_names[] = {
 	[1] = "temp",	 [2] = "trip",	  [3] = "cdev",	     [4] = "cpufreq",
 	[5] = "devfreq", [6] = "reclaim", [7] = "throttled", [8] = "oom",
-	[9] = "queue",	 [10] = "agent",
+	[9] = "queue",	 [10] = "agent",  [11] = "pressure",
 };
 
 const char *edgeq_pressure_event_name(uint32_t kind)
@@ -265,6 +265,40 @@ static enum edgeq_mem_level mem_level(const struct edgeq_pressure_mem *m)
 	return l;
 }
 
+/*
+ * The CPUs' share of full speed the kernel allows: per CPU the lower of its
+ * frequency ceiling (scaling_max_freq / cpuinfo_max_freq, lowered by
+ * cpufreq cooling and QoS) and the capacity thermal pressure leaves it,
+ * weighted by its maximum frequency. The current frequency plays no part.
+ */
+static void cpu_throttle(const struct edgeq_pressure *p,
+			 struct edgeq_pressure_freq *f)
+{
+	double left = 0, all = 0, lost = 0;
+	int i, k = 0;
+
+	for (i = 0; i < p->n_cpus; i++) {
+		double m = p->cpu_max_khz[i], r, t;
+
+		if (!m)
+			continue;
+		r = (double)p->cpu_cap_khz[i] / m;
+		t = p->cpu_capacity[i] ?
+			    (double)p->cpu_pressure[i] / p->cpu_capacity[i] :
+			    0;
+		if (t > 1)
+			t = 1;
+		lost += t;
+		k++;
+		if (1 - t < r)
+			r = 1 - t;
+		left += r * m;
+		all += m;
+	}
+	f->throttle = all > 0 ? left / all : 1.0;
+	f->pressure = k ? lost / k : 0;
+}
+
 static void derive(struct edgeq_pressure *p,
 		   const struct edgeq_pressure_state *old,
 		   struct edgeq_pressure_state *n, uint64_t now, bool sampled)
@@ -350,13 +384,17 @@ static void derive(struct edgeq_pressure *p,
 		else
 			edgeq_pressure_map_device(p, "devfreq", f->name,
 						  f->device, sizeof(f->device));
+		if (!strcmp(f->name, "cpu"))
+			cpu_throttle(p, f);
+		else
+			f->throttle = f->max && f->cap ?
+					      (double)f->cap / (double)f->max :
+					      1.0;
+		if (f->throttle > 1)
+			f->throttle = 1;
 		d = device_slot(n, f->device);
-		if (d && f->max) {
-			double r = (double)f->cur / (double)f->max;
-
-			if (r < d->throttle)
-				d->throttle = r;
-		}
+		if (d && f->throttle < d->throttle)
+			d->throttle = f->throttle;
 	}
 
 	/* memory: stall rate over the time since the last sample */

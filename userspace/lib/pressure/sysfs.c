@@ -17,28 +17,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "core/readfile.h"
 #include "internal.h"
-
-static int read_str(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return (int)n;
-	}
-	close(fd);
-	buf[n] = '\0';
-	while (n > 0 && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = '\0';
-	return 0;
-}
 
 static int read_s64(const char *path, int64_t *out)
 {
@@ -46,7 +26,7 @@ static int read_s64(const char *path, int64_t *out)
 	long long v;
 	int ret;
 
-	ret = read_str(path, buf, sizeof(buf));
+	ret = eq_read_trimmed(path, buf, sizeof(buf));
 	if (ret)
 		return ret;
 	errno = 0;
@@ -109,7 +89,7 @@ static void scan_zones(struct edgeq_pressure *p,
 		z->id = ids[i];
 		snprintf(path, sizeof(path), "%s/thermal_zone%d/type", dir,
 			 ids[i]);
-		if (read_str(path, z->type, sizeof(z->type)))
+		if (eq_read_trimmed(path, z->type, sizeof(z->type)))
 			continue;
 		snprintf(path, sizeof(path), "%s/thermal_zone%d/temp", dir,
 			 ids[i]);
@@ -126,8 +106,8 @@ static void scan_zones(struct edgeq_pressure *p,
 			snprintf(path, sizeof(path),
 				 "%s/thermal_zone%d/trip_point_%d_type", dir,
 				 ids[i], k);
-			if (read_str(path, zs->trip_type[k],
-				     sizeof(zs->trip_type[k])))
+			if (eq_read_trimmed(path, zs->trip_type[k],
+					    sizeof(zs->trip_type[k])))
 				strcpy(zs->trip_type[k], "passive");
 			zs->n_trips++;
 		}
@@ -152,7 +132,7 @@ static void scan_cdevs(struct edgeq_pressure *p,
 		c->id = ids[i];
 		snprintf(path, sizeof(path), "%s/cooling_device%d/type", dir,
 			 ids[i]);
-		if (read_str(path, c->type, sizeof(c->type)))
+		if (eq_read_trimmed(path, c->type, sizeof(c->type)))
 			continue;
 		snprintf(path, sizeof(path), "%s/cooling_device%d/cur_state",
 			 dir, ids[i]);
@@ -166,38 +146,73 @@ static void scan_cdevs(struct edgeq_pressure *p,
 	}
 }
 
+/* Read CPU @cpu's cpufreq/<file> as a number; -errno when absent. */
+static int read_cpu(const struct edgeq_pressure *p, int cpu, const char *file,
+		    int64_t *v)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/%s", p->sysfs,
+		 cpu, file);
+	return read_s64(path, v);
+}
+
+/* The highest entry of a devfreq device's available_frequencies, or 0. */
+static uint64_t devfreq_hw_max(const char *dir)
+{
+	char path[700], buf[1024], *s, *end;
+	unsigned long long v, best = 0;
+
+	snprintf(path, sizeof(path), "%s/available_frequencies", dir);
+	if (eq_read_trimmed(path, buf, sizeof(buf)))
+		return 0;
+	for (s = buf; *s; s = end) {
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (end == s || errno)
+			break;
+		if (v > best)
+			best = v;
+	}
+	return best;
+}
+
 static void scan_freqs(struct edgeq_pressure *p,
 		       struct edgeq_pressure_state *st)
 {
+	uint64_t cur = 0, max = 0, cap = 0;
 	char dir[300], path[600];
-	uint64_t cur = 0, max = 0;
 	struct dirent *de;
 	int i, n = 0;
 	DIR *d;
 
 	st->n_freqs = 0;
-	/* CPUs: one "cpu" domain, the sum of current over the sum of max. */
+	/* CPUs: one "cpu" domain; the per-CPU figures stay for derive() */
 	for (i = 0; i < PM_MAX_CPUS; i++) {
-		int64_t c, m;
+		int64_t c, m, sm, capa;
 
-		snprintf(path, sizeof(path),
-			 "%s/devices/system/cpu/cpu%d/cpufreq/scaling_cur_freq",
-			 p->sysfs, i);
-		if (read_s64(path, &c))
+		if (read_cpu(p, i, "cpufreq/cpuinfo_max_freq", &m) || m <= 0) {
+			p->cpu_max_khz[i] = 0;
 			continue;
-		snprintf(path, sizeof(path),
-			 "%s/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq",
-			 p->sysfs, i);
-		if (read_s64(path, &m) || m <= 0)
-			continue;
+		}
+		if (read_cpu(p, i, "cpufreq/scaling_cur_freq", &c) || c < 0)
+			c = 0;
+		if (read_cpu(p, i, "cpufreq/scaling_max_freq", &sm) ||
+		    sm <= 0 || sm > m)
+			sm = m;
+		if (read_cpu(p, i, "cpu_capacity", &capa) || capa <= 0)
+			capa = 1024;
 		p->cpu_cur_khz[i] = (uint32_t)c;
 		p->cpu_max_khz[i] = (uint32_t)m;
+		p->cpu_cap_khz[i] = (uint32_t)sm;
+		p->cpu_capacity[i] = (uint32_t)capa;
 		n = i + 1;
 	}
 	p->n_cpus = n;
 	for (i = 0; i < n; i++) {
 		cur += p->cpu_cur_khz[i];
 		max += p->cpu_max_khz[i];
+		cap += p->cpu_max_khz[i] ? p->cpu_cap_khz[i] : 0;
 	}
 	if (max) {
 		struct edgeq_pressure_freq *f = &st->freqs[st->n_freqs++];
@@ -206,6 +221,7 @@ static void scan_freqs(struct edgeq_pressure *p,
 		strcpy(f->name, "cpu");
 		f->cur = cur;
 		f->max = max;
+		f->cap = cap;
 	}
 
 	snprintf(dir, sizeof(dir), "%s/class/devfreq", p->sysfs);
@@ -214,6 +230,7 @@ static void scan_freqs(struct edgeq_pressure *p,
 		return;
 	while ((de = readdir(d)) && st->n_freqs < EDGEQ_PRESSURE_MAX_FREQS) {
 		struct edgeq_pressure_freq *f = &st->freqs[st->n_freqs];
+		uint64_t hw;
 		int64_t c, m;
 
 		if (de->d_name[0] == '.')
@@ -222,12 +239,16 @@ static void scan_freqs(struct edgeq_pressure *p,
 		if (read_s64(path, &c))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/max_freq", dir, de->d_name);
-		if (read_s64(path, &m))
+		if (read_s64(path, &m) || m < 0)
 			m = 0;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		hw = devfreq_hw_max(path);
 		memset(f, 0, sizeof(*f));
 		snprintf(f->name, sizeof(f->name), "%.31s", de->d_name);
 		f->cur = c > 0 ? (uint64_t)c : 0;
-		f->max = m > 0 ? (uint64_t)m : 0;
+		/* max_freq is the ceiling after thermal and QoS caps */
+		f->cap = (uint64_t)m;
+		f->max = hw > f->cap ? hw : f->cap;
 		st->n_freqs++;
 	}
 	closedir(d);

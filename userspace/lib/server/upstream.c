@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "edgeq_config.h"
 #include "server/internal.h"
 
 static size_t on_body(char *d, size_t size, size_t n, void *cls)
@@ -91,7 +92,16 @@ static int build(struct srv_req *r, enum edgeq_route route)
 		r->hdrs = curl_slist_append(r->hdrs, auth);
 	}
 	curl_easy_setopt(r->curl, CURLOPT_URL, url);
+#if EDGEQ_HAVE_CURLOPT_PROTOCOLS_STR
 	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	/* libcurl < 7.85 (Ubuntu 22.04 has 7.81): the bitmask, deprecated since */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS,
+			 (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#pragma GCC diagnostic pop
+#endif
 	curl_easy_setopt(r->curl, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, r->hdrs);
