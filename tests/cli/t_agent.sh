@@ -13,5 +13,20 @@ if [ ! -e /dev/edgeq/zz-none ]; then
 	check "missing queue fails" test "$(st --queue zz-none)" -ne 0
 	check "says why" grep -q "is edgeq.ko loaded" "$T/out"
 fi
+check "unknown backend" test "$(st --queue npu0 --backend tpu)" = 2
+check "says which backends" grep -q "auto, vulkan or cpu" "$T/out"
+check "--list-devices succeeds" test "$(st --list-devices)" = 0
+check "lists the cpu backend" grep -q "^cpu 0: " "$T/out"
+if grep -q "^vulkan 0: " "$T/out"; then
+	check "bad device index is a usage error" \
+		test "$(st --queue npu0 --backend vulkan --device 99)" = 2
+	check "says where to look" grep -q -- "--list-devices" "$T/out"
+	check "bad device name too" \
+		test "$(st --queue npu0 --backend vulkan --device no-such-gpu)" = 2
+else
+	check "no vulkan device: said so" grep -q "^vulkan: " "$T/out"
+	check "auto falls back to cpu, saying so" sh -c \
+		"'$EDGEQ' agent --queue zz-none 2>&1 | grep -q 'using the CPU backend'"
+fi
 check "listed in help" sh -c "'$EDGEQ' help | grep -q agent"
 summary
