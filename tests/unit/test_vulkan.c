@@ -20,8 +20,10 @@
  * row is 2^-8 of one term); element-wise and normalised outputs
  * |d| <= atol + rtol * |y| with rtol 1e-5..1e-4 (a few ulp of exp and
  * division through up to five dependent ops). The max |d| measured is
- * printed: on lavapipe about 1 ulp of the result for matrix products, 0
- * for RMSNORM and ROPE, under 3e-7 for attention.
+ * printed. On lavapipe (float64, a CPU device: shaders/common.glsl's
+ * fma_rn() and div_rn() in float64) matrix products, RMSNORM and ROPE are
+ * bit for bit the CPU's (0), attention within 2e-7 (exp); the float-only
+ * shaders (EDGEQ_VK_FLOAT64=0, test_float_only) about 1 ulp of the result.
  *
  * Without a Vulkan device the Vulkan tests skip, saying why; under CI=true
  * lavapipe is installed (tools/install-deps) and they must run.
@@ -528,6 +530,28 @@ static void test_staging(void **state)
 	}
 }
 
+/*
+ * The float-only shaders (devices without float64: Mali, V3D), forced with
+ * EDGEQ_VK_FLOAT64=0: within the bounds above, not bit for bit.
+ */
+static void test_float_only(void **state)
+{
+	struct edgeq_backend *keep = vk;
+
+	NEED_VK();
+	setenv("EDGEQ_VK_FLOAT64", "0", 1);
+	assert_int_equal(edgeq_backend_open("vulkan", NULL, &vk), 0);
+	unsetenv("EDGEQ_VK_FLOAT64");
+	check_matmul(EDGEQ_DTYPE_F16, 67, 512, 1);
+	check_matmul(EDGEQ_DTYPE_Q4_0, 67, 2304, 1);
+	check_matmul(EDGEQ_DTYPE_Q4_K, 40, 512, 4);
+	check_matmul(EDGEQ_DTYPE_Q6_K, 17, 256, 2);
+	check_attention(EDGEQ_DTYPE_Q8_0, 8, 4, 64, 129);
+	test_rmsnorm(state);
+	edgeq_backend_free(vk);
+	vk = keep;
+}
+
 static void test_open_and_list(void **state)
 {
 	struct edgeq_backend_device d[4];
@@ -626,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_staging),
+		cmocka_unit_test(test_float_only),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

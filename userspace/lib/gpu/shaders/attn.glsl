@@ -47,7 +47,7 @@ float score(uint h, uint r)
 			     sbyte(qq[j * 8u + k / 4u], k & 3u);
 		precise float dk = half_to_float(rd16_1(kb)) * qd[j];
 
-		acc = fma(dk, float(s), acc);
+		acc = fma_rn(dk, float(s), acc);
 	}
 	return acc;
 #else
@@ -57,7 +57,7 @@ float score(uint h, uint r)
 	for (k = 0u; k < 32u; k++)
 		l[k] = 0.0;
 	for (j = 0u; j < hd; j++)
-		l[j % 32u] = fma(KVAL(r, j), f0(h * hd + j), l[j % 32u]);
+		l[j % 32u] = fma_rn(KVAL(r, j), f0(h * hd + j), l[j % 32u]);
 	precise float v[8];
 
 	for (k = 0u; k < 8u; k++)
@@ -85,9 +85,9 @@ void main()
 
 		for (j = 0u; j < 32u; j++)
 			amax = max(amax, abs(f0(x + j)));
-		precise float dd = amax / 127.0;
+		precise float dd = div_rn(amax, 127.0);
 		float d16 = half_to_float(packHalf2x16(vec2(dd, 0.0)) & 0xffffu);
-		precise float id = d16 != 0.0 ? 1.0 / dd : 0.0;
+		precise float id = d16 != 0.0 ? div_rn(1.0, dd) : 0.0;
 
 		qd[tid] = d16;
 		for (w = 0u; w < 8u; w++) {
@@ -137,9 +137,9 @@ void main()
 			uint vb = r * (hd / 32u) * 34u + (d / 32u) * 34u;
 			precise float sa = a * half_to_float(rd16_2(vb));
 
-			acc = fma(sa, float(int(rd8_2(vb + 2u + d % 32u) << 24) >> 24), acc);
+			acc = fma_rn(sa, float(int(rd8_2(vb + 2u + d % 32u) << 24) >> 24), acc);
 #else
-			acc = fma(a, VVAL(r, d), acc);
+			acc = fma_rn(a, VVAL(r, d), acc);
 #endif
 		}
 		t3[pc.o3 + h * hd + d] = floatBitsToUint(acc);

@@ -65,3 +65,35 @@ float round_away(float v)
 		t += sign(v);
 	return t;
 }
+
+// a / b correctly rounded, as the CPU computes it: in double where the
+// device has float64 (a double quotient rounded to float is the correctly
+// rounded float quotient), else the driver's float division (2.5 ulp).
+float div_rn(float a, float b)
+{
+#ifdef USE_F64
+	precise double q = double(a) / double(b);
+
+	return float(q);
+#else
+	precise float q = a / b;
+
+	return q;
+#endif
+}
+
+// fma(a, b, c) with one rounding, as C's fmaf(), whatever the driver makes
+// of fma() (lavapipe: llvm.fmuladd, which may round twice). With float64
+// the product of two floats is exact and the sum rounds once to double,
+// then to float: the same as fmaf() except when the double sum lies on a
+// float rounding midpoint (one case in about 2^29).
+float fma_rn(float a, float b, float c)
+{
+#ifdef USE_F64
+	precise double r = double(a) * double(b) + double(c);
+
+	return float(r);
+#else
+	return fma(a, b, c);
+#endif
+}

@@ -9,7 +9,7 @@
 // the result is the same float: F32/F16 put element j in lane j % 32 (a
 // thread here) and fold the lanes as fold32(); quantized types compute
 // each block's exact integer sum in parallel, then one thread runs the
-// float chain acc = fma(d_w * d_a, isum, acc) in block order.
+// float chain acc = fma_rn(d_w * d_a, isum, acc) in block order.
 
 layout(local_size_x = 32) in;
 
@@ -40,7 +40,7 @@ float row_dot(uint row, uint b, uint tid)
 	uint j, k;
 
 	for (j = tid; j < pc.n1; j += 32u)
-		acc = fma(wval(row, j), f1(b * pc.n1 + j), acc);
+		acc = fma_rn(wval(row, j), f1(b * pc.n1 + j), acc);
 	lane[tid] = acc;
 	barrier();
 	if (tid != 0u)
@@ -93,7 +93,7 @@ float row_dot(uint row, uint b, uint tid)
 		precise float d = half_to_float(rd16_0(rb + i * BLK)) *
 				  uintBitsToFloat(sc[ab + i * 9u]);
 
-		acc = fma(d, float(isum[i]), acc);
+		acc = fma_rn(d, float(isum[i]), acc);
 	}
 	return acc;
 }
@@ -177,12 +177,12 @@ float row_dot(uint row, uint b, uint tid)
 		precise float dall = half_to_float(rd16_0(wb)) * da;
 		precise float dmin = half_to_float(rd16_0(wb + 2u)) * da;
 
-		acc = fma(dall, float(isum[it]), acc);
-		acc = fma(-dmin, float(summ[it]), acc);
+		acc = fma_rn(dall, float(isum[it]), acc);
+		acc = fma_rn(-dmin, float(summ[it]), acc);
 #else
 		precise float d = half_to_float(rd16_0(wb + 208u)) * da;
 
-		acc = fma(d, float(isum[it]), acc);
+		acc = fma_rn(d, float(isum[it]), acc);
 #endif
 	}
 	return acc;

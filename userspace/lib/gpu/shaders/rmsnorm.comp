@@ -3,5 +3,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define RMS_F64 1
+#define USE_F64 1
 #include "common.glsl"
 #include "rmsnorm.glsl"

@@ -29,22 +29,44 @@
 
 #include "gpu/shaders.h" /* generated: spv_<name>[] */
 
-static const struct {
+struct spv {
 	const uint32_t *code;
 	size_t size;
-} spirv[VK_PIPE_COUNT] = {
-#define SPV(p, n) [p] = { spv_##n, sizeof(spv_##n) }
-	SPV(VK_PIPE_Q8_0, q8_0),	SPV(VK_PIPE_Q8_K, q8_k),
-	SPV(VK_PIPE_MV_F32, mv_f32),	SPV(VK_PIPE_MV_F16, mv_f16),
-	SPV(VK_PIPE_MV_Q8_0, mv_q8_0),	SPV(VK_PIPE_MV_Q4_0, mv_q4_0),
-	SPV(VK_PIPE_MV_Q4_K, mv_q4_k),	SPV(VK_PIPE_MV_Q6_K, mv_q6_k),
-	SPV(VK_PIPE_RMSNORM, rmsnorm),	SPV(VK_PIPE_RMSNORM_F32, rmsnorm_f32),
-	SPV(VK_PIPE_ROPE, rope),	SPV(VK_PIPE_SOFTMAX, softmax),
-	SPV(VK_PIPE_ADD, add),		SPV(VK_PIPE_SILU_MUL, silu_mul),
-	SPV(VK_PIPE_ATTN_F32, attn_f32), SPV(VK_PIPE_ATTN_F16, attn_f16),
-	SPV(VK_PIPE_ATTN_Q8_0, attn_q8_0),
-#undef SPV
 };
+
+/*
+ * Every pipeline and, where the shader uses float64 (exact division, fma
+ * and RMSNORM sums: the CPU's rounding), its float-only twin.
+ */
+static const struct {
+	struct spv spv, f32;
+	bool per_element; /* float64 in the inner loop: costly on GPUs */
+} shaders[VK_PIPE_COUNT] = {
+#define S(n) { spv_##n, sizeof(spv_##n) }
+#define SPV(p, n) [p] = { S(n), S(n##_f32), false }
+#define SPV_EL(p, n) [p] = { S(n), S(n##_f32), true }
+#define SPV1(p, n) [p] = { S(n), { NULL, 0 }, false }
+	SPV(VK_PIPE_Q8_0, q8_0),	 SPV(VK_PIPE_Q8_K, q8_k),
+	SPV_EL(VK_PIPE_MV_F32, mv_f32),	 SPV_EL(VK_PIPE_MV_F16, mv_f16),
+	SPV(VK_PIPE_MV_Q8_0, mv_q8_0),	 SPV(VK_PIPE_MV_Q4_0, mv_q4_0),
+	SPV(VK_PIPE_MV_Q4_K, mv_q4_k),	 SPV(VK_PIPE_MV_Q6_K, mv_q6_k),
+	SPV(VK_PIPE_RMSNORM, rmsnorm),	 SPV1(VK_PIPE_ROPE, rope),
+	SPV1(VK_PIPE_SOFTMAX, softmax),	 SPV1(VK_PIPE_ADD, add),
+	SPV1(VK_PIPE_SILU_MUL, silu_mul), SPV_EL(VK_PIPE_ATTN_F32, attn_f32),
+	SPV_EL(VK_PIPE_ATTN_F16, attn_f16), SPV_EL(VK_PIPE_ATTN_Q8_0, attn_q8_0),
+#undef SPV1
+#undef SPV_EL
+#undef SPV
+#undef S
+};
+
+VkPipeline vk_pipeline(const struct vk_ctx *v, int p)
+{
+	if (v->pipe_f32[p] &&
+	    (!v->float64 || (shaders[p].per_element && !v->exact)))
+		return v->pipe_f32[p];
+	return v->pipe[p];
+}
 
 int vk_errno(VkResult r)
 {
@@ -418,6 +440,35 @@ static uint64_t vk_release(void *priv, uint64_t bytes)
 	return freed;
 }
 
+static int pipeline_new(struct vk_ctx *v, const struct spv *spv,
+			VkPipeline *out)
+{
+	const VkShaderModuleCreateInfo sm = {
+		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+		.codeSize = spv->size,
+		.pCode = spv->code,
+	};
+	VkComputePipelineCreateInfo cp = {
+		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.stage = {
+			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+			.stage = VK_SHADER_STAGE_COMPUTE_BIT,
+			.pName = "main",
+		},
+		.layout = v->layout,
+	};
+	VkShaderModule mod;
+	int ret = vk_errno(vkCreateShaderModule(v->dev, &sm, NULL, &mod));
+
+	if (ret)
+		return ret;
+	cp.stage.module = mod;
+	ret = vk_errno(vkCreateComputePipelines(v->dev, VK_NULL_HANDLE, 1, &cp,
+						NULL, out));
+	vkDestroyShaderModule(v->dev, mod, NULL);
+	return ret;
+}
+
 static int pipelines_new(struct vk_ctx *v)
 {
 	VkDescriptorSetLayoutBinding bind[VK_NBIND];
@@ -451,31 +502,10 @@ static int pipelines_new(struct vk_ctx *v)
 		ret = vk_errno(
 			vkCreatePipelineLayout(v->dev, &pl, NULL, &v->layout));
 	for (int p = 0; p < VK_PIPE_COUNT && !ret; p++) {
-		const VkShaderModuleCreateInfo sm = {
-			.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-			.codeSize = spirv[p].size,
-			.pCode = spirv[p].code,
-		};
-		VkComputePipelineCreateInfo cp = {
-			.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-			.stage = {
-				.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-				.stage = VK_SHADER_STAGE_COMPUTE_BIT,
-				.pName = "main",
-			},
-			.layout = v->layout,
-		};
-		VkShaderModule mod;
-
-		if (p == VK_PIPE_RMSNORM && !v->float64)
-			continue; /* rmsnorm_f32 stands in */
-		ret = vk_errno(vkCreateShaderModule(v->dev, &sm, NULL, &mod));
-		if (ret)
-			break;
-		cp.stage.module = mod;
-		ret = vk_errno(vkCreateComputePipelines(
-			v->dev, VK_NULL_HANDLE, 1, &cp, NULL, &v->pipe[p]));
-		vkDestroyShaderModule(v->dev, mod, NULL);
+		if (v->float64 || !shaders[p].f32.code)
+			ret = pipeline_new(v, &shaders[p].spv, &v->pipe[p]);
+		if (!ret && shaders[p].f32.code)
+			ret = pipeline_new(v, &shaders[p].f32, &v->pipe_f32[p]);
 	}
 	return ret;
 }
@@ -528,9 +558,12 @@ static void vk_close(void *priv)
 			buf_drop(v, v->nbufs - 1);
 		if (v->scratch.buf)
 			vk_buf_destroy(v, &v->scratch);
-		for (int p = 0; p < VK_PIPE_COUNT; p++)
+		for (int p = 0; p < VK_PIPE_COUNT; p++) {
 			if (v->pipe[p])
 				vkDestroyPipeline(v->dev, v->pipe[p], NULL);
+			if (v->pipe_f32[p])
+				vkDestroyPipeline(v->dev, v->pipe_f32[p], NULL);
+		}
 		if (v->layout)
 			vkDestroyPipelineLayout(v->dev, v->layout, NULL);
 		if (v->dsl)
@@ -565,7 +598,7 @@ static int device_new(struct vk_ctx *v, VkPhysicalDevice pd)
 		.pQueueCreateInfos = &q,
 		.pEnabledFeatures = &want,
 	};
-	const char *env = getenv("EDGEQ_VK_IMPORT");
+	const char *env, *exact;
 	int fam = compute_family(pd), ret;
 
 	if (fam < 0)
@@ -573,8 +606,21 @@ static int device_new(struct vk_ctx *v, VkPhysicalDevice pd)
 	v->family = (uint32_t)fam;
 	q.queueFamilyIndex = v->family;
 	vkGetPhysicalDeviceFeatures(pd, &have);
-	want.shaderFloat64 = have.shaderFloat64;
-	v->float64 = have.shaderFloat64;
+	/* EDGEQ_VK_FLOAT64=0: the float-only shaders, as on Mali or V3D */
+	env = getenv("EDGEQ_VK_FLOAT64");
+	want.shaderFloat64 = have.shaderFloat64 && !(env && !strcmp(env, "0"));
+	v->float64 = want.shaderFloat64;
+	/*
+	 * Per-element float64 (exact fma in the F32/F16 and attention loops)
+	 * where it is cheap: a CPU device (lavapipe, whose fma() may round
+	 * twice); GPUs fuse fma() in hardware and run float64 slowly.
+	 * EDGEQ_VK_EXACT=1/0 overrides.
+	 */
+	exact = getenv("EDGEQ_VK_EXACT");
+	v->exact = v->float64 &&
+		   (exact ? strcmp(exact, "0") != 0 :
+			    v->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU);
+	env = getenv("EDGEQ_VK_IMPORT");
 	v->import = has_ext(pd, ext[0]) && !(env && !strcmp(env, "0"));
 	if (v->import) {
 		ci.enabledExtensionCount = 1;

@@ -20,7 +20,6 @@ enum vk_pipe {
 	VK_PIPE_MV_Q4_K,
 	VK_PIPE_MV_Q6_K,
 	VK_PIPE_RMSNORM,
-	VK_PIPE_RMSNORM_F32,
 	VK_PIPE_ROPE,
 	VK_PIPE_SOFTMAX,
 	VK_PIPE_ADD,
@@ -71,7 +70,9 @@ struct vk_ctx {
 	PFN_vkGetMemoryHostPointerPropertiesEXT get_host_ptr_props;
 	VkDescriptorSetLayout dsl;
 	VkPipelineLayout layout;
-	VkPipeline pipe[VK_PIPE_COUNT];
+	VkPipeline pipe[VK_PIPE_COUNT];	    /* float64 where a shader has it */
+	VkPipeline pipe_f32[VK_PIPE_COUNT]; /* float-only twins, or NULL */
+	bool exact; /* float64 exact fma in per-element loops too */
 	VkDescriptorPool dpool;
 	VkCommandPool cpool;
 	VkCommandBuffer cmd;
@@ -84,6 +85,9 @@ struct vk_ctx {
 };
 
 int vk_errno(VkResult r);
+/* The pipeline to bind for @p: its float-only twin where the device lacks
+ * float64, or where exact fma per element is not worth it (vk.c). */
+VkPipeline vk_pipeline(const struct vk_ctx *v, int p);
 int vk_find_memtype(struct vk_ctx *v, uint32_t bits,
 		    VkMemoryPropertyFlags want);
 int vk_buf_alloc(struct vk_ctx *v, uint64_t len, struct vk_buf *b);

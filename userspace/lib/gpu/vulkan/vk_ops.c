@@ -386,7 +386,7 @@ static void dispatch(struct vk_ctx *v, int pipe, const struct vk_push *pc,
 		     const uint32_t g[3])
 {
 	vkCmdBindPipeline(v->cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
-			  v->pipe[pipe]);
+			  vk_pipeline(v, pipe));
 	vkCmdPushConstants(v->cmd, v->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
 			   sizeof(*pc), pc);
 	vkCmdDispatch(v->cmd, g[0], g[1], g[2]);
@@ -433,8 +433,6 @@ static int record_op(struct vk_ctx *v, struct op_plan *p)
 
 		dispatch(v, p->pre, &p->pre_pc, g);
 	}
-	if (pipe == VK_PIPE_RMSNORM && !v->float64)
-		pipe = VK_PIPE_RMSNORM_F32;
 	dispatch(v, pipe, &p->pc, p->groups[0] ? p->groups : one);
 	return 0;
 }
