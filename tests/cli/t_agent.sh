@@ -28,5 +28,13 @@ else
 	check "auto falls back to cpu, saying so" sh -c \
 		"'$EDGEQ' agent --queue zz-none 2>&1 | grep -q 'using the CPU backend'"
 fi
+# edgeq status lists live agents from their state files
+mkdir -p "$T/run"
+printf 'pid=%d\nbackend=vulkan\ndevice=llvmpipe (test)\nmemory=import\n' $$ >"$T/run/agent-gpu0"
+printf 'pid=999999999\nbackend=cpu\ndevice=x\nmemory=host\n' >"$T/run/agent-npu9"
+EDGEQ_RUN_DIR=$T/run "$EDGEQ" status --no-bpf >"$T/st" 2>&1
+check "status shows the agent's backend and memory path" \
+	grep -q "gpu0 *vulkan on llvmpipe (test), memory import (pid $$)" "$T/st"
+check "status leaves out dead agents" sh -c "! grep -q npu9 '$T/st'"
 check "listed in help" sh -c "'$EDGEQ' help | grep -q agent"
 summary
