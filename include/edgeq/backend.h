@@ -37,15 +37,15 @@ struct edgeq_backend;
 
 /* How a backend reaches the caller's tensors. */
 enum edgeq_backend_mem {
-	EDGEQ_BACKEND_MEM_HOST = 0,   /* runs on the CPU: the mapping itself */
-	EDGEQ_BACKEND_MEM_IMPORT = 1, /* host pointer imported, zero-copy */
+	EDGEQ_BACKEND_MEM_HOST = 0,    /* runs on the CPU: the mapping itself */
+	EDGEQ_BACKEND_MEM_IMPORT = 1,  /* host pointer imported, zero-copy */
 	EDGEQ_BACKEND_MEM_STAGING = 2, /* copied into device buffers */
 };
 
 /* One device a backend can open. */
 struct edgeq_backend_device {
 	char name[EDGEQ_BACKEND_NAME_MAX]; /* as the driver calls it */
-	char type[16];	    /* "cpu", "integrated", "discrete", "virtual" */
+	char type[16];	      /* "cpu", "integrated", "discrete", "virtual" */
 	uint32_t api_version; /* Vulkan: VK_MAKE_API_VERSION; cpu: 0 */
 	uint64_t heap_bytes;  /* largest device-local heap */
 	bool host_import;     /* VK_EXT_external_memory_host */

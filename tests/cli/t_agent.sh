@@ -23,6 +23,8 @@ if grep -q "^vulkan 0: " "$T/out"; then
 	check "says where to look" grep -q -- "--list-devices" "$T/out"
 	check "bad device name too" \
 		test "$(st --queue npu0 --backend vulkan --device no-such-gpu)" = 2
+	st --queue zz-none --backend vulkan --verbose >/dev/null
+	check "every op kind warms up on the device" grep -q "warm-up on vulkan: " "$T/out"
 else
 	check "no vulkan device: said so" grep -q "^vulkan: " "$T/out"
 	check "auto falls back to cpu, saying so" sh -c \

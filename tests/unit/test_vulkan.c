@@ -105,7 +105,6 @@ static void fill(float *x, size_t n, unsigned int seed)
 	}
 }
 
-
 static uint64_t bitsf(float f)
 {
 	uint32_t u;
@@ -166,12 +165,12 @@ static double run_compare(struct edgeq_backend *b, struct arena *a,
 	return maxd;
 }
 
-#define NEED_VK()                                  \
-	do {                                       \
-		if (!vk) {                         \
+#define NEED_VK()                                      \
+	do {                                           \
+		if (!vk) {                             \
 			print_message("%s\n", vk_why); \
-			skip();                    \
-		}                                  \
+			skip();                        \
+		}                                      \
 	} while (0)
 
 /* y = W x (or Y = W X) of @type, rows x cols, nb activation rows. */
@@ -300,8 +299,8 @@ static void test_softmax_ew(void **state)
 	op[0].shape[1] = 4;
 	fill(arena_take(&a, &op[0], 0, n * 4), n, 8);
 	for (int i = 1; i < 3; i++) {
-		edgeq_op_desc_init(&op[i], i == 1 ? EDGEQ_OP_SILU_MUL :
-						    EDGEQ_OP_ADD, 1);
+		edgeq_op_desc_init(
+			&op[i], i == 1 ? EDGEQ_OP_SILU_MUL : EDGEQ_OP_ADD, 1);
 		op[i].shape[0] = n;
 		fill(arena_take(&a, &op[i], 0, n * 4), n, 9 + i);
 		fill(arena_take(&a, &op[i], 1, n * 4), n, 19 + i);
@@ -339,10 +338,11 @@ static void check_attention(uint32_t dtype, uint64_t heads, uint64_t kvh,
 			       (int64_t)(npos * kvh * hd));
 	}
 	arena_take(&a, &op, 3, heads * hd * 4);
-	print_message("attention %s %llu/%llu heads, %llu positions: max |d| = %.3g\n",
-		      tr->name, (unsigned long long)heads,
-		      (unsigned long long)kvh, (unsigned long long)npos,
-		      run_compare(vk, &a, &op, 1, &out, 1e-5, 1e-5, NULL));
+	print_message(
+		"attention %s %llu/%llu heads, %llu positions: max |d| = %.3g\n",
+		tr->name, (unsigned long long)heads, (unsigned long long)kvh,
+		(unsigned long long)npos,
+		run_compare(vk, &a, &op, 1, &out, 1e-5, 1e-5, NULL));
 	arena_fini(&a);
 	free(tmp);
 }

@@ -28,8 +28,8 @@ static const char *const mode_names[M_N] = { "cpu only", "vulkan",
 					     "cpu via backend", "kq queue" };
 
 struct result {
-	double pp, tg;	   /* tok/s, best of the reps */
-	double ops_step;   /* offloaded ops per decode step */
+	double pp, tg;	 /* tok/s, best of the reps */
+	double ops_step; /* offloaded ops per decode step */
 	bool ran;
 	char what[640];
 };
@@ -193,8 +193,9 @@ int main(int argc, char **argv)
 		for (int k = 0; k < M_N; k++) {
 			if (k == M_KQ && !queue)
 				continue;
-			if (run_once(m, (enum mode)k, device, queue, prompt, gen,
-				     &res[k]) && rep == 0)
+			if (run_once(m, (enum mode)k, device, queue, prompt,
+				     gen, &res[k]) &&
+			    rep == 0)
 				fprintf(stderr, "bench-gpu: %s: %s\n",
 					mode_names[k], res[k].what);
 		}

@@ -163,7 +163,8 @@ static int force_tokens(struct edgeq_ctx *c, uint32_t n_vocab, const char *csv,
 			if (lg[i] > lg[best])
 				best = i;
 		if (fwrite(lg, sizeof(float), n_vocab, f) != n_vocab)
-			ret = edgeq_error_set(err, EIO, "%s: short write", dump);
+			ret = edgeq_error_set(err, EIO, "%s: short write",
+					      dump);
 		on_token(r, (int32_t)best, NULL, 0);
 	}
 	fclose(f);
@@ -336,7 +337,8 @@ int main(int argc, char **argv)
 		ret = edgeq_place_dev_new(&dp, &pdev, &be, &err);
 		if (ret) {
 			fprintf(stderr, "place-run: %s\n", err.msg);
-			ret = ret == -ENODEV || ret == -EPROTONOSUPPORT ? 77 : 1;
+			ret = ret == -ENODEV || ret == -EPROTONOSUPPORT ? 77 :
+									  1;
 			edgeq_ctx_free(c);
 			edgeq_model_free(m);
 			return ret;

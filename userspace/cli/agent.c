@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@ static double opt_speed;
 static uint64_t opt_count;
 static int opt_delay_us;
 static bool opt_verbose;
+static uint64_t opt_device_budget;
 
 static const struct cli_option agent_opts[] = {
 	{ "queue", 'q', CLI_STR, &opt_queue, "NAME", "queue to serve (npu0)" },
@@ -51,6 +53,8 @@ static const struct cli_option agent_opts[] = {
 	{ "delay-us", 0, CLI_INT, &opt_delay_us, "US",
 	  "extra device latency per op" },
 	{ "verbose", 'v', CLI_FLAG, &opt_verbose, NULL, "a line per op" },
+	{ "device-budget", 0, CLI_SIZE, &opt_device_budget, "SIZE",
+	  "most device copies to keep (staging path), LRU released beyond" },
 	CLI_OPTIONS_END
 };
 
@@ -168,8 +172,8 @@ static void agent_run_batch(struct agent *ag, const struct edgeq_agent_op *a,
 			continue;
 		}
 		b = agent_pick(ag, &ops[i]);
-		for (j = i + 1; j < n && !done[j].status &&
-				agent_pick(ag, &ops[j]) == b;
+		for (j = i + 1;
+		     j < n && !done[j].status && agent_pick(ag, &ops[j]) == b;
 		     j++)
 			;
 		t0 = edgeq_now_ns();
@@ -193,6 +197,82 @@ static void agent_run_batch(struct agent *ag, const struct edgeq_agent_op *a,
 	}
 }
 
+/*
+ * One small op of every kind and dtype on zeroed tensors before attaching,
+ * so that the driver's first-use work (shader compilation: seconds for
+ * lavapipe under emulation) is not charged to a client's op and its
+ * timeout. Returns the backend's error, if the device cannot run them.
+ */
+static int agent_warmup(struct agent *ag)
+{
+	static const uint32_t mv[] = { EDGEQ_DTYPE_F32,	 EDGEQ_DTYPE_F16,
+				       EDGEQ_DTYPE_Q8_0, EDGEQ_DTYPE_Q4_0,
+				       EDGEQ_DTYPE_Q4_K, EDGEQ_DTYPE_Q6_K };
+	static const uint32_t kv[] = { EDGEQ_DTYPE_F32, EDGEQ_DTYPE_F16,
+				       EDGEQ_DTYPE_Q8_0 };
+	struct edgeq_op_desc ops[16];
+	struct edgeq_backend_tensor t[16][EDGEQ_MAX_TENSORS];
+	int st[16], fd, ret;
+	unsigned int n = 0, i, k;
+	const size_t size = 65536, slot = 4096;
+	void *map;
+
+	ret = edgeq_kq_memfd("edgeq-warmup", size, &fd, &map);
+	if (ret)
+		return ret;
+	for (i = 0; i < sizeof(mv) / sizeof(mv[0]); i++) {
+		edgeq_op_desc_init(&ops[n], EDGEQ_OP_MATVEC, n);
+		ops[n].dtype = mv[i];
+		ops[n].shape[0] = 2;
+		ops[n++].shape[1] = 256;
+	}
+	for (i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
+		edgeq_op_desc_init(&ops[n], EDGEQ_OP_ATTENTION, n);
+		ops[n].dtype = kv[i];
+		ops[n].shape[0] = ops[n].shape[1] = ops[n].shape[3] = 1;
+		ops[n++].shape[2] = 32;
+	}
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_RMSNORM, n);
+	ops[n++].shape[0] = 256;
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_ROPE, n);
+	ops[n].shape[0] = 1;
+	ops[n++].shape[1] = 64;
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_SOFTMAX, n);
+	ops[n].shape[0] = 256;
+	ops[n++].shape[1] = 1;
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_SILU_MUL, n);
+	ops[n++].shape[0] = 256;
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_ADD, n);
+	ops[n++].shape[0] = 256;
+	for (i = 0; i < n; i++)
+		for (k = 0; k < ops[i].ntensors; k++) {
+			edgeq_op_desc_tensor(&ops[i], k, 0, k * slot, slot);
+			t[i][k] = (struct edgeq_backend_tensor){
+				map, size, k * slot, slot, 0
+			};
+		}
+	ret = edgeq_backend_run(ag->be, ops, t, st, n);
+	for (i = 0; i < n && !ret; i++)
+		if (st[i] && st[i] != -EOPNOTSUPP)
+			ret = st[i];
+	munmap(map, size);
+	close(fd);
+	return ret;
+}
+
+/* Keeps the backend's device copies within --device-budget. */
+static void agent_trim(struct agent *ag)
+{
+	struct edgeq_backend_info info;
+
+	if (!opt_device_budget)
+		return;
+	edgeq_backend_get_info(ag->be, &info);
+	if (info.device_bytes > opt_device_budget)
+		edgeq_backend_release(ag->be,
+				      info.device_bytes - opt_device_budget);
+}
+
 static int agent_list_devices(void)
 {
 	static const char *const kinds[] = { "vulkan", "cpu" };
@@ -208,8 +288,7 @@ static int agent_list_devices(void)
 			continue;
 		}
 		if (n < 0) {
-			printf("%s: no device (%s)\n", kinds[k],
-			       strerror(-n));
+			printf("%s: no device (%s)\n", kinds[k], strerror(-n));
 			continue;
 		}
 		for (int i = 0; i < n && i < 16; i++) {
@@ -259,16 +338,15 @@ static int agent_open_backend(struct agent *ag)
 		}
 		if (!autop)
 			return cli_error(
-				ret == -ENOENT ? EXIT_USAGE :
-						 EXIT_UNAVAIL,
+				ret == -ENOENT ? EXIT_USAGE : EXIT_UNAVAIL,
 				"agent", "vulkan%s%s: %s%s",
 				opt_device ? " device " : "",
 				opt_device ? opt_device : "",
 				ret == -EPROTONOSUPPORT ?
 					"not built in (libvulkan-dev, glslc)" :
-					ret == -ENOENT ? "no such device" :
-					ret == -ENODEV ? "no Vulkan device" :
-							 strerror(-ret),
+				ret == -ENOENT ? "no such device" :
+				ret == -ENODEV ? "no Vulkan device" :
+						 strerror(-ret),
 				ret == -ENOENT ?
 					" (see edgeq agent --list-devices)" :
 					"");
@@ -360,7 +438,8 @@ static int cmd_agent(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "agent",
 				 "--speed must be in 0.01..1000");
 	if (opt_delay_us < 0)
-		return cli_error(EXIT_USAGE, "agent", "--delay-us must be >= 0");
+		return cli_error(EXIT_USAGE, "agent",
+				 "--delay-us must be >= 0");
 	ret = agent_open_backend(&ag);
 	if (ret)
 		return ret;
@@ -370,6 +449,18 @@ static int cmd_agent(int argc, char **argv)
 	if (opt_speed == 0)
 		opt_speed = sim ? prof->speed : 1.0;
 
+	{
+		uint64_t t0 = edgeq_now_ns();
+
+		ret = agent_warmup(&ag);
+		if (ret)
+			fprintf(stderr,
+				"edgeq agent: warm-up on %s failed: %s\n",
+				opt_backend, strerror(-ret));
+		else if (opt_verbose)
+			fprintf(stderr, "edgeq agent: warm-up on %s: %.1f ms\n",
+				opt_backend, (edgeq_now_ns() - t0) / 1e6);
+	}
 	ret = edgeq_kq_open(opt_queue, 0, &ag.kq);
 	if (ret) {
 		edgeq_backend_free(ag.be);
@@ -397,8 +488,8 @@ static int cmd_agent(int argc, char **argv)
 		"edgeq agent: serving %s (profile %s, speed %.2f) on %s: %s, "
 		"memory %s\n",
 		opt_queue, prof->name, opt_speed, info.backend, info.device,
-		!strcmp(info.backend, "vulkan") && info.mem ==
-			EDGEQ_BACKEND_MEM_IMPORT ?
+		!strcmp(info.backend, "vulkan") &&
+				info.mem == EDGEQ_BACKEND_MEM_IMPORT ?
 			"imported (zero-copy, VK_EXT_external_memory_host)" :
 		info.mem == EDGEQ_BACKEND_MEM_STAGING ?
 			"staging copies (no VK_EXT_external_memory_host)" :
@@ -425,9 +516,9 @@ static int cmd_agent(int argc, char **argv)
 			sleep_ns((uint64_t)opt_delay_us * 1000 * (uint64_t)n);
 		for (i = 0; i < (size_t)n; i++) {
 			done[i].tag = ops[i].tag;
-			done[i].busy_ns =
-				(uint64_t)((double)done[i].busy_ns / opt_speed) +
-				(uint64_t)opt_delay_us * 1000;
+			done[i].busy_ns = (uint64_t)((double)done[i].busy_ns /
+						     opt_speed) +
+					  (uint64_t)opt_delay_us * 1000;
 			if (opt_verbose)
 				fprintf(stderr,
 					"op %u cookie %llu from pid %u: %d (%llu ns)\n",
@@ -446,6 +537,7 @@ static int cmd_agent(int argc, char **argv)
 			break;
 		ret = 0;
 		served += (uint64_t)n;
+		agent_trim(&ag);
 	}
 	edgeq_kq_close(ag.kq);
 	edgeq_backend_get_info(ag.be, &info);

@@ -355,7 +355,8 @@ static void print_agents(void)
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		char path[512], line[320], backend[320] = "?", device[320] = "?";
+		char path[512], line[320], backend[320] = "?",
+					   device[320] = "?";
 		char mem[320] = "?";
 		int pid = 0;
 		FILE *f;
@@ -372,9 +373,11 @@ static void print_agents(void)
 			if (!strncmp(line, "pid=", 4))
 				pid = atoi(line + 4);
 			else if (!strncmp(line, "backend=", 8))
-				snprintf(backend, sizeof(backend), "%s", line + 8);
+				snprintf(backend, sizeof(backend), "%s",
+					 line + 8);
 			else if (!strncmp(line, "device=", 7))
-				snprintf(device, sizeof(device), "%s", line + 7);
+				snprintf(device, sizeof(device), "%s",
+					 line + 7);
 			else if (!strncmp(line, "memory=", 7))
 				snprintf(mem, sizeof(mem), "%s", line + 7);
 		}

@@ -168,8 +168,7 @@ static bool all_digits(const char *s)
 }
 
 /* The index @device names among the @n devices at @d, or -errno. */
-static int pick(const struct edgeq_backend_device *d, int n,
-		const char *device)
+static int pick(const struct edgeq_backend_device *d, int n, const char *device)
 {
 	int i;
 

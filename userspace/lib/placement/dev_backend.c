@@ -99,8 +99,7 @@ static int dev_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
 
 int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 			struct edgeq_place_dev **out,
-			struct edgeq_place_backend *be,
-			struct edgeq_error *err)
+			struct edgeq_place_backend *be, struct edgeq_error *err)
 {
 	struct edgeq_place_dev *d = calloc(1, sizeof(*d));
 	int ret;
@@ -110,8 +109,8 @@ int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 	ret = edgeq_backend_open(p->kind, p->device, &d->b);
 	if (ret) {
 		free(d);
-		return edgeq_error_set(err, -ret, "backend %s%s%s: %s",
-				       p->kind, p->device ? " device " : "",
+		return edgeq_error_set(err, -ret, "backend %s%s%s: %s", p->kind,
+				       p->device ? " device " : "",
 				       p->device ? p->device : "",
 				       ret == -EPROTONOSUPPORT ?
 					       "not built in" :

@@ -14,10 +14,10 @@
 #include <edgeq/placement.h>
 
 struct place_wslot {
-	char *name;	 /* the identity */
-	uint64_t hash;	 /* of the name */
-	int fd;		 /* the memfd */
-	void *map;	 /* its mapping, @bytes long */
+	char *name;    /* the identity */
+	uint64_t hash; /* of the name */
+	int fd;	       /* the memfd */
+	void *map;     /* its mapping, @bytes long */
 	uint64_t bytes;
 	uint32_t handle; /* the queue's handle for it (kq) */
 	uint64_t id;	 /* 1, 2 ...: its index + 1 */

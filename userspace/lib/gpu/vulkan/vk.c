@@ -42,18 +42,29 @@ static const struct {
 	struct spv spv, f32;
 	bool per_element; /* float64 in the inner loop: costly on GPUs */
 } shaders[VK_PIPE_COUNT] = {
-#define S(n) { spv_##n, sizeof(spv_##n) }
+#define S(n)                             \
+	{                                \
+		spv_##n, sizeof(spv_##n) \
+	}
 #define SPV(p, n) [p] = { S(n), S(n##_f32), false }
 #define SPV_EL(p, n) [p] = { S(n), S(n##_f32), true }
 #define SPV1(p, n) [p] = { S(n), { NULL, 0 }, false }
-	SPV(VK_PIPE_Q8_0, q8_0),	 SPV(VK_PIPE_Q8_K, q8_k),
-	SPV_EL(VK_PIPE_MV_F32, mv_f32),	 SPV_EL(VK_PIPE_MV_F16, mv_f16),
-	SPV(VK_PIPE_MV_Q8_0, mv_q8_0),	 SPV(VK_PIPE_MV_Q4_0, mv_q4_0),
-	SPV(VK_PIPE_MV_Q4_K, mv_q4_k),	 SPV(VK_PIPE_MV_Q6_K, mv_q6_k),
-	SPV(VK_PIPE_RMSNORM, rmsnorm),	 SPV1(VK_PIPE_ROPE, rope),
-	SPV1(VK_PIPE_SOFTMAX, softmax),	 SPV1(VK_PIPE_ADD, add),
-	SPV1(VK_PIPE_SILU_MUL, silu_mul), SPV_EL(VK_PIPE_ATTN_F32, attn_f32),
-	SPV_EL(VK_PIPE_ATTN_F16, attn_f16), SPV_EL(VK_PIPE_ATTN_Q8_0, attn_q8_0),
+	SPV(VK_PIPE_Q8_0, q8_0),
+	SPV(VK_PIPE_Q8_K, q8_k),
+	SPV_EL(VK_PIPE_MV_F32, mv_f32),
+	SPV_EL(VK_PIPE_MV_F16, mv_f16),
+	SPV(VK_PIPE_MV_Q8_0, mv_q8_0),
+	SPV(VK_PIPE_MV_Q4_0, mv_q4_0),
+	SPV(VK_PIPE_MV_Q4_K, mv_q4_k),
+	SPV(VK_PIPE_MV_Q6_K, mv_q6_k),
+	SPV(VK_PIPE_RMSNORM, rmsnorm),
+	SPV1(VK_PIPE_ROPE, rope),
+	SPV1(VK_PIPE_SOFTMAX, softmax),
+	SPV1(VK_PIPE_ADD, add),
+	SPV1(VK_PIPE_SILU_MUL, silu_mul),
+	SPV_EL(VK_PIPE_ATTN_F32, attn_f32),
+	SPV_EL(VK_PIPE_ATTN_F16, attn_f16),
+	SPV_EL(VK_PIPE_ATTN_Q8_0, attn_q8_0),
 #undef SPV1
 #undef SPV_EL
 #undef SPV
@@ -168,7 +179,8 @@ static void describe(VkPhysicalDevice pd, struct edgeq_backend_device *d)
 	snprintf(d->type, sizeof(d->type), "%s", type_name(p.deviceType));
 	d->api_version = p.apiVersion;
 	for (uint32_t i = 0; i < mp.memoryHeapCount; i++)
-		if ((mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+		if ((mp.memoryHeaps[i].flags &
+		     VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
 		    mp.memoryHeaps[i].size > d->heap_bytes)
 			d->heap_bytes = mp.memoryHeaps[i].size;
 	d->host_import =
@@ -532,12 +544,15 @@ static int submit_objects_new(struct vk_ctx *v)
 		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
 		.commandBufferCount = 1,
 	};
-	const VkFenceCreateInfo fc = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+	const VkFenceCreateInfo fc = {
+		.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO
+	};
 	int ret;
 
 	ret = vk_errno(vkCreateDescriptorPool(v->dev, &dp, NULL, &v->dpool));
 	if (!ret)
-		ret = vk_errno(vkCreateCommandPool(v->dev, &cp, NULL, &v->cpool));
+		ret = vk_errno(
+			vkCreateCommandPool(v->dev, &cp, NULL, &v->cpool));
 	ca.commandPool = v->cpool;
 	if (!ret)
 		ret = vk_errno(vkAllocateCommandBuffers(v->dev, &ca, &v->cmd));
@@ -632,7 +647,8 @@ static int device_new(struct vk_ctx *v, VkPhysicalDevice pd)
 	vkGetDeviceQueue(v->dev, v->family, 0, &v->queue);
 	if (v->import) {
 		VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp = {
-			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT,
+			.sType =
+				VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT,
 		};
 		VkPhysicalDeviceProperties2 p2 = {
 			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -642,8 +658,10 @@ static int device_new(struct vk_ctx *v, VkPhysicalDevice pd)
 		vkGetPhysicalDeviceProperties2(pd, &p2);
 		v->import_align = hp.minImportedHostPointerAlignment;
 		v->get_host_ptr_props =
-			(PFN_vkGetMemoryHostPointerPropertiesEXT)vkGetDeviceProcAddr(
-				v->dev, "vkGetMemoryHostPointerPropertiesEXT");
+			(PFN_vkGetMemoryHostPointerPropertiesEXT)
+				vkGetDeviceProcAddr(
+					v->dev,
+					"vkGetMemoryHostPointerPropertiesEXT");
 		if (!v->get_host_ptr_props || !v->import_align)
 			v->import = false;
 	}
@@ -685,8 +703,7 @@ static void vk_info(void *priv, struct edgeq_backend_info *info)
 {
 	struct vk_ctx *v = priv;
 
-	snprintf(info->device, sizeof(info->device), "%s",
-		 v->props.deviceName);
+	snprintf(info->device, sizeof(info->device), "%s", v->props.deviceName);
 	info->mem = v->import ? EDGEQ_BACKEND_MEM_IMPORT :
 				EDGEQ_BACKEND_MEM_STAGING;
 	info->op_mask = VK_OP_MASK;

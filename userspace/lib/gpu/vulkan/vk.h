@@ -30,7 +30,7 @@ enum vk_pipe {
 	VK_PIPE_COUNT,
 };
 
-#define VK_NBIND 5	  /* t0..t3 and the scratch (shaders/common.glsl) */
+#define VK_NBIND 5	 /* t0..t3 and the scratch (shaders/common.glsl) */
 #define VK_CHAIN_MAX 256 /* ops per command buffer */
 #define VK_OP_MASK ((1ULL << EDGEQ_OP_COUNT) - 1)
 
@@ -43,15 +43,15 @@ struct vk_push {
 
 /* A device buffer mirroring one caller mapping (or the scratch). */
 struct vk_buf {
-	uint64_t id;	   /* the mapping's id; 0: a temporary of one chain */
-	void *base;	   /* the mapping it mirrors */
-	uint64_t src_len;  /* its length */
-	uint64_t len;	   /* bytes of the buffer */
+	uint64_t id;	  /* the mapping's id; 0: a temporary of one chain */
+	void *base;	  /* the mapping it mirrors */
+	uint64_t src_len; /* its length */
+	uint64_t len;	  /* bytes of the buffer */
 	VkBuffer buf;
 	VkDeviceMemory mem;
-	void *host;	   /* the buffer's bytes as the host sees them */
-	bool imported;	   /* host memory imported: host == base */
-	uint64_t chain;	   /* last chain that used it (LRU) */
+	void *host;	/* the buffer's bytes as the host sees them */
+	bool imported;	/* host memory imported: host == base */
+	uint64_t chain; /* last chain that used it (LRU) */
 	/* staging: weight ranges already copied (read-only roles) */
 	uint64_t valid_off[8], valid_len[8];
 	unsigned int nvalid;

@@ -20,9 +20,9 @@
 
 /* Tensors an op writes, and those that are read-only model weights. */
 static const uint8_t out_mask[EDGEQ_OP_COUNT] = {
-	[EDGEQ_OP_MATVEC] = 1u << 2,  [EDGEQ_OP_MATMUL] = 1u << 2,
-	[EDGEQ_OP_RMSNORM] = 1u << 2, [EDGEQ_OP_ROPE] = 1u << 0,
-	[EDGEQ_OP_SOFTMAX] = 1u << 0, [EDGEQ_OP_ATTENTION] = 1u << 3,
+	[EDGEQ_OP_MATVEC] = 1u << 2,   [EDGEQ_OP_MATMUL] = 1u << 2,
+	[EDGEQ_OP_RMSNORM] = 1u << 2,  [EDGEQ_OP_ROPE] = 1u << 0,
+	[EDGEQ_OP_SOFTMAX] = 1u << 0,  [EDGEQ_OP_ATTENTION] = 1u << 3,
 	[EDGEQ_OP_SILU_MUL] = 1u << 2, [EDGEQ_OP_ADD] = 1u << 2,
 };
 static const uint8_t in_mask[EDGEQ_OP_COUNT] = {
@@ -450,15 +450,16 @@ static int submit_wait(struct vk_ctx *v)
 	if (!ret)
 		ret = vk_errno(vkQueueSubmit(v->queue, 1, &si, v->fence));
 	if (!ret)
-		ret = vk_errno(
-			vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE, VK_WAIT_NS));
+		ret = vk_errno(vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE,
+					       VK_WAIT_NS));
 	return ret;
 }
 
 /* Record and run @n (<= VK_CHAIN_MAX) planned ops. */
-static int run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
-		       const struct edgeq_backend_tensor (*t)[EDGEQ_MAX_TENSORS],
-		       struct op_plan *plan, unsigned int n)
+static int
+run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
+	    const struct edgeq_backend_tensor (*t)[EDGEQ_MAX_TENSORS],
+	    struct op_plan *plan, unsigned int n)
 {
 	const VkCommandBufferBeginInfo bi = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -531,7 +532,7 @@ int vk_run(void *priv, const struct edgeq_op_desc *ops,
 	}
 	for (done = 0; done < ok && !ret; done += VK_CHAIN_MAX) {
 		unsigned int m = ok - done < VK_CHAIN_MAX ? ok - done :
-							     VK_CHAIN_MAX;
+							    VK_CHAIN_MAX;
 
 		v->chain++;
 		ret = run_planned(v, ops + done, t + done, plan + done, m);
