@@ -50,18 +50,22 @@ if ! grep -q '^vulkan 0: ' "$T/devs"; then
 	finish
 fi
 "$B/tools/gguf-gen" -o "$T/tiny.gguf" --shape tiny --type q4_k >/dev/null
-"$B/tools/gguf-gen" -o "$T/deep.gguf" --shape tiny --type q8_0 --layers 12 >/dev/null
+"$B/tools/gguf-gen" -o "$T/deep.gguf" --shape tiny --type q8_0 --layers 6 >/dev/null
 printf '[device.gpu]\nops = matmul attn swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/gpu.ini"
 R=(--devices "$T/gpu.ini" --no-calib -p "Once upon a time")
-"$B/tools/place-run" -m "$T/tiny.gguf" -n 16 "${R[@]}" --backend none >"$T/cpu.json"
-"$B/tools/place-run" -m "$T/deep.gguf" -n 6 "${R[@]}" --backend none >"$T/deep-cpu.json"
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend none >"$T/cpu.json"
+"$B/tools/place-run" -m "$T/deep.gguf" -n 3 "${R[@]}" --backend none >"$T/deep-cpu.json"
 log "cpu runs done"
 
 # --- 1. the module with the Vulkan agent: tokens as on the CPU
 start_agent "$T/agent1.log"
 what="the agent says it runs on lavapipe, zero-copy" ok \
 	grep -Eq 'on vulkan: llvmpipe.*memory imported' "$T/agent1.log"
-"$B/tools/place-run" -m "$T/tiny.gguf" -n 16 "${R[@]}" --backend kq --queue gpu0 >"$T/kq.json" 2>"$T/kq.err"
+# a first generation through the queue, not checked: first-use costs of
+# the guest's emulated lavapipe (seconds) must not count as an op timeout
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 1 "${R[@]}" --backend kq --queue gpu0 >"$T/warm.json" 2>&1
+stats "$T/warm.json"
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend kq --queue gpu0 >"$T/kq.json" 2>"$T/kq.err"
 stats "$T/kq.json"
 what="generation through gpu0 succeeded, matmuls offloaded" ok \
 	js "$T/kq.json" "d['error'] is None and s['offloaded'] > 0"
@@ -69,7 +73,7 @@ what="tokens equal the all-CPU run" ok test "$(toks "$T/kq.json")" = "$(toks "$T
 what="the queue counted the agent's ops" ok test $(($(cat $Q/agent_ops))) -gt 0
 
 # --- 2. --weights stream with the device queue
-"$B/tools/place-run" -m "$T/deep.gguf" -n 6 "${R[@]}" --backend kq --queue gpu0 \
+"$B/tools/place-run" -m "$T/deep.gguf" -n 3 "${R[@]}" --backend kq --queue gpu0 \
 	--weights stream --weights-budget 1 >"$T/stream.json" 2>"$T/stream.err"
 stats "$T/stream.json"
 what="stream + gpu0: succeeded, offloaded" ok \
@@ -82,9 +86,9 @@ log "kq and stream runs done"
 max=$(cat $Q/cooling_max_state)
 base=$(($(cat $Q/agent_ops)))
 # once the agent has run 40 more ops (a few tokens into the generation)
-( while [ $(($(cat $Q/agent_ops))) -lt $((base + 40)) ]; do sleep 0.05; done
+( while [ $(($(cat $Q/agent_ops))) -lt $((base + 20)) ]; do sleep 0.05; done
   echo "$max" >$Q/cooling_state ) &
-"$B/tools/place-run" -m "$T/tiny.gguf" -n 24 "${R[@]}" --backend kq --queue gpu0 \
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 12 "${R[@]}" --backend kq --queue gpu0 \
 	--watch --sysfs /sys/class/edgeq >"$T/thr.json" 2>"$T/thr.err"
 kill %1 2>/dev/null; wait
 stats "$T/thr.json"
@@ -97,26 +101,27 @@ log "throttle run done"
 
 # --- 4. the agent SIGKILLed mid-generation
 start_agent "$T/agent2.log"
-"$B/tools/place-run" -m "$T/tiny.gguf" -n 16 "${R[@]}" --backend kq --queue gpu0 \
-	--kill-agent-at 3 --agent-pid $agent >"$T/kill.json" 2>"$T/kill.err"
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend kq --queue gpu0 \
+	--kill-agent-at 2 --agent-pid $agent >"$T/kill.json" 2>"$T/kill.err"
+stats "$T/kill.json"
 stop_agent
 what="killed agent: no error reached the caller" ok \
 	js "$T/kill.json" "d['error'] is None and s['fallbacks'] >= 1 and s['last_error'] == -19"
 what="killed agent: ran on gpu0 before, finished on the CPU" ok \
-	js "$T/kill.json" "p[2]['off_cpu'] > 0 and p[-1]['off_cpu'] == 0 and len(p) == 16"
+	js "$T/kill.json" "p[1]['off_cpu'] > 0 and p[-1]['off_cpu'] == 0 and len(p) == 8"
 what="killed agent: tokens equal the all-CPU run" ok test "$(toks "$T/kill.json")" = "$(toks "$T/cpu.json")"
 log "kill run done"
 
 # --- 5. edgeq run --queue gpu0
 start_agent "$T/agent3.log"
-"$EDGEQ" run -m "$T/tiny.gguf" -p a -n 6 --temp 0 --json --no-roofline >"$T/run-cpu.json" 2>/dev/null
-EDGEQ_DEVICES=$T/gpu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 6 --temp 0 --json \
+"$EDGEQ" run -m "$T/tiny.gguf" -p a -n 4 --temp 0 --json --no-roofline >"$T/run-cpu.json" 2>/dev/null
+EDGEQ_DEVICES=$T/gpu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 4 --temp 0 --json \
 	--no-roofline --queue gpu0 >"$T/run-gpu.json" 2>"$T/run-gpu.err"
 what="edgeq run --queue gpu0 succeeded" ok test $? -eq 0
 what="edgeq run --queue gpu0: tokens as without the queue" ok python3 -c "
 import json
 a, b = json.load(open('$T/run-cpu.json')), json.load(open('$T/run-gpu.json'))
-raise SystemExit(0 if a['tokens'] == b['tokens'] and len(a['tokens']) == 6 else 1)"
+raise SystemExit(0 if a['tokens'] == b['tokens'] and len(a['tokens']) == 4 else 1)"
 stop_agent
 what="the agent reported chains on exit" ok grep -q 'ops served (vulkan: [1-9]' "$T/agent3.log"
 for f in "$T"/*.err "$T"/agent*.log; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
