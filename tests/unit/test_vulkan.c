@@ -412,6 +412,63 @@ static void test_chain(void **state)
 	free(wf);
 }
 
+/*
+ * A chain over more mappings than the backend's first table holds (each
+ * op's tensors in a memfd of their own), on both memory paths: the
+ * buffers of the first ops must survive the table's growth.
+ */
+static void many_mappings(struct edgeq_backend *b)
+{
+	enum { N = 80 };
+	static struct arena a[N];
+	struct edgeq_backend_tensor(*t)[EDGEQ_MAX_TENSORS] =
+		calloc(N, sizeof(*t));
+	struct edgeq_op_desc *op = calloc(N, sizeof(*op));
+	int st[N];
+
+	for (int i = 0; i < N; i++) {
+		float *x, *y;
+
+		arena_init(&a[i], 4096, 1000 + (uint64_t)i);
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_ADD, (uint64_t)i);
+		op[i].shape[0] = 16;
+		x = arena_take(&a[i], &op[i], 0, 64);
+		y = arena_take(&a[i], &op[i], 1, 64);
+		arena_take(&a[i], &op[i], 2, 64);
+		for (int j = 0; j < 16; j++) {
+			x[j] = (float)i;
+			y[j] = (float)j;
+		}
+		tensors_of(&a[i], &op[i], t[i]);
+	}
+	assert_int_equal(edgeq_backend_run(b, op, t, st, N), 0);
+	for (int i = 0; i < N; i++) {
+		const float *z = (const float *)((char *)a[i].map +
+						 op[i].tensors[2].offset);
+
+		assert_int_equal(st[i], 0);
+		for (int j = 0; j < 16; j++)
+			assert_true(z[j] == (float)(i + j));
+		edgeq_backend_forget(b, a[i].id);
+		arena_fini(&a[i]);
+	}
+	free(t);
+	free(op);
+}
+
+static void test_many_mappings(void **state)
+{
+	struct edgeq_backend *s;
+
+	NEED_VK();
+	many_mappings(vk);
+	setenv("EDGEQ_VK_IMPORT", "0", 1);
+	assert_int_equal(edgeq_backend_open("vulkan", NULL, &s), 0);
+	unsetenv("EDGEQ_VK_IMPORT");
+	many_mappings(s);
+	edgeq_backend_free(s);
+}
+
 /* One op on a small arena, through backend @b: its status. */
 static int run_one(struct edgeq_backend *b, struct arena *a,
 		   struct edgeq_op_desc *op)
@@ -651,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_staging),
 		cmocka_unit_test(test_float_only),
+		cmocka_unit_test(test_many_mappings),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

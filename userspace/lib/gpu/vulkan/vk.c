@@ -370,31 +370,35 @@ int vk_buf_get(struct vk_ctx *v, const struct edgeq_backend_tensor *t,
 	int ret;
 
 	for (i = 0; i < v->nbufs; i++) {
-		struct vk_buf *c = &v->bufs[i];
+		struct vk_buf *c = v->bufs[i];
 
 		if (c->base == t->base && c->src_len == t->map_len &&
-		    (t->id ? c->id == t->id : c->chain == v->chain)) {
+		    c->id == t->id && (t->id || c->chain == v->chain)) {
 			c->chain = v->chain;
 			*out = c;
 			return 0;
 		}
 	}
+	/* an array of pointers: what callers hold stays put when it grows */
 	if (v->nbufs == v->capbufs) {
 		size_t cap = v->capbufs ? v->capbufs * 2 : 32;
-		struct vk_buf *nb = realloc(v->bufs, cap * sizeof(*nb));
+		struct vk_buf **nb = realloc(v->bufs, cap * sizeof(*nb));
 
 		if (!nb)
 			return -ENOMEM;
 		v->bufs = nb;
 		v->capbufs = cap;
 	}
-	b = &v->bufs[v->nbufs];
-	memset(b, 0, sizeof(*b));
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
 	ret = buf_import(v, t->base, t->map_len, b);
 	if (ret == -ENOTSUP) /* whole words: shaders read past a tail */
 		ret = vk_buf_alloc(v, (t->map_len + 15) & ~15ULL, b);
-	if (ret)
+	if (ret) {
+		free(b);
 		return ret;
+	}
 	if (b->imported)
 		v->imported++;
 	else
@@ -403,14 +407,15 @@ int vk_buf_get(struct vk_ctx *v, const struct edgeq_backend_tensor *t,
 	b->base = t->base;
 	b->src_len = t->map_len;
 	b->chain = v->chain;
-	v->nbufs++;
+	v->bufs[v->nbufs++] = b;
 	*out = b;
 	return 0;
 }
 
 static void buf_drop(struct vk_ctx *v, size_t i)
 {
-	vk_buf_destroy(v, &v->bufs[i]);
+	vk_buf_destroy(v, v->bufs[i]);
+	free(v->bufs[i]);
 	v->bufs[i] = v->bufs[--v->nbufs];
 }
 
@@ -418,7 +423,7 @@ static void buf_drop(struct vk_ctx *v, size_t i)
 void vk_drop_temporaries(struct vk_ctx *v)
 {
 	for (size_t i = v->nbufs; i-- > 0;)
-		if (!v->bufs[i].id)
+		if (!v->bufs[i]->id)
 			buf_drop(v, i);
 }
 
@@ -427,7 +432,7 @@ static void vk_forget(void *priv, uint64_t id)
 	struct vk_ctx *v = priv;
 
 	for (size_t i = v->nbufs; i-- > 0;)
-		if (v->bufs[i].id == id)
+		if (v->bufs[i]->id == id)
 			buf_drop(v, i);
 }
 
@@ -440,13 +445,13 @@ static uint64_t vk_release(void *priv, uint64_t bytes)
 		size_t lru = v->nbufs;
 
 		for (size_t i = 0; i < v->nbufs; i++)
-			if (!v->bufs[i].imported &&
+			if (!v->bufs[i]->imported &&
 			    (lru == v->nbufs ||
-			     v->bufs[i].chain < v->bufs[lru].chain))
+			     v->bufs[i]->chain < v->bufs[lru]->chain))
 				lru = i;
 		if (lru == v->nbufs)
 			break;
-		freed += v->bufs[lru].len;
+		freed += v->bufs[lru]->len;
 		buf_drop(v, lru);
 	}
 	return freed;

@@ -78,7 +78,7 @@ struct vk_ctx {
 	VkCommandBuffer cmd;
 	VkFence fence;
 	struct vk_buf scratch;
-	struct vk_buf *bufs;
+	struct vk_buf **bufs; /* each allocated alone: pointers stay valid */
 	size_t nbufs, capbufs;
 	uint64_t chain; /* chains started, the current one's number */
 	uint64_t device_bytes, imported, staged, chains, ops;
