@@ -15,7 +15,7 @@
 #    state mid-generation: the CPU finishes, no error, same tokens;
 #  - the staging-copy memory path (EDGEQ_VK_IMPORT=0) gives the same tokens.
 # Skips without a Vulkan device (fails under CI=true: lavapipe is expected).
-# timeout: 240
+# timeout: 400
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
