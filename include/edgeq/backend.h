@@ -61,6 +61,7 @@ struct edgeq_backend_info {
 	uint64_t device_bytes; /* device copies held (staging path) */
 	uint64_t imported;     /* mappings imported (import path) */
 	uint64_t chains, ops;  /* chains and ops run */
+	uint64_t slow_chains;  /* chains that outlasted the device wait */
 };
 
 /* A tensor of an op: bytes [offset, offset + length) of a mapping. */
@@ -104,7 +105,9 @@ bool edgeq_backend_supports(const struct edgeq_backend *b,
  * op's -errno (-EINVAL shape/length mismatch, -EOPNOTSUPP); an op whose
  * status is not 0 is not run and neither are the ones after it (status
  * -ECANCELED). Returns 0, or -errno when the device itself failed (then
- * every status is that error).
+ * every status is that error). It returns only once the device is done
+ * with the tensors: a chain that outlasts the backend's wait is counted in
+ * slow_chains and waited for (Vulkan cannot take work back).
  */
 int edgeq_backend_run(struct edgeq_backend *b, const struct edgeq_op_desc *ops,
 		      const struct edgeq_backend_tensor (*t)[EDGEQ_MAX_TENSORS],

@@ -25,6 +25,9 @@ if grep -q "^vulkan 0: " "$T/out"; then
 		test "$(st --queue npu0 --backend vulkan --device no-such-gpu)" = 2
 	st --queue zz-none --backend vulkan --verbose >/dev/null
 	check "every op kind warms up on the device" grep -q "warm-up on vulkan: " "$T/out"
+	check "a chain outlasting the device wait is waited for" \
+		test "$(EDGEQ_VK_TIMEOUT_MS=0 st --queue zz-none --backend vulkan -v)" = 1
+	check "and then completes" grep -q "warm-up on vulkan: " "$T/out"
 else
 	check "no vulkan device: said so" grep -q "^vulkan: " "$T/out"
 	check "auto falls back to cpu, saying so" sh -c \

@@ -456,6 +456,23 @@ static void many_mappings(struct edgeq_backend *b)
 	free(op);
 }
 
+/* A chain that outlasts the device wait is waited for, not abandoned
+ * with the device still using the caller's memory; and counted. */
+static void test_slow_chain(void **state)
+{
+	struct edgeq_backend *s;
+	struct edgeq_backend_info info;
+
+	NEED_VK();
+	setenv("EDGEQ_VK_TIMEOUT_MS", "0", 1);
+	assert_int_equal(edgeq_backend_open("vulkan", NULL, &s), 0);
+	many_mappings(s);
+	unsetenv("EDGEQ_VK_TIMEOUT_MS");
+	edgeq_backend_get_info(s, &info);
+	assert_true(info.slow_chains >= 1);
+	edgeq_backend_free(s);
+}
+
 static void test_many_mappings(void **state)
 {
 	struct edgeq_backend *s;
@@ -709,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_staging),
 		cmocka_unit_test(test_float_only),
 		cmocka_unit_test(test_many_mappings),
+		cmocka_unit_test(test_slow_chain),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

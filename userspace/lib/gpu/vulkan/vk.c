@@ -716,6 +716,7 @@ static void vk_info(void *priv, struct edgeq_backend_info *info)
 	info->imported = v->imported;
 	info->chains = v->chains;
 	info->ops = v->ops;
+	info->slow_chains = v->slow_chains;
 }
 
 const struct edgeq_backend_ops edgeq_backend_vulkan = {

@@ -77,6 +77,7 @@ struct vk_ctx {
 	VkCommandPool cpool;
 	VkCommandBuffer cmd;
 	VkFence fence;
+	uint64_t slow_chains; /* took longer than the wait (then waited for) */
 	struct vk_buf scratch;
 	struct vk_buf **bufs; /* each allocated alone: pointers stay valid */
 	size_t nbufs, capbufs;

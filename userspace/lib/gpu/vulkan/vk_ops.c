@@ -13,7 +13,8 @@
 #include "gpu/vulkan/vk.h"
 #include "kernels/kernels.h"
 
-#define VK_WAIT_NS 10000000000ULL /* a chain that takes longer: -ETIMEDOUT */
+/* a chain that takes longer is counted slow (EDGEQ_VK_TIMEOUT_MS) */
+#define VK_WAIT_NS 60000000000ULL
 #define MAX_QUANT_COLS 32768u	  /* shaders/mv.glsl MAXB blocks of 32 */
 #define MAX_HEAD_DIM 512u	  /* shaders/attn.glsl MAXQB */
 #define MAX_GROUPS 65535u
@@ -446,12 +447,25 @@ static int submit_wait(struct vk_ctx *v)
 	};
 	int ret;
 
+	const char *env = getenv("EDGEQ_VK_TIMEOUT_MS");
+	uint64_t wait = env ? strtoull(env, NULL, 10) * 1000000ULL : VK_WAIT_NS;
+
 	ret = vk_errno(vkResetFences(v->dev, 1, &v->fence));
 	if (!ret)
 		ret = vk_errno(vkQueueSubmit(v->queue, 1, &si, v->fence));
 	if (!ret)
+		ret = vk_errno(
+			vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE, wait));
+	/*
+	 * Still running. Vulkan cannot take work back and it uses the
+	 * caller's memory (imported), so it is waited for: a hung device ends
+	 * in VK_ERROR_DEVICE_LOST from the driver's own watchdog. Counted.
+	 */
+	if (ret == -ETIMEDOUT) {
+		v->slow_chains++;
 		ret = vk_errno(vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE,
-					       VK_WAIT_NS));
+					       UINT64_MAX));
+	}
 	return ret;
 }
 
