@@ -87,6 +87,23 @@ TEST_HELPER_SRCS := $(sort $(wildcard tests/lib/*.c))
 TOOL_SRCS := $(sort $(wildcard tools/*/*.c))
 BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
 
+# The Vulkan backend (userspace/lib/gpu/vulkan/) needs libvulkan and glslc:
+# without either it is left out, and said so; the CPU backend remains.
+GLSLC ?= glslc
+ifeq ($(CROSS),)
+WITH_VULKAN ?= $(shell $(PKG_CONFIG) --exists vulkan 2>/dev/null && command -v $(GLSLC) >/dev/null && echo 1)
+endif
+VK_SRCS := $(wildcard userspace/lib/gpu/vulkan/*.c)
+SHADER_SRCS := $(sort $(wildcard userspace/lib/gpu/shaders/*.comp))
+SHADER_INCS := $(SHADER_SRCS:userspace/lib/gpu/shaders/%.comp=$(O)/gpu/shaders/%.inc)
+ifeq ($(WITH_VULKAN),1)
+CPPFLAGS += -DEDGEQ_HAVE_VULKAN=1
+LIBS += $(shell $(PKG_CONFIG) --libs vulkan)
+else
+LIB_SRCS := $(filter-out $(VK_SRCS),$(LIB_SRCS))
+$(info edgeq: building without the Vulkan backend (needs libvulkan-dev and glslc, or WITH_VULKAN=0 was given))
+endif
+
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
@@ -177,6 +194,19 @@ $(O)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(O)/bpf/vmlinux.h
 
 $(O)/bpf/%.skel.h: $(O)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+
+# ---- Vulkan compute shaders: GLSL -> SPIR-V words (glslc -mfmt=c), embedded
+$(O)/gpu/shaders/%.inc: userspace/lib/gpu/shaders/%.comp $(wildcard userspace/lib/gpu/shaders/*.glsl)
+	@mkdir -p $(dir $@)
+	$(GLSLC) --target-env=vulkan1.2 -O -mfmt=c -o $@ $<
+
+$(O)/gpu/shaders.h: $(SHADER_INCS)
+	@mkdir -p $(dir $@)
+	for f in $(SHADER_INCS); do n=$$(basename $$f .inc); \
+		printf 'static const uint32_t spv_%s[] =\n#include "gpu/shaders/%s.inc"\n;\n' $$n $$n; \
+	done > $@.tmp && mv $@.tmp $@
+
+$(VK_SRCS:%.c=$(O)/%.o): $(O)/gpu/shaders.h
 
 # ---- kernel module through kbuild
 KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; if [ -d $$d ]; then echo $$d; \

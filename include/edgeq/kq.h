@@ -122,6 +122,21 @@ int edgeq_kq_agent_tensor_fd(struct edgeq_kq *kq, uint32_t handle,
 int edgeq_kq_agent_map(struct edgeq_kq *kq, uint32_t client_id,
 		       const struct edgeq_tensor_ref *ref, void **p);
 
+/* The whole mapping behind a tensor ref (for backends that import it). */
+struct edgeq_kq_mapping {
+	void *base;	 /* start of the memfd's mapping, page aligned */
+	uint64_t length; /* bytes mapped (the memfd's size) */
+	uint64_t id;	 /* names this mapping; never reused by the kq */
+};
+/* As edgeq_kq_agent_map(), giving the mapping rather than the pointer. */
+int edgeq_kq_agent_mapping(struct edgeq_kq *kq, uint32_t client_id,
+			   const struct edgeq_tensor_ref *ref,
+			   struct edgeq_kq_mapping *m);
+/* @fn(@arg, id) runs before a cached mapping is unmapped (a backend drops
+ * what it imported of it). */
+void edgeq_kq_agent_on_unmap(struct edgeq_kq *kq,
+			     void (*fn)(void *arg, uint64_t id), void *arg);
+
 /* ---- execution (the CPU agent; also usable by the engine's CPU path) */
 
 /*

@@ -367,19 +367,34 @@ struct edgeq_ctx;
 struct edgeq_pressure;
 struct edgeq_place_exec;
 
+/*
+ * A weight matrix as a backend sees it. Its identity is the tensor (its
+ * GGUF name, which also names the layer, within the model of the ctx the
+ * executor is attached to), never its address: with --weights stream the
+ * bytes of different layers pass through the same reused slot buffers.
+ */
+struct edgeq_place_weight {
+	const char *name; /* GGUF tensor name, e.g. "blk.3.attn_q.weight" */
+	int layer;	  /* its block, or -1 (output) */
+	uint32_t type;	  /* GGUF type */
+	const void *data; /* its bytes now (valid for this call only) */
+	uint64_t bytes;
+};
+
 /* How a device other than the CPU runs a matrix op. */
 struct edgeq_place_backend {
 	const char *name;
 	/*
-	 * y[rows] = W x on device @dev: W is @rows x @cols of GGUF type
-	 * @type (@w_bytes at @w), x is f32[cols]. The same kernels as the
-	 * CPU path (activations quantized to the type's vec_dot type, then
-	 * matvec), so the result is bit-identical. Returns 0, or -errno
+	 * y[rows] = W x on device @dev: W (@w) is @rows x @cols, x is
+	 * f32[cols]. The same kernels as the CPU path (activations quantized
+	 * to the type's vec_dot type, then matvec), so the result is
+	 * bit-identical (a GPU backend: within the bounds of
+	 * Documentation/gpu-agent.rst). A backend that keeps a copy of the
+	 * weight keys it by w->name, never by w->data. Returns 0, or -errno
 	 * (-ENODEV: the agent is gone), after which the CPU runs the op.
 	 */
-	int (*matvec)(void *arg, int dev, uint32_t type, const void *w,
-		      uint64_t w_bytes, uint64_t rows, uint64_t cols,
-		      const float *x, float *y);
+	int (*matvec)(void *arg, int dev, const struct edgeq_place_weight *w,
+		      uint64_t rows, uint64_t cols, const float *x, float *y);
 	void *arg;
 };
 
@@ -442,6 +457,30 @@ int edgeq_place_kq_new(const struct edgeq_devices *d,
 		       struct edgeq_place_kq **out,
 		       struct edgeq_place_backend *be, struct edgeq_error *err);
 void edgeq_place_kq_free(struct edgeq_place_kq *k);
+
+/*
+ * The device backend: ops placed on any device other than the CPU run in
+ * this process on execution backend @p->kind ("vulkan", "cpu") and device
+ * @p->device (include/edgeq/backend.h), as an agent behind a queue would
+ * run them, without edgeq.ko. @p->fail_after > 0: -ENODEV from that op on
+ * (a device lost mid-generation, for tests).
+ */
+struct edgeq_place_dev;
+struct edgeq_backend_info;
+struct edgeq_place_dev_params {
+	const char *kind;
+	const char *device; /* NULL: the first usable one */
+	uint64_t fail_after;
+};
+int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
+			struct edgeq_place_dev **out,
+			struct edgeq_place_backend *be,
+			struct edgeq_error *err);
+/* What the backend runs on; *@weight_bytes: the weight copies held. */
+void edgeq_place_dev_info(const struct edgeq_place_dev *d,
+			  struct edgeq_backend_info *info,
+			  uint64_t *weight_bytes);
+void edgeq_place_dev_free(struct edgeq_place_dev *d);
 
 #ifdef __cplusplus
 }

@@ -48,7 +48,7 @@ log "all-cpu run done"
 # its trip (ambient just below, time constant short)
 echo 44000 >$Q/sim_ambient_mC; echo 60000 >$Q/sim_rise_mC
 echo 100 >$Q/sim_tau_ms; echo 45000 >$Q/sim_trip_mC
-"$EDGEQ" agent --queue npu0 --profile npu --delay-us 5000 >"$T/agent1.log" 2>&1 &
+"$EDGEQ" agent --queue npu0 --backend cpu --profile npu --delay-us 5000 >"$T/agent1.log" 2>&1 &
 agent=$!
 what="agent attached to npu0" ok agent_up
 "${R[@]}" -n 60 --backend kq --queue npu0 --watch --sysfs /sys/class/edgeq \
@@ -59,7 +59,7 @@ kill $agent 2>/dev/null; wait $agent 2>/dev/null
 # --- 2. the agent killed mid-generation (no more throttling)
 echo 150000 >$Q/sim_trip_mC; echo 20000 >$Q/sim_ambient_mC
 for _ in $(seq 40); do [ "$(cat $Q/cooling_state)" = 0 ] && break; sleep 0.1; done
-"$EDGEQ" agent --queue npu0 --profile npu >"$T/agent2.log" 2>&1 &
+"$EDGEQ" agent --queue npu0 --backend cpu --profile npu >"$T/agent2.log" 2>&1 &
 agent=$!
 what="a new agent attached" ok agent_up
 "${R[@]}" -n 40 --backend kq --queue npu0 --kill-agent-at 5 --agent-pid $agent \
@@ -69,7 +69,7 @@ wait $agent 2>/dev/null
 log "kill run done"
 
 # --- 3. edgeq run --queue: the command itself, tokens as without a queue
-"$EDGEQ" agent --queue npu0 --profile npu >"$T/agent3.log" 2>&1 &
+"$EDGEQ" agent --queue npu0 --backend cpu --profile npu >"$T/agent3.log" 2>&1 &
 agent=$!
 what="an agent for edgeq run" ok agent_up
 "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 --json --no-roofline >"$T/run-cpu.json" 2>/dev/null

@@ -5,7 +5,13 @@
  * drive it.
  *
  *   place-run -m MODEL [-p PROMPT] [-n N] [--queue npu0[=PROFILE],...]
- *             [--devices FILE] [--backend inline|kq|none]
+ *             [--devices FILE] [--backend inline|kq|vulkan|cpudev|none]
+ *             [--device N|NAME]                   vulkan: which device
+ *             [--weights MODE --weights-budget B] how weights reach memory
+ *             [--force TOKS --dump-logits FILE]   decode the comma-separated
+ *                                                 tokens one by one instead of
+ *                                                 generating; write each step's
+ *                                                 logits (f32) to FILE
  *             [--throttle-at K --cooling S/MAX]   set npu0's state after token K
  *             [--fail-after N]                    inline: the agent dies at op N
  *             [--inline-delay-us N]               inline: a slower device
@@ -14,6 +20,10 @@
  *             [--no-calib]                        keep the profile's speeds
  *             [--margin F]                        hysteresis margin (0.05)
  *             [--save-calib FILE]                 calibration for edgeq plan --calib
+ *
+ * vulkan and cpudev run the placed matrix ops in this process on that
+ * execution backend (edgeq_place_dev_new(): what an agent runs, without
+ * edgeq.ko); --fail-after applies to them too.
  *
  * Prints one JSON object: "tokens" (generated ids), "per_token" (for each
  * token: ops of the plan off the CPU, replans so far, pressure events,
@@ -27,8 +37,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <edgeq/backend.h>
 #include <edgeq/engine.h>
 #include <edgeq/placement.h>
+#include <edgeq/stream.h>
 #include <edgeq/pressure.h>
 
 #include "place_kq.h"
@@ -117,6 +129,48 @@ static int add_queues(struct edgeq_devices *d, const char *list,
 	return 0;
 }
 
+/*
+ * Teacher forcing: decode the tokens of @csv one at a time (every step a
+ * decode step, placed), calling on_token with each step's argmax and
+ * appending its logits to @dump.
+ */
+static int force_tokens(struct edgeq_ctx *c, uint32_t n_vocab, const char *csv,
+			const char *dump, struct run *r,
+			struct edgeq_error *err)
+{
+	FILE *f = fopen(dump, "we");
+	const char *p = csv;
+	int ret = 0;
+
+	if (!f)
+		return edgeq_error_set(err, errno, "%s: %s", dump,
+				       strerror(errno));
+	while (*p && !ret) {
+		char *end;
+		int32_t tok = (int32_t)strtol(p, &end, 10);
+		const float *lg;
+		uint32_t best = 0;
+
+		if (end == p) {
+			ret = edgeq_error_set(err, EINVAL, "--force: bad list");
+			break;
+		}
+		p = *end == ',' ? end + 1 : end;
+		ret = edgeq_decode(c, &tok, 1, &lg, err);
+		if (ret)
+			break;
+		for (uint32_t i = 1; i < n_vocab; i++)
+			if (lg[i] > lg[best])
+				best = i;
+		if (fwrite(lg, sizeof(float), n_vocab, f) != n_vocab)
+			ret = edgeq_error_set(err, EIO, "%s: short write",
+					      dump);
+		on_token(r, (int32_t)best, NULL, 0);
+	}
+	fclose(f);
+	return ret;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -125,7 +179,8 @@ static void usage(void)
 		"  [--cooling S/MAX] [--fail-after N] [--kill-agent-at K]\n"
 		"  [--agent-pid PID] [--watch] [--sysfs DIR] [--threads N]\n"
 		"  [--no-calib] [--margin F] [--save-calib FILE]\n"
-		"  [--inline-delay-us N]\n");
+		"  [--inline-delay-us N] [--device N|NAME] [--weights MODE]\n"
+		"  [--weights-budget BYTES] [--force TOKS --dump-logits FILE]\n");
 	exit(2);
 }
 
@@ -133,6 +188,10 @@ int main(int argc, char **argv)
 {
 	const char *model = NULL, *prompt = "Once upon a time", *queues = NULL;
 	const char *devfile = NULL, *backend = "inline", *save_calib = NULL;
+	const char *device = NULL, *weights = NULL, *force = NULL;
+	const char *dump = NULL;
+	struct edgeq_place_dev *pdev = NULL;
+	uint64_t wbudget = 0;
 	struct edgeq_device_profile profs[16];
 	struct edgeq_model_params mp;
 	struct edgeq_ctx_params cp;
@@ -206,10 +265,20 @@ int main(int argc, char **argv)
 			save_calib = v;
 		else if (!strcmp(a, "--inline-delay-us"))
 			delay_us = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--device"))
+			device = v;
+		else if (!strcmp(a, "--weights"))
+			weights = v;
+		else if (!strcmp(a, "--weights-budget"))
+			wbudget = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--force"))
+			force = v;
+		else if (!strcmp(a, "--dump-logits"))
+			dump = v;
 		else
 			usage();
 	}
-	if (!model || n < 1 || n > 4000)
+	if (!model || n < 1 || n > 4000 || !force != !dump)
 		usage();
 	n_profs = edgeq_devprofs_load(devfile, profs, 16, &err);
 	if (n_profs < 0) {
@@ -229,6 +298,11 @@ int main(int argc, char **argv)
 	edgeq_model_params_init(&mp);
 	mp.path = model;
 	mp.n_threads = threads;
+	if (weights && edgeq_weights_mode_parse(weights, &mp.weights)) {
+		fprintf(stderr, "place-run: bad --weights %s\n", weights);
+		return 2;
+	}
+	mp.weights_budget = wbudget;
 	ret = edgeq_model_load(&mp, &m, &err);
 	if (ret) {
 		fprintf(stderr, "place-run: %s\n", err.msg);
@@ -252,6 +326,22 @@ int main(int argc, char **argv)
 			fprintf(stderr, "place-run: kq backend: %s\n",
 				strerror(-ret));
 			goto fail;
+		}
+	} else if (!strcmp(backend, "vulkan") || !strcmp(backend, "cpudev")) {
+		struct edgeq_place_dev_params dp = {
+			.kind = backend[0] == 'v' ? "vulkan" : "cpu",
+			.device = device,
+			.fail_after = fail_after,
+		};
+
+		ret = edgeq_place_dev_new(&dp, &pdev, &be, &err);
+		if (ret) {
+			fprintf(stderr, "place-run: %s\n", err.msg);
+			ret = ret == -ENODEV || ret == -EPROTONOSUPPORT ? 77 :
+									  1;
+			edgeq_ctx_free(c);
+			edgeq_model_free(m);
+			return ret;
 		}
 	} else if (strcmp(backend, "none")) {
 		usage();
@@ -288,7 +378,11 @@ int main(int argc, char **argv)
 	gp.prompt = prompt;
 	gp.add_bos = true;
 	gp.n_predict = n;
-	ret = edgeq_generate(c, &gp, on_token, &r, &gs, &err);
+	if (force)
+		ret = force_tokens(c, edgeq_model_info(m)->n_vocab, force, dump,
+				   &r, &err);
+	else
+		ret = edgeq_generate(c, &gp, on_token, &r, &gs, &err);
 	fclose(r.per);
 	edgeq_place_stats(r.x, &st);
 	if (save_calib) {
@@ -301,7 +395,27 @@ int main(int argc, char **argv)
 			fprintf(stderr, "place-run: %s: %s\n", save_calib,
 				strerror(-sr));
 	}
-	printf("{\"backend\": \"%s\", \"per_token\": [%s], \"stats\": "
+	if (pdev) {
+		struct edgeq_backend_info bi;
+		struct edgeq_stream_status ws;
+		uint64_t wb;
+
+		edgeq_place_dev_info(pdev, &bi, &wb);
+		if (edgeq_model_weights_status(m, &ws))
+			memset(&ws, 0, sizeof(ws));
+		printf("{\"dev\": {\"device\": \"%s\", \"memory\": \"%s\", "
+		       "\"device_bytes\": %llu, \"weight_copies\": %llu, "
+		       "\"weights\": \"%s\", \"stream_reads\": %llu, "
+		       "\"chains\": %llu}, ",
+		       bi.device, edgeq_backend_mem_name(bi.mem),
+		       (unsigned long long)bi.device_bytes,
+		       (unsigned long long)wb, edgeq_weights_mode_name(ws.mode),
+		       (unsigned long long)ws.reads,
+		       (unsigned long long)bi.chains);
+	} else {
+		putchar('{');
+	}
+	printf("\"backend\": \"%s\", \"per_token\": [%s], \"stats\": "
 	       "{\"tokens\": %llu, \"replans\": %llu, \"offloaded\": %llu, "
 	       "\"fallbacks\": %llu, \"last_error\": %d, \"pressure_events\": "
 	       "%llu, \"monitor\": \"%s\"}, \"error\": ",
@@ -316,6 +430,7 @@ int main(int argc, char **argv)
 		printf("null}\n");
 	free(perbuf);
 	edgeq_place_detach(r.x);
+	edgeq_place_dev_free(pdev);
 	place_kq_free(kqb);
 	edgeq_pressure_free(pm);
 	edgeq_ctx_free(c);

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * edgeq agent: a CPU agent for an edgeq.ko queue. It attaches to the queue,
- * executes the ops it receives with the engine's CPU kernels and reports
- * their results, standing in for an NPU or GPU on boxes without one.
+ * edgeq agent: the agent of an edgeq.ko queue. It attaches to the queue,
+ * executes the ops it receives on a backend (include/edgeq/backend.h):
+ * Vulkan compute on a real GPU (or lavapipe), or the engine's CPU kernels,
+ * standing in for an NPU or GPU on boxes without one. Each batch of ops
+ * read from the queue is one chain: one command buffer on Vulkan. Ops the
+ * backend cannot run (a dtype without a shader) run on the CPU kernels.
+ * Documentation/gpu-agent.rst.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -10,8 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <edgeq/backend.h>
 #include <edgeq/edgeq.h>
 #include <edgeq/kq.h>
 
@@ -20,22 +27,34 @@
 #define OPS(...) (agent_mask(__VA_ARGS__, -1))
 
 static const char *opt_queue;
-static const char *opt_profile = "cpu";
+static const char *opt_profile;
+static const char *opt_backend = "auto";
+static const char *opt_device;
+static bool opt_list;
 static double opt_speed;
 static uint64_t opt_count;
 static int opt_delay_us;
 static bool opt_verbose;
+static uint64_t opt_device_budget;
 
 static const struct cli_option agent_opts[] = {
 	{ "queue", 'q', CLI_STR, &opt_queue, "NAME", "queue to serve (npu0)" },
+	{ "backend", 'b', CLI_STR, &opt_backend, "auto|vulkan|cpu",
+	  "what runs the ops (auto: vulkan when a device exists)" },
+	{ "device", 'd', CLI_STR, &opt_device, "N|NAME",
+	  "backend device: index or part of its name" },
+	{ "list-devices", 'L', CLI_FLAG, &opt_list, NULL,
+	  "list the devices of every backend and exit" },
 	{ "profile", 'P', CLI_STR, &opt_profile, "npu|gpu|cpu",
-	  "ops accepted and default speed (default cpu)" },
+	  "ops accepted and default speed (cpu backend: cpu, vulkan: gpu)" },
 	{ "speed", 's', CLI_DOUBLE, &opt_speed, "X",
-	  "device speed relative to this CPU (npu 2, gpu 4, cpu 1)" },
+	  "simulated speed, cpu backend (npu 2, gpu 4, cpu 1; vulkan 1)" },
 	{ "count", 'n', CLI_U64, &opt_count, "N", "exit after N ops" },
 	{ "delay-us", 0, CLI_INT, &opt_delay_us, "US",
 	  "extra device latency per op" },
 	{ "verbose", 'v', CLI_FLAG, &opt_verbose, NULL, "a line per op" },
+	{ "device-budget", 0, CLI_SIZE, &opt_device_budget, "SIZE",
+	  "most device copies to keep (staging path), LRU released beyond" },
 	CLI_OPTIONS_END
 };
 
@@ -74,20 +93,303 @@ static void sleep_ns(uint64_t ns)
 		;
 }
 
-/* Executes one op; returns its status for the kernel. */
-static int agent_run_one(struct edgeq_kq *kq, const struct edgeq_agent_op *a)
+struct agent {
+	struct edgeq_kq *kq;
+	struct edgeq_backend *be;  /* the chosen backend */
+	struct edgeq_backend *cpu; /* ops @be does not run; NULL when be is */
+	bool vulkan_lost;	   /* the device failed: the CPU runs all */
+};
+
+static void agent_forget(void *arg, uint64_t id)
 {
-	void *t[EDGEQ_MAX_TENSORS] = { 0 };
+	struct agent *ag = arg;
+
+	edgeq_backend_forget(ag->be, id);
+}
+
+/* The mappings of @a's tensors; its status for the kernel. */
+static int agent_map(struct agent *ag, const struct edgeq_agent_op *a,
+		     struct edgeq_backend_tensor *t)
+{
 	unsigned int i;
 	int ret;
 
 	for (i = 0; i < a->op.ntensors && i < EDGEQ_MAX_TENSORS; i++) {
-		ret = edgeq_kq_agent_map(kq, a->client_id, &a->op.tensors[i],
-					 &t[i]);
+		struct edgeq_kq_mapping m;
+
+		ret = edgeq_kq_agent_mapping(ag->kq, a->client_id,
+					     &a->op.tensors[i], &m);
 		if (ret)
 			return ret;
+		t[i] = (struct edgeq_backend_tensor){
+			.base = m.base,
+			.map_len = m.length,
+			.offset = a->op.tensors[i].offset,
+			.length = a->op.tensors[i].length,
+			.id = m.id,
+		};
 	}
-	return edgeq_kq_exec(&a->op, t);
+	return 0;
+}
+
+static struct edgeq_backend *agent_pick(struct agent *ag,
+					const struct edgeq_op_desc *op)
+{
+	if (!ag->cpu)
+		return ag->be;
+	if (ag->vulkan_lost || !edgeq_backend_supports(ag->be, op))
+		return ag->cpu;
+	return ag->be;
+}
+
+/*
+ * Runs the @n ops read in one batch: consecutive ops for one backend as
+ * one chain. An op that fails cancels the rest of its chain in the
+ * backend; those are run again from there, since ops of one batch may
+ * come from different clients. Writes each op's status and busy time.
+ */
+static void agent_run_batch(struct agent *ag, const struct edgeq_agent_op *a,
+			    unsigned int n, struct edgeq_agent_done *done)
+{
+	static struct edgeq_op_desc ops[32];
+	static struct edgeq_backend_tensor t[32][EDGEQ_MAX_TENSORS];
+	static int st[32];
+	unsigned int i, j, k;
+
+	for (i = 0; i < n; i++) {
+		ops[i] = a[i].op;
+		st[i] = agent_map(ag, &a[i], t[i]);
+		done[i].status = st[i];
+		done[i].busy_ns = 0;
+	}
+	for (i = 0; i < n;) {
+		struct edgeq_backend *b;
+		uint64_t t0, dt;
+		int ret;
+
+		if (done[i].status) {
+			i++;
+			continue;
+		}
+		b = agent_pick(ag, &ops[i]);
+		for (j = i + 1;
+		     j < n && !done[j].status && agent_pick(ag, &ops[j]) == b;
+		     j++)
+			;
+		t0 = edgeq_now_ns();
+		ret = edgeq_backend_run(b, ops + i, t + i, st + i, j - i);
+		dt = edgeq_now_ns() - t0;
+		if (ret && b != ag->cpu && ag->cpu) {
+			fprintf(stderr,
+				"edgeq agent: the device failed (%s): the CPU "
+				"kernels run every op from now on\n",
+				strerror(-ret));
+			ag->vulkan_lost = true;
+		}
+		for (k = i; k < j && st[k] != -ECANCELED; k++) {
+			done[k].status = st[k];
+			done[k].busy_ns = dt / (j - i);
+		}
+		if (ret)
+			i = j; /* failed with the device, as reported */
+		else
+			i = k; /* from the first cancelled one */
+	}
+}
+
+/*
+ * One small op of every kind and dtype on zeroed tensors before attaching,
+ * so that the driver's first-use work (shader compilation: seconds for
+ * lavapipe under emulation) is not charged to a client's op and its
+ * timeout. Returns the backend's error, if the device cannot run them.
+ */
+static int agent_warmup(struct agent *ag)
+{
+	static const uint32_t mv[] = { EDGEQ_DTYPE_F32,	 EDGEQ_DTYPE_F16,
+				       EDGEQ_DTYPE_Q8_0, EDGEQ_DTYPE_Q4_0,
+				       EDGEQ_DTYPE_Q4_K, EDGEQ_DTYPE_Q6_K };
+	static const uint32_t kv[] = { EDGEQ_DTYPE_F32, EDGEQ_DTYPE_F16,
+				       EDGEQ_DTYPE_Q8_0 };
+	struct edgeq_op_desc ops[16];
+	struct edgeq_backend_tensor t[16][EDGEQ_MAX_TENSORS];
+	int st[16], fd, ret;
+	unsigned int n = 0, i, k;
+	const size_t size = 65536, slot = 4096;
+	void *map;
+
+	ret = edgeq_kq_memfd("edgeq-warmup", size, &fd, &map);
+	if (ret)
+		return ret;
+	for (i = 0; i < sizeof(mv) / sizeof(mv[0]); i++) {
+		edgeq_op_desc_init(&ops[n], EDGEQ_OP_MATVEC, n);
+		ops[n].dtype = mv[i];
+		ops[n].shape[0] = 2;
+		ops[n++].shape[1] = 256;
+	}
+	for (i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
+		edgeq_op_desc_init(&ops[n], EDGEQ_OP_ATTENTION, n);
+		ops[n].dtype = kv[i];
+		ops[n].shape[0] = ops[n].shape[1] = ops[n].shape[3] = 1;
+		ops[n++].shape[2] = 32;
+	}
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_RMSNORM, n);
+	ops[n++].shape[0] = 256;
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_ROPE, n);
+	ops[n].shape[0] = 1;
+	ops[n++].shape[1] = 64;
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_SOFTMAX, n);
+	ops[n].shape[0] = 256;
+	ops[n++].shape[1] = 1;
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_SILU_MUL, n);
+	ops[n++].shape[0] = 256;
+	edgeq_op_desc_init(&ops[n], EDGEQ_OP_ADD, n);
+	ops[n++].shape[0] = 256;
+	for (i = 0; i < n; i++)
+		for (k = 0; k < ops[i].ntensors; k++) {
+			edgeq_op_desc_tensor(&ops[i], k, 0, k * slot, slot);
+			t[i][k] = (struct edgeq_backend_tensor){
+				map, size, k * slot, slot, 0
+			};
+		}
+	ret = edgeq_backend_run(ag->be, ops, t, st, n);
+	for (i = 0; i < n && !ret; i++)
+		if (st[i] && st[i] != -EOPNOTSUPP)
+			ret = st[i];
+	munmap(map, size);
+	close(fd);
+	return ret;
+}
+
+/* Keeps the backend's device copies within --device-budget. */
+static void agent_trim(struct agent *ag)
+{
+	struct edgeq_backend_info info;
+
+	if (!opt_device_budget)
+		return;
+	edgeq_backend_get_info(ag->be, &info);
+	if (info.device_bytes > opt_device_budget)
+		edgeq_backend_release(ag->be,
+				      info.device_bytes - opt_device_budget);
+}
+
+static int agent_list_devices(void)
+{
+	static const char *const kinds[] = { "vulkan", "cpu" };
+	struct edgeq_backend_device d[16];
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		int n = edgeq_backend_list(kinds[k], d, 16);
+
+		if (n == -EPROTONOSUPPORT) {
+			printf("%s: not built in (needs libvulkan-dev and "
+			       "glslc at build time)\n",
+			       kinds[k]);
+			continue;
+		}
+		if (n < 0) {
+			printf("%s: no device (%s)\n", kinds[k], strerror(-n));
+			continue;
+		}
+		for (int i = 0; i < n && i < 16; i++) {
+			printf("%s %d: %s (%s", kinds[k], i, d[i].name,
+			       d[i].type);
+			if (d[i].api_version)
+				printf(", Vulkan %u.%u.%u",
+				       d[i].api_version >> 22,
+				       (d[i].api_version >> 12) & 0x3ff,
+				       d[i].api_version & 0xfff);
+			if (d[i].heap_bytes)
+				printf(", %llu MiB",
+				       (unsigned long long)(d[i].heap_bytes >>
+							    20));
+			if (!strcmp(kinds[k], "vulkan"))
+				printf(", host import %s",
+				       d[i].host_import ? "yes" : "no");
+			printf(")%s\n", d[i].usable ? "" : " unusable");
+		}
+	}
+	return EXIT_OK;
+}
+
+/* Opens the backend the options name; says why when it falls back. */
+static int agent_open_backend(struct agent *ag)
+{
+	bool autop = !strcmp(opt_backend, "auto");
+	int ret;
+
+	if (!autop && strcmp(opt_backend, "vulkan") &&
+	    strcmp(opt_backend, "cpu"))
+		return cli_error(EXIT_USAGE, "agent",
+				 "unknown backend '%s' (auto, vulkan or cpu)",
+				 opt_backend);
+	if (autop && opt_device)
+		opt_backend = "vulkan";
+	if (autop || !strcmp(opt_backend, "vulkan")) {
+		ret = edgeq_backend_open("vulkan", opt_device, &ag->be);
+		if (!ret) {
+			opt_backend = "vulkan";
+			ret = edgeq_backend_open("cpu", NULL, &ag->cpu);
+			if (ret)
+				return cli_error(cli_exit_for(ret), "agent",
+						 "cpu backend: %s",
+						 strerror(-ret));
+			return 0;
+		}
+		if (!autop)
+			return cli_error(
+				ret == -ENOENT ? EXIT_USAGE : EXIT_UNAVAIL,
+				"agent", "vulkan%s%s: %s%s",
+				opt_device ? " device " : "",
+				opt_device ? opt_device : "",
+				ret == -EPROTONOSUPPORT ?
+					"not built in (libvulkan-dev, glslc)" :
+				ret == -ENOENT ? "no such device" :
+				ret == -ENODEV ? "no Vulkan device" :
+						 strerror(-ret),
+				ret == -ENOENT ?
+					" (see edgeq agent --list-devices)" :
+					"");
+		fprintf(stderr,
+			"edgeq agent: no usable Vulkan device (%s): using the "
+			"CPU backend\n",
+			ret == -EPROTONOSUPPORT ? "built without Vulkan" :
+						  strerror(-ret));
+		opt_backend = "cpu";
+	}
+	ret = edgeq_backend_open("cpu", NULL, &ag->be);
+	if (ret)
+		return cli_error(cli_exit_for(ret), "agent", "cpu backend: %s",
+				 strerror(-ret));
+	return 0;
+}
+
+/* Where `edgeq status` finds what each agent runs on. */
+static void agent_write_state(const struct edgeq_backend_info *info)
+{
+	const char *dir = getenv("EDGEQ_RUN_DIR");
+	char path[256];
+	FILE *f;
+
+	if (!dir)
+		dir = "/run/edgeq";
+	snprintf(path, sizeof(path), "%s/agent-%s", dir, opt_queue);
+	f = fopen(path, "we");
+	if (!f)
+		return; /* optional: no run directory */
+	fprintf(f, "pid=%d\nbackend=%s\ndevice=%s\nmemory=%s\n", (int)getpid(),
+		info->backend, info->device, edgeq_backend_mem_name(info->mem));
+	fclose(f);
+}
+
+static void agent_remove_state(void)
+{
+	const char *dir = getenv("EDGEQ_RUN_DIR");
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/agent-%s", dir ? dir : "/run/edgeq",
+		 opt_queue);
+	unlink(path);
 }
 
 static int cmd_agent(int argc, char **argv)
@@ -106,7 +408,9 @@ static int cmd_agent(int argc, char **argv)
 	struct edgeq_agent_op ops[32];
 	struct edgeq_agent_done done[32];
 	struct sigaction sa = { .sa_handler = agent_signal };
-	struct edgeq_kq *kq;
+	struct edgeq_backend_info info;
+	struct agent ag = { 0 };
+	bool sim;
 	uint64_t served = 0;
 	size_t i;
 	int first, ret, n;
@@ -117,32 +421,61 @@ static int cmd_agent(int argc, char **argv)
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "agent",
 				 "unexpected argument '%s'", argv[first]);
+	if (opt_list)
+		return agent_list_devices();
 	if (!opt_queue)
 		return cli_error(EXIT_USAGE, "agent",
 				 "--queue NAME is required");
-	for (i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
+	for (i = 0; opt_profile && i < sizeof(profiles) / sizeof(profiles[0]);
+	     i++)
 		if (!strcmp(profiles[i].name, opt_profile))
 			prof = &profiles[i];
-	if (!prof)
+	if (opt_profile && !prof)
 		return cli_error(EXIT_USAGE, "agent",
 				 "unknown profile '%s' (npu, gpu or cpu)",
 				 opt_profile);
-	if (opt_speed == 0)
-		opt_speed = prof->speed;
-	if (opt_speed < 0.01 || opt_speed > 1000 || opt_delay_us < 0)
-		return cli_error(
-			EXIT_USAGE, "agent",
-			"--speed must be in 0.01..1000, --delay-us >= 0");
-
-	ret = edgeq_kq_open(opt_queue, 0, &kq);
+	if (opt_speed != 0 && (opt_speed < 0.01 || opt_speed > 1000))
+		return cli_error(EXIT_USAGE, "agent",
+				 "--speed must be in 0.01..1000");
+	if (opt_delay_us < 0)
+		return cli_error(EXIT_USAGE, "agent",
+				 "--delay-us must be >= 0");
+	ret = agent_open_backend(&ag);
 	if (ret)
+		return ret;
+	sim = !strcmp(opt_backend, "cpu");
+	if (!prof)
+		prof = &profiles[sim ? 0 : 1];
+	if (opt_speed == 0)
+		opt_speed = sim ? prof->speed : 1.0;
+
+	{
+		uint64_t t0 = edgeq_now_ns();
+
+		ret = agent_warmup(&ag);
+		if (ret)
+			fprintf(stderr,
+				"edgeq agent: warm-up on %s failed: %s\n",
+				opt_backend, strerror(-ret));
+		else if (opt_verbose)
+			fprintf(stderr, "edgeq agent: warm-up on %s: %.1f ms\n",
+				opt_backend, (edgeq_now_ns() - t0) / 1e6);
+	}
+	ret = edgeq_kq_open(opt_queue, 0, &ag.kq);
+	if (ret) {
+		edgeq_backend_free(ag.be);
+		edgeq_backend_free(ag.cpu);
 		return cli_error(
 			cli_exit_for(ret), "agent",
 			"cannot open queue %s: %s (is edgeq.ko loaded?)",
 			opt_queue, strerror(-ret));
-	ret = edgeq_kq_agent_attach(kq, prof->op_mask);
+	}
+	edgeq_kq_agent_on_unmap(ag.kq, agent_forget, &ag);
+	ret = edgeq_kq_agent_attach(ag.kq, prof->op_mask);
 	if (ret) {
-		edgeq_kq_close(kq);
+		edgeq_kq_close(ag.kq);
+		edgeq_backend_free(ag.be);
+		edgeq_backend_free(ag.cpu);
 		return cli_error(
 			cli_exit_for(ret), "agent", "cannot attach to %s: %s%s",
 			opt_queue, strerror(-ret),
@@ -150,30 +483,41 @@ static int cmd_agent(int argc, char **argv)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	fprintf(stderr, "edgeq agent: serving %s (profile %s, speed %.2f)\n",
-		opt_queue, prof->name, opt_speed);
+	edgeq_backend_get_info(ag.be, &info);
+	fprintf(stderr,
+		"edgeq agent: serving %s (profile %s, speed %.2f) on %s: %s, "
+		"memory %s\n",
+		opt_queue, prof->name, opt_speed, info.backend, info.device,
+		!strcmp(info.backend, "vulkan") &&
+				info.mem == EDGEQ_BACKEND_MEM_IMPORT ?
+			"imported (zero-copy, VK_EXT_external_memory_host)" :
+		info.mem == EDGEQ_BACKEND_MEM_STAGING ?
+			"staging copies (no VK_EXT_external_memory_host)" :
+			"host (the mappings themselves)");
+	agent_write_state(&info);
 
 	while (!agent_stop && (!opt_count || served < opt_count)) {
-		n = edgeq_kq_agent_next(kq, ops, 32);
+		uint64_t t0, dt;
+
+		n = edgeq_kq_agent_next(ag.kq, ops, 32);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
 			ret = n;
 			break;
 		}
+		memset(done, 0, sizeof(done[0]) * (size_t)n);
+		t0 = edgeq_now_ns();
+		agent_run_batch(&ag, ops, (unsigned int)n, done);
+		dt = edgeq_now_ns() - t0;
+		if (opt_speed < 1.0)
+			sleep_ns((uint64_t)((double)dt / opt_speed) - dt);
+		if (opt_delay_us)
+			sleep_ns((uint64_t)opt_delay_us * 1000 * (uint64_t)n);
 		for (i = 0; i < (size_t)n; i++) {
-			uint64_t t0 = edgeq_now_ns(), dt;
-
-			memset(&done[i], 0, sizeof(done[i]));
 			done[i].tag = ops[i].tag;
-			done[i].status = agent_run_one(kq, &ops[i]);
-			dt = edgeq_now_ns() - t0;
-			if (opt_speed < 1.0)
-				sleep_ns((uint64_t)((double)dt / opt_speed) -
-					 dt);
-			if (opt_delay_us)
-				sleep_ns((uint64_t)opt_delay_us * 1000);
-			done[i].busy_ns = (uint64_t)((double)dt / opt_speed) +
+			done[i].busy_ns = (uint64_t)((double)done[i].busy_ns /
+						     opt_speed) +
 					  (uint64_t)opt_delay_us * 1000;
 			if (opt_verbose)
 				fprintf(stderr,
@@ -185,7 +529,7 @@ static int cmd_agent(int argc, char **argv)
 		}
 		/* An op may have timed out meanwhile: report the others. */
 		for (i = 0; i < (size_t)n; i++) {
-			ret = edgeq_kq_agent_done(kq, &done[i], 1);
+			ret = edgeq_kq_agent_done(ag.kq, &done[i], 1);
 			if (ret < 0 && ret != -ENOENT)
 				break;
 		}
@@ -193,24 +537,36 @@ static int cmd_agent(int argc, char **argv)
 			break;
 		ret = 0;
 		served += (uint64_t)n;
+		agent_trim(&ag);
 	}
-	edgeq_kq_close(kq);
+	edgeq_kq_close(ag.kq);
+	edgeq_backend_get_info(ag.be, &info);
+	edgeq_backend_free(ag.be);
+	edgeq_backend_free(ag.cpu);
+	agent_remove_state();
 	if (ret < 0 && !agent_stop)
 		return cli_error(cli_exit_for(ret), "agent", "queue %s: %s",
 				 opt_queue, strerror(-ret));
-	fprintf(stderr, "edgeq agent: %llu ops served\n",
-		(unsigned long long)served);
+	fprintf(stderr, "edgeq agent: %llu ops served (%s: %llu chains)\n",
+		(unsigned long long)served, info.backend,
+		(unsigned long long)info.chains);
 	return EXIT_OK;
 }
 
 EDGEQ_COMMAND(
-	agent, "serve an edgeq.ko queue with the CPU kernels",
-	"usage: edgeq agent --queue NAME [--profile npu|gpu|cpu] [--speed X]\n"
+	agent, "serve an edgeq.ko queue with Vulkan compute or the CPU kernels",
+	"usage: edgeq agent --queue NAME [--backend auto|vulkan|cpu]\n"
+	"                   [--device N|NAME] [--profile npu|gpu|cpu] [--speed X]\n"
+	"       edgeq agent --list-devices\n"
 	"\n"
 	"Attach to /dev/edgeq/NAME as its agent and execute the ops clients\n"
-	"submit with the engine's CPU kernels. A profile restricts the ops\n"
-	"accepted (npu: matrices, silu_mul and add; no softmax, norms or\n"
-	"RoPE) and scales the speed: below 1 the agent sleeps to be slower,\n"
-	"above 1 it reports proportionally less busy time. Needs edgeq.ko\n"
-	"and CAP_SYS_ADMIN.",
+	"submit: with Vulkan compute shaders on a GPU (any Vulkan 1.2 device,\n"
+	"lavapipe included; the clients' memfds imported without a copy where\n"
+	"the driver has VK_EXT_external_memory_host), or with the engine's CPU\n"
+	"kernels. auto picks vulkan when a usable device exists and says so\n"
+	"when it falls back to cpu. A profile restricts the ops accepted (npu:\n"
+	"matrices, silu_mul and add; no softmax, norms or RoPE); on the cpu\n"
+	"backend it also scales the speed: below 1 the agent sleeps to be\n"
+	"slower, above 1 it reports proportionally less busy time. Needs\n"
+	"edgeq.ko and CAP_SYS_ADMIN. Documentation/gpu-agent.rst.",
 	agent_opts, cmd_agent);

@@ -4,6 +4,7 @@
  * JSON line per change (--watch), driven by an io_uring poll on the
  * monitor's fd the way the engine's event loop drives it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -344,6 +345,58 @@ static void print_human(const struct edgeq_pressure *p,
 	}
 }
 
+/*
+ * The queues' agents as they describe themselves ($EDGEQ_RUN_DIR, default
+ * /run/edgeq, agent-QUEUE: pid, backend, device, memory path); those whose
+ * process is gone are left out.
+ */
+static void print_agents(void)
+{
+	const char *dir = getenv("EDGEQ_RUN_DIR");
+	struct dirent *e;
+	unsigned int n = 0;
+	DIR *d;
+
+	d = opendir(dir ? dir : "/run/edgeq");
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[512], line[320], backend[320] = "?",
+					   device[320] = "?";
+		char mem[320] = "?";
+		int pid = 0;
+		FILE *f;
+
+		if (strncmp(e->d_name, "agent-", 6))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir ? dir : "/run/edgeq",
+			 e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (!strncmp(line, "pid=", 4))
+				pid = atoi(line + 4);
+			else if (!strncmp(line, "backend=", 8))
+				snprintf(backend, sizeof(backend), "%s",
+					 line + 8);
+			else if (!strncmp(line, "device=", 7))
+				snprintf(device, sizeof(device), "%s",
+					 line + 7);
+			else if (!strncmp(line, "memory=", 7))
+				snprintf(mem, sizeof(mem), "%s", line + 7);
+		}
+		fclose(f);
+		if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
+			continue;
+		printf("%s  %-6s %s on %s, memory %s (pid %d)\n",
+		       n++ ? "" : "agents:\n", e->d_name + 6, backend, device,
+		       mem, pid);
+	}
+	closedir(d);
+}
+
 /* --watch */
 #define WATCH_MAX_EVENTS 64
 
@@ -521,6 +574,7 @@ static int cmd_status(int argc, char **argv)
 		putchar('\n');
 	} else {
 		print_human(p, s);
+		print_agents();
 	}
 	free(s);
 	edgeq_pressure_free(p);

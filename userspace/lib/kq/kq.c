@@ -22,13 +22,24 @@ struct kq_map {
 	uint32_t handle, client_id;
 	void *base;
 	uint64_t length;
+	uint64_t id; /* never reused for the life of the kq */
 };
 
 struct edgeq_kq {
 	int fd;
 	struct kq_map *maps; /* agent: tensor mappings */
 	size_t nmaps, capmaps;
+	uint64_t next_id;
+	void (*on_unmap)(void *arg, uint64_t id);
+	void *on_unmap_arg;
 };
+
+static void kq_unmap(struct edgeq_kq *kq, struct kq_map *m)
+{
+	if (kq->on_unmap)
+		kq->on_unmap(kq->on_unmap_arg, m->id);
+	munmap(m->base, m->length);
+}
 
 static const struct {
 	uint8_t ntensors, ndims;
@@ -88,7 +99,7 @@ void edgeq_kq_close(struct edgeq_kq *kq)
 	if (!kq)
 		return;
 	for (i = 0; i < kq->nmaps; i++)
-		munmap(kq->maps[i].base, kq->maps[i].length);
+		kq_unmap(kq, &kq->maps[i]);
 	free(kq->maps);
 	close(kq->fd);
 	free(kq);
@@ -321,12 +332,20 @@ static void kq_flush_maps(struct edgeq_kq *kq)
 	size_t i;
 
 	for (i = 0; i < kq->nmaps; i++)
-		munmap(kq->maps[i].base, kq->maps[i].length);
+		kq_unmap(kq, &kq->maps[i]);
 	kq->nmaps = 0;
 }
 
-int edgeq_kq_agent_map(struct edgeq_kq *kq, uint32_t client_id,
-		       const struct edgeq_tensor_ref *ref, void **p)
+void edgeq_kq_agent_on_unmap(struct edgeq_kq *kq,
+			     void (*fn)(void *arg, uint64_t id), void *arg)
+{
+	kq->on_unmap = fn;
+	kq->on_unmap_arg = arg;
+}
+
+int edgeq_kq_agent_mapping(struct edgeq_kq *kq, uint32_t client_id,
+			   const struct edgeq_tensor_ref *ref,
+			   struct edgeq_kq_mapping *out)
 {
 	struct kq_map *m = NULL;
 	uint64_t length;
@@ -342,7 +361,7 @@ int edgeq_kq_agent_map(struct edgeq_kq *kq, uint32_t client_id,
 	}
 	if (m && m->client_id != client_id) {
 		/* The handle was reused by another client: drop the old map. */
-		munmap(m->base, m->length);
+		kq_unmap(kq, m);
 		*m = kq->maps[--kq->nmaps];
 		m = NULL;
 	}
@@ -374,9 +393,23 @@ int edgeq_kq_agent_map(struct edgeq_kq *kq, uint32_t client_id,
 		m->client_id = client_id;
 		m->base = base;
 		m->length = length;
+		m->id = ++kq->next_id;
 	}
 	if (ref->offset > m->length || ref->length > m->length - ref->offset)
 		return -EINVAL;
-	*p = (char *)m->base + ref->offset;
+	out->base = m->base;
+	out->length = m->length;
+	out->id = m->id;
 	return 0;
+}
+
+int edgeq_kq_agent_map(struct edgeq_kq *kq, uint32_t client_id,
+		       const struct edgeq_tensor_ref *ref, void **p)
+{
+	struct edgeq_kq_mapping m;
+	int ret = edgeq_kq_agent_mapping(kq, client_id, ref, &m);
+
+	if (!ret)
+		*p = (char *)m.base + ref->offset;
+	return ret;
 }

@@ -150,6 +150,7 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 {
 	struct edgeq_place_exec *x = arg;
 	const struct edgeq_placement *p;
+	struct edgeq_place_weight w;
 	uint64_t t0;
 	int i, dev, ret;
 
@@ -166,9 +167,12 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 		x->st.dev_ops[0]++;
 		return -EAGAIN;
 	}
-	ret = x->be.matvec(x->be.arg, dev, t->type,
-			   edgeq_weights_get(x->m->weights, t), t->size,
-			   t->ne[1], t->ne[0], in, y);
+	w.name = t->name;
+	w.layer = t->layer < 0 ? -1 : t->layer;
+	w.type = t->type;
+	w.data = edgeq_weights_get(x->m->weights, t);
+	w.bytes = t->size;
+	ret = x->be.matvec(x->be.arg, dev, &w, t->ne[1], t->ne[0], in, y);
 	if (ret) {
 		/* the device failed this op: lose it now, the CPU runs it */
 		x->st.fallbacks++;
@@ -339,11 +343,14 @@ int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,
 
 /* ---- the in-process backend: the same kernels, as a CPU agent runs them */
 
-static int inline_matvec(void *arg, int dev, uint32_t type, const void *w,
-			 uint64_t w_bytes, uint64_t rows, uint64_t cols,
-			 const float *xin, float *y)
+static int inline_matvec(void *arg, int dev,
+			 const struct edgeq_place_weight *wt, uint64_t rows,
+			 uint64_t cols, const float *xin, float *y)
 {
 	struct edgeq_place_inline *st = arg;
+	uint32_t type = wt->type;
+	const void *w = wt->data;
+	uint64_t w_bytes = wt->bytes;
 	const struct edgeq_kernel_ops *k = edgeq_kernels_select();
 	const struct edgeq_type_traits *tr = edgeq_type_traits(type);
 	size_t arow;

@@ -6,7 +6,11 @@
  * Per queue: the fd (O_NONBLOCK), a staging memfd for activations (input
  * vector, then output vector) registered once, and one memfd per weight
  * matrix, filled and registered on first use (the weights are read-only, so
- * a copy stays valid; a streamer-owned memfd would avoid the copy). An op is
+ * a copy stays valid; a streamer-owned memfd would avoid the copy). A
+ * weight is known by its tensor name, never by its address: in --weights
+ * stream mode the streamer's slot buffers carry one layer, then another, at
+ * the same address. One memfd per identity is also what lets the agent
+ * keep one device copy (or one import) per weight. An op is
  * an IORING_OP_WRITE of its descriptor and an IORING_OP_POLL_ADD for POLLIN
  * on the same ring; when the poll completes the completion is read without
  * blocking. A failed op (-ENODEV when the agent is gone, -ETIMEDOUT ...)
@@ -26,14 +30,7 @@
 #include <edgeq/placement.h>
 
 #include "edgeq_config.h"
-
-struct kq_weight {
-	const void *src; /* the engine's copy */
-	uint32_t handle;
-	int fd;
-	void *map;
-	uint64_t bytes;
-};
+#include "placement/wset.h"
 
 struct kq_dev {
 	struct edgeq_kq *kq; /* NULL for the cpu */
@@ -41,8 +38,7 @@ struct kq_dev {
 	void *stage;
 	size_t stage_size;
 	uint32_t stage_handle;
-	struct kq_weight *w;
-	size_t n_w, cap_w;
+	struct place_wset w; /* one memfd per weight identity */
 };
 
 struct edgeq_place_kq {
@@ -95,41 +91,25 @@ static int stage_ensure(struct kq_dev *d, size_t size)
 	return 0;
 }
 
-static int weight_handle(struct kq_dev *d, const void *w, uint64_t bytes,
+/* The handle of the memfd holding weight @w, registered on first use. */
+static int weight_handle(struct kq_dev *d, const struct edgeq_place_weight *w,
 			 uint32_t *handle)
 {
-	struct kq_weight *kw;
+	struct place_wslot *ws;
+	bool created;
 	int ret;
 
-	for (size_t i = 0; i < d->n_w; i++)
-		if (d->w[i].src == w && d->w[i].bytes == bytes) {
-			*handle = d->w[i].handle;
-			return 0;
-		}
-	if (d->n_w == d->cap_w) {
-		size_t cap = d->cap_w ? 2 * d->cap_w : 64;
-		struct kq_weight *nw = realloc(d->w, cap * sizeof(*nw));
-
-		if (!nw)
-			return -ENOMEM;
-		d->w = nw;
-		d->cap_w = cap;
-	}
-	kw = &d->w[d->n_w];
-	ret = edgeq_kq_memfd("edgeq-weight", bytes, &kw->fd, &kw->map);
+	ret = place_wset_get(&d->w, w, &ws, &created);
 	if (ret)
 		return ret;
-	memcpy(kw->map, w, bytes);
-	ret = edgeq_kq_tensor_register(d->kq, kw->fd, &kw->handle);
-	if (ret) {
-		munmap(kw->map, bytes);
-		close(kw->fd);
-		return ret;
+	if (created) {
+		ret = edgeq_kq_tensor_register(d->kq, ws->fd, &ws->handle);
+		if (ret) {
+			place_wset_drop_last(&d->w);
+			return ret;
+		}
 	}
-	kw->src = w;
-	kw->bytes = bytes;
-	d->n_w++;
-	*handle = kw->handle;
+	*handle = ws->handle;
 	return 0;
 }
 
@@ -174,9 +154,8 @@ static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
 	}
 }
 
-static int kq_matvec(void *arg, int dev, uint32_t type, const void *w,
-		     uint64_t w_bytes, uint64_t rows, uint64_t cols,
-		     const float *x, float *y)
+static int kq_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
+		     uint64_t rows, uint64_t cols, const float *x, float *y)
 {
 	struct edgeq_place_kq *k = arg;
 	struct kq_dev *d;
@@ -193,15 +172,15 @@ static int kq_matvec(void *arg, int dev, uint32_t type, const void *w,
 	ret = stage_ensure(d, yoff + (size_t)rows * 4);
 	if (ret)
 		return ret;
-	ret = weight_handle(d, w, w_bytes, &wh);
+	ret = weight_handle(d, w, &wh);
 	if (ret)
 		return ret;
 	memcpy((char *)d->stage + xoff, x, (size_t)cols * 4);
 	edgeq_op_desc_init(&op, EDGEQ_OP_MATVEC, ++k->cookie);
-	op.dtype = type;
+	op.dtype = w->type;
 	op.shape[0] = rows;
 	op.shape[1] = cols;
-	edgeq_op_desc_tensor(&op, 0, wh, 0, w_bytes);
+	edgeq_op_desc_tensor(&op, 0, wh, 0, w->bytes);
 	edgeq_op_desc_tensor(&op, 1, d->stage_handle, xoff, cols * 4);
 	edgeq_op_desc_tensor(&op, 2, d->stage_handle, yoff, rows * 4);
 
@@ -243,11 +222,7 @@ void edgeq_place_kq_free(struct edgeq_place_kq *k)
 	for (size_t i = 1; i < k->n; i++) {
 		struct kq_dev *d = &k->dev[i];
 
-		for (size_t j = 0; j < d->n_w; j++) {
-			munmap(d->w[j].map, d->w[j].bytes);
-			close(d->w[j].fd);
-		}
-		free(d->w);
+		place_wset_fini(&d->w);
 		if (d->stage) {
 			munmap(d->stage, d->stage_size);
 			close(d->stage_fd);

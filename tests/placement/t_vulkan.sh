@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The Vulkan backend in the generation loop, without edgeq.ko: place-run's
+# in-process device backend runs the placed matrix ops with the same
+# backend code an agent runs behind a queue (edgeq_place_dev_new()).
+#  - greedy tokens equal the all-CPU run on the tiny models of every weight
+#    type and stories260K; where they do not, the first differing step's
+#    logit pair must be a tie within the tolerance (teacher-forced logits of
+#    both runs are compared and reported either way). On lavapipe the
+#    shaders reproduce the CPU's rounding (float64 fma and division), so the
+#    logits are the same bits; the float-only shaders of GPUs without
+#    float64 are compared on stories260K;
+#  - --weights stream (slot buffers reused by different layers) with a
+#    device: one weight copy per tensor, tokens unchanged;
+#  - the device lost mid-generation, and throttled to its top cooling
+#    state mid-generation: the CPU finishes, no error, same tokens;
+#  - the staging-copy memory path (EDGEQ_VK_IMPORT=0) gives the same tokens.
+# Skips without a Vulkan device (fails under CI=true: lavapipe is expected).
+# timeout: 400
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+
+B=${EDGEQ_TOP:-.}/${O:-build}
+RUN=$B/tools/place-run
+GEN=$B/tools/gguf-gen
+[ -x "$RUN" ] && [ -x "$GEN" ] || skip_all "place-run or gguf-gen not built"
+"$B/edgeq" agent --list-devices >"$T/devs" 2>&1
+if ! grep -q '^vulkan 0: ' "$T/devs"; then
+	why="no Vulkan device: $(grep '^vulkan' "$T/devs")"
+	if [ "${CI:-}" = true ]; then echo "FAIL - CI=true but $why"; exit 1; fi
+	skip_all "$why"
+fi
+printf '[device.gpu]\nops = matmul attn swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/gpu.ini"
+Q=(--queue gpu0 --devices "$T/gpu.ini" --no-calib -p "Once upon a time")
+js() { python3 -c "import json,sys; d=json.load(open('$1')); p=d['per_token']; s=d['stats']; sys.exit(0 if ($2) else 1)"; }
+toks() { python3 -c "import json; print(','.join(str(t['tok']) for t in json.load(open('$1'))['per_token']))"; }
+
+# compare NAME MODEL: greedy tokens, else the logit pair at the first split
+compare() {
+	local name=$1 m=$2
+	"$RUN" -m "$m" -n 32 "${Q[@]}" --backend none >"$T/$name-cpu.json"
+	"$RUN" -m "$m" -n 32 "${Q[@]}" --backend vulkan >"$T/$name-vk.json"
+	check "$name: matmuls ran on the Vulkan device" \
+		js "$T/$name-vk.json" "d['error'] is None and s['offloaded'] > 0 and s['fallbacks'] == 0"
+	# teacher-forced on the CPU's tokens: both runs see the same inputs
+	local f="1,$(toks "$T/$name-cpu.json")"
+	"$RUN" -m "$m" "${Q[@]}" --backend none --force "$f" --dump-logits "$T/$name-cpu.bin" >/dev/null
+	"$RUN" -m "$m" "${Q[@]}" --backend vulkan --force "$f" --dump-logits "$T/$name-vk.bin" >/dev/null
+	check "$name: greedy tokens as the CPU's, or a tie within tolerance" \
+		python3 - "$T/$name" "$(toks "$T/$name-cpu.json")" "$(toks "$T/$name-vk.json")" <<'PY'
+import sys
+from array import array
+base, a, b = sys.argv[1], sys.argv[2].split(','), sys.argv[3].split(',')
+def load(p):
+    v = array('f')
+    with open(p, 'rb') as f:
+        v.frombytes(f.read())
+    return v
+c, g = load(base + "-cpu.bin"), load(base + "-vk.bin")
+steps = len(a) + 1
+n = len(c) // steps
+assert len(c) == len(g) == n * steps
+d = max(abs(x - y) for x, y in zip(c, g))
+scale = max(abs(x) for x in c)
+tol = 1e-4 * scale  # Documentation/gpu-agent.rst: relative to the largest logit
+print(f"# {base.split('/')[-1]}: max |logit gpu - cpu| = {d:.3g} (largest logit {scale:.3g}, tolerance {tol:.3g})")
+ok = d <= tol
+if a != b:
+    i = next(i for i in range(min(len(a), len(b))) if a[i] != b[i])
+    # logits of step i + 1 of the forced run chose token i of the greedy one
+    rc, rg = c[(i + 1) * n:(i + 2) * n], g[(i + 1) * n:(i + 2) * n]
+    ta, tb = int(a[i]), int(b[i])
+    print(f"# first differing token at step {i}: cpu {ta} ({rc[ta]:.7g} vs {rc[tb]:.7g}), "
+          f"gpu {tb} ({rg[tb]:.7g} vs {rg[ta]:.7g})")
+    ok = ok and abs(rc[ta] - rc[tb]) <= 2 * tol
+else:
+    print("# greedy tokens identical")
+sys.exit(0 if ok else 1)
+PY
+}
+
+for ty in q8_0 q4_0 q4_k f16 f32; do
+	"$GEN" -o "$T/tiny-$ty.gguf" --shape tiny --type "$ty" >/dev/null
+	compare "tiny-$ty" "$T/tiny-$ty.gguf"
+done
+S=$EDGEQ_TEST_MODELS/stories260K.gguf
+if [ -r "$S" ]; then
+	compare stories260K "$S"
+	# the float-only shaders (GPUs without float64): not bit for bit
+	EDGEQ_VK_FLOAT64=0 compare stories260K-float-only "$S"
+else
+	echo "# stories260K.gguf absent: not compared"
+fi
+
+# --weights stream with a device: 12 layers through a tiny budget, so the
+# streamer's slot buffers carry different layers at the same address
+"$GEN" -o "$T/deep.gguf" --shape tiny --type q8_0 --layers 12 >/dev/null
+"$RUN" -m "$T/deep.gguf" -n 16 "${Q[@]}" --backend none >"$T/deep-cpu.json"
+"$RUN" -m "$T/deep.gguf" -n 16 "${Q[@]}" --backend vulkan --weights stream \
+	--weights-budget 1 >"$T/deep-vk.json"
+check "stream: weights streamed" js "$T/deep-vk.json" "d['dev']['weights'] == 'stream' and d['dev']['stream_reads'] > 0"
+check "stream: tokens as the all-CPU run" test "$(toks "$T/deep-vk.json")" = "$(toks "$T/deep-cpu.json")"
+"$RUN" -m "$T/deep.gguf" -n 16 "${Q[@]}" --backend vulkan >"$T/deep-mmap.json"
+check "stream: one copy per weight tensor, as without streaming" \
+	js "$T/deep-vk.json" "d['dev']['weight_copies'] == json.load(open('$T/deep-mmap.json'))['dev']['weight_copies']"
+
+M=$T/tiny-q8_0.gguf
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend none >"$T/ref.json"
+# the device lost at its 40th op, in the middle of a step
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --fail-after 40 >"$T/lost.json"
+check "device lost: no error reached the caller" js "$T/lost.json" "d['error'] is None and s['fallbacks'] >= 1 and s['last_error'] == -19"
+check "device lost: the CPU finished the generation" js "$T/lost.json" "p[-1]['off_cpu'] == 0 and len(p) == 24"
+check "device lost: tokens unchanged" test "$(toks "$T/lost.json")" = "$(toks "$T/ref.json")"
+# throttled to its top cooling state after token 3
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --throttle-at 3 --cooling 4/4 >"$T/thr.json"
+check "top cooling state: on the device before" js "$T/thr.json" "p[3]['off_cpu'] > 0"
+check "top cooling state: the CPU from the next token on" js "$T/thr.json" "p[4]['off_cpu'] == 0 and p[-1]['offloaded'] == p[4]['offloaded'] and d['error'] is None"
+check "top cooling state: tokens unchanged" test "$(toks "$T/thr.json")" = "$(toks "$T/ref.json")"
+
+# the staging-copy path
+EDGEQ_VK_IMPORT=0 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan >"$T/stage.json"
+check "staging path in use and counted" js "$T/stage.json" "d['dev']['memory'] == 'staging' and d['dev']['device_bytes'] > d['dev']['weight_copies']"
+check "staging path: tokens unchanged" test "$(toks "$T/stage.json")" = "$(toks "$T/ref.json")"
+"$RUN" -m "$M" -n 4 "${Q[@]}" --backend vulkan >"$T/imp.json"
+check "import path: zero-copy reported" js "$T/imp.json" "d['dev']['memory'] == 'import' or 'host import no' in open('$T/devs').read()"
+summary

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Runs inside the test VM (tests/placement/t_vm_vulkan.sh), edgeq.ko loaded
+# with queues=gpu0: `edgeq agent --backend vulkan` serves gpu0 with
+# lavapipe (the VM chroots into the host tree, which has Mesa's Vulkan
+# drivers), the engine places its matrix ops on gpu0 through the module.
+# Tokens must equal the all-CPU run (the shaders round as the CPU does on
+# lavapipe), with mmap'd and with streamed weights; the agent killed, and
+# the queue put in its top cooling state, mid-generation both leave the
+# generation to finish on the CPU without an error; `edgeq run --queue`.
+# Prints "N passed, N failed, N skipped".
+set -u
+B=${EDGEQ_TOP:-.}/${O:-build}
+EDGEQ=${EDGEQ:-$B/edgeq}
+Q=/sys/class/edgeq/gpu0
+T=$(mktemp -d)
+pass=0 fail=0
+t0=$(date +%s)
+log() { echo "# [$(($(date +%s) - t0))s] $*"; }
+ok() { if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi; }
+finish() {
+	echo "$pass passed, $fail failed, ${skipped:-0} skipped"
+	[ "$fail" -eq 0 ]
+	exit
+}
+agent_up() {
+	for _ in $(seq 200); do
+		[ "$(cat $Q/agent_pid 2>/dev/null)" -gt 0 ] 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+start_agent() { # LOG: a Vulkan agent on gpu0, its pid in $agent
+	"$EDGEQ" agent --queue gpu0 --backend vulkan >"$1" 2>&1 &
+	agent=$!
+	what="vulkan agent attached to gpu0 ($1)" ok agent_up
+}
+stop_agent() { kill "$agent" 2>/dev/null; wait "$agent" 2>/dev/null; }
+js() { python3 -c "import json,sys; d=json.load(open('$1')); p=d['per_token']; s=d['stats']; sys.exit(0 if ($2) else 1)"; }
+stats() { python3 -c "import json; d=json.load(open('$1')); print('# $(basename "$1"):', d['stats'], 'error', d['error'])"; }
+toks() { python3 -c "import json; print(','.join(str(t['tok']) for t in json.load(open('$1'))['per_token']))"; }
+
+[ -d "$Q" ] || { echo "no $Q: module not loaded with queues=gpu0"; fail=1; finish; }
+# lavapipe under TCG is slow: ops must not time out in the module
+echo 60000 >$Q/timeout_ms
+"$EDGEQ" agent --list-devices >"$T/devs" 2>&1
+cat "$T/devs"
+if ! grep -q '^vulkan 0: ' "$T/devs"; then
+	echo "no Vulkan device in the VM: $(grep '^vulkan' "$T/devs")"
+	skipped=1
+	finish
+fi
+"$B/tools/gguf-gen" -o "$T/tiny.gguf" --shape tiny --type q4_k >/dev/null
+"$B/tools/gguf-gen" -o "$T/deep.gguf" --shape tiny --type q8_0 --layers 6 >/dev/null
+printf '[device.gpu]\nops = matmul attn swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/gpu.ini"
+R=(--devices "$T/gpu.ini" --no-calib -p "Once upon a time")
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend none >"$T/cpu.json"
+"$B/tools/place-run" -m "$T/deep.gguf" -n 3 "${R[@]}" --backend none >"$T/deep-cpu.json"
+log "cpu runs done"
+
+# --- 1. the module with the Vulkan agent: tokens as on the CPU
+start_agent "$T/agent1.log"
+what="the agent says it runs on lavapipe, zero-copy" ok \
+	grep -Eq 'on vulkan: llvmpipe.*memory imported' "$T/agent1.log"
+# a first generation through the queue, not checked: first-use costs of
+# the guest's emulated lavapipe (seconds) must not count as an op timeout
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 1 "${R[@]}" --backend kq --queue gpu0 >"$T/warm.json" 2>&1
+stats "$T/warm.json"
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend kq --queue gpu0 >"$T/kq.json" 2>"$T/kq.err"
+stats "$T/kq.json"
+what="generation through gpu0 succeeded, matmuls offloaded" ok \
+	js "$T/kq.json" "d['error'] is None and s['offloaded'] > 0"
+what="tokens equal the all-CPU run" ok test "$(toks "$T/kq.json")" = "$(toks "$T/cpu.json")"
+what="the queue counted the agent's ops" ok test $(($(cat $Q/agent_ops))) -gt 0
+
+# --- 2. --weights stream with the device queue
+"$B/tools/place-run" -m "$T/deep.gguf" -n 3 "${R[@]}" --backend kq --queue gpu0 \
+	--weights stream --weights-budget 1 >"$T/stream.json" 2>"$T/stream.err"
+stats "$T/stream.json"
+what="stream + gpu0: succeeded, offloaded" ok \
+	js "$T/stream.json" "d['error'] is None and s['offloaded'] > 0"
+what="stream + gpu0: tokens equal the all-CPU run" ok \
+	test "$(toks "$T/stream.json")" = "$(toks "$T/deep-cpu.json")"
+log "kq and stream runs done"
+
+# --- 3. top cooling state mid-generation, seen through BPF
+max=$(cat $Q/cooling_max_state)
+base=$(($(cat $Q/agent_ops)))
+# once the agent has run 40 more ops (a few tokens into the generation)
+( while [ $(($(cat $Q/agent_ops))) -lt $((base + 20)) ]; do sleep 0.05; done
+  echo "$max" >$Q/cooling_state ) &
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 12 "${R[@]}" --backend kq --queue gpu0 \
+	--watch --sysfs /sys/class/edgeq >"$T/thr.json" 2>"$T/thr.err"
+kill %1 2>/dev/null; wait
+stats "$T/thr.json"
+echo 0 >$Q/cooling_state
+what="top cooling state: no error reached the caller" ok js "$T/thr.json" "d['error'] is None"
+what="top cooling state: on gpu0 before, on the CPU at the end" ok \
+	js "$T/thr.json" "p[1]['off_cpu'] > 0 and p[-1]['off_cpu'] == 0 and p[-1]['cooling_state'] == $max"
+stop_agent
+log "throttle run done"
+
+# --- 4. the agent SIGKILLed mid-generation
+start_agent "$T/agent2.log"
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend kq --queue gpu0 \
+	--kill-agent-at 2 --agent-pid $agent >"$T/kill.json" 2>"$T/kill.err"
+stats "$T/kill.json"
+stop_agent
+what="killed agent: no error reached the caller" ok \
+	js "$T/kill.json" "d['error'] is None and s['fallbacks'] >= 1 and s['last_error'] == -19"
+what="killed agent: ran on gpu0 before, finished on the CPU" ok \
+	js "$T/kill.json" "p[1]['off_cpu'] > 0 and p[-1]['off_cpu'] == 0 and len(p) == 8"
+what="killed agent: tokens equal the all-CPU run" ok test "$(toks "$T/kill.json")" = "$(toks "$T/cpu.json")"
+log "kill run done"
+
+# --- 5. edgeq run --queue gpu0
+start_agent "$T/agent3.log"
+"$EDGEQ" run -m "$T/tiny.gguf" -p a -n 4 --temp 0 --json --no-roofline >"$T/run-cpu.json" 2>/dev/null
+EDGEQ_DEVICES=$T/gpu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 4 --temp 0 --json \
+	--no-roofline --queue gpu0 >"$T/run-gpu.json" 2>"$T/run-gpu.err"
+what="edgeq run --queue gpu0 succeeded" ok test $? -eq 0
+what="edgeq run --queue gpu0: tokens as without the queue" ok python3 -c "
+import json
+a, b = json.load(open('$T/run-cpu.json')), json.load(open('$T/run-gpu.json'))
+raise SystemExit(0 if a['tokens'] == b['tokens'] and len(a['tokens']) == 4 else 1)"
+stop_agent
+what="the agent reported chains on exit" ok grep -q 'ops served (vulkan: [1-9]' "$T/agent3.log"
+for f in "$T"/*.err "$T"/agent*.log; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
+log "done"
+finish

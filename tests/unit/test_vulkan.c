@@ -1,0 +1,733 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The execution backends (include/edgeq/backend.h): every op of the Vulkan
+ * backend against the CPU's edgeq_kq_exec() (the engine's kernels, whose
+ * scalar reference is the oracle), on tensors in sealed memfds as an agent
+ * maps them; both memory paths (host import, staging); chains; errors.
+ *
+ * Tolerances, and why. The shaders reproduce the CPU's reduction order
+ * (kernels/scalar.c): matrix products of F32/F16 weights use the same 32
+ * lanes and fold, quantized ones the same exact integer block sums and one
+ * fma chain in block order, attention the same per-score dots and softmax
+ * order; activations are quantized by the same rule. What is left is what
+ * Vulkan lets a driver do differently: fma() may be computed unfused
+ * (lavapipe lowers it to llvm.fmuladd: up to half an ulp more per step of
+ * a chain), division and exp() are not correctly rounded (2.5 ulp and
+ * 3 + 2|x| ulp), and the fp16 rounding of a Q8_0 scale may differ in its
+ * last bit, which moves one activation quantum in a block. Bounds: matrix
+ * products |d| <= 2^-12 * sum_j |w_j x_j| (k steps of half an ulp are
+ * k * 2^-24 of that sum: k <= 4096 steps fit, and one moved quantum per
+ * row is 2^-8 of one term); element-wise and normalised outputs
+ * |d| <= atol + rtol * |y| with rtol 1e-5..1e-4 (a few ulp of exp and
+ * division through up to five dependent ops). The max |d| measured is
+ * printed. On lavapipe (float64, a CPU device: shaders/common.glsl's
+ * fma_rn() and div_rn() in float64) matrix products, RMSNORM and ROPE are
+ * bit for bit the CPU's (0), attention within 2e-7 (exp); the float-only
+ * shaders (EDGEQ_VK_FLOAT64=0, test_float_only) about 1 ulp of the result.
+ *
+ * Without a Vulkan device the Vulkan tests skip, saying why; under CI=true
+ * lavapipe is installed (tools/install-deps) and they must run.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <edgeq/backend.h>
+#include <edgeq/kq.h>
+#include "kernels/kernels.h"
+
+/* A memfd holding an op's tensors, as a client's would. */
+struct arena {
+	int fd;
+	void *map;
+	size_t size, used;
+	uint64_t id;
+};
+
+static struct edgeq_backend *vk; /* NULL: no Vulkan device */
+static const char *vk_why = "";
+
+static void arena_init(struct arena *a, size_t size, uint64_t id)
+{
+	a->size = (size + 4095) & ~(size_t)4095;
+	a->used = 0;
+	a->id = id;
+	assert_int_equal(edgeq_kq_memfd("t", a->size, &a->fd, &a->map), 0);
+}
+
+static void arena_fini(struct arena *a)
+{
+	munmap(a->map, a->size);
+	close(a->fd);
+}
+
+/* @bytes of the arena (256-aligned), as tensor @i of @op. */
+static void *arena_take(struct arena *a, struct edgeq_op_desc *op,
+			unsigned int i, size_t bytes)
+{
+	void *p;
+
+	a->used = (a->used + 255) & ~(size_t)255;
+	assert_true(a->used + bytes <= a->size);
+	p = (char *)a->map + a->used;
+	edgeq_op_desc_tensor(op, i, 1, a->used, bytes);
+	a->used += bytes;
+	return p;
+}
+
+static void tensors_of(const struct arena *a, const struct edgeq_op_desc *op,
+		       struct edgeq_backend_tensor *t)
+{
+	for (unsigned int i = 0; i < op->ntensors; i++)
+		t[i] = (struct edgeq_backend_tensor){
+			.base = a->map,
+			.map_len = a->size,
+			.offset = op->tensors[i].offset,
+			.length = op->tensors[i].length,
+			.id = a->id,
+		};
+}
+
+static void fill(float *x, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		x[i] = (float)((seed >> 9) % 2001) / 500.0f - 2.0f;
+	}
+}
+
+static uint64_t bitsf(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/*
+ * Run @n ops of @a on the CPU (on a copy) and on @b; the arenas' outputs
+ * must agree within @atol + @rtol * |cpu|, or, where @l1 is given, within
+ * 2^-12 * l1[j] for output element j. Returns the max difference.
+ */
+static double run_compare(struct edgeq_backend *b, struct arena *a,
+			  const struct edgeq_op_desc *ops, unsigned int n,
+			  const unsigned int *out_t, double atol, double rtol,
+			  const double *l1)
+{
+	struct edgeq_backend_tensor(*t)[EDGEQ_MAX_TENSORS];
+	char *cpu = malloc(a->size);
+	int *st = calloc(n, sizeof(int));
+	double maxd = 0;
+
+	t = calloc(n, sizeof(*t));
+	assert_non_null(cpu);
+	memcpy(cpu, a->map, a->size);
+	for (unsigned int i = 0; i < n; i++) {
+		void *p[EDGEQ_MAX_TENSORS] = { 0 };
+
+		for (unsigned int k = 0; k < ops[i].ntensors; k++)
+			p[k] = cpu + ops[i].tensors[k].offset;
+		assert_int_equal(edgeq_kq_exec(&ops[i], p), 0);
+		tensors_of(a, &ops[i], t[i]);
+	}
+	assert_int_equal(edgeq_backend_run(b, ops, t, st, n), 0);
+	for (unsigned int i = 0; i < n; i++)
+		assert_int_equal(st[i], 0);
+	for (unsigned int i = 0; i < n; i++) {
+		const struct edgeq_tensor_ref *r = &ops[i].tensors[out_t[i]];
+		const float *g = (const float *)((char *)a->map + r->offset);
+		const float *c = (const float *)(cpu + r->offset);
+
+		for (size_t j = 0; j < r->length / 4; j++) {
+			double d = fabs((double)g[j] - c[j]);
+			double tol = l1 ? ldexp(l1[j], -12) :
+					  atol + rtol * fabs(c[j]);
+
+			if (d > maxd)
+				maxd = d;
+			if (!(d <= tol))
+				fail_msg("op %u element %zu: gpu %.9g cpu %.9g",
+					 i, j, g[j], c[j]);
+		}
+	}
+	free(t);
+	free(st);
+	free(cpu);
+	return maxd;
+}
+
+#define NEED_VK()                                      \
+	do {                                           \
+		if (!vk) {                             \
+			print_message("%s\n", vk_why); \
+			skip();                        \
+		}                                      \
+	} while (0)
+
+/* y = W x (or Y = W X) of @type, rows x cols, nb activation rows. */
+static void check_matmul(uint32_t type, uint64_t rows, uint64_t cols,
+			 uint64_t nb)
+{
+	const struct edgeq_type_traits *tr = edgeq_type_traits(type);
+	size_t wrow = edgeq_row_size(type, (int64_t)cols);
+	struct edgeq_op_desc op;
+	struct arena a;
+	float *wf = malloc(rows * cols * 4), *x, *dq = malloc(cols * 4);
+	double *l1 = calloc(rows * nb, sizeof(double)), d;
+	void *w;
+	const unsigned int out = 2;
+
+	assert_non_null(tr);
+	arena_init(&a, rows * wrow + nb * (cols + rows) * 4 + 4096, 7);
+	edgeq_op_desc_init(&op, nb > 1 ? EDGEQ_OP_MATMUL : EDGEQ_OP_MATVEC, 1);
+	op.dtype = type;
+	op.shape[0] = rows;
+	op.shape[1] = cols;
+	if (nb > 1)
+		op.shape[2] = nb;
+	w = arena_take(&a, &op, 0, rows * wrow);
+	x = arena_take(&a, &op, 1, nb * cols * 4);
+	arena_take(&a, &op, 2, nb * rows * 4);
+	fill(wf, rows * cols, (unsigned int)type * 31 + 5);
+	fill(x, nb * cols, 99);
+	for (uint64_t r = 0; r < rows; r++)
+		tr->from_float(wf + r * cols, (char *)w + r * wrow,
+			       (int64_t)cols);
+	for (uint64_t r = 0; r < rows; r++) {
+		tr->to_float((char *)w + r * wrow, dq, (int64_t)cols);
+		for (uint64_t b = 0; b < nb; b++)
+			for (uint64_t j = 0; j < cols; j++)
+				l1[b * rows + r] +=
+					fabs((double)dq[j] * x[b * cols + j]);
+	}
+	d = run_compare(vk, &a, &op, 1, &out, 0, 0, l1);
+	print_message("%s %s %llux%llu nb %llu: max |gpu - cpu| = %.3g\n",
+		      nb > 1 ? "matmul" : "matvec", tr->name,
+		      (unsigned long long)rows, (unsigned long long)cols,
+		      (unsigned long long)nb, d);
+	arena_fini(&a);
+	free(wf);
+	free(dq);
+	free(l1);
+}
+
+static void test_matvec_types(void **state)
+{
+	const uint32_t types[] = { EDGEQ_DTYPE_F32,  EDGEQ_DTYPE_F16,
+				   EDGEQ_DTYPE_Q8_0, EDGEQ_DTYPE_Q4_0,
+				   EDGEQ_DTYPE_Q4_K, EDGEQ_DTYPE_Q6_K };
+
+	NEED_VK();
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		check_matmul(types[i], 67, 512, 1);
+		check_matmul(types[i], 5, 2304, 1); /* long rows, few of them */
+	}
+}
+
+static void test_matmul_types(void **state)
+{
+	NEED_VK();
+	check_matmul(EDGEQ_DTYPE_Q8_0, 33, 256, 3);
+	check_matmul(EDGEQ_DTYPE_Q4_K, 40, 512, 4);
+	check_matmul(EDGEQ_DTYPE_Q6_K, 17, 256, 2);
+	check_matmul(EDGEQ_DTYPE_F16, 9, 96, 5);
+}
+
+static void test_rmsnorm(void **state)
+{
+	struct edgeq_op_desc op;
+	struct arena a;
+	const unsigned int out = 2;
+	const uint64_t n = 4096 + 3;
+
+	NEED_VK();
+	arena_init(&a, 3 * n * 4 + 4096, 11);
+	edgeq_op_desc_init(&op, EDGEQ_OP_RMSNORM, 1);
+	op.shape[0] = n;
+	op.param[0] = bitsf(1e-5f);
+	fill(arena_take(&a, &op, 0, n * 4), n, 3);
+	fill(arena_take(&a, &op, 1, n * 4), n, 4);
+	arena_take(&a, &op, 2, n * 4);
+	print_message("rmsnorm: max |d| = %.3g\n",
+		      run_compare(vk, &a, &op, 1, &out, 1e-6, 1e-6, NULL));
+	arena_fini(&a);
+}
+
+static void test_rope(void **state)
+{
+	struct edgeq_op_desc op[3];
+	struct arena a;
+	const unsigned int out[3] = { 0, 0, 0 };
+
+	NEED_VK();
+	arena_init(&a, 3 * 8 * 64 * 4 + 4096, 12);
+	for (int i = 0; i < 3; i++) {
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_ROPE, 1);
+		op[i].shape[0] = 8;
+		op[i].shape[1] = 64;
+		op[i].param[0] = 17 + 100 * (uint64_t)i;
+		fill(arena_take(&a, &op[i], 0, 8 * 64 * 4), 8 * 64, 5 + i);
+	}
+	op[1].flags = EDGEQ_OPF_ROPE_NEOX;
+	op[1].param[1] = bitsf(1e6f);
+	op[2].param[1] = (32ULL << 32) | bitsf(500000.0f); /* partial */
+	print_message("rope: max |d| = %.3g\n",
+		      run_compare(vk, &a, op, 3, out, 1e-6, 1e-6, NULL));
+	arena_fini(&a);
+}
+
+static void test_softmax_ew(void **state)
+{
+	struct edgeq_op_desc op[3];
+	struct arena a;
+	const unsigned int out[3] = { 0, 2, 2 };
+	const uint64_t n = 1000;
+
+	NEED_VK();
+	arena_init(&a, 10 * n * 4 + 4096, 13);
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_SOFTMAX, 1);
+	op[0].shape[0] = n / 4;
+	op[0].shape[1] = 4;
+	fill(arena_take(&a, &op[0], 0, n * 4), n, 8);
+	for (int i = 1; i < 3; i++) {
+		edgeq_op_desc_init(
+			&op[i], i == 1 ? EDGEQ_OP_SILU_MUL : EDGEQ_OP_ADD, 1);
+		op[i].shape[0] = n;
+		fill(arena_take(&a, &op[i], 0, n * 4), n, 9 + i);
+		fill(arena_take(&a, &op[i], 1, n * 4), n, 19 + i);
+		arena_take(&a, &op[i], 2, n * 4);
+	}
+	print_message("softmax, silu_mul, add: max |d| = %.3g\n",
+		      run_compare(vk, &a, op, 3, out, 1e-6, 1e-5, NULL));
+	arena_fini(&a);
+}
+
+static void check_attention(uint32_t dtype, uint64_t heads, uint64_t kvh,
+			    uint64_t hd, uint64_t npos)
+{
+	struct edgeq_op_desc op;
+	struct arena a;
+	const unsigned int out = 3;
+	size_t hrow = dtype == EDGEQ_DTYPE_Q8_0 ?
+			      edgeq_row_size(EDGEQ_TYPE_Q8_0, (int64_t)hd) :
+			      hd * (dtype == EDGEQ_DTYPE_F16 ? 2 : 4);
+	size_t kv = npos * kvh * hrow;
+	float *tmp = malloc(npos * kvh * hd * 4);
+	const struct edgeq_type_traits *tr = edgeq_type_traits(dtype);
+
+	arena_init(&a, 2 * heads * hd * 4 + 2 * kv + 4096, 14);
+	edgeq_op_desc_init(&op, EDGEQ_OP_ATTENTION, 1);
+	op.dtype = dtype;
+	op.shape[0] = heads;
+	op.shape[1] = kvh;
+	op.shape[2] = hd;
+	op.shape[3] = npos;
+	fill(arena_take(&a, &op, 0, heads * hd * 4), heads * hd, 21);
+	for (int i = 1; i < 3; i++) {
+		fill(tmp, npos * kvh * hd, 22 + i);
+		tr->from_float(tmp, arena_take(&a, &op, (unsigned int)i, kv),
+			       (int64_t)(npos * kvh * hd));
+	}
+	arena_take(&a, &op, 3, heads * hd * 4);
+	print_message(
+		"attention %s %llu/%llu heads, %llu positions: max |d| = %.3g\n",
+		tr->name, (unsigned long long)heads, (unsigned long long)kvh,
+		(unsigned long long)npos,
+		run_compare(vk, &a, &op, 1, &out, 1e-5, 1e-5, NULL));
+	arena_fini(&a);
+	free(tmp);
+}
+
+static void test_attention(void **state)
+{
+	NEED_VK();
+	check_attention(EDGEQ_DTYPE_F32, 8, 2, 64, 37);
+	check_attention(EDGEQ_DTYPE_F16, 6, 6, 48, 300);
+	check_attention(EDGEQ_DTYPE_Q8_0, 8, 4, 64, 129);
+}
+
+/*
+ * A layer-like chain in one command buffer: rmsnorm -> matvec -> rope ->
+ * silu_mul -> add, each reading what the one before wrote.
+ */
+static void test_chain(void **state)
+{
+	const uint64_t n = 256;
+	struct edgeq_op_desc op[5];
+	struct arena a;
+	const unsigned int out[5] = { 2, 2, 0, 2, 2 };
+	size_t wrow = edgeq_row_size(EDGEQ_TYPE_Q8_0, n);
+	uint64_t xo, no, yo, go;
+	float *wf = malloc(n * n * 4);
+
+	NEED_VK();
+	arena_init(&a, n * wrow + 16 * n * 4, 15);
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_RMSNORM, 1);
+	op[0].shape[0] = n;
+	op[0].param[0] = bitsf(1e-6f);
+	fill(arena_take(&a, &op[0], 0, n * 4), n, 31);
+	xo = op[0].tensors[0].offset;
+	fill(arena_take(&a, &op[0], 1, n * 4), n, 32);
+	arena_take(&a, &op[0], 2, n * 4);
+	no = op[0].tensors[2].offset;
+	edgeq_op_desc_init(&op[1], EDGEQ_OP_MATVEC, 2);
+	op[1].dtype = EDGEQ_DTYPE_Q8_0;
+	op[1].shape[0] = n;
+	op[1].shape[1] = n;
+	fill(wf, n * n, 33);
+	edgeq_type_traits(EDGEQ_TYPE_Q8_0)
+		->from_float(wf, arena_take(&a, &op[1], 0, n * wrow),
+			     (int64_t)(n * n));
+	edgeq_op_desc_tensor(&op[1], 1, 1, no, n * 4);
+	arena_take(&a, &op[1], 2, n * 4);
+	yo = op[1].tensors[2].offset;
+	edgeq_op_desc_init(&op[2], EDGEQ_OP_ROPE, 3);
+	op[2].shape[0] = 4;
+	op[2].shape[1] = n / 4;
+	op[2].param[0] = 5;
+	edgeq_op_desc_tensor(&op[2], 0, 1, yo, n * 4);
+	edgeq_op_desc_init(&op[3], EDGEQ_OP_SILU_MUL, 4);
+	op[3].shape[0] = n;
+	edgeq_op_desc_tensor(&op[3], 0, 1, yo, n * 4);
+	edgeq_op_desc_tensor(&op[3], 1, 1, no, n * 4);
+	arena_take(&a, &op[3], 2, n * 4);
+	go = op[3].tensors[2].offset;
+	edgeq_op_desc_init(&op[4], EDGEQ_OP_ADD, 5);
+	op[4].shape[0] = n;
+	edgeq_op_desc_tensor(&op[4], 0, 1, go, n * 4);
+	edgeq_op_desc_tensor(&op[4], 1, 1, xo, n * 4);
+	edgeq_op_desc_tensor(&op[4], 2, 1, xo, n * 4); /* the residual */
+	print_message("chain of 5: max |d| = %.3g\n",
+		      run_compare(vk, &a, op, 5, out, 1e-5, 1e-4, NULL));
+	arena_fini(&a);
+	free(wf);
+}
+
+/*
+ * A chain over more mappings than the backend's first table holds (each
+ * op's tensors in a memfd of their own), on both memory paths: the
+ * buffers of the first ops must survive the table's growth.
+ */
+static void many_mappings(struct edgeq_backend *b)
+{
+	enum { N = 80 };
+	static struct arena a[N];
+	struct edgeq_backend_tensor(*t)[EDGEQ_MAX_TENSORS] =
+		calloc(N, sizeof(*t));
+	struct edgeq_op_desc *op = calloc(N, sizeof(*op));
+	int st[N];
+
+	for (int i = 0; i < N; i++) {
+		float *x, *y;
+
+		arena_init(&a[i], 4096, 1000 + (uint64_t)i);
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_ADD, (uint64_t)i);
+		op[i].shape[0] = 16;
+		x = arena_take(&a[i], &op[i], 0, 64);
+		y = arena_take(&a[i], &op[i], 1, 64);
+		arena_take(&a[i], &op[i], 2, 64);
+		for (int j = 0; j < 16; j++) {
+			x[j] = (float)i;
+			y[j] = (float)j;
+		}
+		tensors_of(&a[i], &op[i], t[i]);
+	}
+	assert_int_equal(edgeq_backend_run(b, op, t, st, N), 0);
+	for (int i = 0; i < N; i++) {
+		const float *z = (const float *)((char *)a[i].map +
+						 op[i].tensors[2].offset);
+
+		assert_int_equal(st[i], 0);
+		for (int j = 0; j < 16; j++)
+			assert_true(z[j] == (float)(i + j));
+		edgeq_backend_forget(b, a[i].id);
+		arena_fini(&a[i]);
+	}
+	free(t);
+	free(op);
+}
+
+/* A chain that outlasts the device wait is waited for, not abandoned
+ * with the device still using the caller's memory; and counted. */
+static void test_slow_chain(void **state)
+{
+	struct edgeq_backend *s;
+	struct edgeq_backend_info info;
+
+	NEED_VK();
+	setenv("EDGEQ_VK_TIMEOUT_MS", "0", 1);
+	assert_int_equal(edgeq_backend_open("vulkan", NULL, &s), 0);
+	many_mappings(s);
+	unsetenv("EDGEQ_VK_TIMEOUT_MS");
+	edgeq_backend_get_info(s, &info);
+	assert_true(info.slow_chains >= 1);
+	edgeq_backend_free(s);
+}
+
+static void test_many_mappings(void **state)
+{
+	struct edgeq_backend *s;
+
+	NEED_VK();
+	many_mappings(vk);
+	setenv("EDGEQ_VK_IMPORT", "0", 1);
+	assert_int_equal(edgeq_backend_open("vulkan", NULL, &s), 0);
+	unsetenv("EDGEQ_VK_IMPORT");
+	many_mappings(s);
+	edgeq_backend_free(s);
+}
+
+/* One op on a small arena, through backend @b: its status. */
+static int run_one(struct edgeq_backend *b, struct arena *a,
+		   struct edgeq_op_desc *op)
+{
+	struct edgeq_backend_tensor t[1][EDGEQ_MAX_TENSORS];
+	int st, ret;
+
+	tensors_of(a, op, t[0]);
+	ret = edgeq_backend_run(b, op, t, &st, 1);
+	return ret ? ret : st;
+}
+
+static void test_errors(void **state)
+{
+	struct edgeq_backend_tensor t[3][EDGEQ_MAX_TENSORS];
+	struct edgeq_op_desc op[3];
+	struct arena a;
+	int st[3];
+
+	NEED_VK();
+	arena_init(&a, 65536, 16);
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_MATVEC, 1);
+	op[0].dtype = EDGEQ_DTYPE_BF16; /* no shader for it */
+	op[0].shape[0] = 4;
+	op[0].shape[1] = 32;
+	arena_take(&a, &op[0], 0, 4 * 32 * 2);
+	arena_take(&a, &op[0], 1, 32 * 4);
+	arena_take(&a, &op[0], 2, 4 * 4);
+	assert_int_equal(run_one(vk, &a, &op[0]), -EOPNOTSUPP);
+	op[0].dtype = EDGEQ_DTYPE_F16;
+	op[0].shape[0] = 9; /* 9 rows do not fit */
+	assert_int_equal(run_one(vk, &a, &op[0]), -EINVAL);
+	op[0].shape[0] = 4;
+	op[0].tensors[2].offset += 2; /* not a whole float */
+	assert_int_equal(run_one(vk, &a, &op[0]), -EINVAL);
+	op[0].tensors[2].offset -= 2;
+	op[0].tensors[1].offset = a.size; /* outside the mapping */
+	assert_int_equal(run_one(vk, &a, &op[0]), -EINVAL);
+	op[0].tensors[1].offset = 0;
+	edgeq_op_desc_init(&op[1], EDGEQ_OP_ATTENTION, 2);
+	op[1].dtype = EDGEQ_DTYPE_F32;
+	op[1].shape[0] = 3; /* not a multiple of kv heads */
+	op[1].shape[1] = 2;
+	op[1].shape[2] = 4;
+	op[1].shape[3] = 1;
+	for (int i = 0; i < 4; i++)
+		edgeq_op_desc_tensor(&op[1], (unsigned int)i, 1, 0, 64);
+	assert_int_equal(run_one(vk, &a, &op[1]), -EINVAL);
+	op[1].ndims = 3; /* arity */
+	assert_int_equal(run_one(vk, &a, &op[1]), -EINVAL);
+	/* a chain stops at its first bad op */
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_NOP, 1);
+	edgeq_op_desc_init(&op[2], EDGEQ_OP_NOP, 3);
+	for (int i = 0; i < 3; i++)
+		tensors_of(&a, &op[i], t[i]);
+	assert_int_equal(edgeq_backend_run(vk, op, t, st, 3), 0);
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[1], -EINVAL);
+	assert_int_equal(st[2], -ECANCELED);
+	arena_fini(&a);
+}
+
+/*
+ * The staging path (EDGEQ_VK_IMPORT=0): results as with import, device
+ * bytes counted and released; a weight is copied once per mapping id and
+ * a forgotten id is copied again.
+ */
+static void test_staging(void **state)
+{
+	struct edgeq_backend *s;
+	struct edgeq_backend_info info;
+	struct edgeq_op_desc op;
+	struct arena a;
+	float *w, *x, *y;
+
+	NEED_VK();
+	setenv("EDGEQ_VK_IMPORT", "0", 1);
+	assert_int_equal(edgeq_backend_open("vulkan", NULL, &s), 0);
+	unsetenv("EDGEQ_VK_IMPORT");
+	edgeq_backend_get_info(s, &info);
+	assert_int_equal(info.mem, EDGEQ_BACKEND_MEM_STAGING);
+	arena_init(&a, 65536, 17);
+	edgeq_op_desc_init(&op, EDGEQ_OP_MATVEC, 1);
+	op.dtype = EDGEQ_DTYPE_F32;
+	op.shape[0] = 2;
+	op.shape[1] = 32;
+	w = arena_take(&a, &op, 0, 2 * 32 * 4);
+	x = arena_take(&a, &op, 1, 32 * 4);
+	y = arena_take(&a, &op, 2, 2 * 4);
+	for (int j = 0; j < 32; j++) {
+		w[j] = 1;
+		w[32 + j] = 2;
+		x[j] = (float)j;
+	}
+	assert_int_equal(run_one(s, &a, &op), 0);
+	assert_true(y[0] == 496 && y[1] == 992);
+	edgeq_backend_get_info(s, &info);
+	assert_true(info.device_bytes >= a.size);
+	/* same identity: the device copy of the weight is used */
+	w[0] = 1001;
+	x[0] = 1;
+	assert_int_equal(run_one(s, &a, &op), 0);
+	assert_true(y[0] == 497);
+	/* forgotten: copied again */
+	edgeq_backend_forget(s, a.id);
+	assert_int_equal(run_one(s, &a, &op), 0);
+	assert_true(y[0] == 1497);
+	assert_true(edgeq_backend_release(s, UINT64_MAX) >= a.size);
+	arena_fini(&a);
+	edgeq_backend_free(s);
+	/* the import path writes in place, the same numbers */
+	if (vk) {
+		edgeq_backend_get_info(vk, &info);
+		print_message("default path on %s: %s\n", info.device,
+			      edgeq_backend_mem_name(info.mem));
+	}
+}
+
+/*
+ * The float-only shaders (devices without float64: Mali, V3D), forced with
+ * EDGEQ_VK_FLOAT64=0: within the bounds above, not bit for bit.
+ */
+static void test_float_only(void **state)
+{
+	struct edgeq_backend *keep = vk;
+
+	NEED_VK();
+	setenv("EDGEQ_VK_FLOAT64", "0", 1);
+	assert_int_equal(edgeq_backend_open("vulkan", NULL, &vk), 0);
+	unsetenv("EDGEQ_VK_FLOAT64");
+	check_matmul(EDGEQ_DTYPE_F16, 67, 512, 1);
+	check_matmul(EDGEQ_DTYPE_Q4_0, 67, 2304, 1);
+	check_matmul(EDGEQ_DTYPE_Q4_K, 40, 512, 4);
+	check_matmul(EDGEQ_DTYPE_Q6_K, 17, 256, 2);
+	check_attention(EDGEQ_DTYPE_Q8_0, 8, 4, 64, 129);
+	test_rmsnorm(state);
+	edgeq_backend_free(vk);
+	vk = keep;
+}
+
+static void test_open_and_list(void **state)
+{
+	struct edgeq_backend_device d[4];
+	struct edgeq_backend *b;
+	struct edgeq_backend_info info;
+	int n;
+
+	assert_int_equal(edgeq_backend_list("tpu", d, 4), -EINVAL);
+	assert_int_equal(edgeq_backend_open("tpu", NULL, &b), -EINVAL);
+	assert_int_equal(edgeq_backend_list("cuda", d, 4), -EPROTONOSUPPORT);
+	assert_int_equal(edgeq_backend_list("cpu", d, 4), 1);
+	assert_int_equal(edgeq_backend_open("cpu", "1", &b), -ENOENT);
+	assert_int_equal(edgeq_backend_open("cpu", NULL, &b), 0);
+	edgeq_backend_get_info(b, &info);
+	assert_string_equal(info.backend, "cpu");
+	assert_int_equal(info.mem, EDGEQ_BACKEND_MEM_HOST);
+	edgeq_backend_free(b);
+	edgeq_backend_free(NULL);
+	NEED_VK();
+	n = edgeq_backend_list("vulkan", d, 4);
+	assert_true(n >= 1);
+	print_message("vulkan device 0: %s (%s), host import %d\n", d[0].name,
+		      d[0].type, d[0].host_import);
+	assert_int_equal(edgeq_backend_open("vulkan", "99", &b), -ENOENT);
+	assert_int_equal(edgeq_backend_open("vulkan", "no-such-gpu", &b),
+			 -ENOENT);
+	assert_int_equal(edgeq_backend_open("vulkan", "0", &b), 0);
+	edgeq_backend_free(b);
+	assert_int_equal(edgeq_backend_open("vulkan", d[0].name, &b), 0);
+	edgeq_backend_free(b);
+}
+
+/* The CPU backend is edgeq_kq_exec() itself: the same bits. */
+static void test_cpu_backend(void **state)
+{
+	struct edgeq_backend *c;
+	struct edgeq_op_desc op;
+	struct arena a;
+	const unsigned int out = 2;
+
+	assert_int_equal(edgeq_backend_open("cpu", NULL, &c), 0);
+	arena_init(&a, 65536, 18);
+	edgeq_op_desc_init(&op, EDGEQ_OP_ADD, 1);
+	op.shape[0] = 100;
+	fill(arena_take(&a, &op, 0, 400), 100, 1);
+	fill(arena_take(&a, &op, 1, 400), 100, 2);
+	arena_take(&a, &op, 2, 400);
+	assert_true(run_compare(c, &a, &op, 1, &out, 0, 0, NULL) == 0);
+	arena_fini(&a);
+	edgeq_backend_free(c);
+}
+
+static int setup(void **state)
+{
+	int ret;
+
+	if (!edgeq_backend_built("vulkan")) {
+		vk_why = "skip: built without the Vulkan backend "
+			 "(libvulkan-dev and glslc missing)";
+		return 0;
+	}
+	ret = edgeq_backend_open("vulkan", NULL, &vk);
+	if (ret) {
+		static char why[160];
+
+		snprintf(why, sizeof(why), "skip: no Vulkan device: %s",
+			 strerror(-ret));
+		vk_why = why;
+		vk = NULL;
+		/* CI installs lavapipe: there, no device is a failure */
+		if (getenv("CI") && !strcmp(getenv("CI"), "true")) {
+			fprintf(stderr, "CI=true but %s\n", why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	edgeq_backend_free(vk);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_and_list),
+		cmocka_unit_test(test_cpu_backend),
+		cmocka_unit_test(test_matvec_types),
+		cmocka_unit_test(test_matmul_types),
+		cmocka_unit_test(test_rmsnorm),
+		cmocka_unit_test(test_rope),
+		cmocka_unit_test(test_softmax_ew),
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_chain),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_staging),
+		cmocka_unit_test(test_float_only),
+		cmocka_unit_test(test_many_mappings),
+		cmocka_unit_test(test_slow_chain),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

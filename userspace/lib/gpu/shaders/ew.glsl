@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Element-wise ops on n0 floats: t0 a, t1 b, t2 out. EW_ADD: a + b;
+// EW_SILU_MUL: a / (1 + exp(-a)) * b.
+layout(local_size_x = 64) in;
+
+void main()
+{
+	uint i = gl_GlobalInvocationID.x;
+
+	if (i >= pc.n0)
+		return;
+	float a = f0(i), b = f1(i);
+#ifdef EW_ADD
+	precise float y = a + b;
+#else
+	precise float y = a / (1.0 + exp(-a)) * b;
+#endif
+	t2[pc.o2 + i] = floatBitsToUint(y);
+}

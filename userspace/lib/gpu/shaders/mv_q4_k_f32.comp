@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Matrix products with Q4_K weights (mv.glsl), no float64.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define WT_Q4_K 1
+#include "common.glsl"
+#include "mv.glsl"

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// RoPE in place on t0 x [n0 heads][n1 head_dim]: p0 rotated dims per
+// head, p1 1 for NEOX halves (else adjacent pairs). The cos/sin table
+// (p0 / 2 pairs) is in scratch at os, computed by the host exactly as the
+// CPU does (double inverse frequencies, float angles), so the rotation
+// itself is two products and a sum per element, not contracted.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+
+void main()
+{
+	uint half_rot = pc.p0 / 2u, g = gl_GlobalInvocationID.x;
+	uint h, i, a, b, v;
+	float co, si, x0, x1;
+
+	if (g >= pc.n0 * half_rot)
+		return;
+	h = g / half_rot;
+	i = g % half_rot;
+	v = h * pc.n1;
+	a = pc.p1 != 0u ? i : 2u * i;
+	b = pc.p1 != 0u ? i + half_rot : 2u * i + 1u;
+	co = fs(2u * i);
+	si = fs(2u * i + 1u);
+	x0 = f0(v + a);
+	x1 = f0(v + b);
+	precise float y0 = x0 * co - x1 * si;
+	precise float y1 = x0 * si + x1 * co;
+
+	t0[pc.o0 + v + a] = floatBitsToUint(y0);
+	t0[pc.o0 + v + b] = floatBitsToUint(y1);
+}

@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The Vulkan backend's ops: each edgeq op checked against its tensors'
+ * lengths (as kq/exec.c does for the CPU), planned (pipeline, workgroups,
+ * push constants, scratch), then a chain of them recorded into one command
+ * buffer with a barrier after every dispatch, submitted and waited for.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/vulkan/vk.h"
+#include "kernels/kernels.h"
+
+/* a chain that takes longer is counted slow (EDGEQ_VK_TIMEOUT_MS) */
+#define VK_WAIT_NS 60000000000ULL
+#define MAX_QUANT_COLS 32768u	  /* shaders/mv.glsl MAXB blocks of 32 */
+#define MAX_HEAD_DIM 512u	  /* shaders/attn.glsl MAXQB */
+#define MAX_GROUPS 65535u
+
+/* Tensors an op writes, and those that are read-only model weights. */
+static const uint8_t out_mask[EDGEQ_OP_COUNT] = {
+	[EDGEQ_OP_MATVEC] = 1u << 2,   [EDGEQ_OP_MATMUL] = 1u << 2,
+	[EDGEQ_OP_RMSNORM] = 1u << 2,  [EDGEQ_OP_ROPE] = 1u << 0,
+	[EDGEQ_OP_SOFTMAX] = 1u << 0,  [EDGEQ_OP_ATTENTION] = 1u << 3,
+	[EDGEQ_OP_SILU_MUL] = 1u << 2, [EDGEQ_OP_ADD] = 1u << 2,
+};
+static const uint8_t in_mask[EDGEQ_OP_COUNT] = {
+	[EDGEQ_OP_MATVEC] = 3u,	  [EDGEQ_OP_MATMUL] = 3u,
+	[EDGEQ_OP_RMSNORM] = 3u,  [EDGEQ_OP_ROPE] = 1u,
+	[EDGEQ_OP_SOFTMAX] = 1u,  [EDGEQ_OP_ATTENTION] = 7u,
+	[EDGEQ_OP_SILU_MUL] = 3u, [EDGEQ_OP_ADD] = 3u,
+};
+static const uint8_t weight_mask[EDGEQ_OP_COUNT] = {
+	[EDGEQ_OP_MATVEC] = 1u,
+	[EDGEQ_OP_MATMUL] = 1u,
+	[EDGEQ_OP_RMSNORM] = 1u << 1,
+};
+
+/* One op, ready to record. */
+struct op_plan {
+	int pre; /* quantizing pass before the main one, or -1 */
+	int pipe;
+	uint32_t pre_groups;
+	uint32_t groups[3];
+	struct vk_push pre_pc, pc;
+	uint64_t scratch_words;
+	struct vk_buf *buf[EDGEQ_MAX_TENSORS];
+	VkDescriptorBufferInfo bi[VK_NBIND];
+};
+
+static float bits_to_float(uint64_t v)
+{
+	uint32_t u = (uint32_t)v;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* a * b * c elements of @esize bytes fit in @len. */
+static bool fits(uint64_t len, uint64_t a, uint64_t b, uint64_t c,
+		 uint64_t esize)
+{
+	uint64_t n;
+
+	if (__builtin_mul_overflow(a, b, &n) ||
+	    __builtin_mul_overflow(n, c, &n) ||
+	    __builtin_mul_overflow(n, esize, &n))
+		return false;
+	return n <= len;
+}
+
+static uint32_t div_up(uint64_t a, uint32_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
+
+static int mv_pipe(uint32_t dtype)
+{
+	switch (dtype) {
+	case EDGEQ_DTYPE_F32:
+		return VK_PIPE_MV_F32;
+	case EDGEQ_DTYPE_F16:
+		return VK_PIPE_MV_F16;
+	case EDGEQ_DTYPE_Q8_0:
+		return VK_PIPE_MV_Q8_0;
+	case EDGEQ_DTYPE_Q4_0:
+		return VK_PIPE_MV_Q4_0;
+	case EDGEQ_DTYPE_Q4_K:
+		return VK_PIPE_MV_Q4_K;
+	case EDGEQ_DTYPE_Q6_K:
+		return VK_PIPE_MV_Q6_K;
+	}
+	return -1;
+}
+
+static int attn_pipe(uint32_t dtype)
+{
+	switch (dtype) {
+	case EDGEQ_DTYPE_F32:
+		return VK_PIPE_ATTN_F32;
+	case EDGEQ_DTYPE_F16:
+		return VK_PIPE_ATTN_F16;
+	case EDGEQ_DTYPE_Q8_0:
+		return VK_PIPE_ATTN_Q8_0;
+	}
+	return -1;
+}
+
+bool vk_supports(void *priv, const struct edgeq_op_desc *op)
+{
+	switch (op->opcode) {
+	case EDGEQ_OP_MATVEC:
+	case EDGEQ_OP_MATMUL:
+		return mv_pipe(op->dtype) >= 0;
+	case EDGEQ_OP_ATTENTION:
+		return attn_pipe(op->dtype) >= 0;
+	default:
+		return op->opcode < EDGEQ_OP_COUNT;
+	}
+}
+
+static int plan_matmul(const struct edgeq_op_desc *op, struct op_plan *p)
+{
+	uint64_t rows = op->shape[0], cols = op->shape[1];
+	uint64_t nb = op->opcode == EDGEQ_OP_MATMUL ? op->shape[2] : 1;
+	size_t wrow = edgeq_row_size(op->dtype, (int64_t)cols);
+	bool k_quant = op->dtype == EDGEQ_DTYPE_Q4_K ||
+		       op->dtype == EDGEQ_DTYPE_Q6_K;
+	bool quant = k_quant || op->dtype == EDGEQ_DTYPE_Q8_0 ||
+		     op->dtype == EDGEQ_DTYPE_Q4_0;
+
+	p->pipe = mv_pipe(op->dtype);
+	if (p->pipe < 0)
+		return -EOPNOTSUPP;
+	if (!wrow || rows > (uint64_t)MAX_GROUPS * MAX_GROUPS ||
+	    nb > MAX_GROUPS || cols > UINT32_MAX / 4 ||
+	    (quant && cols > MAX_QUANT_COLS) ||
+	    !fits(op->tensors[0].length, rows, wrow, 1, 1) ||
+	    !fits(op->tensors[1].length, nb, cols, 1, sizeof(float)) ||
+	    !fits(op->tensors[2].length, nb, rows, 1, sizeof(float)))
+		return -EINVAL;
+	p->pc.n[0] = (uint32_t)rows;
+	p->pc.n[1] = (uint32_t)cols;
+	p->pc.n[2] = (uint32_t)nb;
+	p->groups[0] = rows < MAX_GROUPS ? (uint32_t)rows : MAX_GROUPS;
+	p->groups[1] = div_up(rows, MAX_GROUPS);
+	p->groups[2] = (uint32_t)nb;
+	if (!quant)
+		return 0;
+	/* activations quantized into scratch first (shaders/q8_*.comp) */
+	p->pre = k_quant ? VK_PIPE_Q8_K : VK_PIPE_Q8_0;
+	p->pre_pc.n[0] = (uint32_t)cols;
+	p->pre_pc.n[1] = (uint32_t)nb;
+	if (k_quant) {
+		p->scratch_words = nb * (cols / 256) * 81;
+		p->pre_groups = div_up(nb * (cols / 256), 64);
+	} else {
+		p->scratch_words = nb * (cols / 32) * 9;
+		p->pre_groups = div_up(nb * (cols / 32), 64);
+	}
+	return 0;
+}
+
+static int plan_rope(const struct edgeq_op_desc *op, struct op_plan *p)
+{
+	uint64_t heads = op->shape[0], hd = op->shape[1];
+	uint64_t n_rot = op->param[1] >> 32;
+
+	if (!n_rot)
+		n_rot = hd;
+	if (n_rot % 2 || n_rot > hd || hd > UINT32_MAX ||
+	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)) ||
+	    heads * n_rot / 2 > (uint64_t)MAX_GROUPS * 64)
+		return -EINVAL;
+	p->pipe = VK_PIPE_ROPE;
+	p->pc.n[0] = (uint32_t)heads;
+	p->pc.n[1] = (uint32_t)hd;
+	p->pc.p[0] = (uint32_t)n_rot;
+	p->pc.p[1] = !!(op->flags & EDGEQ_OPF_ROPE_NEOX);
+	p->scratch_words = n_rot;
+	p->groups[0] = div_up(heads * n_rot / 2, 64);
+	return 0;
+}
+
+/* RoPE's cos/sin pairs at @cs, as kq/exec.c exec_rope() computes them. */
+static void rope_table(const struct edgeq_op_desc *op, uint32_t n_rot,
+		       float *cs)
+{
+	float base = bits_to_float(op->param[1]), pos = (float)op->param[0];
+
+	if (base == 0.0f)
+		base = 10000.0f;
+	for (uint32_t i = 0; i < n_rot / 2; i++) {
+		float inv = (float)pow((double)base,
+				       -2.0 * (double)i / (double)n_rot);
+		float th = pos * inv;
+
+		cs[2 * i] = cosf(th);
+		cs[2 * i + 1] = sinf(th);
+	}
+}
+
+static int plan_attention(const struct edgeq_op_desc *op, struct op_plan *p)
+{
+	uint64_t heads = op->shape[0], kvh = op->shape[1], hd = op->shape[2];
+	uint64_t npos = op->shape[3];
+	size_t hrow;
+	float scale;
+
+	p->pipe = attn_pipe(op->dtype);
+	if (p->pipe < 0)
+		return -EOPNOTSUPP;
+	if (op->dtype == EDGEQ_DTYPE_Q8_0)
+		hrow = edgeq_row_size(EDGEQ_TYPE_Q8_0, (int64_t)hd);
+	else
+		hrow = hd * (op->dtype == EDGEQ_DTYPE_F16 ? 2 : 4);
+	if (!hrow || heads % kvh || hd > MAX_HEAD_DIM || heads > MAX_GROUPS ||
+	    npos > UINT32_MAX / 4 ||
+	    !fits(op->tensors[0].length, heads, hd, 1, 4) ||
+	    !fits(op->tensors[1].length, npos, kvh, hrow, 1) ||
+	    !fits(op->tensors[2].length, npos, kvh, hrow, 1) ||
+	    !fits(op->tensors[3].length, heads, hd, 1, 4))
+		return -EINVAL;
+	scale = 1.0f / sqrtf((float)hd);
+	for (int i = 0; i < 4; i++)
+		p->pc.n[i] = (uint32_t)op->shape[i];
+	memcpy(&p->pc.p[0], &scale, sizeof(scale));
+	p->scratch_words = heads * npos;
+	p->groups[0] = (uint32_t)heads;
+	return 0;
+}
+
+static int plan_simple(const struct edgeq_op_desc *op, struct op_plan *p)
+{
+	uint64_t n = op->shape[0];
+	int nt = op->opcode == EDGEQ_OP_SOFTMAX ? 1 : 3;
+
+	if (op->opcode == EDGEQ_OP_SOFTMAX) {
+		if (!fits(op->tensors[0].length, op->shape[1], n, 1, 4) ||
+		    op->shape[1] > (uint64_t)MAX_GROUPS * 64 || n > UINT32_MAX)
+			return -EINVAL;
+		p->pipe = VK_PIPE_SOFTMAX;
+		p->pc.n[0] = (uint32_t)n;
+		p->pc.n[1] = (uint32_t)op->shape[1];
+		p->groups[0] = div_up(op->shape[1], 64);
+		return 0;
+	}
+	for (int i = 0; i < nt; i++)
+		if (!fits(op->tensors[i].length, n, 1, 1, sizeof(float)))
+			return -EINVAL;
+	if (n > (uint64_t)MAX_GROUPS * 64)
+		return -EINVAL;
+	p->pc.n[0] = (uint32_t)n;
+	switch (op->opcode) {
+	case EDGEQ_OP_RMSNORM:
+		p->pipe = VK_PIPE_RMSNORM;
+		p->pc.p[0] = (uint32_t)op->param[0];
+		p->groups[0] = 1;
+		return 0;
+	case EDGEQ_OP_ADD:
+		p->pipe = VK_PIPE_ADD;
+		break;
+	default:
+		p->pipe = VK_PIPE_SILU_MUL;
+		break;
+	}
+	p->groups[0] = div_up(n, 64);
+	return 0;
+}
+
+static int plan_op(const struct edgeq_op_desc *op, struct op_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->pre = -1;
+	p->pipe = -1;
+	p->groups[0] = p->groups[1] = p->groups[2] = 1;
+	for (unsigned int i = 0; i < op->ntensors; i++)
+		if (op->tensors[i].length % 4 &&
+		    !(weight_mask[op->opcode] & (1u << i)) &&
+		    op->opcode != EDGEQ_OP_ATTENTION)
+			return -EINVAL; /* f32 tensors are whole floats */
+	switch (op->opcode) {
+	case EDGEQ_OP_NOP:
+		return 0;
+	case EDGEQ_OP_MATVEC:
+	case EDGEQ_OP_MATMUL:
+		return plan_matmul(op, p);
+	case EDGEQ_OP_ROPE:
+		return plan_rope(op, p);
+	case EDGEQ_OP_ATTENTION:
+		return plan_attention(op, p);
+	default:
+		return plan_simple(op, p);
+	}
+}
+
+/* Binding @i of @p: tensor @t in buffer @b (word-aligned offsets only). */
+static int bind_tensor(struct vk_ctx *v, struct op_plan *p, int i,
+		       struct vk_buf *b, const struct edgeq_backend_tensor *t)
+{
+	uint64_t align = v->props.limits.minStorageBufferOffsetAlignment;
+	uint64_t off = t->offset / align * align, end;
+
+	if ((t->offset - off) % 4)
+		return -EINVAL;
+	end = (t->offset + t->length + 3) & ~3ULL;
+	if (end > b->len)
+		end = b->len;
+	if (end - off > v->props.limits.maxStorageBufferRange)
+		return -E2BIG;
+	p->bi[i] = (VkDescriptorBufferInfo){ b->buf, off,
+					     end > off ? end - off : 4 };
+	p->pc.o[i] = p->pre_pc.o[i] = (uint32_t)((t->offset - off) / 4);
+	p->buf[i] = b;
+	return 0;
+}
+
+static bool range_valid(const struct vk_buf *b, uint64_t off, uint64_t len)
+{
+	for (unsigned int i = 0; i < b->nvalid; i++)
+		if (b->valid_off[i] == off && b->valid_len[i] == len)
+			return true;
+	return false;
+}
+
+/* Staging: inputs into the device buffers before the chain runs. */
+static void copy_in(const struct edgeq_op_desc *op, struct op_plan *p,
+		    const struct edgeq_backend_tensor *t)
+{
+	for (unsigned int i = 0; i < op->ntensors; i++) {
+		struct vk_buf *b = p->buf[i];
+		bool weight = weight_mask[op->opcode] & (1u << i);
+
+		if (b->imported || !(in_mask[op->opcode] & (1u << i)))
+			continue;
+		if (weight && b->id && range_valid(b, t[i].offset, t[i].length))
+			continue;
+		memcpy((char *)b->host + t[i].offset,
+		       (char *)t[i].base + t[i].offset, t[i].length);
+		if (weight && b->id && b->nvalid < 8) {
+			b->valid_off[b->nvalid] = t[i].offset;
+			b->valid_len[b->nvalid++] = t[i].length;
+		}
+	}
+}
+
+static void copy_out(const struct edgeq_op_desc *op, struct op_plan *p,
+		     const struct edgeq_backend_tensor *t)
+{
+	for (unsigned int i = 0; i < op->ntensors; i++)
+		if (!p->buf[i]->imported && (out_mask[op->opcode] & (1u << i)))
+			memcpy((char *)t[i].base + t[i].offset,
+			       (char *)p->buf[i]->host + t[i].offset,
+			       t[i].length);
+}
+
+static int scratch_ensure(struct vk_ctx *v, uint64_t words)
+{
+	uint64_t bytes = words * 4 < 65536 ? 65536 : words * 4;
+
+	if (v->scratch.buf && v->scratch.len >= bytes)
+		return 0;
+	if (bytes > v->props.limits.maxStorageBufferRange)
+		return -E2BIG;
+	if (v->scratch.buf)
+		vk_buf_destroy(v, &v->scratch);
+	return vk_buf_alloc(v, bytes, &v->scratch);
+}
+
+static void barrier(struct vk_ctx *v, VkPipelineStageFlags dst,
+		    VkAccessFlags dst_access)
+{
+	const VkMemoryBarrier mb = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+		.dstAccessMask = dst_access,
+	};
+
+	vkCmdPipelineBarrier(v->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst,
+			     0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+static void dispatch(struct vk_ctx *v, int pipe, const struct vk_push *pc,
+		     const uint32_t g[3])
+{
+	vkCmdBindPipeline(v->cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+			  vk_pipeline(v, pipe));
+	vkCmdPushConstants(v->cmd, v->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+			   sizeof(*pc), pc);
+	vkCmdDispatch(v->cmd, g[0], g[1], g[2]);
+	barrier(v, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+		VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+static int record_op(struct vk_ctx *v, struct op_plan *p)
+{
+	VkDescriptorSetAllocateInfo ai = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+		.descriptorPool = v->dpool,
+		.descriptorSetCount = 1,
+		.pSetLayouts = &v->dsl,
+	};
+	VkWriteDescriptorSet w[VK_NBIND];
+	VkDescriptorSet set;
+	const uint32_t one[3] = { 1, 1, 1 };
+	int ret, pipe = p->pipe;
+
+	if (pipe < 0)
+		return 0; /* NOP */
+	ret = vk_errno(vkAllocateDescriptorSets(v->dev, &ai, &set));
+	if (ret)
+		return ret;
+	for (int i = 0; i < VK_NBIND; i++) {
+		if (!p->bi[i].buffer) /* unused bindings: the scratch */
+			p->bi[i] = (VkDescriptorBufferInfo){ v->scratch.buf, 0,
+							     VK_WHOLE_SIZE };
+		w[i] = (VkWriteDescriptorSet){
+			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+			.dstSet = set,
+			.dstBinding = (uint32_t)i,
+			.descriptorCount = 1,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.pBufferInfo = &p->bi[i],
+		};
+	}
+	vkUpdateDescriptorSets(v->dev, VK_NBIND, w, 0, NULL);
+	vkCmdBindDescriptorSets(v->cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+				v->layout, 0, 1, &set, 0, NULL);
+	if (p->pre >= 0) {
+		const uint32_t g[3] = { p->pre_groups, 1, 1 };
+
+		dispatch(v, p->pre, &p->pre_pc, g);
+	}
+	dispatch(v, pipe, &p->pc, p->groups[0] ? p->groups : one);
+	return 0;
+}
+
+static int submit_wait(struct vk_ctx *v)
+{
+	const VkSubmitInfo si = {
+		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+		.commandBufferCount = 1,
+		.pCommandBuffers = &v->cmd,
+	};
+	int ret;
+
+	const char *env = getenv("EDGEQ_VK_TIMEOUT_MS");
+	uint64_t wait = env ? strtoull(env, NULL, 10) * 1000000ULL : VK_WAIT_NS;
+
+	ret = vk_errno(vkResetFences(v->dev, 1, &v->fence));
+	if (!ret)
+		ret = vk_errno(vkQueueSubmit(v->queue, 1, &si, v->fence));
+	if (!ret)
+		ret = vk_errno(
+			vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE, wait));
+	/*
+	 * Still running. Vulkan cannot take work back and it uses the
+	 * caller's memory (imported), so it is waited for: a hung device ends
+	 * in VK_ERROR_DEVICE_LOST from the driver's own watchdog. Counted.
+	 */
+	if (ret == -ETIMEDOUT) {
+		v->slow_chains++;
+		ret = vk_errno(vkWaitForFences(v->dev, 1, &v->fence, VK_TRUE,
+					       UINT64_MAX));
+	}
+	return ret;
+}
+
+/* Record and run @n (<= VK_CHAIN_MAX) planned ops. */
+static int
+run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
+	    const struct edgeq_backend_tensor (*t)[EDGEQ_MAX_TENSORS],
+	    struct op_plan *plan, unsigned int n)
+{
+	const VkCommandBufferBeginInfo bi = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	uint64_t words = 0;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		plan[i].pc.os = plan[i].pre_pc.os = (uint32_t)words;
+		words += (plan[i].scratch_words + 15) & ~15ULL;
+	}
+	if (words > UINT32_MAX)
+		return -E2BIG;
+	ret = scratch_ensure(v, words);
+	for (i = 0; i < n && !ret; i++) {
+		for (unsigned int k = 0; k < ops[i].ntensors && !ret; k++) {
+			struct vk_buf *b;
+
+			ret = vk_buf_get(v, &t[i][k], &b);
+			if (!ret)
+				ret = bind_tensor(v, &plan[i], (int)k, b,
+						  &t[i][k]);
+		}
+		if (!ret && ops[i].opcode == EDGEQ_OP_ROPE)
+			rope_table(&ops[i], plan[i].pc.p[0],
+				   (float *)v->scratch.host + plan[i].pc.os);
+	}
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		copy_in(&ops[i], &plan[i], t[i]);
+	vkResetDescriptorPool(v->dev, v->dpool, 0);
+	ret = vk_errno(vkBeginCommandBuffer(v->cmd, &bi));
+	for (i = 0; i < n && !ret; i++)
+		ret = record_op(v, &plan[i]);
+	barrier(v, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+	if (!ret)
+		ret = vk_errno(vkEndCommandBuffer(v->cmd));
+	else
+		vkEndCommandBuffer(v->cmd);
+	if (!ret)
+		ret = submit_wait(v);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		copy_out(&ops[i], &plan[i], t[i]);
+	return 0;
+}
+
+int vk_run(void *priv, const struct edgeq_op_desc *ops,
+	   const struct edgeq_backend_tensor (*t)[EDGEQ_MAX_TENSORS],
+	   int *status, unsigned int n)
+{
+	struct vk_ctx *v = priv;
+	struct op_plan *plan;
+	unsigned int i, ok = n, done;
+	int ret = 0;
+
+	plan = calloc(n ? n : 1, sizeof(*plan));
+	if (!plan)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		status[i] = plan_op(&ops[i], &plan[i]);
+		if (status[i] && ok == n)
+			ok = i;
+		if (ok < i)
+			status[i] = -ECANCELED;
+	}
+	for (done = 0; done < ok && !ret; done += VK_CHAIN_MAX) {
+		unsigned int m = ok - done < VK_CHAIN_MAX ? ok - done :
+							    VK_CHAIN_MAX;
+
+		v->chain++;
+		ret = run_planned(v, ops + done, t + done, plan + done, m);
+		vk_drop_temporaries(v);
+		v->chains++;
+		v->ops += m;
+	}
+	free(plan);
+	if (ret)
+		for (i = 0; i < n; i++)
+			status[i] = ret;
+	return ret;
+}

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Weight sets (wset.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <edgeq/kq.h>
+
+#include "placement/wset.h"
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+int place_wset_get(struct place_wset *s, const struct edgeq_place_weight *w,
+		   struct place_wslot **out, bool *created)
+{
+	uint64_t h = name_hash(w->name);
+	struct place_wslot *ws;
+	int ret;
+
+	*created = false;
+	for (size_t i = 0; i < s->n; i++) {
+		ws = &s->w[i];
+		if (ws->hash == h && !strcmp(ws->name, w->name)) {
+			if (ws->bytes != w->bytes)
+				return -EINVAL; /* one name, two tensors */
+			*out = ws;
+			return 0;
+		}
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct place_wslot *nw = realloc(s->w, cap * sizeof(*nw));
+
+		if (!nw)
+			return -ENOMEM;
+		s->w = nw;
+		s->cap = cap;
+	}
+	ws = &s->w[s->n];
+	memset(ws, 0, sizeof(*ws));
+	ws->name = strdup(w->name);
+	if (!ws->name)
+		return -ENOMEM;
+	ret = edgeq_kq_memfd("edgeq-weight", w->bytes, &ws->fd, &ws->map);
+	if (ret) {
+		free(ws->name);
+		return ret;
+	}
+	memcpy(ws->map, w->data, w->bytes);
+	ws->hash = h;
+	ws->bytes = w->bytes;
+	ws->id = ++s->n;
+	s->bytes += w->bytes;
+	*out = ws;
+	*created = true;
+	return 0;
+}
+
+static void slot_free(struct place_wslot *ws)
+{
+	munmap(ws->map, ws->bytes);
+	close(ws->fd);
+	free(ws->name);
+}
+
+void place_wset_drop_last(struct place_wset *s)
+{
+	if (!s->n)
+		return;
+	s->n--;
+	s->bytes -= s->w[s->n].bytes;
+	slot_free(&s->w[s->n]);
+}
+
+void place_wset_fini(struct place_wset *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		slot_free(&s->w[i]);
+	free(s->w);
+	memset(s, 0, sizeof(*s));
+}
