@@ -382,6 +382,10 @@ static int cmd_run(int argc, char **argv)
 		if (!edgeq_membw_measure(o_threads, 0, 0, &gbps))
 			bw = gbps * 1e9;
 	}
+	/* the process's real peak, the diagnostic's buffer included: that
+	 * buffer is bounded by what memory allows (edgeq_membw_measure) */
+	if (edgeq_peak_rss() > st.peak_rss)
+		st.peak_rss = edgeq_peak_rss();
 	pps = st.prompt_ns ? st.n_prompt * 1e9 / (double)st.prompt_ns : 0;
 	/* tokens after the first one (which the prefill gives), per second:
 	 * with speculation a pass may give several */
