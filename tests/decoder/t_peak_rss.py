@@ -27,7 +27,7 @@ passed = failed = 0
 
 def check(what, ok, detail=""):
     global passed, failed
-    print(("ok - " if ok else "FAIL - ") + what + ("" if ok else " %s" % detail))
+    print(("ok - " if ok else "FAIL - ") + what + ("" if ok else " " + str(detail)))
     if ok:
         passed += 1
     else:
