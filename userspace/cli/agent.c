@@ -247,9 +247,9 @@ static int agent_warmup(struct agent *ag)
 	for (i = 0; i < n; i++)
 		for (k = 0; k < ops[i].ntensors; k++) {
 			edgeq_op_desc_tensor(&ops[i], k, 0, k * slot, slot);
-			t[i][k] = (struct edgeq_backend_tensor){
-				map, size, k * slot, slot, 0
-			};
+			t[i][k] = (struct edgeq_backend_tensor){ map, size,
+								 k * slot, slot,
+								 0 };
 		}
 	ret = edgeq_backend_run(ag->be, ops, t, st, n);
 	for (i = 0; i < n && !ret; i++)

@@ -15,8 +15,8 @@
 
 /* a chain that takes longer is counted slow (EDGEQ_VK_TIMEOUT_MS) */
 #define VK_WAIT_NS 60000000000ULL
-#define MAX_QUANT_COLS 32768u	  /* shaders/mv.glsl MAXB blocks of 32 */
-#define MAX_HEAD_DIM 512u	  /* shaders/attn.glsl MAXQB */
+#define MAX_QUANT_COLS 32768u /* shaders/mv.glsl MAXB blocks of 32 */
+#define MAX_HEAD_DIM 512u     /* shaders/attn.glsl MAXQB */
 #define MAX_GROUPS 65535u
 
 /* Tensors an op writes, and those that are read-only model weights. */
