@@ -49,15 +49,31 @@
 #define MAXERR 134
 
 enum kind {
-	K_OPEN, K_REGISTER, K_UNREGISTER, K_SUBMIT, K_SUBMIT_BAD, K_READ,
-	K_POLL, K_URING, K_IOCTL, K_ATTACH, K_AGENT_READ, K_AGENT_DONE,
-	K_AGENT_FD, K_AGENT_CYCLE, K_SYSFS, K_PARAM, K_DESTROY, K_COUNT,
+	K_OPEN,
+	K_REGISTER,
+	K_UNREGISTER,
+	K_SUBMIT,
+	K_SUBMIT_BAD,
+	K_READ,
+	K_POLL,
+	K_URING,
+	K_IOCTL,
+	K_ATTACH,
+	K_AGENT_READ,
+	K_AGENT_DONE,
+	K_AGENT_FD,
+	K_AGENT_CYCLE,
+	K_SYSFS,
+	K_PARAM,
+	K_DESTROY,
+	K_COUNT,
 };
 
 static const char *const kind_names[K_COUNT] = {
-	"open", "register", "unregister", "submit", "submit-bad", "read",
-	"poll", "io_uring", "ioctl", "attach", "agent-read", "agent-done",
-	"agent-fd", "agent-cycle", "sysfs", "param", "destroy",
+	"open",	      "register",   "unregister", "submit",	 "submit-bad",
+	"read",	      "poll",	    "io_uring",	  "ioctl",	 "attach",
+	"agent-read", "agent-done", "agent-fd",	  "agent-cycle", "sysfs",
+	"param",      "destroy",
 };
 
 /* Shared by every process (MAP_SHARED). */
@@ -203,8 +219,8 @@ static void cfile_close(struct cfile *c)
 
 static void client_open(struct cfile *c)
 {
-	int ret = edgeq_kq_open(qnames[pick(NQUEUES)],
-				pick(2) ? O_NONBLOCK : 0, &c->kq);
+	int ret = edgeq_kq_open(qnames[pick(NQUEUES)], pick(2) ? O_NONBLOCK : 0,
+				&c->kq);
 
 	allowed(K_OPEN, ret, ENOENT, ENODEV, ENXIO, EACCES, 0);
 	if (ret)
@@ -276,7 +292,7 @@ static void client_unregister(struct cfile *c)
  */
 static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 {
-	static const uint32_t dtypes[] = { EDGEQ_DTYPE_F32, EDGEQ_DTYPE_F16,
+	static const uint32_t dtypes[] = { EDGEQ_DTYPE_F32,  EDGEQ_DTYPE_F16,
 					   EDGEQ_DTYPE_Q4_0, EDGEQ_DTYPE_Q8_0,
 					   EDGEQ_DTYPE_Q4_K, EDGEQ_DTYPE_Q6_K,
 					   EDGEQ_DTYPE_BF16 };
@@ -497,7 +513,8 @@ static void client_ioctl(struct cfile *c)
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = pick(4) ? 0 : (unsigned char)rnd();
 	*(uint32_t *)buf = (uint32_t)_IOC_SIZE(cmd);
-	ret = ioctl(edgeq_kq_fd(c->kq), cmd, pick(16) ? (void *)buf : (void *)8);
+	ret = ioctl(edgeq_kq_fd(c->kq), cmd,
+		    pick(16) ? (void *)buf : (void *)8);
 	ret = ret < 0 ? -errno : ret;
 	allowed(K_IOCTL, ret, ENOTTY, EINVAL, EFAULT, EPERM, ENODEV, ENOENT,
 		EBUSY, EBADF, EMFILE, EDQUOT, EAGAIN, EOPNOTSUPP, ENOMEM, 0);
@@ -701,19 +718,31 @@ struct knob {
 static const struct knob knobs[] = {
 	{ "max_inflight", { "1", "4", "256", "2" }, { "0", "257", "x" } },
 	{ "timeout_ms", { "0", "50", "200", "1000" }, { "600001", "-1", "\n" } },
-	{ "policy", { "fail", "requeue", "fail", "requeue" }, { "x", "\n", "fai" } },
+	{ "policy",
+	  { "fail", "requeue", "fail", "requeue" },
+	  { "x", "\n", "fai" } },
 	{ "sched", { "rr", "drr", "rr", "drr" }, { "fifo", "\n", "r" } },
 	{ "cooling_state", { "0", "1", "3", "4" }, { "5", "-1", "x" } },
-	{ "sim_trip_mC", { "40000", "70000", "0", "150000" }, { "150001", "-1", "x" } },
-	{ "sim_tau_ms", { "1", "100", "2000", "3600000" }, { "0", "3600001", "\n" } },
-	{ "sim_rise_mC", { "0", "60000", "200000", "1" }, { "-1", "200001", "x" } },
+	{ "sim_trip_mC",
+	  { "40000", "70000", "0", "150000" },
+	  { "150001", "-1", "x" } },
+	{ "sim_tau_ms",
+	  { "1", "100", "2000", "3600000" },
+	  { "0", "3600001", "\n" } },
+	{ "sim_rise_mC",
+	  { "0", "60000", "200000", "1" },
+	  { "-1", "200001", "x" } },
 };
 
 static const struct knob params[] = {
 	{ "max_user_ops", { "16", "64", "4096", "8" }, { "0", "1048577", "x" } },
-	{ "max_user_tensors", { "2", "8", "1024", "4" }, { "0", "1048577", "\n" } },
+	{ "max_user_tensors",
+	  { "2", "8", "1024", "4" },
+	  { "0", "1048577", "\n" } },
 	{ "max_inflight", { "1", "8", "256", "4" }, { "0", "257", "x" } },
-	{ "node_mode", { "0666", "0660", "0666", "0600" }, { "01000", "x", "\n" } },
+	{ "node_mode",
+	  { "0666", "0660", "0666", "0600" },
+	  { "01000", "x", "\n" } },
 };
 
 static void admin_set(const char *dir, const struct knob *k)
@@ -801,8 +830,10 @@ static void dump_threads(pid_t pid)
 static void restore(void)
 {
 	static const char *const p[][2] = {
-		{ "max_user_ops", "4096" },  { "max_user_tensors", "1024" },
-		{ "max_inflight", "8" },     { "node_mode", "0660" },
+		{ "max_user_ops", "4096" },
+		{ "max_user_tensors", "1024" },
+		{ "max_inflight", "8" },
+		{ "node_mode", "0660" },
 	};
 	char path[128];
 	size_t i;
@@ -817,8 +848,9 @@ static void restore(void)
 int main(int argc, char **argv)
 {
 	int secs = argc > 1 ? atoi(argv[1]) :
-	       getenv("EDGEQ_KFUZZ_SECS") ? atoi(getenv("EDGEQ_KFUZZ_SECS")) :
-					     20;
+		   getenv("EDGEQ_KFUZZ_SECS") ?
+			      atoi(getenv("EDGEQ_KFUZZ_SECS")) :
+			      20;
 	int nclients = getenv("EDGEQ_KFUZZ_CLIENTS") ?
 			       atoi(getenv("EDGEQ_KFUZZ_CLIENTS")) :
 			       4;
@@ -858,7 +890,7 @@ int main(int argc, char **argv)
 		pid_t pid = fork();
 
 		if (pid == 0)
-			_exit(i < nclients	? client_main(i) :
+			_exit(i < nclients  ? client_main(i) :
 			      i == nclients ? agent_main() :
 					      admin_main());
 		if (pid > 0)
@@ -878,8 +910,9 @@ int main(int argc, char **argv)
 		}
 		if (r == 0) {
 			finding("process %d (%s) did not stop within 60 s", i,
-				i < nclients ? "client" :
-				i == nclients ? "agent" : "admin");
+				i < nclients  ? "client" :
+				i == nclients ? "agent" :
+						"admin");
 			dump_threads(pids[i]);
 			kill(pids[i], SIGKILL);
 			waitpid(pids[i], &st, 0);

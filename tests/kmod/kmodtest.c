@@ -1382,7 +1382,6 @@ static int t_race(void)
 	return 0;
 }
 
-
 /* ---- issue 16: destroy, wakeups, names, agent scope, trips, limits */
 
 static int param_set(const char *name, const char *fmt, ...)
@@ -2029,12 +2028,18 @@ static const struct {
 	const char *name;
 	int (*fn)(void);
 } cases[] = {
-	{ "features", t_features }, { "create_destroy", t_create_destroy },
-	{ "exchange", t_exchange }, { "validation", t_validation },
-	{ "fairness", t_fairness }, { "cooling", t_cooling },
-	{ "sensor", t_sensor },	    { "agent_killed", t_agent_killed },
-	{ "timeout", t_timeout },   { "io_uring", t_io_uring },
-	{ "latency", t_latency },   { "fuzz", t_fuzz },
+	{ "features", t_features },
+	{ "create_destroy", t_create_destroy },
+	{ "exchange", t_exchange },
+	{ "validation", t_validation },
+	{ "fairness", t_fairness },
+	{ "cooling", t_cooling },
+	{ "sensor", t_sensor },
+	{ "agent_killed", t_agent_killed },
+	{ "timeout", t_timeout },
+	{ "io_uring", t_io_uring },
+	{ "latency", t_latency },
+	{ "fuzz", t_fuzz },
 	{ "race", t_race },
 	{ "destroy_race", t_destroy_race },
 	{ "destroy_wake", t_destroy_wake },

@@ -1083,7 +1083,8 @@ static int write_svg(const struct results *R, const char *path)
 			if (!isnan(R->samples[i].temp_c))
 				fprintf(f, "%.1f,%.1f ", X(R->samples[i].t),
 					top[1] + ph -
-						(R->samples[i].temp_c - tmin_c) /
+						(R->samples[i].temp_c -
+						 tmin_c) /
 							(tmax_c - tmin_c) * ph);
 		fprintf(f, "\"/>\n");
 	} else {
@@ -1104,8 +1105,7 @@ static int write_svg(const struct results *R, const char *path)
 	}
 	fprintf(f,
 		"<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\">green: %s, unthrottled; orange: throttled</text>\n</svg>\n",
-		L + 4, top[2] + 14,
-		n ? R->samples[n - 1].placement : "cpu");
+		L + 4, top[2] + 14, n ? R->samples[n - 1].placement : "cpu");
 #undef X
 	if (fclose(f))
 		return -errno;

@@ -22,6 +22,7 @@
 #include <edgeq/manifest.h>
 
 #include "manifest/manifest_int.h"
+#include "core/fsutil.h"
 
 /* Room for a file name under a path of up to PATH_MAX. */
 #define SPATH (PATH_MAX + 512)
@@ -33,36 +34,6 @@ static void step(int n)
 
 	if (at && atoi(at) == n)
 		raise(SIGKILL);
-}
-
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 int edgeq_store_open(struct edgeq_store *s, const char *dir,
@@ -78,7 +49,7 @@ int edgeq_store_open(struct edgeq_store *s, const char *dir,
 		return edgeq_error_set(err, ENAMETOOLONG,
 				       "bundle store path too long");
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	ret = mkdir_p(s->dir);
+	ret = eq_mkdir_p(s->dir);
 	if (ret)
 		return edgeq_error_set(err, -ret, "bundle store %s: %s", s->dir,
 				       strerror(-ret));
@@ -230,7 +201,7 @@ static int set_link(struct edgeq_store *s, const char *which, const char *id)
 		unlink(tmp);
 		return e;
 	}
-	return fsync_dir(s->dir);
+	return eq_fsync_dir(s->dir);
 }
 
 int edgeq_store_install(struct edgeq_store *s, const char *signed_json,
@@ -266,7 +237,7 @@ int edgeq_store_install(struct edgeq_store *s, const char *signed_json,
 		if (ret)
 			goto fail_tmp;
 		step(4);
-		ret = fsync_dir(tmp);
+		ret = eq_fsync_dir(tmp);
 		if (ret)
 			goto fail_tmp;
 		if (rename(tmp, final) < 0) {
@@ -274,7 +245,7 @@ int edgeq_store_install(struct edgeq_store *s, const char *signed_json,
 			goto fail_tmp;
 		}
 		step(5);
-		ret = fsync_dir(s->dir);
+		ret = eq_fsync_dir(s->dir);
 		if (ret)
 			return edgeq_error_set(err, -ret, "%s: fsync: %s",
 					       s->dir, strerror(-ret));
@@ -331,7 +302,7 @@ int edgeq_store_rollback(struct edgeq_store *s, const char *reason,
 				       s->dir, strerror(-ret));
 	snprintf(p, sizeof(p), "%s/previous", s->dir);
 	unlink(p);
-	fsync_dir(s->dir);
+	eq_fsync_dir(s->dir);
 	snprintf(p, sizeof(p), "%s/rollback.log", s->dir);
 	fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd >= 0) {

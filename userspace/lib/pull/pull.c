@@ -28,6 +28,7 @@
 #include <edgeq/gguf.h>
 #include <edgeq/manifest.h>
 #include <edgeq/pull.h>
+#include "core/fsutil.h"
 
 #define PULL_MAX_HOPS 10
 #define PULL_MAX_DELAY_MS 30000u
@@ -766,40 +767,6 @@ static int attempt(struct pull_xfer *x, struct pull_state *st)
 
 /* ---- the partial file and its notes ---- */
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int mkdir_p(const char *path)
-{
-	char tmp[4096];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, path, n + 1);
-	for (char *s = tmp + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static void meta_save(const struct pull_state *st)
 {
 	json_t *m = json_pack("{s:s, s:s, s:s}", "url", st->url, "validator",
@@ -984,7 +951,7 @@ static int finish(const struct edgeq_pull_params *p, struct pull_xfer *x,
 		return edgeq_error_set(err, errno, "rename into %s: %s", final,
 				       strerror(errno));
 	unlink(st->meta);
-	ret = fsync_dir(store);
+	ret = eq_fsync_dir(store);
 	if (ret)
 		return edgeq_error_set(err, -ret, "fsync %s: %s", store,
 				       strerror(-ret));
@@ -1035,7 +1002,7 @@ int edgeq_pull(const struct edgeq_pull_params *p, struct edgeq_pull_result *r,
 		goto out_free;
 	}
 	snprintf(pdir, sizeof(pdir), "%s/.partial", store);
-	ret = mkdir_p(pdir);
+	ret = eq_mkdir_p(pdir);
 	if (ret) {
 		ret = edgeq_error_set(err, -ret, "model store %s: %s", store,
 				      strerror(-ret));

@@ -85,8 +85,7 @@ int srv_chat_template_load(struct srv *s, struct edgeq_error *err)
 			 "built-in %s (as configured)", want);
 		return 0;
 	}
-	src = from_file ? read_file(want, &e) :
-			  model_template(s->model);
+	src = from_file ? read_file(want, &e) : model_template(s->model);
 	if (from_file && !src)
 		return edgeq_error_set(
 			err, EINVAL,

@@ -1196,29 +1196,23 @@ static struct MHD_Daemon *start_httpd(struct srv *s, const char *cert,
 			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
 			     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
 
-	if (cert)
-		return MHD_start_daemon(
-			flags | MHD_USE_TLS, 0, NULL, NULL, on_request, s,
-			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-			MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-			MHD_OPTION_CONNECTION_LIMIT,
-			(unsigned int)s->cfg.max_connections,
-			MHD_OPTION_CONNECTION_TIMEOUT,
-			(unsigned int)s->cfg.request_timeout_s,
-			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-			MHD_OPTION_HTTPS_MEM_CERT, cert,
-			MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
-	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-				MHD_OPTION_CONNECTION_LIMIT,
-				(unsigned int)s->cfg.max_connections,
-				MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned int)s->cfg.request_timeout_s,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				(size_t)64 * 1024, MHD_OPTION_END);
+	struct MHD_OptionItem o[] = {
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s },
+		{ MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.request_timeout_s,
+		  NULL },
+		{ MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL },
+		{ cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0,
+		  (void *)cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+
+	return MHD_start_daemon(flags | (cert ? MHD_USE_TLS : 0), 0, NULL, NULL,
+				on_request, s, MHD_OPTION_ARRAY, o,
+				MHD_OPTION_END);
 }
 
 static int read_tls(struct srv *s, char **cert, char **key,

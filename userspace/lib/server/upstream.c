@@ -132,14 +132,16 @@ int srv_check_upstream_url(const char *what, const char *url,
 
 	if (!u)
 		return edgeq_error_set(err, ENOMEM, "out of memory");
-	if (curl_url_set(u, CURLUPART_URL, url, 0) ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0)) {
+	if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0)) {
 		ret = edgeq_error_set(err, EINVAL, "%s '%s' is not a URL", what,
 				      url);
 	} else if (strcmp(scheme, "https") && strcmp(scheme, "http")) {
 		ret = edgeq_error_set(
 			err, EINVAL, "%s '%s': only http and https", what, url);
+	} else if (curl_url_get(u, CURLUPART_HOST, &host, 0)) {
+		ret = edgeq_error_set(err, EINVAL, "%s '%s' has no host", what,
+				      url);
 	} else if (!strcmp(scheme, "http") && strncmp(host, "127.", 4) &&
 		   strcmp(host, "[::1]") && strcasecmp(host, "localhost")) {
 		ret = edgeq_error_set(
