@@ -510,8 +510,11 @@ void srv_gate_stop(struct srv_gate *g)
 		/* the thread also wakes at its next tick */
 	}
 	pthread_join(g->thread, NULL);
-	for (size_t i = 0; i < g->n_pending; i++)
+	/* heads still being waited for: tell them, do not just hang up */
+	for (size_t i = 0; i < g->n_pending; i++) {
+		answer(g, g->pending[i].fd, 503, "the server is shutting down");
 		close(g->pending[i].fd);
+	}
 	close(g->wake[0]);
 	close(g->wake[1]);
 	pthread_mutex_destroy(&g->lock);
