@@ -55,6 +55,11 @@ struct edgeq_session_params {
 	 * the newest half of the rest (keys re-roped) and go on, instead of
 	 * ending with EDGEQ_FINISH_LENGTH (off by default) */
 	bool context_shift;
+	/* lockstep: a generation's next token waits until its consumer has
+	 * come back to edgeq_gen_next() for more, so that what the consumer
+	 * does between two events (re-placing ops, throttling a device)
+	 * applies to the very next token (edgeq_generate runs this way) */
+	bool lockstep;
 	/*
 	 * Placement hooks, called with @hook_arg: on_ctx after a slot's
 	 * context is created (non-zero fails the session), on_ctx_free

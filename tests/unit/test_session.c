@@ -264,6 +264,48 @@ static void test_generate_and_stop_string(void **state)
 	edgeq_session_free(s);
 }
 
+/* The largest event when the consumer sleeps between events. */
+static size_t largest_event(bool lockstep)
+{
+	struct edgeq_session_params p;
+	struct edgeq_session *s = NULL;
+	struct edgeq_gen_request rq;
+	struct edgeq_gen_event ev;
+	struct edgeq_gen *g;
+	size_t n, nt = 0, most = 0;
+	int32_t t[64];
+	int ret;
+
+	edgeq_session_params_init(&p);
+	p.ctx.n_ctx = 256;
+	p.lockstep = lockstep;
+	assert_int_equal(edgeq_session_new(model, &p, &s, NULL), 0);
+	n = tok("Once upon a time", t, 64);
+	req_init(&rq, t, n, 12);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	do {
+		ret = edgeq_gen_next(g, &ev, NULL);
+		assert_true(ret >= 0);
+		nt += ev.n_toks;
+		if (ev.n_toks > most)
+			most = ev.n_toks;
+		usleep(20000); /* the engine would decode several meanwhile */
+	} while (ret == 1);
+	assert_int_equal(nt, 12);
+	edgeq_gen_free(g);
+	edgeq_session_free(s);
+	return most;
+}
+
+/* Lockstep: however slow the consumer, each event carries one token (the
+ * engine waits for it); without, the engine runs ahead of it. */
+static void test_lockstep(void **state)
+{
+	NEED_MODEL();
+	assert_int_equal(largest_event(true), 1);
+	assert_true(largest_event(false) > 1);
+}
+
 /* Late requests cannot overtake: on one slot, requests submitted one after
  * the other get their first token in the order they came. */
 static void test_fifo(void **state)
@@ -867,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_release_utf8),
 		cmocka_unit_test(test_release_stop),
 		cmocka_unit_test(test_generate_and_stop_string),
+		cmocka_unit_test(test_lockstep),
 		cmocka_unit_test(test_fifo),
 		cmocka_unit_test(test_queue_bound),
 		cmocka_unit_test(test_cancel),

@@ -94,6 +94,7 @@ struct edgeq_gen {
 
 	/* under s->lock */
 	enum gen_state state;
+	bool held; /* lockstep: tokens out, the consumer not yet back */
 	struct eng_buf out; /* released, not yet handed over */
 	struct tok_buf out_toks;
 	enum edgeq_finish finish;
@@ -156,6 +157,7 @@ struct edgeq_session {
 	int waiting, running;
 	bool cancel_all, stop;
 	uint64_t pending_budget;
+	uint64_t acks; /* lockstep: consumers come back for more */
 	uint64_t steps, prompt_tokens, gen_tokens;
 	struct edgeq_stream_status wstat; /* after the last step */
 	int wstat_ret;
@@ -354,6 +356,8 @@ static int deliver(struct edgeq_session *s, struct edgeq_gen *g,
 		ret = buf_add(&g->out, text, len);
 	if (!ret && tok)
 		ret = toks_add(&g->out_toks, *tok);
+	if (tok && s->p.lockstep)
+		g->held = true;
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
@@ -687,7 +691,8 @@ static double cost_update(double avg, uint64_t n, double v)
 	return n ? 0.7 * avg + 0.3 * v : v;
 }
 
-static void step(struct edgeq_session *s)
+/* One forward pass over the slots that have work; returns how many ran. */
+static int step(struct edgeq_session *s)
 {
 	struct eng_work w[EDGEQ_SESSION_MAX_SLOTS];
 	struct eng_slot *pre[EDGEQ_SESSION_MAX_SLOTS];
@@ -701,9 +706,12 @@ static void step(struct edgeq_session *s)
 	if (s->p.token_delay_ms > 0)
 		usleep((useconds_t)s->p.token_delay_ms * 1000);
 	for (i = 0; i < s->n_slots; i++) {
+		bool held;
+
 		sl = &s->slots[i];
 		pthread_mutex_lock(&s->lock);
 		g = sl->g;
+		held = g && g->held;
 		pthread_mutex_unlock(&s->lock);
 		if (!g)
 			continue;
@@ -712,6 +720,8 @@ static void step(struct edgeq_session *s)
 			finish(s, sl, EDGEQ_FINISH_CANCELLED);
 			continue;
 		}
+		if (held)
+			continue; /* lockstep: its consumer has not come back */
 		if (sl->have_tok) {
 			k = draft_len(s, sl);
 			if (k) {
@@ -751,7 +761,7 @@ static void step(struct edgeq_session *s)
 					     true, NULL };
 	}
 	if (!nw)
-		return;
+		return 0;
 	edgeq_error_clear(&err);
 	t0 = edgeq_now_ns();
 	ret = run_work(s, w, nw, &err, &failed);
@@ -812,12 +822,14 @@ static void step(struct edgeq_session *s)
 		}
 		sample(s, sl);
 	}
+	return nw;
 }
 
 static void *engine_main(void *arg)
 {
 	struct edgeq_session *s = arg;
-	uint64_t budget;
+	uint64_t budget, acks;
+	int worked;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
@@ -832,12 +844,17 @@ static void *engine_main(void *arg)
 		}
 		budget = s->pending_budget;
 		s->pending_budget = 0;
+		acks = s->acks;
 		pthread_mutex_unlock(&s->lock);
 		/* a token boundary: no forward pass runs */
 		if (budget)
 			edgeq_model_set_weights_budget(s->m, budget);
-		step(s);
+		worked = step(s);
 		pthread_mutex_lock(&s->lock);
+		/* lockstep: every running generation waits for its consumer */
+		if (!worked && s->p.lockstep && s->acks == acks && !s->stop &&
+		    !s->cancel_all)
+			pthread_cond_wait(&s->work, &s->lock);
 		if (edgeq_now_ns() - s->wstat_ns > 100000000ull) {
 			s->wstat_ret =
 				edgeq_model_weights_status(s->m, &s->wstat);
@@ -1207,6 +1224,11 @@ int edgeq_gen_next(struct edgeq_gen *g, struct edgeq_gen_event *ev,
 	int ret;
 
 	pthread_mutex_lock(&s->lock);
+	if (g->held) { /* lockstep: done with the last event */
+		g->held = false;
+		s->acks++;
+		pthread_cond_broadcast(&s->work);
+	}
 	while (!g->out.len && !g->out_toks.n && g->state != GEN_DONE)
 		pthread_cond_wait(&g->cond, &s->lock);
 	/* hand over the output buffers, take the consumed ones back */

@@ -92,6 +92,8 @@ int edgeq_generate(struct edgeq_ctx *c, const struct edgeq_gen_params *p,
 	sp.ctx.n_ctx = edgeq_ctx_n_ctx(c);
 	sp.draft = p->draft;
 	sp.context_shift = p->context_shift;
+	/* the callback sees the engine stopped between two tokens */
+	sp.lockstep = true;
 	ret = eng_session_new_on(c, &sp, &s, err);
 	if (!ret)
 		ret = edgeq_session_submit(s, &rq, &g, err);
