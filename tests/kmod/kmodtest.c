@@ -143,9 +143,9 @@ static pid_t start_agent(const char *queue, const char *profile,
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		execl(edgeq_bin, "edgeq", "agent", "--queue", queue,
-		      "--profile", profile, "--delay-us", delay_us,
-		      (char *)NULL);
+		execl(edgeq_bin, "edgeq", "agent", "--backend", "cpu",
+		      "--queue", queue, "--profile", profile, "--delay-us",
+		      delay_us, (char *)NULL);
 		fprintf(stderr, "kmodtest: cannot run %s: %s\n", edgeq_bin,
 			strerror(errno));
 		_exit(127);
