@@ -126,7 +126,7 @@ CPPFLAGS += -DEDGEQ_HAVE_BPF=1
 BPF_DEPS := $(BPF_SKELS)
 endif
 
-.PHONY: all lib modules check check-unit kfuzz sanitize run install format format-check \
+.PHONY: all lib modules check check-unit fuzz kfuzz sanitize run install format format-check \
 	clean cross tools tests FORCE
 .DEFAULT_GOAL := all
 
@@ -239,6 +239,12 @@ check:
 	tools/install-deps
 	$(MAKE) tests
 	O=$(O) tests/run $(SUITES)
+
+# The userspace fuzzers for longer (FUZZ_SECS each, default 300; make check
+# gives them 5 s each).
+FUZZ_SECS ?= 300
+fuzz: tests
+	EDGEQ_FUZZ_SECONDS=$(FUZZ_SECS) EDGEQ_TOP=$(CURDIR) O=$(O) tests/fuzz/t_fuzz.sh
 
 # The kernel fuzzer for longer (KFUZZ_SECS, default 600) in the 6.1 VM.
 KFUZZ_SECS ?= 600

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # ci: required (CI=true: a skip here fails; see tests/run)
 # timeout: 240
 # In the test VM (Debian 6.1, edgeq.ko with queues=npu0 sim_sensor=1): real

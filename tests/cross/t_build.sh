@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # timeout: 900
 # `make cross` builds the library, the command, the tools and the unit test
 # binaries for aarch64 into build-aarch64/ (warning-free, like CI), for the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # timeout: 300
 # The kernels on aarch64, under qemu-aarch64-static: the NEON table against
 # the scalar oracle (exact), the thread pool, and the same results as the

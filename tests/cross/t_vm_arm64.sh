@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # ci: required (CI=true: a skip here fails; see tests/run)
 # timeout: 900
 # The aarch64 VM: Debian's arm64 kernel under qemu-system-aarch64 (TCG,

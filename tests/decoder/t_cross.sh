@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # ci: required (CI=true: a skip here fails; see tests/run)
 # timeout: 600
 # Greedy decoding is bit-identical between x86-64 (AVX2) and aarch64 (NEON,

@@ -3,12 +3,12 @@
 # libFuzzer on the GGUF reader (with the tokenizer loader behind it), on
 # both tokenizers, on the chat-template interpreter (templates and
 # conversations), and on the whole model loader plus two decode steps, under ASan+UBSan, for a bounded time each
-# (EDGEQ_FUZZ_SECONDS, default 20). Any finding fails the test; the crashing
+# (EDGEQ_FUZZ_SECONDS, default 5 in make check; `make fuzz` gives each 300). Any finding fails the test; the crashing
 # input is kept in $O/fuzz/ for a look.
 . "$(dirname "$0")/../lib/testlib.sh"
 cd "$EDGEQ_TOP" || exit 1
 CLANG=${CLANG:-clang}
-secs=${EDGEQ_FUZZ_SECONDS:-20}
+secs=${EDGEQ_FUZZ_SECONDS:-5}
 out=$EDGEQ_TOP/${O:-build}/fuzz
 mkdir -p "$out"
 echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' >"$T/probe.c"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # ci: required (CI=true: a skip here fails; see tests/run)
 # The placement scenario in the test VM: throttle through the kernel's
 # governor and BPF, agent killed mid-generation (tests/placement/vm-scenario.sh).

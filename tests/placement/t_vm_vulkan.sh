@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # The real module with the Vulkan agent on lavapipe, in the test VM
 # (tests/placement/vm-vulkan.sh).
 # timeout: 520

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # ci: required (CI=true: a skip here fails; see tests/run)
 # timeout: 120
-# The fallback under qemu-aarch64-static: an aarch64 edgeq (from `make cross`
-# when build-aarch64/edgeq exists, else a static one built here from the
-# pressure monitor's sources) reports "source": "psi" on a fake thermal tree,
+# The fallback under qemu-aarch64-static: the aarch64 edgeq of `make cross`
+# reports "source": "psi" on a fake thermal tree,
 # and --watch works without io_uring (qemu-user has none).
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -11,16 +11,8 @@ set -u
 cd "$EDGEQ_TOP"
 command -v qemu-aarch64-static >/dev/null || skip_all "qemu-aarch64-static not installed (tools/install-deps)"
 bin=build-aarch64/edgeq
-if [ ! -x "$bin" ]; then
-	command -v aarch64-linux-gnu-gcc >/dev/null || skip_all "no aarch64 cross compiler (tools/install-deps)"
-	bin=$T/edgeq-aarch64
-	aarch64-linux-gnu-gcc -static -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Iinclude/uapi \
-		-Iuserspace/lib -I. -DEDGEQ_VERSION='"0.1.0"' -DEDGEQ_COMMIT='"qemu-test"' \
-		-o "$bin" userspace/lib/core/*.c userspace/lib/pressure/*.c userspace/cli/main.c \
-		userspace/cli/cli.c userspace/cli/status.c userspace/cli/top.c \
-		-luring -lm -pthread >"$T/cc.log" 2>&1
-	check "static aarch64 edgeq builds" test $? -eq 0 || { cat "$T/cc.log"; summary; exit 1; }
-fi
+# tests/cross (make cross) runs before this in the VM lane
+[ -x "$bin" ] || skip_all "no $bin: run make cross first (the cross suite does)"
 check "it is an aarch64 binary" bash -c "file '$bin' | grep -q aarch64"
 F=$T/fake
 mkfake "$F"
