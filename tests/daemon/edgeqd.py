@@ -26,6 +26,26 @@ class Skip(Exception):
     pass
 
 
+def make_cert(tag):
+    """A self-signed certificate for localhost and 127.0.0.1 in TMP: the
+    certificate's and the key's paths, and its public-key pin (curl's
+    sha256//BASE64 of the SPKI)."""
+    import base64
+    import hashlib
+    c, k = os.path.join(TMP, tag + ".crt"), os.path.join(TMP, tag + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-keyout", k, "-out", c, "-days", "2", "-subj",
+                    "/CN=localhost", "-addext",
+                    "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    der = subprocess.run(["openssl", "x509", "-in", c, "-pubkey", "-noout"],
+                         check=True, capture_output=True).stdout
+    spki = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"],
+                          input=der, check=True, capture_output=True).stdout
+    pin = "sha256//" + base64.b64encode(hashlib.sha256(spki).digest()).decode()
+    return c, k, pin
+
+
 def model_path():
     """The tiny synthetic model (built once per test run with gguf-gen)."""
     m = os.environ.get("EDGEQ_SERVE_MODEL")

@@ -10,23 +10,13 @@ import os
 import shutil
 import signal
 import ssl
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from edgeqd import TMP, Daemon, Skip, run_tests  # noqa: E402
+from edgeqd import TMP, Daemon, Skip, make_cert, run_tests  # noqa: E402
 
-
-def make_cert(tag):
-    c, k = os.path.join(TMP, tag + ".crt"), os.path.join(TMP, tag + ".key")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                    "-keyout", k, "-out", c, "-days", "2", "-subj",
-                    "/CN=localhost", "-addext",
-                    "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    return c, k
 
 
 def https(port, ca, path="/health", body=None, timeout=30):
@@ -47,8 +37,8 @@ def https(port, ca, path="/health", body=None, timeout=30):
 def main(t):
     if not shutil.which("openssl"):
         raise Skip("openssl is not installed: no certificates to test with")
-    c1, k1 = make_cert("one")
-    c2, k2 = make_cert("two")
+    c1, k1, _ = make_cert("one")
+    c2, k2, _ = make_cert("two")
     cert, key = os.path.join(TMP, "srv.crt"), os.path.join(TMP, "srv.key")
     shutil.copy(c1, cert)
     shutil.copy(k1, key)

@@ -6,33 +6,16 @@
 # one that matches is used, and plain http to a host that is not loopback
 # is refused at start (before anything is sent anywhere).
 # timeout: 120
-import base64
-import hashlib
 import http.server
 import os
 import shutil
 import ssl
-import subprocess
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from edgeqd import TMP, Daemon, FakeUpstream, Skip, run_tests  # noqa: E402
+from edgeqd import Daemon, FakeUpstream, Skip, make_cert, run_tests  # noqa: E402
 
-
-def make_cert(tag):
-    c, k = os.path.join(TMP, tag + ".crt"), os.path.join(TMP, tag + ".key")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                    "-keyout", k, "-out", c, "-days", "2", "-subj",
-                    "/CN=localhost", "-addext",
-                    "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    der = subprocess.run(["openssl", "x509", "-in", c, "-pubkey", "-noout"],
-                         check=True, capture_output=True).stdout
-    spki = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"],
-                          input=der, check=True, capture_output=True).stdout
-    pin = "sha256//" + base64.b64encode(hashlib.sha256(spki).digest()).decode()
-    return c, k, pin
 
 
 class TlsUpstream:

@@ -3,7 +3,7 @@
 """
 Independent reference for edgeq's forward pass: its own GGUF parser and
 dequantizers written from the format description (ggml-common.h block
-layouts), and a float64 numpy implementation of the llama/qwen2 forward pass.
+layouts), and a float64 numpy implementation of the llama/qwen2/qwen3 forward pass.
 It shares no code with edgeq.
 
   ref.py logits MODEL TOKENS        print the logits of every position (JSON)
@@ -266,11 +266,11 @@ class Model:
         self.n_embd = g("embedding_length")
         self.n_head = g("attention.head_count")
         self.n_head_kv = g("attention.head_count_kv", self.n_head)
-        self.hd = self.n_embd // self.n_head
+        self.hd = g("attention.key_length", self.n_embd // self.n_head)
         self.n_rot = g("rope.dimension_count", self.hd)
         self.eps = g("attention.layer_norm_rms_epsilon", 1e-5 if arch == "llama" else 1e-6)
         self.base = g("rope.freq_base", 10000.0 if arch == "llama" else 1e6)
-        self.neox = arch == "qwen2"
+        self.neox = arch in ("qwen2", "qwen3")
         W = lambda n: dequant(buf, *tensors[n])
         self.W = W
         self.has = lambda n: n in tensors
@@ -286,6 +286,8 @@ class Model:
                   "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")}
             for k in ("attn_q", "attn_k", "attn_v"):
                 L[k + ".bias"] = W(p + k + ".bias") if self.has(p + k + ".bias") else None
+            for k in ("attn_q_norm", "attn_k_norm"):
+                L[k] = W(p + k + ".weight") if self.has(p + k + ".weight") else None
             self.layers.append(L)
 
     def rmsnorm(self, x, w):
@@ -325,8 +327,12 @@ class Model:
                 q = q + L["attn_q.bias"]
                 k = k + L["attn_k.bias"]
                 v = v + L["attn_v.bias"]
-            q = self.rope(q.reshape(T, H, hd), pos)
-            k = self.rope(k.reshape(T, KV, hd), pos)
+            q, k = q.reshape(T, H, hd), k.reshape(T, KV, hd)
+            if L["attn_q_norm"] is not None:  # qwen3: per head, before RoPE
+                q = self.rmsnorm(q, L["attn_q_norm"])
+                k = self.rmsnorm(k, L["attn_k_norm"])
+            q = self.rope(q, pos)
+            k = self.rope(k, pos)
             v = v.reshape(T, KV, hd)
             o = np.zeros((T, H, hd))
             for hh in range(H):

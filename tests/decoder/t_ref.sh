@@ -61,6 +61,24 @@ check_mix "iq4_xs" "$T/tiny-iq4_xs.gguf" output.weight=14 token_embd.weight=23 \
 check_mix "q4_1" "$T/tiny-q4_1.gguf" output.weight=14 blk.1.ffn_down.weight=3
 "$GEN" -o "$T/qwen2.gguf" --type f16 --arch qwen2 --seed 3
 compare "tiny qwen2 f16 (biases, neox rope)" "$T/qwen2.gguf" 0.005 -t 2
+"$GEN" -o "$T/qwen3.gguf" --type f16 --arch qwen3 --seed 6
+compare "tiny qwen3 f16 (per-head q/k norms, heads wider than the embedding)" "$T/qwen3.gguf" 0.005 -t 2
+# a qwen3 file without a head norm, or with values narrower than keys
+/usr/bin/python3 -c "
+b=open('$T/qwen3.gguf','rb').read()
+open('$T/q3-nonorm.gguf','wb').write(b.replace(b'blk.1.attn_k_norm.weight',b'blk.1.attn_k_mrom.weight',1))
+i=b.index(b'qwen3.attention.value_length')+28+4
+open('$T/q3-vl.gguf','wb').write(b[:i]+(64).to_bytes(4,'little')+b[i+4:])"
+refused_ref() { # what file message
+	"$EDGEQ" run -m "$2" -p hi -n 1 --no-roofline >/dev/null 2>"$T/e"
+	local rc=$?
+	check "$1: refused (exit 3, '$3')" sh -c "test $rc -eq 3 && grep -q -- \"$3\" '$T/e'" ||
+		echo "  exit $rc: $(cat "$T/e")"
+}
+refused_ref "qwen3 without blk.1.attn_k_norm" "$T/q3-nonorm.gguf" "tensor 'blk.1.attn_k_norm.weight' is missing"
+refused_ref "qwen3 with value_length 64 under key_length 128" "$T/q3-vl.gguf" "value_length = 64 (at offset"
+"$GEN" -o "$T/qwen3-q4k.gguf" --type q4_k --arch qwen3 --seed 6
+compare "tiny qwen3 q4_k, streamed" "$T/qwen3-q4k.gguf" 0.08 -t 2 --weights stream
 "$GEN" -o "$T/rf.gguf" --type f32 --rope-freqs --seed 5
 compare "tiny f32 with Llama 3 rope_freqs factors" "$T/rf.gguf" 0.001 --kv-type f32 --ctx-size 64
 "$GEN" -o "$T/tied.gguf" --type q8_0 --tied --seed 4

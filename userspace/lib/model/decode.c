@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The forward pass of llama-family models (llama, qwen2):
+ * The forward pass of llama-family models (llama, qwen2, qwen3):
  *
  *   x = embed(tok)                                   [B, n_embd]
  *   per layer:
  *     xb = rmsnorm(x) * attn_norm
  *     q, k, v = Wq xb (+bq), Wk xb (+bk), Wv xb (+bv)  [B, n_head*hd], [B, kv_dim]
+ *     q, k = rmsnorm of each head (qwen3: q_norm, k_norm)
  *     rope(q, k) at each token's position (llama: adjacent pairs, the
- *       "normal" ggml mode, since GGUF llama weights are permuted; qwen2: neox)
+ *       "normal" ggml mode, since GGUF llama weights are permuted; qwen: neox)
  *     K/V cache[pos] = k, v (F16, Q8_0 or F32)
  *     xb2 = softmax(q K^T / sqrt(hd)) V per head (grouped: head h reads
  *       kv head h / (n_head / n_head_kv)), causal
@@ -289,6 +290,18 @@ static void rmsnorm(float *o, const float *x, const float *w, uint32_t n,
 	s = (float)(1.0 / sqrt(ss / n + eps));
 	for (i = 0; i < n; i++)
 		o[i] = x[i] * s * w[i];
+}
+
+/* Qwen3: each of @n heads of @x (head_dim apart) RMS-normed with @w. */
+static void head_norm(float *x, uint32_t n, const float *w,
+		      const struct edgeq_hparams *hp)
+{
+	uint32_t h;
+
+	for (h = 0; h < n; h++)
+		rmsnorm(x + (size_t)h * hp->head_dim,
+			x + (size_t)h * hp->head_dim, w, hp->head_dim,
+			hp->rms_eps);
 }
 
 struct quant_arg {
@@ -601,6 +614,12 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			add_bias(c->q, edgeq_weights_get(w, L->bq), nb, q_dim);
 			add_bias(c->k, edgeq_weights_get(w, L->bk), nb, kv_dim);
 			add_bias(c->v, edgeq_weights_get(w, L->bv), nb, kv_dim);
+		}
+		if (L->q_norm) {
+			head_norm(c->q, nb * hp->n_head,
+				  edgeq_weights_get(w, L->q_norm), hp);
+			head_norm(c->k, nb * hp->n_head_kv,
+				  edgeq_weights_get(w, L->k_norm), hp);
 		}
 		for (b = 0; b < nb; b++) {
 			const float *cs = c->rope + (size_t)b * hp->n_rot;

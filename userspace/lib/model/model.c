@@ -80,9 +80,12 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 	uint32_t kl = 0;
 	int ret;
 
-	hp->rms_eps = !strcmp(arch, "qwen2") ? 1e-6f : 1e-5f;
-	hp->rope_base = !strcmp(arch, "qwen2") ? 1000000.0f : 10000.0f;
-	hp->rope_neox = !strcmp(arch, "qwen2");
+	bool qwen = !strcmp(arch, "qwen2") || !strcmp(arch, "qwen3");
+	uint32_t vl = 0;
+
+	hp->rms_eps = qwen ? 1e-6f : 1e-5f;
+	hp->rope_base = qwen ? 1000000.0f : 10000.0f;
+	hp->rope_neox = qwen;
 	hp->rope_linear_scale = 1.0f;
 	if ((ret = key_u32(g, arch, "block_count", &hp->n_layer, true, err)) ||
 	    (ret = key_u32(g, arch, "embedding_length", &hp->n_embd, true,
@@ -98,6 +101,8 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 	if ((ret = key_u32(g, arch, "attention.head_count_kv", &hp->n_head_kv,
 			   false, err)) ||
 	    (ret = key_u32(g, arch, "attention.key_length", &kl, false, err)) ||
+	    (ret = key_u32(g, arch, "attention.value_length", &vl, false,
+			   err)) ||
 	    (ret = key_f32(g, arch, "attention.layer_norm_rms_epsilon",
 			   &hp->rms_eps, err)) ||
 	    (ret = key_f32(g, arch, "rope.freq_base", &hp->rope_base, err)))
@@ -111,7 +116,12 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 	if (hp->n_ff == 0 || hp->n_ff > 1u << 20)
 		return bad_hparam(err, g, arch, "feed_forward_length", hp->n_ff,
 				  "is out of range");
-	if (hp->n_head == 0 || hp->n_embd % hp->n_head)
+	if (hp->n_head == 0 || hp->n_head > 4096)
+		return bad_hparam(err, g, arch, "attention.head_count",
+				  hp->n_head, "is out of range (1..4096)");
+	/* the head dimension: key_length when given (Qwen3's 128 with an
+	 * embedding of 1024 and 16 heads), else embedding / heads */
+	if (!kl && hp->n_embd % hp->n_head)
 		return bad_hparam(err, g, arch, "attention.head_count",
 				  hp->n_head,
 				  "does not divide embedding_length");
@@ -120,11 +130,14 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 				  hp->n_head_kv, "does not divide head_count");
 	if (hp->n_ctx_train == 0)
 		return bad_hparam(err, g, arch, "context_length", 0, "is zero");
-	hp->head_dim = hp->n_embd / hp->n_head;
-	if (kl && kl != hp->head_dim)
+	hp->head_dim = kl ? kl : hp->n_embd / hp->n_head;
+	if (hp->head_dim > 1024)
+		return bad_hparam(err, g, arch, "attention.key_length",
+				  hp->head_dim, "is out of range (1..1024)");
+	if (vl && vl != hp->head_dim)
 		return bad_hparam(
-			err, g, arch, "attention.key_length", kl,
-			"differs from embedding_length / head_count (not supported)");
+			err, g, arch, "attention.value_length", vl,
+			"differs from attention.key_length (not supported)");
 	if (hp->head_dim % 2)
 		return bad_hparam(err, g, arch, "attention.head_count",
 				  hp->n_head, "gives an odd head dimension");
@@ -247,7 +260,8 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 	const struct edgeq_hparams *hp = &m->hp;
 	uint32_t q_dim = hp->n_head * hp->head_dim;
 	uint32_t kv_dim = hp->n_head_kv * hp->head_dim;
-	bool qwen = !strcmp(m->info.arch, "qwen2");
+	bool qwen2 = !strcmp(m->info.arch, "qwen2");
+	bool qwen3 = !strcmp(m->info.arch, "qwen3");
 	size_t i;
 	uint32_t l;
 	int ret;
@@ -304,9 +318,11 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 		W(wk, "attn_k.weight", hp->n_embd, kv_dim, true, false);
 		W(wv, "attn_v.weight", hp->n_embd, kv_dim, true, false);
 		W(wo, "attn_output.weight", q_dim, hp->n_embd, true, false);
-		W(bq, "attn_q.bias", q_dim, 0, false, !qwen);
-		W(bk, "attn_k.bias", kv_dim, 0, false, !qwen);
-		W(bv, "attn_v.bias", kv_dim, 0, false, !qwen);
+		W(bq, "attn_q.bias", q_dim, 0, false, !qwen2);
+		W(bk, "attn_k.bias", kv_dim, 0, false, !qwen2);
+		W(bv, "attn_v.bias", kv_dim, 0, false, !qwen2);
+		W(q_norm, "attn_q_norm.weight", hp->head_dim, 0, false, !qwen3);
+		W(k_norm, "attn_k_norm.weight", hp->head_dim, 0, false, !qwen3);
 		W(ffn_norm, "ffn_norm.weight", hp->n_embd, 0, false, false);
 		W(w_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true, false);
 		W(w_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true, false);
@@ -379,10 +395,11 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 		goto fail;
 	/* A vocabulary is read whatever decoder the file is for. */
 	if (!p->vocab_only && !edgeq_gguf_str_eq(arch, "llama") &&
-	    !edgeq_gguf_str_eq(arch, "qwen2")) {
+	    !edgeq_gguf_str_eq(arch, "qwen2") &&
+	    !edgeq_gguf_str_eq(arch, "qwen3")) {
 		ret = edgeq_error_set(
 			err, EOPNOTSUPP,
-			"model: architecture '%.*s' is not supported (llama, qwen2)",
+			"model: architecture '%.*s' is not supported (llama, qwen2, qwen3)",
 			(int)(arch.len > 32 ? 32 : arch.len), arch.ptr);
 		goto fail;
 	}

@@ -39,6 +39,8 @@ struct edgeq_tensor {
 struct edgeq_layer {
 	const struct edgeq_tensor *attn_norm, *wq, *wk, *wv, *wo;
 	const struct edgeq_tensor *bq, *bk, *bv; /* qwen2; NULL for llama */
+	/* qwen3: RMSNorm of each head's query and key before RoPE */
+	const struct edgeq_tensor *q_norm, *k_norm;
 	const struct edgeq_tensor *ffn_norm, *w_gate, *w_up, *w_down;
 };
 

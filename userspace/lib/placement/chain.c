@@ -86,7 +86,7 @@ static void matmul(struct edgeq_op_chain *c, size_t *i, const char *name,
 int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 			 struct edgeq_op_chain *c)
 {
-	double E, F, H, Ekv, Dh, V, nkv, kvb;
+	double E, F, H, Q, Ekv, Dh, V, nkv, kvb;
 	struct edgeq_op *op;
 	size_t i = 0;
 	int ret;
@@ -101,6 +101,7 @@ int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 	F = s->n_ff;
 	H = s->n_head;
 	Dh = s->head_dim ? s->head_dim : E / H;
+	Q = H * Dh; /* Qwen3: above E */
 	Ekv = (s->n_head_kv ? s->n_head_kv : s->n_head) * Dh;
 	V = s->n_vocab;
 	nkv = s->n_kv ? s->n_kv : 1;
@@ -114,17 +115,17 @@ int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 
 		add(c, &i, "attn_norm", EDGEQ_OPK_RMSNORM, F32, L, 4 * E,
 		    12 * E, 4 * E);
-		matmul(c, &i, "attn_qkv", s->wtype, L, E + 2 * Ekv, E);
+		matmul(c, &i, "attn_qkv", s->wtype, L, Q + 2 * Ekv, E);
 		/* rotates q and k, appends k and v to the cache */
-		add(c, &i, "rope", EDGEQ_OPK_ROPE, F32, L, 6 * (E + Ekv),
-		    8 * (E + 2 * Ekv) + edgeq_dtype_bytes(s->kvtype, 2 * Ekv),
-		    4 * E);
+		add(c, &i, "rope", EDGEQ_OPK_ROPE, F32, L, 6 * (Q + Ekv),
+		    8 * (Q + 2 * Ekv) + edgeq_dtype_bytes(s->kvtype, 2 * Ekv),
+		    4 * Q);
 		/* q.K^T, softmax, p.V per head, fused as the decoder runs it */
 		op = add(c, &i, "attention", EDGEQ_OPK_ATTN, s->kvtype, L,
 			 4 * H * Dh * nkv + 5 * H * nkv,
-			 2 * kvb + 8 * E + 8 * H * nkv, 4 * E);
+			 2 * kvb + 8 * Q + 8 * H * nkv, 4 * Q);
 		op->also = 1u << EDGEQ_OPK_SOFTMAX;
-		matmul(c, &i, "attn_out", s->wtype, L, E, E);
+		matmul(c, &i, "attn_out", s->wtype, L, E, Q);
 		add(c, &i, "attn_add", EDGEQ_OPK_ADD, F32, L, E, 12 * E, 4 * E);
 		add(c, &i, "ffn_norm", EDGEQ_OPK_RMSNORM, F32, L, 4 * E, 12 * E,
 		    4 * E);
