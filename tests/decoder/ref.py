@@ -3,7 +3,7 @@
 """
 Independent reference for edgeq's forward pass: its own GGUF parser and
 dequantizers written from the format description (ggml-common.h block
-layouts), and a float64 numpy implementation of the llama/qwen2/qwen3 forward pass.
+layouts), and a float64 numpy implementation of the llama/qwen2/qwen3/gemma3 forward pass.
 It shares no code with edgeq.
 
   ref.py logits MODEL TOKENS        print the logits of every position (JSON)
@@ -270,7 +270,10 @@ class Model:
         self.n_rot = g("rope.dimension_count", self.hd)
         self.eps = g("attention.layer_norm_rms_epsilon", 1e-5 if arch == "llama" else 1e-6)
         self.base = g("rope.freq_base", 10000.0 if arch == "llama" else 1e6)
-        self.neox = arch in ("qwen2", "qwen3")
+        self.neox = arch in ("qwen2", "qwen3", "gemma3")
+        self.gemma3 = arch == "gemma3"
+        # gemma3: five sliding-window layers in six, RoPE base 10000 there
+        self.n_swa = g("attention.sliding_window", 0) if self.gemma3 else 0
         W = lambda n: dequant(buf, *tensors[n])
         self.W = W
         self.has = lambda n: n in tensors
@@ -286,18 +289,18 @@ class Model:
                   "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")}
             for k in ("attn_q", "attn_k", "attn_v"):
                 L[k + ".bias"] = W(p + k + ".bias") if self.has(p + k + ".bias") else None
-            for k in ("attn_q_norm", "attn_k_norm"):
+            for k in ("attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"):
                 L[k] = W(p + k + ".weight") if self.has(p + k + ".weight") else None
             self.layers.append(L)
 
     def rmsnorm(self, x, w):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
 
-    def rope(self, x, pos):
+    def rope(self, x, pos, base=None):
         # x: [T, heads, hd]
         half = self.n_rot // 2
-        inv = self.base ** (-2.0 * np.arange(half) / self.n_rot)
-        if self.ff is not None:
+        inv = (base or self.base) ** (-2.0 * np.arange(half) / self.n_rot)
+        if self.ff is not None and base is None:
             inv = inv / self.ff
         th = pos[:, None] * inv[None, :]  # [T, half]
         c, s = np.cos(th)[:, None, :], np.sin(th)[:, None, :]
@@ -315,10 +318,18 @@ class Model:
     def logits(self, toks):
         T = len(toks)
         x = self.tok[np.array(toks)]
+        if self.gemma3:
+            x = x * np.sqrt(self.n_embd)
         pos = np.arange(T, dtype=np.float64)
         H, KV, hd = self.n_head, self.n_head_kv, self.hd
         mask = np.triu(np.full((T, T), -np.inf), 1)
-        for L in self.layers:
+        for li, L in enumerate(self.layers):
+            swa = self.n_swa and li % 6 < 5
+            base = 10000.0 if swa else None
+            m = mask
+            if swa:  # key t visible from query i when i - t < n_swa
+                i, t = np.arange(T)[:, None], np.arange(T)[None, :]
+                m = np.where(i - t >= self.n_swa, -np.inf, mask)
             h = self.rmsnorm(x, L["attn_norm"])
             q = h @ L["attn_q"].T
             k = h @ L["attn_k"].T
@@ -331,21 +342,31 @@ class Model:
             if L["attn_q_norm"] is not None:  # qwen3: per head, before RoPE
                 q = self.rmsnorm(q, L["attn_q_norm"])
                 k = self.rmsnorm(k, L["attn_k_norm"])
-            q = self.rope(q, pos)
-            k = self.rope(k, pos)
+            q = self.rope(q, pos, base)
+            k = self.rope(k, pos, base)
             v = v.reshape(T, KV, hd)
             o = np.zeros((T, H, hd))
             for hh in range(H):
                 kv = hh // (H // KV)
-                s = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
+                s = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + m
                 s = np.exp(s - s.max(axis=1, keepdims=True))
                 s /= s.sum(axis=1, keepdims=True)
                 o[:, hh, :] = s @ v[:, kv, :]
-            x = x + o.reshape(T, H * hd) @ L["attn_output"].T
+            a = o.reshape(T, H * hd) @ L["attn_output"].T
+            if L["post_attention_norm"] is not None:
+                a = self.rmsnorm(a, L["post_attention_norm"])
+            x = x + a
             h = self.rmsnorm(x, L["ffn_norm"])
             gt = h @ L["ffn_gate"].T
             up = h @ L["ffn_up"].T
-            x = x + (gt / (1 + np.exp(-gt)) * up) @ L["ffn_down"].T
+            if self.gemma3:  # GELU, tanh form
+                act = 0.5 * gt * (1 + np.tanh(np.sqrt(2 / np.pi) * (gt + 0.044715 * gt ** 3)))
+            else:
+                act = gt / (1 + np.exp(-gt))
+            d = (act * up) @ L["ffn_down"].T
+            if L["post_ffw_norm"] is not None:
+                d = self.rmsnorm(d, L["post_ffw_norm"])
+            x = x + d
         return self.rmsnorm(x, self.out_norm) @ self.out.T
 
 

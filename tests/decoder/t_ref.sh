@@ -79,6 +79,18 @@ refused_ref "qwen3 without blk.1.attn_k_norm" "$T/q3-nonorm.gguf" "tensor 'blk.1
 refused_ref "qwen3 with value_length 64 under key_length 128" "$T/q3-vl.gguf" "value_length = 64 (at offset"
 "$GEN" -o "$T/qwen3-q4k.gguf" --type q4_k --arch qwen3 --seed 6
 compare "tiny qwen3 q4_k, streamed" "$T/qwen3-q4k.gguf" 0.08 -t 2 --weights stream
+# gemma3: 6 layers, so five slide (a window of 8, RoPE base 1e4) and one
+# does not; embeddings scaled, GELU, post-norms
+"$GEN" -o "$T/gemma3.gguf" --type f32 --arch gemma3 --layers 6 --seed 9
+compare "tiny gemma3 f32 (sliding window 8 over a longer prompt)" "$T/gemma3.gguf" 0.001 --kv-type f32 -t 2
+"$GEN" -o "$T/gemma3-q8.gguf" --type q8_0 --arch gemma3 --layers 6 --seed 9
+compare "tiny gemma3 q8_0, Q8_0 KV" "$T/gemma3-q8.gguf" 0.05 --kv-type q8_0 -t 1
+PROMPT=$(for i in 1 2 3; do printf 'the quick brown fox jumps over the lazy dog %d ' $i; done) \
+	compare "tiny gemma3 q8_0, prompt in batches of 4, streamed" "$T/gemma3-q8.gguf" 0.05 --weights stream -t 2
+/usr/bin/python3 -c "
+b=open('$T/gemma3.gguf','rb').read()
+open('$T/g3-nopost.gguf','wb').write(b.replace(b'blk.5.post_ffw_norm.weight',b'blk.5.post_ffw_mrom.weight',1))"
+refused_ref "gemma3 without blk.5.post_ffw_norm" "$T/g3-nopost.gguf" "tensor 'blk.5.post_ffw_norm.weight' is missing"
 "$GEN" -o "$T/rf.gguf" --type f32 --rope-freqs --seed 5
 compare "tiny f32 with Llama 3 rope_freqs factors" "$T/rf.gguf" 0.001 --kv-type f32 --ctx-size 64
 "$GEN" -o "$T/tied.gguf" --type q8_0 --tied --seed 4

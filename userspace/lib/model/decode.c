@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The forward pass of llama-family models (llama, qwen2, qwen3):
+ * The forward pass of llama-family models (llama, qwen2, qwen3, gemma3):
  *
- *   x = embed(tok)                                   [B, n_embd]
+ *   x = embed(tok) (gemma3: times sqrt(n_embd))      [B, n_embd]
  *   per layer:
  *     xb = rmsnorm(x) * attn_norm
  *     q, k, v = Wq xb (+bq), Wk xb (+bk), Wv xb (+bv)  [B, n_head*hd], [B, kv_dim]
@@ -12,9 +12,11 @@
  *     K/V cache[pos] = k, v (F16, Q8_0 or F32)
  *     xb2 = softmax(q K^T / sqrt(hd)) V per head (grouped: head h reads
  *       kv head h / (n_head / n_head_kv)), causal
- *     x += Wo xb2
+ *       (gemma3: sliding-window layers see their last n_swa positions)
+ *     x += Wo xb2 (gemma3: rmsnorm'd with post_attention_norm first)
  *     xb = rmsnorm(x) * ffn_norm
  *     x += W_down (silu(W_gate xb) * (W_up xb))
+ *       (gemma3: gelu for silu, the sum rmsnorm'd with post_ffw_norm)
  *   logits = W_out (rmsnorm(x_last) * output_norm)
  *
  * A batch of B tokens (prefill) goes through the kernels' matmul; one token
@@ -51,6 +53,7 @@ struct edgeq_ctx {
 	size_t qa_stride;
 	uint8_t *emb;	       /* raw embedding rows [n_batch][row_size] */
 	float *rope;	       /* [n_batch][n_rot / 2][2] cos, sin */
+	float *rope_swa;       /* the same for sliding-window layers, or NULL */
 	struct edgeq_ctx **tc; /* [n_batch] the context of each token */
 	uint32_t *tpos;	       /* [n_batch] the position of each token */
 	float *lg_all;	       /* [n_batch][n_vocab], batch output; lazily */
@@ -85,8 +88,14 @@ int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err)
 	int ret;
 
 	m->rope_inv_freq = calloc(nf, sizeof(float));
-	if (!m->rope_inv_freq)
+	if (hp->swa_pattern)
+		m->rope_inv_freq_swa = calloc(nf, sizeof(float));
+	if (!m->rope_inv_freq || (hp->swa_pattern && !m->rope_inv_freq_swa))
 		return edgeq_error_set(err, ENOMEM, "out of memory");
+	for (i = 0; hp->swa_pattern && i < nf; i++)
+		m->rope_inv_freq_swa[i] =
+			(float)pow((double)hp->rope_base_swa,
+				   -2.0 * (double)i / hp->n_rot);
 	if (m->rope_freqs) {
 		ret = edgeq_weights_layer_begin(m->weights,
 						EDGEQ_WEIGHTS_GLOBAL, err);
@@ -115,6 +124,7 @@ void edgeq_decode_exit_model(struct edgeq_model *m)
 {
 	par_exit(m);
 	free(m->rope_inv_freq);
+	free(m->rope_inv_freq_swa);
 }
 
 static uint64_t mem_available(void)
@@ -152,6 +162,7 @@ void edgeq_ctx_free(struct edgeq_ctx *c)
 	free(c->qa);
 	free(c->emb);
 	free(c->rope);
+	free(c->rope_swa);
 	free(c->tc);
 	free(c->tpos);
 	free(c->lg_all);
@@ -260,13 +271,15 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	c->qa = malloc((size_t)B * c->qa_stride);
 	c->emb = malloc((size_t)B * m->tok_embd->row_size);
 	c->rope = calloc((size_t)B * hp->n_rot, sizeof(float));
+	if (hp->swa_pattern)
+		c->rope_swa = calloc((size_t)B * hp->n_rot, sizeof(float));
 	c->history = calloc(c->n_ctx, sizeof(int32_t));
 	c->tc = calloc(B, sizeof(*c->tc));
 	c->tpos = calloc(B, sizeof(*c->tpos));
 	if (!c->tc || !c->tpos || !c->k_cache || !c->v_cache || !c->x ||
 	    !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb || !c->hb2 ||
 	    !c->logits || !c->att || !c->qh || !c->qa || !c->emb || !c->rope ||
-	    !c->history) {
+	    (hp->swa_pattern && !c->rope_swa) || !c->history) {
 		edgeq_ctx_free(c);
 		return edgeq_error_set(
 			err, ENOMEM, "out of memory for a %u-position context",
@@ -411,6 +424,17 @@ static void rope_tables(struct edgeq_ctx *w, int nb)
 			cs[2 * i] = cosf(th);
 			cs[2 * i + 1] = sinf(th);
 		}
+		if (!w->rope_swa)
+			continue;
+		/* sliding-window layers: their own base, never scaled */
+		cs = w->rope_swa + (size_t)b * hp->n_rot;
+		for (i = 0; i < nf; i++) {
+			float th =
+				(float)w->tpos[b] * w->m->rope_inv_freq_swa[i];
+
+			cs[2 * i] = cosf(th);
+			cs[2 * i + 1] = sinf(th);
+		}
 	}
 }
 
@@ -449,7 +473,8 @@ static void att_task(void *arg, int ith, int nth)
 	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
 	uint32_t q_dim = hp->n_head * hd;
 	int64_t total = (int64_t)aa->nb * hp->n_head, job;
-	float scale = 1.0f / sqrtf((float)hd);
+	float scale = hp->attn_scale;
+	uint32_t win = hp_layer_swa(hp, (uint32_t)aa->layer) ? hp->n_swa : 0;
 	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
 	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
 	size_t qh_size = edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) * (hd / 32 + 1);
@@ -467,10 +492,12 @@ static void att_task(void *arg, int ith, int nth)
 		const uint8_t *vc =
 			c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
 		uint32_t h = (uint32_t)(job % hp->n_head), kvh = h / group;
-		uint32_t p = w->tpos[b], t;
+		uint32_t p = w->tpos[b], t, t0;
 		const float *q = w->q + (size_t)b * q_dim + (size_t)h * hd;
 		float *out = w->xb2 + (size_t)b * q_dim + (size_t)h * hd;
 
+		/* a sliding-window layer sees its last win positions */
+		t0 = win && p + 1 > win ? p + 1 - win : 0;
 		if (c->kv_type == EDGEQ_KV_Q8_0)
 			ops->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, hd);
 		if (c->kv_type == EDGEQ_KV_F16 && ops->attn_scores_f16 &&
@@ -479,16 +506,18 @@ static void att_task(void *arg, int ith, int nth)
 			 * per call */
 			size_t ks = c->kv_row / 2;
 
-			ops->attn_scores_f16(hd, (int64_t)p + 1,
-					     (const uint16_t *)kc + kvh * hd,
+			ops->attn_scores_f16(hd, (int64_t)(p + 1 - t0),
+					     (const uint16_t *)kc +
+						     (size_t)t0 * ks + kvh * hd,
 					     ks, q, scale, att);
-			sm(att, (int64_t)p + 1);
-			ops->attn_av_f16(hd, (int64_t)p + 1, att,
-					 (const uint16_t *)vc + kvh * hd, ks,
-					 out);
+			sm(att, (int64_t)(p + 1 - t0));
+			ops->attn_av_f16(hd, (int64_t)(p + 1 - t0), att,
+					 (const uint16_t *)vc +
+						 (size_t)t0 * ks + kvh * hd,
+					 ks, out);
 			continue;
 		}
-		for (t = 0; t <= p; t++) {
+		for (t = t0; t <= p; t++) {
 			const uint8_t *kr = kc + (size_t)t * c->kv_row;
 			float s;
 
@@ -510,13 +539,13 @@ static void att_task(void *arg, int ith, int nth)
 					q);
 				break;
 			}
-			att[t] = s * scale;
+			att[t - t0] = s * scale;
 		}
-		sm(att, (int64_t)p + 1);
+		sm(att, (int64_t)(p + 1 - t0));
 		memset(out, 0, hd * sizeof(float));
-		for (t = 0; t <= p; t++) {
+		for (t = t0; t <= p; t++) {
 			const uint8_t *vr = vc + (size_t)t * c->kv_row;
-			float a = att[t];
+			float a = att[t - t0];
 
 			switch (c->kv_type) {
 			case EDGEQ_KV_F16:
@@ -565,6 +594,24 @@ static void kv_store(struct edgeq_ctx *c, int layer, uint32_t pos,
 	}
 }
 
+/* GELU, tanh form (as ggml and Gemma's reference compute it) */
+static float gelu(float x)
+{
+	return 0.5f * x *
+	       (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+
+/* gemma3: each of @nb rows of n_embd RMS-normed with @w, in place */
+static void post_norm(float *x, int nb, const float *w,
+		      const struct edgeq_hparams *hp)
+{
+	int b;
+
+	for (b = 0; b < nb; b++)
+		rmsnorm(x + (size_t)b * hp->n_embd, x + (size_t)b * hp->n_embd,
+			w, hp->n_embd, hp->rms_eps);
+}
+
 static float silu(float x)
 {
 	return x / (1.0f + expf(-x));
@@ -591,6 +638,9 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		return ret;
 	for (b = 0; b < nb; b++)
 		et->to_float(c->emb + (size_t)b * rs, c->x + (size_t)b * E, E);
+	if (hp->embd_scale != 1.0f)
+		for (i = 0; i < (uint32_t)nb * E; i++)
+			c->x[i] *= hp->embd_scale;
 	rope_tables(c, nb);
 
 	for (l = 0; l < n_layer; l++) {
@@ -622,7 +672,10 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 				  edgeq_weights_get(w, L->k_norm), hp);
 		}
 		for (b = 0; b < nb; b++) {
-			const float *cs = c->rope + (size_t)b * hp->n_rot;
+			const float *cs = (hp_layer_swa(hp, (uint32_t)l) ?
+						   c->rope_swa :
+						   c->rope) +
+					  (size_t)b * hp->n_rot;
 
 			rope_apply(hp, c->q + (size_t)b * q_dim, hp->n_head,
 				   cs);
@@ -636,6 +689,9 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		par_run(m, att_task, &aa);
 		f->qa_src = NULL;
 		linear(f, L->wo, c->xb2, nb, (int)q_dim, c->xb, (int)E);
+		if (L->post_attn_norm)
+			post_norm(c->xb, nb,
+				  edgeq_weights_get(w, L->post_attn_norm), hp);
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] += c->xb[i];
 
@@ -645,10 +701,17 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		f->qa_src = NULL;
 		linear(f, L->w_gate, c->xb, nb, (int)E, c->hb, (int)F);
 		linear(f, L->w_up, c->xb, nb, (int)E, c->hb2, (int)F);
-		for (i = 0; i < (uint32_t)nb * F; i++)
-			c->hb[i] = silu(c->hb[i]) * c->hb2[i];
+		if (hp->gelu)
+			for (i = 0; i < (uint32_t)nb * F; i++)
+				c->hb[i] = gelu(c->hb[i]) * c->hb2[i];
+		else
+			for (i = 0; i < (uint32_t)nb * F; i++)
+				c->hb[i] = silu(c->hb[i]) * c->hb2[i];
 		f->qa_src = NULL;
 		linear(f, L->w_down, c->hb, nb, (int)F, c->xb, (int)E);
+		if (L->post_ffn_norm)
+			post_norm(c->xb, nb,
+				  edgeq_weights_get(w, L->post_ffn_norm), hp);
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] += c->xb[i];
 		edgeq_weights_layer_end(w, l);
@@ -826,17 +889,25 @@ int ctx_shift(struct edgeq_ctx *c, uint32_t keep, uint32_t n_discard,
 	if (!tmp)
 		return edgeq_error_set(err, ENOMEM, "out of memory");
 	cs = tmp + (size_t)hp->n_head_kv * hp->head_dim;
-	/* rotating by the position change: angles add */
-	for (i = 0; i < nf; i++) {
-		float th = -(float)n_discard * hp->rope_linear_scale *
-			   c->m->rope_inv_freq[i];
-
-		cs[2 * i] = cosf(th);
-		cs[2 * i + 1] = sinf(th);
-	}
 	for (l = 0; l < hp->n_layer; l++) {
 		uint8_t *kc = c->k_cache + (size_t)l * c->n_ctx * row;
 		uint8_t *vc = c->v_cache + (size_t)l * c->n_ctx * row;
+		bool swa = hp_layer_swa(hp, l);
+
+		/* rotating by the position change: angles add (a
+		 * sliding-window layer's RoPE has its own base, unscaled) */
+		for (i = 0;
+		     i < nf && (l == 0 || swa != hp_layer_swa(hp, l - 1));
+		     i++) {
+			float th = swa ? -(float)n_discard *
+						   c->m->rope_inv_freq_swa[i] :
+					 -(float)n_discard *
+						   hp->rope_linear_scale *
+						   c->m->rope_inv_freq[i];
+
+			cs[2 * i] = cosf(th);
+			cs[2 * i + 1] = sinf(th);
+		}
 
 		for (p = keep + n_discard; p < c->pos; p++) {
 			memcpy(kc + (size_t)(p - n_discard) * row,

@@ -6,6 +6,7 @@
  * type and shape here, so the forward pass can trust them.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,11 +82,13 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 	int ret;
 
 	bool qwen = !strcmp(arch, "qwen2") || !strcmp(arch, "qwen3");
+	bool gemma3 = !strcmp(arch, "gemma3");
 	uint32_t vl = 0;
 
-	hp->rms_eps = qwen ? 1e-6f : 1e-5f;
-	hp->rope_base = qwen ? 1000000.0f : 10000.0f;
-	hp->rope_neox = qwen;
+	hp->rms_eps = qwen || gemma3 ? 1e-6f : 1e-5f;
+	hp->rope_base = qwen || gemma3 ? 1000000.0f : 10000.0f;
+	hp->rope_neox = qwen || gemma3;
+	hp->embd_scale = 1.0f;
 	hp->rope_linear_scale = 1.0f;
 	if ((ret = key_u32(g, arch, "block_count", &hp->n_layer, true, err)) ||
 	    (ret = key_u32(g, arch, "embedding_length", &hp->n_embd, true,
@@ -159,6 +162,24 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 			err, EBADMSG,
 			"model: %s.rope.freq_base %g is out of range", arch,
 			hp->rope_base);
+	hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+	if (gemma3) {
+		/* as Google's reference: embeddings times sqrt(n_embd), GELU,
+		 * five sliding-window layers of six with RoPE base 10000;
+		 * 27B (62 layers) scales q.k by embedding / heads */
+		hp->embd_scale = sqrtf((float)hp->n_embd);
+		hp->gelu = true;
+		if (hp->n_layer == 62)
+			hp->attn_scale =
+				1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+		if ((ret = key_u32(g, arch, "attention.sliding_window",
+				   &hp->n_swa, false, err)))
+			return ret;
+		if (hp->n_swa) {
+			hp->swa_pattern = 6;
+			hp->rope_base_swa = 10000.0f;
+		}
+	}
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
 	if (!edgeq_gguf_get_str(g, key, &st, NULL)) {
 		float f = 1.0f;
@@ -262,6 +283,7 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 	uint32_t kv_dim = hp->n_head_kv * hp->head_dim;
 	bool qwen2 = !strcmp(m->info.arch, "qwen2");
 	bool qwen3 = !strcmp(m->info.arch, "qwen3");
+	bool gemma3 = !strcmp(m->info.arch, "gemma3");
 	size_t i;
 	uint32_t l;
 	int ret;
@@ -321,8 +343,14 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 		W(bq, "attn_q.bias", q_dim, 0, false, !qwen2);
 		W(bk, "attn_k.bias", kv_dim, 0, false, !qwen2);
 		W(bv, "attn_v.bias", kv_dim, 0, false, !qwen2);
-		W(q_norm, "attn_q_norm.weight", hp->head_dim, 0, false, !qwen3);
-		W(k_norm, "attn_k_norm.weight", hp->head_dim, 0, false, !qwen3);
+		W(q_norm, "attn_q_norm.weight", hp->head_dim, 0, false,
+		  !qwen3 && !gemma3);
+		W(k_norm, "attn_k_norm.weight", hp->head_dim, 0, false,
+		  !qwen3 && !gemma3);
+		W(post_attn_norm, "post_attention_norm.weight", hp->n_embd, 0,
+		  false, !gemma3);
+		W(post_ffn_norm, "post_ffw_norm.weight", hp->n_embd, 0, false,
+		  !gemma3);
 		W(ffn_norm, "ffn_norm.weight", hp->n_embd, 0, false, false);
 		W(w_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true, false);
 		W(w_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true, false);
@@ -396,10 +424,11 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 	/* A vocabulary is read whatever decoder the file is for. */
 	if (!p->vocab_only && !edgeq_gguf_str_eq(arch, "llama") &&
 	    !edgeq_gguf_str_eq(arch, "qwen2") &&
-	    !edgeq_gguf_str_eq(arch, "qwen3")) {
+	    !edgeq_gguf_str_eq(arch, "qwen3") &&
+	    !edgeq_gguf_str_eq(arch, "gemma3")) {
 		ret = edgeq_error_set(
 			err, EOPNOTSUPP,
-			"model: architecture '%.*s' is not supported (llama, qwen2, qwen3)",
+			"model: architecture '%.*s' is not supported (llama, qwen2, qwen3, gemma3)",
 			(int)(arch.len > 32 ? 32 : arch.len), arch.ptr);
 		goto fail;
 	}

@@ -39,8 +39,10 @@ struct edgeq_tensor {
 struct edgeq_layer {
 	const struct edgeq_tensor *attn_norm, *wq, *wk, *wv, *wo;
 	const struct edgeq_tensor *bq, *bk, *bv; /* qwen2; NULL for llama */
-	/* qwen3: RMSNorm of each head's query and key before RoPE */
+	/* qwen3, gemma3: RMSNorm of each head's query and key before RoPE */
 	const struct edgeq_tensor *q_norm, *k_norm;
+	/* gemma3: RMSNorm of the attention's and the FFN's outputs */
+	const struct edgeq_tensor *post_attn_norm, *post_ffn_norm;
 	const struct edgeq_tensor *ffn_norm, *w_gate, *w_up, *w_down;
 };
 
@@ -55,7 +57,21 @@ struct edgeq_hparams {
 	float rope_factor, rope_low_freq, rope_high_freq;
 	uint32_t rope_orig_ctx;
 	float rope_linear_scale; /* rope.scaling.type "linear": pos / factor */
+	/* gemma3 */
+	float attn_scale; /* q.k scale: 1 / sqrt(head_dim) but for 27B */
+	float embd_scale; /* token embeddings times this (1: none) */
+	bool gelu;	  /* FFN: gelu(gate) * up (tanh form), not SiLU */
+	/* sliding-window layers: those with l % swa_pattern below
+	 * swa_pattern - 1 attend to their last n_swa positions, with RoPE of
+	 * base rope_base_swa and no scaling (0: no such layers) */
+	uint32_t swa_pattern, n_swa;
+	float rope_base_swa;
 };
+
+static inline bool hp_layer_swa(const struct edgeq_hparams *hp, uint32_t l)
+{
+	return hp->swa_pattern && l % hp->swa_pattern < hp->swa_pattern - 1;
+}
 
 /* Weight backend: the mmap one lives in weights_mmap.c. */
 struct edgeq_weights_ops {
@@ -85,7 +101,8 @@ struct edgeq_model {
 	size_t n_tensors;
 	const struct edgeq_tensor *tok_embd, *output_norm, *output;
 	const struct edgeq_tensor *rope_freqs; /* Llama 3 factors, optional */
-	float *rope_inv_freq; /* n_rot / 2: base^(-2i/n_rot) / factor_i */
+	float *rope_inv_freq;	  /* n_rot / 2: base^(-2i/n_rot) / factor_i */
+	float *rope_inv_freq_swa; /* sliding-window layers' (gemma3), or NULL */
 	struct edgeq_layer *layers;
 	struct edgeq_vocab vocab;
 	struct edgeq_weights *weights;
