@@ -3,7 +3,7 @@
 """
 Independent reference for edgeq's forward pass: its own GGUF parser and
 dequantizers written from the format description (ggml-common.h block
-layouts), and a float64 numpy implementation of the llama/qwen2/qwen3/gemma3 forward pass.
+layouts), and a float64 numpy implementation of the llama/qwen2/qwen3/gemma2/gemma3 forward pass.
 It shares no code with edgeq.
 
   ref.py logits MODEL TOKENS        print the logits of every position (JSON)
@@ -270,10 +270,14 @@ class Model:
         self.n_rot = g("rope.dimension_count", self.hd)
         self.eps = g("attention.layer_norm_rms_epsilon", 1e-5 if arch == "llama" else 1e-6)
         self.base = g("rope.freq_base", 10000.0 if arch == "llama" else 1e6)
-        self.neox = arch in ("qwen2", "qwen3", "gemma3")
-        self.gemma3 = arch == "gemma3"
-        # gemma3: five sliding-window layers in six, RoPE base 10000 there
-        self.n_swa = g("attention.sliding_window", 0) if self.gemma3 else 0
+        self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3")
+        self.gemma = arch in ("gemma2", "gemma3")
+        # sliding-window layers: gemma3 five in six, RoPE base 10000 there;
+        # gemma2 every other one
+        self.n_swa = g("attention.sliding_window", 0) if self.gemma else 0
+        self.pattern, self.base_swa = (6, 10000.0) if arch == "gemma3" else (2, None)
+        self.attn_cap = g("attn_logit_softcapping", 50.0) if arch == "gemma2" else 0
+        self.final_cap = g("final_logit_softcapping", 30.0) if arch == "gemma2" else 0
         W = lambda n: dequant(buf, *tensors[n])
         self.W = W
         self.has = lambda n: n in tensors
@@ -318,14 +322,14 @@ class Model:
     def logits(self, toks):
         T = len(toks)
         x = self.tok[np.array(toks)]
-        if self.gemma3:
+        if self.gemma:
             x = x * np.sqrt(self.n_embd)
         pos = np.arange(T, dtype=np.float64)
         H, KV, hd = self.n_head, self.n_head_kv, self.hd
         mask = np.triu(np.full((T, T), -np.inf), 1)
         for li, L in enumerate(self.layers):
-            swa = self.n_swa and li % 6 < 5
-            base = 10000.0 if swa else None
+            swa = self.n_swa and li % self.pattern < self.pattern - 1
+            base = self.base_swa if swa else None
             m = mask
             if swa:  # key t visible from query i when i - t < n_swa
                 i, t = np.arange(T)[:, None], np.arange(T)[None, :]
@@ -348,7 +352,10 @@ class Model:
             o = np.zeros((T, H, hd))
             for hh in range(H):
                 kv = hh // (H // KV)
-                s = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + m
+                s = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd)
+                if self.attn_cap:
+                    s = self.attn_cap * np.tanh(s / self.attn_cap)
+                s = s + m
                 s = np.exp(s - s.max(axis=1, keepdims=True))
                 s /= s.sum(axis=1, keepdims=True)
                 o[:, hh, :] = s @ v[:, kv, :]
@@ -359,7 +366,7 @@ class Model:
             h = self.rmsnorm(x, L["ffn_norm"])
             gt = h @ L["ffn_gate"].T
             up = h @ L["ffn_up"].T
-            if self.gemma3:  # GELU, tanh form
+            if self.gemma:  # GELU, tanh form
                 act = 0.5 * gt * (1 + np.tanh(np.sqrt(2 / np.pi) * (gt + 0.044715 * gt ** 3)))
             else:
                 act = gt / (1 + np.exp(-gt))
@@ -367,7 +374,10 @@ class Model:
             if L["post_ffw_norm"] is not None:
                 d = self.rmsnorm(d, L["post_ffw_norm"])
             x = x + d
-        return self.rmsnorm(x, self.out_norm) @ self.out.T
+        lg = self.rmsnorm(x, self.out_norm) @ self.out.T
+        if self.final_cap:
+            lg = self.final_cap * np.tanh(lg / self.final_cap)
+        return lg
 
 
 def main():

@@ -87,6 +87,16 @@ compare "tiny gemma3 f32 (sliding window 8 over a longer prompt)" "$T/gemma3.ggu
 compare "tiny gemma3 q8_0, Q8_0 KV" "$T/gemma3-q8.gguf" 0.05 --kv-type q8_0 -t 1
 PROMPT=$(for i in 1 2 3; do printf 'the quick brown fox jumps over the lazy dog %d ' $i; done) \
 	compare "tiny gemma3 q8_0, prompt in batches of 4, streamed" "$T/gemma3-q8.gguf" 0.05 --weights stream -t 2
+# gemma2: every other layer slides; score and logit caps (2 and 3 here)
+"$GEN" -o "$T/gemma2.gguf" --type f32 --arch gemma2 --layers 4 --seed 9
+compare "tiny gemma2 f32 (softcaps, every other layer sliding)" "$T/gemma2.gguf" 0.001 --kv-type f32 -t 2
+"$GEN" -o "$T/gemma2-q4.gguf" --type q4_0 --arch gemma2 --layers 4 --seed 9
+compare "tiny gemma2 q4_0, F16 KV" "$T/gemma2-q4.gguf" 0.05 -t 2
+/usr/bin/python3 -c "
+b=open('$T/gemma2.gguf','rb').read()
+i=b.index(b'gemma2.final_logit_softcapping')+30+4
+open('$T/g2-cap.gguf','wb').write(b[:i]+b'\\x00\\x00\\x80\\xbf'+b[i+4:])"
+refused_ref "gemma2 with a negative logit cap" "$T/g2-cap.gguf" "softcapping 2 / -1 is out of range"
 /usr/bin/python3 -c "
 b=open('$T/gemma3.gguf','rb').read()
 open('$T/g3-nopost.gguf','wb').write(b.replace(b'blk.5.post_ffw_norm.weight',b'blk.5.post_ffw_mrom.weight',1))"

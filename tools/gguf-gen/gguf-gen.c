@@ -3,7 +3,8 @@
  * gguf-gen: write a deterministic synthetic llama-family GGUF model.
  *
  *   gguf-gen -o FILE [--shape tiny|1b|micro] [--type TYPE]
- *            [--seed N] [--arch llama|qwen2|qwen3|gemma3] [--tied] [--vocab N]
+ *            [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3] [--tied]
+ *            [--vocab N]
  *
  * Weights are uniform random from the seed, scaled by 1/sqrt(fan-in) so
  * activations stay near unit variance; norms are 1 +- small noise. The
@@ -316,7 +317,7 @@ static int usage(int st)
 		"usage: gguf-gen -o FILE [--shape tiny|1b|micro]\n"
 		"                [--type f32|f16|bf16|q8_0|q4_0|q6_k|q4_k|q4_k_m|q5_k_m|q3_k_m|\n"
 		"                        q2_k|q4_1|q5_0|q5_1|iq4_nl|iq4_xs]\n"
-		"                [--seed N] [--arch llama|qwen2|qwen3|gemma3] [--tied] [--rope-freqs]\n"
+		"                [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3] [--tied] [--rope-freqs]\n"
 		"                [--vocab-from GGUF] (a SentencePiece vocabulary to use)\n"
 		"                [--layers N]\n");
 	return st;
@@ -429,7 +430,7 @@ int main(int argc, char **argv)
 	uint32_t l, i, nt = 0;
 	uint64_t seed = 1, off = 0;
 	struct tensor *ts;
-	int tied = 0, rope_freqs = 0, c, qwen, qwen3, gemma3;
+	int tied = 0, rope_freqs = 0, c, qwen, qwen3, gemma3, gemma2;
 	uint32_t hd;
 	const char *vfrom = NULL;
 	long nthr;
@@ -481,10 +482,14 @@ int main(int argc, char **argv)
 	if (!path || optind != argc || sh.n_layer == 0)
 		return usage(2);
 	if (strcmp(arch, "llama") && strcmp(arch, "qwen2") &&
-	    strcmp(arch, "qwen3") && strcmp(arch, "gemma3"))
+	    strcmp(arch, "qwen3") && strcmp(arch, "gemma3") &&
+	    strcmp(arch, "gemma2"))
 		return usage(2);
 	qwen = !strcmp(arch, "qwen2");
 	gemma3 = !strcmp(arch, "gemma3");
+	/* gemma2: gemma3's layer without head norms, every other layer
+	 * sliding, and caps low enough to bite on these weights */
+	gemma2 = !strcmp(arch, "gemma2");
 	/* gemma3 is qwen3's attention plus post-norms, GELU and a sliding
 	 * window (of 8 here, so that short prompts slide) */
 	qwen3 = !strcmp(arch, "qwen3") || gemma3;
@@ -551,14 +556,14 @@ int main(int argc, char **argv)
 			}
 			LT("attn_output.weight", qd, E, MT(C_O),
 			   sqrtf(3.0f / (float)qd), 0);
-			if (gemma3)
+			if (gemma3 || gemma2)
 				LT("post_attention_norm.weight", E, 0,
 				   EDGEQ_TYPE_F32, -1, 0);
 			LT("ffn_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
 			LT("ffn_gate.weight", E, F, MT(C_GATE), sE, 0);
 			LT("ffn_up.weight", E, F, MT(C_UP), sE, 0);
 			LT("ffn_down.weight", F, E, MT(C_DOWN), sF, 0);
-			if (gemma3)
+			if (gemma3 || gemma2)
 				LT("post_ffw_norm.weight", E, 0, EDGEQ_TYPE_F32,
 				   -1, 0);
 #undef LT
@@ -592,7 +597,8 @@ int main(int argc, char **argv)
 	w_raw("GGUF", 4);
 	w_u32(3);
 	w_u64(nt);
-	w_u64(24 + (qwen3 ? 2 : 0) + gemma3); /* the kv_* calls below */
+	/* the kv_* calls below */
+	w_u64(24 + (qwen3 ? 2 : 0) + gemma3 + 3 * gemma2);
 	kv_str("general.architecture", arch);
 	snprintf(tmp, sizeof(tmp), "edgeq synthetic %s %s seed %llu", sh.name,
 		 ft->label, (unsigned long long)seed);
@@ -611,8 +617,12 @@ int main(int argc, char **argv)
 		kv_u32(AK("attention.key_length"), hd);
 		kv_u32(AK("attention.value_length"), hd);
 	}
-	if (gemma3)
+	if (gemma3 || gemma2)
 		kv_u32(AK("attention.sliding_window"), 8);
+	if (gemma2) {
+		kv_f32(AK("attn_logit_softcapping"), 2.0f);
+		kv_f32(AK("final_logit_softcapping"), 3.0f);
+	}
 	kv_f32(AK("rope.freq_base"), qwen || qwen3 ? 1000000.0f : 10000.0f);
 	kv_f32(AK("attention.layer_norm_rms_epsilon"), 1e-5f);
 	kv_u32(AK("vocab_size"), sh.n_vocab);

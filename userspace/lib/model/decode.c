@@ -458,6 +458,15 @@ static void rope_apply(const struct edgeq_hparams *hp, float *v,
 	}
 }
 
+/* gemma2: x = cap * tanh(x / cap) over @n values */
+static void softcap(float *x, uint32_t n, float cap)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = cap * tanhf(x[i] / cap);
+}
+
 struct att_arg {
 	struct edgeq_ctx *w;
 	int layer, nb;
@@ -473,7 +482,7 @@ static void att_task(void *arg, int ith, int nth)
 	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
 	uint32_t q_dim = hp->n_head * hd;
 	int64_t total = (int64_t)aa->nb * hp->n_head, job;
-	float scale = hp->attn_scale;
+	float scale = hp->attn_scale, cap = hp->attn_softcap;
 	uint32_t win = hp_layer_swa(hp, (uint32_t)aa->layer) ? hp->n_swa : 0;
 	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
 	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
@@ -510,6 +519,8 @@ static void att_task(void *arg, int ith, int nth)
 					     (const uint16_t *)kc +
 						     (size_t)t0 * ks + kvh * hd,
 					     ks, q, scale, att);
+			if (cap > 0)
+				softcap(att, p + 1 - t0, cap);
 			sm(att, (int64_t)(p + 1 - t0));
 			ops->attn_av_f16(hd, (int64_t)(p + 1 - t0), att,
 					 (const uint16_t *)vc +
@@ -541,6 +552,8 @@ static void att_task(void *arg, int ith, int nth)
 			}
 			att[t - t0] = s * scale;
 		}
+		if (cap > 0)
+			softcap(att, p + 1 - t0, cap);
 		sm(att, (int64_t)(p + 1 - t0));
 		memset(out, 0, hd * sizeof(float));
 		for (t = t0; t <= p; t++) {
@@ -742,6 +755,8 @@ static int forward_head(struct fw *f, const int *idx, int n_out, float *dst,
 	f->qa_src = NULL;
 	linear(f, m->output, c->xb, n_out, (int)E, dst, (int)hp->n_vocab);
 	f->qa_src = NULL;
+	if (hp->final_softcap > 0)
+		softcap(dst, (uint32_t)n_out * hp->n_vocab, hp->final_softcap);
 	edgeq_weights_layer_end(w, EDGEQ_WEIGHTS_GLOBAL);
 	return 0;
 }

@@ -83,11 +83,12 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 
 	bool qwen = !strcmp(arch, "qwen2") || !strcmp(arch, "qwen3");
 	bool gemma3 = !strcmp(arch, "gemma3");
+	bool gemma2 = !strcmp(arch, "gemma2");
 	uint32_t vl = 0;
 
-	hp->rms_eps = qwen || gemma3 ? 1e-6f : 1e-5f;
+	hp->rms_eps = qwen || gemma3 || gemma2 ? 1e-6f : 1e-5f;
 	hp->rope_base = qwen || gemma3 ? 1000000.0f : 10000.0f;
-	hp->rope_neox = qwen || gemma3;
+	hp->rope_neox = qwen || gemma3 || gemma2;
 	hp->embd_scale = 1.0f;
 	hp->rope_linear_scale = 1.0f;
 	if ((ret = key_u32(g, arch, "block_count", &hp->n_layer, true, err)) ||
@@ -163,22 +164,38 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 			"model: %s.rope.freq_base %g is out of range", arch,
 			hp->rope_base);
 	hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
-	if (gemma3) {
+	if (gemma3 || gemma2) {
 		/* as Google's reference: embeddings times sqrt(n_embd), GELU,
-		 * five sliding-window layers of six with RoPE base 10000;
-		 * 27B (62 layers) scales q.k by embedding / heads */
+		 * sliding-window layers (gemma3: five of six, with RoPE base
+		 * 10000; gemma2: every other one); the 27Bs (62 and 46
+		 * layers) scale q.k by embedding / heads */
 		hp->embd_scale = sqrtf((float)hp->n_embd);
 		hp->gelu = true;
-		if (hp->n_layer == 62)
+		if (hp->n_layer == (gemma3 ? 62u : 46u))
 			hp->attn_scale =
 				1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
 		if ((ret = key_u32(g, arch, "attention.sliding_window",
 				   &hp->n_swa, false, err)))
 			return ret;
 		if (hp->n_swa) {
-			hp->swa_pattern = 6;
-			hp->rope_base_swa = 10000.0f;
+			hp->swa_pattern = gemma3 ? 6 : 2;
+			hp->rope_base_swa = gemma3 ? 10000.0f : hp->rope_base;
 		}
+	}
+	if (gemma2) {
+		hp->attn_softcap = 50.0f;
+		hp->final_softcap = 30.0f;
+		if ((ret = key_f32(g, arch, "attn_logit_softcapping",
+				   &hp->attn_softcap, err)) ||
+		    (ret = key_f32(g, arch, "final_logit_softcapping",
+				   &hp->final_softcap, err)))
+			return ret;
+		if (!(hp->attn_softcap >= 0 && hp->attn_softcap < 1e6f) ||
+		    !(hp->final_softcap >= 0 && hp->final_softcap < 1e6f))
+			return edgeq_error_set(
+				err, EBADMSG,
+				"model: %s softcapping %g / %g is out of range",
+				arch, hp->attn_softcap, hp->final_softcap);
 	}
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
 	if (!edgeq_gguf_get_str(g, key, &st, NULL)) {
@@ -284,6 +301,7 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 	bool qwen2 = !strcmp(m->info.arch, "qwen2");
 	bool qwen3 = !strcmp(m->info.arch, "qwen3");
 	bool gemma3 = !strcmp(m->info.arch, "gemma3");
+	bool gemma = gemma3 || !strcmp(m->info.arch, "gemma2");
 	size_t i;
 	uint32_t l;
 	int ret;
@@ -348,9 +366,9 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 		W(k_norm, "attn_k_norm.weight", hp->head_dim, 0, false,
 		  !qwen3 && !gemma3);
 		W(post_attn_norm, "post_attention_norm.weight", hp->n_embd, 0,
-		  false, !gemma3);
+		  false, !gemma);
 		W(post_ffn_norm, "post_ffw_norm.weight", hp->n_embd, 0, false,
-		  !gemma3);
+		  !gemma);
 		W(ffn_norm, "ffn_norm.weight", hp->n_embd, 0, false, false);
 		W(w_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true, false);
 		W(w_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true, false);
@@ -425,10 +443,11 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 	if (!p->vocab_only && !edgeq_gguf_str_eq(arch, "llama") &&
 	    !edgeq_gguf_str_eq(arch, "qwen2") &&
 	    !edgeq_gguf_str_eq(arch, "qwen3") &&
+	    !edgeq_gguf_str_eq(arch, "gemma2") &&
 	    !edgeq_gguf_str_eq(arch, "gemma3")) {
 		ret = edgeq_error_set(
 			err, EOPNOTSUPP,
-			"model: architecture '%.*s' is not supported (llama, qwen2, qwen3, gemma3)",
+			"model: architecture '%.*s' is not supported (llama, qwen2, qwen3, gemma2, gemma3)",
 			(int)(arch.len > 32 ? 32 : arch.len), arch.ptr);
 		goto fail;
 	}

@@ -66,6 +66,8 @@ struct edgeq_hparams {
 	 * base rope_base_swa and no scaling (0: no such layers) */
 	uint32_t swa_pattern, n_swa;
 	float rope_base_swa;
+	/* gemma2: scores and logits through cap * tanh(x / cap) (0: off) */
+	float attn_softcap, final_softcap;
 };
 
 static inline bool hp_layer_swa(const struct edgeq_hparams *hp, uint32_t l)
