@@ -285,6 +285,17 @@ class Model:
         self.out_norm = W("output_norm.weight")
         self.out = W("output.weight") if self.has("output.weight") else self.tok
         self.ff = W("rope_freqs.weight") if self.has("rope_freqs.weight") else None
+        if self.ff is None and g("rope.scaling.type") == "llama3":
+            # Llama 3.1's bands from the metadata
+            half = self.n_rot // 2
+            fr = self.base ** (-2.0 * np.arange(half) / self.n_rot)
+            fac, lo = g("rope.scaling.factor"), g("rope.scaling.low_freq_factor", 1.0)
+            hi = g("rope.scaling.high_freq_factor", 4.0)
+            ctx = g("rope.scaling.original_context_length", 8192)
+            wl = 2 * np.pi / fr
+            sm = (ctx / wl - lo) / (hi - lo)
+            self.ff = np.where(wl < ctx / hi, 1.0, np.where(
+                wl > ctx / lo, fac, 1.0 / ((1 - sm) / fac + sm)))
         self.layers = []
         for l in range(self.n_layer):
             p = "blk.%d." % l

@@ -101,6 +101,15 @@ refused_ref "gemma2 with a negative logit cap" "$T/g2-cap.gguf" "softcapping 2 /
 b=open('$T/gemma3.gguf','rb').read()
 open('$T/g3-nopost.gguf','wb').write(b.replace(b'blk.5.post_ffw_norm.weight',b'blk.5.post_ffw_mrom.weight',1))"
 refused_ref "gemma3 without blk.5.post_ffw_norm" "$T/g3-nopost.gguf" "tensor 'blk.5.post_ffw_norm.weight' is missing"
+# Llama 3.1's rope scaling from the metadata alone (no rope_freqs tensor)
+"$GEN" -o "$T/l31.gguf" --type f32 --rope-llama3 --seed 5
+compare "tiny f32, Llama 3.1 rope scaling from rope.scaling.* (no tensor)" "$T/l31.gguf" 0.001 --kv-type f32
+/usr/bin/python3 -c "
+import struct
+b=open('$T/l31.gguf','rb').read()
+k=b'llama.rope.scaling.low_freq_factor'; i=b.index(k)+len(k)+4
+open('$T/l31-bad.gguf','wb').write(b[:i]+struct.pack('<f',5.0)+b[i+4:])"
+refused_ref "llama3 scaling with low_freq_factor above high_freq_factor" "$T/l31-bad.gguf" "llama3 scaling (factor 8, low 5, high 4"
 "$GEN" -o "$T/rf.gguf" --type f32 --rope-freqs --seed 5
 compare "tiny f32 with Llama 3 rope_freqs factors" "$T/rf.gguf" 0.001 --kv-type f32 --ctx-size 64
 "$GEN" -o "$T/tied.gguf" --type q8_0 --tied --seed 4

@@ -317,7 +317,7 @@ static int usage(int st)
 		"usage: gguf-gen -o FILE [--shape tiny|1b|micro]\n"
 		"                [--type f32|f16|bf16|q8_0|q4_0|q6_k|q4_k|q4_k_m|q5_k_m|q3_k_m|\n"
 		"                        q2_k|q4_1|q5_0|q5_1|iq4_nl|iq4_xs]\n"
-		"                [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3] [--tied] [--rope-freqs]\n"
+		"                [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3] [--tied] [--rope-freqs] [--rope-llama3]\n"
 		"                [--vocab-from GGUF] (a SentencePiece vocabulary to use)\n"
 		"                [--layers N]\n");
 	return st;
@@ -419,6 +419,7 @@ int main(int argc, char **argv)
 		{ "arch", required_argument, NULL, 'a' },
 		{ "tied", no_argument, NULL, 'T' },
 		{ "rope-freqs", no_argument, NULL, 'R' },
+		{ "rope-llama3", no_argument, NULL, '3' },
 		{ "vocab-from", required_argument, NULL, 'V' },
 		{ "layers", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
@@ -430,13 +431,14 @@ int main(int argc, char **argv)
 	uint32_t l, i, nt = 0;
 	uint64_t seed = 1, off = 0;
 	struct tensor *ts;
-	int tied = 0, rope_freqs = 0, c, qwen, qwen3, gemma3, gemma2;
+	int tied = 0, rope_freqs = 0, rope_llama3 = 0, c, qwen, qwen3, gemma3,
+	    gemma2;
 	uint32_t hd;
 	const char *vfrom = NULL;
 	long nthr;
 	char key[128], tmp[200];
 
-	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TRV:L:h", lo, NULL)) !=
+	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TR3V:L:h", lo, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'o':
@@ -469,6 +471,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			rope_freqs = 1;
+			break;
+		case '3':
+			rope_llama3 = 1;
 			break;
 		case 'L':
 			sh.n_layer = (uint32_t)strtoul(optarg, NULL, 0);
@@ -598,7 +603,7 @@ int main(int argc, char **argv)
 	w_u32(3);
 	w_u64(nt);
 	/* the kv_* calls below */
-	w_u64(24 + (qwen3 ? 2 : 0) + gemma3 + 3 * gemma2);
+	w_u64(24 + (qwen3 ? 2 : 0) + gemma3 + 3 * gemma2 + 5 * rope_llama3);
 	kv_str("general.architecture", arch);
 	snprintf(tmp, sizeof(tmp), "edgeq synthetic %s %s seed %llu", sh.name,
 		 ft->label, (unsigned long long)seed);
@@ -619,6 +624,14 @@ int main(int argc, char **argv)
 	}
 	if (gemma3 || gemma2)
 		kv_u32(AK("attention.sliding_window"), 8);
+	if (rope_llama3) { /* Llama 3.1's bands, squeezed into 64 positions
+			      * so that the tiny model's frequencies span them */
+		kv_str(AK("rope.scaling.type"), "llama3");
+		kv_f32(AK("rope.scaling.factor"), 8.0f);
+		kv_f32(AK("rope.scaling.low_freq_factor"), 1.0f);
+		kv_f32(AK("rope.scaling.high_freq_factor"), 4.0f);
+		kv_u32(AK("rope.scaling.original_context_length"), 64);
+	}
 	if (gemma2) {
 		kv_f32(AK("attn_logit_softcapping"), 2.0f);
 		kv_f32(AK("final_logit_softcapping"), 3.0f);

@@ -80,6 +80,24 @@ void edgeq_ctx_truncate(struct edgeq_ctx *c, uint32_t pos)
 		c->pos = pos;
 }
 
+/*
+ * Llama 3.1's divisor of a frequency: none for wavelengths below the
+ * original context / high_freq_factor, the factor above original context
+ * / low_freq_factor, a blend between.
+ */
+static float llama3_factor(const struct edgeq_hparams *hp, double freq)
+{
+	double wl = 2.0 * M_PI / freq, ctx = (double)hp->rope_orig_ctx;
+	double lo = hp->rope_low_freq, hi = hp->rope_high_freq, sm;
+
+	if (wl < ctx / hi)
+		return 1.0f;
+	if (wl > ctx / lo)
+		return hp->rope_factor;
+	sm = (ctx / wl - lo) / (hi - lo);
+	return (float)(1.0 / ((1.0 - sm) / hp->rope_factor + sm));
+}
+
 int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err)
 {
 	const struct edgeq_hparams *hp = &m->hp;
@@ -113,6 +131,8 @@ int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err)
 			if (!(fac > 0 && fac < 1e6f))
 				fac = 1.0f;
 		}
+		if (!ff && hp->rope_llama3)
+			fac = llama3_factor(hp, f);
 		m->rope_inv_freq[i] = (float)(f / fac);
 	}
 	if (m->rope_freqs)

@@ -211,7 +211,34 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 					arch, f);
 			hp->rope_linear_scale = 1.0f / f;
 		} else if (edgeq_gguf_str_eq(st, "llama3")) {
+			/* Llama 3.1's frequency bands, from the metadata (a
+			 * rope_freqs tensor, when the file has one, wins) */
 			hp->rope_llama3 = true;
+			hp->rope_factor = f;
+			hp->rope_low_freq = 1.0f;
+			hp->rope_high_freq = 4.0f;
+			hp->rope_orig_ctx = 8192;
+			if ((ret = key_f32(g, arch,
+					   "rope.scaling.low_freq_factor",
+					   &hp->rope_low_freq, err)) ||
+			    (ret = key_f32(g, arch,
+					   "rope.scaling.high_freq_factor",
+					   &hp->rope_high_freq, err)) ||
+			    (ret = key_u32(
+				     g, arch,
+				     "rope.scaling.original_context_length",
+				     &hp->rope_orig_ctx, false, err)))
+				return ret;
+			if (!(f >= 1 && f < 1024) ||
+			    !(hp->rope_low_freq > 0 &&
+			      hp->rope_high_freq > hp->rope_low_freq &&
+			      hp->rope_high_freq < 1e6f) ||
+			    !hp->rope_orig_ctx)
+				return edgeq_error_set(
+					err, EBADMSG,
+					"model: %s llama3 scaling (factor %g, low %g, high %g, original context %u) is out of range",
+					arch, f, hp->rope_low_freq,
+					hp->rope_high_freq, hp->rope_orig_ctx);
 		} else if (!edgeq_gguf_str_eq(st, "none")) {
 			return edgeq_error_set(
 				err, EOPNOTSUPP,
