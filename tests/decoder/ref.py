@@ -274,8 +274,9 @@ class Model:
         self.gemma = arch in ("gemma2", "gemma3")
         # sliding-window layers: gemma3 five in six, RoPE base 10000 there;
         # gemma2 every other one
-        self.n_swa = g("attention.sliding_window", 0) if self.gemma else 0
-        self.pattern, self.base_swa = (6, 10000.0) if arch == "gemma3" else (2, None)
+        # llama (Mistral 7B v0.1): every layer slides
+        self.n_swa = g("attention.sliding_window", 0) if self.gemma or arch == "llama" else 0
+        self.pattern, self.base_swa = {"gemma3": (6, 10000.0), "gemma2": (2, None)}.get(arch, (1, None))
         self.attn_cap = g("attn_logit_softcapping", 50.0) if arch == "gemma2" else 0
         self.final_cap = g("final_logit_softcapping", 30.0) if arch == "gemma2" else 0
         W = lambda n: dequant(buf, *tensors[n])
@@ -339,7 +340,7 @@ class Model:
         H, KV, hd = self.n_head, self.n_head_kv, self.hd
         mask = np.triu(np.full((T, T), -np.inf), 1)
         for li, L in enumerate(self.layers):
-            swa = self.n_swa and li % self.pattern < self.pattern - 1
+            swa = self.n_swa and (self.pattern == 1 or li % self.pattern < self.pattern - 1)
             base = self.base_swa if swa else None
             m = mask
             if swa:  # key t visible from query i when i - t < n_swa

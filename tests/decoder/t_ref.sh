@@ -101,6 +101,9 @@ refused_ref "gemma2 with a negative logit cap" "$T/g2-cap.gguf" "softcapping 2 /
 b=open('$T/gemma3.gguf','rb').read()
 open('$T/g3-nopost.gguf','wb').write(b.replace(b'blk.5.post_ffw_norm.weight',b'blk.5.post_ffw_mrom.weight',1))"
 refused_ref "gemma3 without blk.5.post_ffw_norm" "$T/g3-nopost.gguf" "tensor 'blk.5.post_ffw_norm.weight' is missing"
+# Mistral 7B v0.1's sliding window (every layer), here 5 positions
+"$GEN" -o "$T/swa.gguf" --type q8_0 --sliding-window 5 --seed 5
+compare "tiny q8_0 llama with a sliding window of 5 (Mistral)" "$T/swa.gguf" 0.05 -t 2
 # Llama 3.1's rope scaling from the metadata alone (no rope_freqs tensor)
 "$GEN" -o "$T/l31.gguf" --type f32 --rope-llama3 --seed 5
 compare "tiny f32, Llama 3.1 rope scaling from rope.scaling.* (no tensor)" "$T/l31.gguf" 0.001 --kv-type f32

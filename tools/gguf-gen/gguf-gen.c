@@ -318,6 +318,7 @@ static int usage(int st)
 		"                [--type f32|f16|bf16|q8_0|q4_0|q6_k|q4_k|q4_k_m|q5_k_m|q3_k_m|\n"
 		"                        q2_k|q4_1|q5_0|q5_1|iq4_nl|iq4_xs]\n"
 		"                [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3] [--tied] [--rope-freqs] [--rope-llama3]\n"
+		"                [--sliding-window N]\n"
 		"                [--vocab-from GGUF] (a SentencePiece vocabulary to use)\n"
 		"                [--layers N]\n");
 	return st;
@@ -420,6 +421,7 @@ int main(int argc, char **argv)
 		{ "tied", no_argument, NULL, 'T' },
 		{ "rope-freqs", no_argument, NULL, 'R' },
 		{ "rope-llama3", no_argument, NULL, '3' },
+		{ "sliding-window", required_argument, NULL, 'W' },
 		{ "vocab-from", required_argument, NULL, 'V' },
 		{ "layers", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
@@ -433,13 +435,13 @@ int main(int argc, char **argv)
 	struct tensor *ts;
 	int tied = 0, rope_freqs = 0, rope_llama3 = 0, c, qwen, qwen3, gemma3,
 	    gemma2;
-	uint32_t hd;
+	uint32_t hd, swa = 0;
 	const char *vfrom = NULL;
 	long nthr;
 	char key[128], tmp[200];
 
-	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TR3V:L:h", lo, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TR3W:V:L:h", lo,
+				NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			path = optarg;
@@ -474,6 +476,9 @@ int main(int argc, char **argv)
 			break;
 		case '3':
 			rope_llama3 = 1;
+			break;
+		case 'W':
+			swa = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'L':
 			sh.n_layer = (uint32_t)strtoul(optarg, NULL, 0);
@@ -603,7 +608,10 @@ int main(int argc, char **argv)
 	w_u32(3);
 	w_u64(nt);
 	/* the kv_* calls below */
-	w_u64(24 + (qwen3 ? 2 : 0) + gemma3 + 3 * gemma2 + 5 * rope_llama3);
+	if (swa && (gemma2 || gemma3))
+		return usage(2); /* theirs is 8 */
+	w_u64(24 + (qwen3 ? 2 : 0) + gemma3 + 3 * gemma2 + 5 * rope_llama3 +
+	      (swa ? 1 : 0));
 	kv_str("general.architecture", arch);
 	snprintf(tmp, sizeof(tmp), "edgeq synthetic %s %s seed %llu", sh.name,
 		 ft->label, (unsigned long long)seed);
@@ -624,6 +632,8 @@ int main(int argc, char **argv)
 	}
 	if (gemma3 || gemma2)
 		kv_u32(AK("attention.sliding_window"), 8);
+	if (swa) /* llama: Mistral's window on every layer */
+		kv_u32(AK("attention.sliding_window"), swa);
 	if (rope_llama3) { /* Llama 3.1's bands, squeezed into 64 positions
 			      * so that the tiny model's frequencies span them */
 		kv_str(AK("rope.scaling.type"), "llama3");

@@ -106,11 +106,12 @@ int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err)
 	int ret;
 
 	m->rope_inv_freq = calloc(nf, sizeof(float));
-	if (hp->swa_pattern)
+	if (hp->rope_base_swa > 0)
 		m->rope_inv_freq_swa = calloc(nf, sizeof(float));
-	if (!m->rope_inv_freq || (hp->swa_pattern && !m->rope_inv_freq_swa))
+	if (!m->rope_inv_freq ||
+	    (hp->rope_base_swa > 0 && !m->rope_inv_freq_swa))
 		return edgeq_error_set(err, ENOMEM, "out of memory");
-	for (i = 0; hp->swa_pattern && i < nf; i++)
+	for (i = 0; hp->rope_base_swa > 0 && i < nf; i++)
 		m->rope_inv_freq_swa[i] =
 			(float)pow((double)hp->rope_base_swa,
 				   -2.0 * (double)i / hp->n_rot);
@@ -291,7 +292,7 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	c->qa = malloc((size_t)B * c->qa_stride);
 	c->emb = malloc((size_t)B * m->tok_embd->row_size);
 	c->rope = calloc((size_t)B * hp->n_rot, sizeof(float));
-	if (hp->swa_pattern)
+	if (hp->rope_base_swa > 0)
 		c->rope_swa = calloc((size_t)B * hp->n_rot, sizeof(float));
 	c->history = calloc(c->n_ctx, sizeof(int32_t));
 	c->tc = calloc(B, sizeof(*c->tc));
@@ -299,7 +300,7 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	if (!c->tc || !c->tpos || !c->k_cache || !c->v_cache || !c->x ||
 	    !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb || !c->hb2 ||
 	    !c->logits || !c->att || !c->qh || !c->qa || !c->emb || !c->rope ||
-	    (hp->swa_pattern && !c->rope_swa) || !c->history) {
+	    (hp->rope_base_swa > 0 && !c->rope_swa) || !c->history) {
 		edgeq_ctx_free(c);
 		return edgeq_error_set(
 			err, ENOMEM, "out of memory for a %u-position context",
@@ -705,7 +706,7 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 				  edgeq_weights_get(w, L->k_norm), hp);
 		}
 		for (b = 0; b < nb; b++) {
-			const float *cs = (hp_layer_swa(hp, (uint32_t)l) ?
+			const float *cs = (hp_layer_rope_swa(hp, (uint32_t)l) ?
 						   c->rope_swa :
 						   c->rope) +
 					  (size_t)b * hp->n_rot;
@@ -927,12 +928,12 @@ int ctx_shift(struct edgeq_ctx *c, uint32_t keep, uint32_t n_discard,
 	for (l = 0; l < hp->n_layer; l++) {
 		uint8_t *kc = c->k_cache + (size_t)l * c->n_ctx * row;
 		uint8_t *vc = c->v_cache + (size_t)l * c->n_ctx * row;
-		bool swa = hp_layer_swa(hp, l);
+		bool swa = hp_layer_rope_swa(hp, l);
 
 		/* rotating by the position change: angles add (a
 		 * sliding-window layer's RoPE has its own base, unscaled) */
 		for (i = 0;
-		     i < nf && (l == 0 || swa != hp_layer_swa(hp, l - 1));
+		     i < nf && (l == 0 || swa != hp_layer_rope_swa(hp, l - 1));
 		     i++) {
 			float th = swa ? -(float)n_discard *
 						   c->m->rope_inv_freq_swa[i] :

@@ -179,8 +179,15 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 			return ret;
 		if (hp->n_swa) {
 			hp->swa_pattern = gemma3 ? 6 : 2;
-			hp->rope_base_swa = gemma3 ? 10000.0f : hp->rope_base;
+			hp->rope_base_swa = gemma3 ? 10000.0f : 0.0f;
 		}
+	}
+	if (!strcmp(arch, "llama")) {
+		/* Mistral 7B v0.1: every layer sees its last 4096 positions */
+		if ((ret = key_u32(g, arch, "attention.sliding_window",
+				   &hp->n_swa, false, err)))
+			return ret;
+		hp->swa_pattern = hp->n_swa ? 1 : 0;
 	}
 	if (gemma2) {
 		hp->attn_softcap = 50.0f;

@@ -61,9 +61,11 @@ struct edgeq_hparams {
 	float attn_scale; /* q.k scale: 1 / sqrt(head_dim) but for 27B */
 	float embd_scale; /* token embeddings times this (1: none) */
 	bool gelu;	  /* FFN: gelu(gate) * up (tanh form), not SiLU */
-	/* sliding-window layers: those with l % swa_pattern below
-	 * swa_pattern - 1 attend to their last n_swa positions, with RoPE of
-	 * base rope_base_swa and no scaling (0: no such layers) */
+	/* sliding-window layers: every layer when swa_pattern is 1, else
+	 * those with l % swa_pattern below swa_pattern - 1, attend to their
+	 * last n_swa positions (swa_pattern 0: no such layers); with a
+	 * rope_base_swa their RoPE has that base and no scaling (gemma3),
+	 * else the model's */
 	uint32_t swa_pattern, n_swa;
 	float rope_base_swa;
 	/* gemma2: scores and logits through cap * tanh(x / cap) (0: off) */
@@ -72,7 +74,14 @@ struct edgeq_hparams {
 
 static inline bool hp_layer_swa(const struct edgeq_hparams *hp, uint32_t l)
 {
-	return hp->swa_pattern && l % hp->swa_pattern < hp->swa_pattern - 1;
+	return hp->swa_pattern == 1 ||
+	       (hp->swa_pattern && l % hp->swa_pattern < hp->swa_pattern - 1);
+}
+
+/* Does layer @l rotate with the sliding layers' own RoPE? */
+static inline bool hp_layer_rope_swa(const struct edgeq_hparams *hp, uint32_t l)
+{
+	return hp->rope_base_swa > 0 && hp_layer_swa(hp, l);
 }
 
 /* Weight backend: the mmap one lives in weights_mmap.c. */
