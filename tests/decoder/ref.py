@@ -3,7 +3,7 @@
 """
 Independent reference for edgeq's forward pass: its own GGUF parser and
 dequantizers written from the format description (ggml-common.h block
-layouts), and a float64 numpy implementation of the llama/qwen2/qwen3/gemma2/gemma3 forward pass.
+layouts), and a float64 numpy implementation of the llama/qwen2/qwen3/gemma2/gemma3/phi3 forward pass.
 It shares no code with edgeq.
 
   ref.py logits MODEL TOKENS        print the logits of every position (JSON)
@@ -16,6 +16,7 @@ It shares no code with edgeq.
         top-2 margin exceeds 2 * TOL * max(1, max|ref|).
 """
 import json
+import os
 import struct
 import sys
 
@@ -270,7 +271,9 @@ class Model:
         self.n_rot = g("rope.dimension_count", self.hd)
         self.eps = g("attention.layer_norm_rms_epsilon", 1e-5 if arch == "llama" else 1e-6)
         self.base = g("rope.freq_base", 10000.0 if arch == "llama" else 1e6)
-        self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3")
+        self.neox = arch in ("qwen2", "qwen3", "gemma2", "gemma3", "phi3")
+        # cos and sin times rope.scaling.attn_factor, as ggml's rope does
+        self.mscale = g("rope.scaling.attn_factor", 1.0)
         self.gemma = arch in ("gemma2", "gemma3")
         # sliding-window layers: gemma3 five in six, RoPE base 10000 there;
         # gemma2 every other one
@@ -286,6 +289,12 @@ class Model:
         self.out_norm = W("output_norm.weight")
         self.out = W("output.weight") if self.has("output.weight") else self.tok
         self.ff = W("rope_freqs.weight") if self.has("rope_freqs.weight") else None
+        if self.has("rope_factors_long.weight"):
+            # phi3 long RoPE: the long factors past the original context
+            # (REF_NCTX: the context edgeq ran with)
+            n_ctx = int(os.environ.get("REF_NCTX", g("context_length")))
+            orig = g("rope.scaling.original_context_length", g("context_length"))
+            self.ff = W("rope_factors_long.weight" if n_ctx > orig else "rope_factors_short.weight")
         if self.ff is None and g("rope.scaling.type") == "llama3":
             # Llama 3.1's bands from the metadata
             half = self.n_rot // 2
@@ -300,9 +309,16 @@ class Model:
         self.layers = []
         for l in range(self.n_layer):
             p = "blk.%d." % l
-            L = {k: W(p + k + ".weight") for k in
-                 ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
-                  "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")}
+            names = ("attn_norm", "attn_output", "ffn_norm", "ffn_down")
+            if not self.has(p + "attn_qkv.weight"):
+                names += ("attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up")
+            L = {k: W(p + k + ".weight") for k in names}
+            if self.has(p + "attn_qkv.weight"):  # phi3: fused q|k|v, gate|up
+                qkv, gu = W(p + "attn_qkv.weight"), W(p + "ffn_up.weight")
+                qd, kvd = self.n_head * self.hd, self.n_head_kv * self.hd
+                L["attn_q"], L["attn_k"], L["attn_v"] = qkv[:qd], qkv[qd:qd + kvd], qkv[qd + kvd:]
+                F = gu.shape[0] // 2
+                L["ffn_gate"], L["ffn_up"] = gu[:F], gu[F:]
             for k in ("attn_q", "attn_k", "attn_v"):
                 L[k + ".bias"] = W(p + k + ".bias") if self.has(p + k + ".bias") else None
             for k in ("attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm"):
@@ -319,7 +335,8 @@ class Model:
         if self.ff is not None and base is None:
             inv = inv / self.ff
         th = pos[:, None] * inv[None, :]  # [T, half]
-        c, s = np.cos(th)[:, None, :], np.sin(th)[:, None, :]
+        c = np.cos(th)[:, None, :] * self.mscale
+        s = np.sin(th)[:, None, :] * self.mscale
         y = x.copy()
         if self.neox:
             a, b = x[..., :half], x[..., half:self.n_rot]

@@ -101,6 +101,17 @@ refused_ref "gemma2 with a negative logit cap" "$T/g2-cap.gguf" "softcapping 2 /
 b=open('$T/gemma3.gguf','rb').read()
 open('$T/g3-nopost.gguf','wb').write(b.replace(b'blk.5.post_ffw_norm.weight',b'blk.5.post_ffw_mrom.weight',1))"
 refused_ref "gemma3 without blk.5.post_ffw_norm" "$T/g3-nopost.gguf" "tensor 'blk.5.post_ffw_norm.weight' is missing"
+# phi3: fused q|k|v and gate|up, 3/4 of each head rotated, attn_factor
+# 1.19, long-RoPE factors past 64 positions (REF_NCTX tells ref.py)
+"$GEN" -o "$T/phi3.gguf" --type f32 --arch phi3 --seed 4
+REF_NCTX=64 compare "tiny phi3 f32, 64-position context: short factors" "$T/phi3.gguf" 0.001 --kv-type f32 --ctx-size 64
+REF_NCTX=128 compare "tiny phi3 f32, 128-position context: long factors" "$T/phi3.gguf" 0.001 --kv-type f32 --ctx-size 128
+"$GEN" -o "$T/phi3-q8.gguf" --type q8_0 --arch phi3 --seed 4
+REF_NCTX=128 compare "tiny phi3 q8_0, streamed" "$T/phi3-q8.gguf" 0.05 --ctx-size 128 --weights stream -t 2
+/usr/bin/python3 -c "
+b=open('$T/phi3.gguf','rb').read()
+open('$T/phi3-one.gguf','wb').write(b.replace(b'rope_factors_short.weight',b'rope_factors_shrug.weight',1))"
+refused_ref "phi3 with long factors and no short ones" "$T/phi3-one.gguf" "rope_factors_long.weight and rope_factors_short.weight come together"
 # Mistral 7B v0.1's sliding window (every layer), here 5 positions
 "$GEN" -o "$T/swa.gguf" --type q8_0 --sliding-window 5 --seed 5
 compare "tiny q8_0 llama with a sliding window of 5 (Mistral)" "$T/swa.gguf" 0.05 -t 2

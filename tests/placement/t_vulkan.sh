@@ -82,6 +82,12 @@ for ty in q8_0 q4_0 q4_k f16 f32; do
 	"$GEN" -o "$T/tiny-$ty.gguf" --shape tiny --type "$ty" >/dev/null
 	compare "tiny-$ty" "$T/tiny-$ty.gguf"
 done
+# the other architectures: fused q|k|v (phi3), head norms (qwen3), sliding
+# windows and post-norms (gemma3) with their matmuls on the device
+for a in phi3 qwen3 gemma3; do
+	"$GEN" -o "$T/$a.gguf" --shape tiny --arch "$a" --type q8_0 --layers 6 >/dev/null
+	compare "$a-q8_0" "$T/$a.gguf"
+done
 S=$EDGEQ_TEST_MODELS/stories260K.gguf
 if [ -r "$S" ]; then
 	compare stories260K "$S"

@@ -3,7 +3,7 @@
  * gguf-gen: write a deterministic synthetic llama-family GGUF model.
  *
  *   gguf-gen -o FILE [--shape tiny|1b|micro] [--type TYPE]
- *            [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3] [--tied]
+ *            [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3|phi3] [--tied]
  *            [--vocab N]
  *
  * Weights are uniform random from the seed, scaled by 1/sqrt(fan-in) so
@@ -317,7 +317,7 @@ static int usage(int st)
 		"usage: gguf-gen -o FILE [--shape tiny|1b|micro]\n"
 		"                [--type f32|f16|bf16|q8_0|q4_0|q6_k|q4_k|q4_k_m|q5_k_m|q3_k_m|\n"
 		"                        q2_k|q4_1|q5_0|q5_1|iq4_nl|iq4_xs]\n"
-		"                [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3] [--tied] [--rope-freqs] [--rope-llama3]\n"
+		"                [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3|phi3] [--tied] [--rope-freqs] [--rope-llama3]\n"
 		"                [--sliding-window N]\n"
 		"                [--vocab-from GGUF] (a SentencePiece vocabulary to use)\n"
 		"                [--layers N]\n");
@@ -434,7 +434,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 1, off = 0;
 	struct tensor *ts;
 	int tied = 0, rope_freqs = 0, rope_llama3 = 0, c, qwen, qwen3, gemma3,
-	    gemma2;
+	    gemma2, phi3;
 	uint32_t hd, swa = 0;
 	const char *vfrom = NULL;
 	long nthr;
@@ -493,8 +493,11 @@ int main(int argc, char **argv)
 		return usage(2);
 	if (strcmp(arch, "llama") && strcmp(arch, "qwen2") &&
 	    strcmp(arch, "qwen3") && strcmp(arch, "gemma3") &&
-	    strcmp(arch, "gemma2"))
+	    strcmp(arch, "gemma2") && strcmp(arch, "phi3"))
 		return usage(2);
+	/* phi3: fused q|k|v and gate|up, 3/4 of each head rotated (as
+	 * Phi-4-mini), long-RoPE factors past 64 positions, attn_factor */
+	phi3 = !strcmp(arch, "phi3");
 	qwen = !strcmp(arch, "qwen2");
 	gemma3 = !strcmp(arch, "gemma3");
 	/* gemma2: gemma3's layer without head norms, every other layer
@@ -525,6 +528,7 @@ int main(int argc, char **argv)
 	} while (0)
 	{
 		uint32_t E = sh.n_embd, F = sh.n_ff, qd = hd * sh.n_head;
+		uint32_t F2 = 2 * F; /* phi3's gate | up */
 		uint32_t kvd = hd * sh.n_head_kv;
 		uint32_t gqa = sh.n_head / sh.n_head_kv, nl = sh.n_layer;
 		float se = 1.0f, sE = sqrtf(3.0f / (float)E),
@@ -537,6 +541,12 @@ int main(int argc, char **argv)
 		if (rope_freqs) /* Llama 3 style per-dimension divisors */
 			T("rope_freqs.weight", hd / 2, 0, EDGEQ_TYPE_F32, -2,
 			  0);
+		if (phi3) { /* divisors: long beyond 64 positions, short */
+			T("rope_factors_long.weight", (hd * 3 / 4) / 2, 0,
+			  EDGEQ_TYPE_F32, -2, 0);
+			T("rope_factors_short.weight", (hd * 3 / 4) / 2, 0,
+			  EDGEQ_TYPE_F32, -1, 0);
+		}
 		if (!tied)
 			T("output.weight", E, sh.n_vocab, MT(C_OUTPUT),
 			  2.0f * sE, 0);
@@ -547,9 +557,14 @@ int main(int argc, char **argv)
 		T(tmp, a, b, ty, sc, bi);                        \
 	} while (0)
 			LT("attn_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
-			LT("attn_q.weight", E, qd, MT(C_Q), sE, 0);
-			LT("attn_k.weight", E, kvd, MT(C_K), sE, 0);
-			LT("attn_v.weight", E, kvd, MT(C_V), sE, 0);
+			if (phi3) {
+				LT("attn_qkv.weight", E, qd + 2 * kvd, MT(C_Q),
+				   sE, 0);
+			} else {
+				LT("attn_q.weight", E, qd, MT(C_Q), sE, 0);
+				LT("attn_k.weight", E, kvd, MT(C_K), sE, 0);
+				LT("attn_v.weight", E, kvd, MT(C_V), sE, 0);
+			}
 			if (qwen) {
 				LT("attn_q.bias", qd, 0, EDGEQ_TYPE_F32, 0.1f,
 				   1);
@@ -570,8 +585,12 @@ int main(int argc, char **argv)
 				LT("post_attention_norm.weight", E, 0,
 				   EDGEQ_TYPE_F32, -1, 0);
 			LT("ffn_norm.weight", E, 0, EDGEQ_TYPE_F32, -1, 0);
-			LT("ffn_gate.weight", E, F, MT(C_GATE), sE, 0);
-			LT("ffn_up.weight", E, F, MT(C_UP), sE, 0);
+			if (phi3) {
+				LT("ffn_up.weight", E, F2, MT(C_UP), sE, 0);
+			} else {
+				LT("ffn_gate.weight", E, F, MT(C_GATE), sE, 0);
+				LT("ffn_up.weight", E, F, MT(C_UP), sE, 0);
+			}
 			LT("ffn_down.weight", F, E, MT(C_DOWN), sF, 0);
 			if (gemma3 || gemma2)
 				LT("post_ffw_norm.weight", E, 0, EDGEQ_TYPE_F32,
@@ -611,7 +630,7 @@ int main(int argc, char **argv)
 	if (swa && (gemma2 || gemma3))
 		return usage(2); /* theirs is 8 */
 	w_u64(24 + (qwen3 ? 2 : 0) + gemma3 + 3 * gemma2 + 5 * rope_llama3 +
-	      (swa ? 1 : 0));
+	      (swa ? 1 : 0) + 2 * phi3);
 	kv_str("general.architecture", arch);
 	snprintf(tmp, sizeof(tmp), "edgeq synthetic %s %s seed %llu", sh.name,
 		 ft->label, (unsigned long long)seed);
@@ -625,7 +644,7 @@ int main(int argc, char **argv)
 	kv_u32(AK("block_count"), sh.n_layer);
 	kv_u32(AK("attention.head_count"), sh.n_head);
 	kv_u32(AK("attention.head_count_kv"), sh.n_head_kv);
-	kv_u32(AK("rope.dimension_count"), hd);
+	kv_u32(AK("rope.dimension_count"), phi3 ? hd * 3 / 4 : hd);
 	if (qwen3) {
 		kv_u32(AK("attention.key_length"), hd);
 		kv_u32(AK("attention.value_length"), hd);
@@ -641,6 +660,10 @@ int main(int argc, char **argv)
 		kv_f32(AK("rope.scaling.low_freq_factor"), 1.0f);
 		kv_f32(AK("rope.scaling.high_freq_factor"), 4.0f);
 		kv_u32(AK("rope.scaling.original_context_length"), 64);
+	}
+	if (phi3) {
+		kv_u32(AK("rope.scaling.original_context_length"), 64);
+		kv_f32(AK("rope.scaling.attn_factor"), 1.19f);
 	}
 	if (gemma2) {
 		kv_f32(AK("attn_logit_softcapping"), 2.0f);

@@ -54,6 +54,9 @@ struct edgeq_ctx {
 	uint8_t *emb;	       /* raw embedding rows [n_batch][row_size] */
 	float *rope;	       /* [n_batch][n_rot / 2][2] cos, sin */
 	float *rope_swa;       /* the same for sliding-window layers, or NULL */
+	const float *inv_freq; /* the model's, or phi3's long ones past its
+				* original context */
+	float *fused; /* phi3: [n_batch][qkv or gate|up] before the split */
 	struct edgeq_ctx **tc; /* [n_batch] the context of each token */
 	uint32_t *tpos;	       /* [n_batch] the position of each token */
 	float *lg_all;	       /* [n_batch][n_vocab], batch output; lazily */
@@ -98,29 +101,23 @@ static float llama3_factor(const struct edgeq_hparams *hp, double freq)
 	return (float)(1.0 / ((1.0 - sm) / hp->rope_factor + sm));
 }
 
-int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err)
+/* @dst[i] = base^(-2i/n_rot) / divisor i: @factors' (a per-dimension F32
+ * tensor), else Llama 3.1's bands when the metadata asks for them. */
+static int inv_freqs(struct edgeq_model *m, float *dst,
+		     const struct edgeq_tensor *factors,
+		     struct edgeq_error *err)
 {
 	const struct edgeq_hparams *hp = &m->hp;
 	const float *ff = NULL;
 	uint32_t i, nf = hp->n_rot / 2;
 	int ret;
 
-	m->rope_inv_freq = calloc(nf, sizeof(float));
-	if (hp->rope_base_swa > 0)
-		m->rope_inv_freq_swa = calloc(nf, sizeof(float));
-	if (!m->rope_inv_freq ||
-	    (hp->rope_base_swa > 0 && !m->rope_inv_freq_swa))
-		return edgeq_error_set(err, ENOMEM, "out of memory");
-	for (i = 0; hp->rope_base_swa > 0 && i < nf; i++)
-		m->rope_inv_freq_swa[i] =
-			(float)pow((double)hp->rope_base_swa,
-				   -2.0 * (double)i / hp->n_rot);
-	if (m->rope_freqs) {
+	if (factors) {
 		ret = edgeq_weights_layer_begin(m->weights,
 						EDGEQ_WEIGHTS_GLOBAL, err);
 		if (ret)
 			return ret;
-		ff = edgeq_weights_get(m->weights, m->rope_freqs);
+		ff = edgeq_weights_get(m->weights, factors);
 	}
 	for (i = 0; i < nf; i++) {
 		double f = pow((double)hp->rope_base,
@@ -134,10 +131,39 @@ int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err)
 		}
 		if (!ff && hp->rope_llama3)
 			fac = llama3_factor(hp, f);
-		m->rope_inv_freq[i] = (float)(f / fac);
+		dst[i] = (float)(f / fac);
 	}
-	if (m->rope_freqs)
+	if (factors)
 		edgeq_weights_layer_end(m->weights, EDGEQ_WEIGHTS_GLOBAL);
+	return 0;
+}
+
+int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err)
+{
+	const struct edgeq_hparams *hp = &m->hp;
+	uint32_t i, nf = hp->n_rot / 2;
+	int ret;
+
+	m->rope_inv_freq = calloc(nf, sizeof(float));
+	if (m->rope_long)
+		m->rope_inv_freq_long = calloc(nf, sizeof(float));
+	if (!m->rope_inv_freq || (m->rope_long && !m->rope_inv_freq_long))
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	if (hp->rope_base_swa > 0)
+		m->rope_inv_freq_swa = calloc(nf, sizeof(float));
+	if (!m->rope_inv_freq ||
+	    (hp->rope_base_swa > 0 && !m->rope_inv_freq_swa))
+		return edgeq_error_set(err, ENOMEM, "out of memory");
+	for (i = 0; hp->rope_base_swa > 0 && i < nf; i++)
+		m->rope_inv_freq_swa[i] =
+			(float)pow((double)hp->rope_base_swa,
+				   -2.0 * (double)i / hp->n_rot);
+	ret = inv_freqs(m, m->rope_inv_freq,
+			m->rope_freqs ? m->rope_freqs : m->rope_short, err);
+	if (!ret && m->rope_long)
+		ret = inv_freqs(m, m->rope_inv_freq_long, m->rope_long, err);
+	if (ret)
+		return ret;
 	return par_init(m, err);
 }
 
@@ -146,6 +172,7 @@ void edgeq_decode_exit_model(struct edgeq_model *m)
 	par_exit(m);
 	free(m->rope_inv_freq);
 	free(m->rope_inv_freq_swa);
+	free(m->rope_inv_freq_long);
 }
 
 static uint64_t mem_available(void)
@@ -184,6 +211,7 @@ void edgeq_ctx_free(struct edgeq_ctx *c)
 	free(c->emb);
 	free(c->rope);
 	free(c->rope_swa);
+	free(c->fused);
 	free(c->tc);
 	free(c->tpos);
 	free(c->lg_all);
@@ -294,13 +322,24 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	c->rope = calloc((size_t)B * hp->n_rot, sizeof(float));
 	if (hp->rope_base_swa > 0)
 		c->rope_swa = calloc((size_t)B * hp->n_rot, sizeof(float));
+	c->inv_freq = m->rope_inv_freq_long && c->n_ctx > hp->rope_orig_ctx ?
+			      m->rope_inv_freq_long :
+			      m->rope_inv_freq;
+	if (!m->layers[0].wk || !m->layers[0].w_gate)
+		c->fused =
+			calloc((size_t)B * (q_dim + 2 * kv_dim > 2 * hp->n_ff ?
+						    q_dim + 2 * kv_dim :
+						    2 * hp->n_ff),
+			       sizeof(float));
 	c->history = calloc(c->n_ctx, sizeof(int32_t));
 	c->tc = calloc(B, sizeof(*c->tc));
 	c->tpos = calloc(B, sizeof(*c->tpos));
 	if (!c->tc || !c->tpos || !c->k_cache || !c->v_cache || !c->x ||
 	    !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->hb || !c->hb2 ||
 	    !c->logits || !c->att || !c->qh || !c->qa || !c->emb || !c->rope ||
-	    (hp->rope_base_swa > 0 && !c->rope_swa) || !c->history) {
+	    (hp->rope_base_swa > 0 && !c->rope_swa) ||
+	    ((!m->layers[0].wk || !m->layers[0].w_gate) && !c->fused) ||
+	    !c->history) {
 		edgeq_ctx_free(c);
 		return edgeq_error_set(
 			err, ENOMEM, "out of memory for a %u-position context",
@@ -438,12 +477,15 @@ static void rope_tables(struct edgeq_ctx *w, int nb)
 	for (b = 0; b < nb; b++) {
 		float p = (float)w->tpos[b] * hp->rope_linear_scale;
 		float *cs = w->rope + (size_t)b * hp->n_rot;
+		/* the token's own context picks phi3's long or short factors */
+		const float *inv = w->tc[b]->inv_freq;
+		float mul = hp->rope_attn_factor;
 
 		for (i = 0; i < nf; i++) {
-			float th = p * w->m->rope_inv_freq[i];
+			float th = p * inv[i];
 
-			cs[2 * i] = cosf(th);
-			cs[2 * i + 1] = sinf(th);
+			cs[2 * i] = cosf(th) * mul;
+			cs[2 * i + 1] = sinf(th) * mul;
 		}
 		if (!w->rope_swa)
 			continue;
@@ -691,9 +733,26 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, an,
 				E, hp->rms_eps);
 		f->qa_src = NULL;
-		linear(f, L->wq, c->xb, nb, (int)E, c->q, (int)q_dim);
-		linear(f, L->wk, c->xb, nb, (int)E, c->k, (int)kv_dim);
-		linear(f, L->wv, c->xb, nb, (int)E, c->v, (int)kv_dim);
+		if (L->wk) {
+			linear(f, L->wq, c->xb, nb, (int)E, c->q, (int)q_dim);
+			linear(f, L->wk, c->xb, nb, (int)E, c->k, (int)kv_dim);
+			linear(f, L->wv, c->xb, nb, (int)E, c->v, (int)kv_dim);
+		} else { /* phi3: one matrix, rows q | k | v */
+			uint32_t n3 = q_dim + 2 * kv_dim;
+
+			linear(f, L->wq, c->xb, nb, (int)E, c->fused, (int)n3);
+			for (b = 0; b < nb; b++) {
+				const float *r = c->fused + (size_t)b * n3;
+
+				memcpy(c->q + (size_t)b * q_dim, r,
+				       q_dim * sizeof(float));
+				memcpy(c->k + (size_t)b * kv_dim, r + q_dim,
+				       kv_dim * sizeof(float));
+				memcpy(c->v + (size_t)b * kv_dim,
+				       r + q_dim + kv_dim,
+				       kv_dim * sizeof(float));
+			}
+		}
 		if (L->bq) {
 			add_bias(c->q, edgeq_weights_get(w, L->bq), nb, q_dim);
 			add_bias(c->k, edgeq_weights_get(w, L->bk), nb, kv_dim);
@@ -733,8 +792,21 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, fn,
 				E, hp->rms_eps);
 		f->qa_src = NULL;
-		linear(f, L->w_gate, c->xb, nb, (int)E, c->hb, (int)F);
-		linear(f, L->w_up, c->xb, nb, (int)E, c->hb2, (int)F);
+		if (L->w_gate) {
+			linear(f, L->w_gate, c->xb, nb, (int)E, c->hb, (int)F);
+			linear(f, L->w_up, c->xb, nb, (int)E, c->hb2, (int)F);
+		} else { /* phi3: one matrix, rows gate | up */
+			linear(f, L->w_up, c->xb, nb, (int)E, c->fused,
+			       (int)(2 * F));
+			for (b = 0; b < nb; b++) {
+				const float *r = c->fused + (size_t)b * 2 * F;
+
+				memcpy(c->hb + (size_t)b * F, r,
+				       F * sizeof(float));
+				memcpy(c->hb2 + (size_t)b * F, r + F,
+				       F * sizeof(float));
+			}
+		}
 		if (hp->gelu)
 			for (i = 0; i < (uint32_t)nb * F; i++)
 				c->hb[i] = gelu(c->hb[i]) * c->hb2[i];
@@ -939,7 +1011,7 @@ int ctx_shift(struct edgeq_ctx *c, uint32_t keep, uint32_t n_discard,
 						   c->m->rope_inv_freq_swa[i] :
 					 -(float)n_discard *
 						   hp->rope_linear_scale *
-						   c->m->rope_inv_freq[i];
+						   c->inv_freq[i];
 
 			cs[2 * i] = cosf(th);
 			cs[2 * i + 1] = sinf(th);

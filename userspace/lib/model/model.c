@@ -88,8 +88,9 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 
 	hp->rms_eps = qwen || gemma3 || gemma2 ? 1e-6f : 1e-5f;
 	hp->rope_base = qwen || gemma3 ? 1000000.0f : 10000.0f;
-	hp->rope_neox = qwen || gemma3 || gemma2;
+	hp->rope_neox = qwen || gemma3 || gemma2 || !strcmp(arch, "phi3");
 	hp->embd_scale = 1.0f;
+	hp->rope_attn_factor = 1.0f;
 	hp->rope_linear_scale = 1.0f;
 	if ((ret = key_u32(g, arch, "block_count", &hp->n_layer, true, err)) ||
 	    (ret = key_u32(g, arch, "embedding_length", &hp->n_embd, true,
@@ -203,6 +204,24 @@ static int load_hparams(struct edgeq_model *m, const char *arch,
 				err, EBADMSG,
 				"model: %s softcapping %g / %g is out of range",
 				arch, hp->attn_softcap, hp->final_softcap);
+	}
+	/* cos and sin times this (Phi-3.5/4: 1.19), as ggml's rope does */
+	if ((ret = key_f32(g, arch, "rope.scaling.attn_factor",
+			   &hp->rope_attn_factor, err)))
+		return ret;
+	if (!(hp->rope_attn_factor > 0 && hp->rope_attn_factor < 100))
+		return edgeq_error_set(
+			err, EBADMSG,
+			"model: %s.rope.scaling.attn_factor %g is out of range",
+			arch, hp->rope_attn_factor);
+	if (!strcmp(arch, "phi3")) {
+		/* which long-RoPE factors: past this context the long ones.
+		 * Its sliding window is not applied, as llama.cpp does not */
+		hp->rope_orig_ctx = hp->n_ctx_train;
+		if ((ret = key_u32(g, arch,
+				   "rope.scaling.original_context_length",
+				   &hp->rope_orig_ctx, false, err)))
+			return ret;
 	}
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
 	if (!edgeq_gguf_get_str(g, key, &st, NULL)) {
@@ -336,6 +355,7 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 	bool qwen3 = !strcmp(m->info.arch, "qwen3");
 	bool gemma3 = !strcmp(m->info.arch, "gemma3");
 	bool gemma = gemma3 || !strcmp(m->info.arch, "gemma2");
+	bool phi3 = !strcmp(m->info.arch, "phi3");
 	size_t i;
 	uint32_t l;
 	int ret;
@@ -374,8 +394,21 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 	if (!m->output)
 		m->output = m->tok_embd; /* tied */
 	if ((ret = want(m, "rope_freqs.weight", hp->n_rot / 2, 0, false, true,
-			&m->rope_freqs, err)))
+			&m->rope_freqs, err)) ||
+	    /* Phi-3.5's long-RoPE factors: long beyond the original context */
+	    (ret = want(m, "rope_factors_long.weight", hp->n_rot / 2, 0, false,
+			true, &m->rope_long, err)) ||
+	    (ret = want(m, "rope_factors_short.weight", hp->n_rot / 2, 0, false,
+			true, &m->rope_short, err)))
 		return ret;
+	if (!m->rope_long != !m->rope_short)
+		return edgeq_error_set(
+			err, EBADMSG,
+			"model: rope_factors_long.weight and rope_factors_short.weight come together; this file has only one");
+	if (m->rope_long && m->rope_freqs)
+		return edgeq_error_set(
+			err, EBADMSG,
+			"model: both rope_freqs.weight and long-RoPE factors; which applies is undefined");
 	for (l = 0; l < hp->n_layer; l++) {
 		struct edgeq_layer *L = &m->layers[l];
 		char n[EDGEQ_GGUF_MAX_NAME];
@@ -388,9 +421,14 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 			return ret;                                   \
 	} while (0)
 		W(attn_norm, "attn_norm.weight", hp->n_embd, 0, false, false);
-		W(wq, "attn_q.weight", hp->n_embd, q_dim, true, false);
-		W(wk, "attn_k.weight", hp->n_embd, kv_dim, true, false);
-		W(wv, "attn_v.weight", hp->n_embd, kv_dim, true, false);
+		if (phi3) { /* q, k and v in one matrix: wk, wv stay NULL */
+			W(wq, "attn_qkv.weight", hp->n_embd, q_dim + 2 * kv_dim,
+			  true, false);
+		} else {
+			W(wq, "attn_q.weight", hp->n_embd, q_dim, true, false);
+			W(wk, "attn_k.weight", hp->n_embd, kv_dim, true, false);
+			W(wv, "attn_v.weight", hp->n_embd, kv_dim, true, false);
+		}
 		W(wo, "attn_output.weight", q_dim, hp->n_embd, true, false);
 		W(bq, "attn_q.bias", q_dim, 0, false, !qwen2);
 		W(bk, "attn_k.bias", kv_dim, 0, false, !qwen2);
@@ -404,8 +442,15 @@ static int load_tensors(struct edgeq_model *m, struct edgeq_error *err)
 		W(post_ffn_norm, "post_ffw_norm.weight", hp->n_embd, 0, false,
 		  !gemma);
 		W(ffn_norm, "ffn_norm.weight", hp->n_embd, 0, false, false);
-		W(w_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true, false);
-		W(w_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true, false);
+		if (phi3) { /* gate then up in one matrix: w_gate stays NULL */
+			W(w_up, "ffn_up.weight", hp->n_embd, 2 * hp->n_ff, true,
+			  false);
+		} else {
+			W(w_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true,
+			  false);
+			W(w_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true,
+			  false);
+		}
 		W(w_down, "ffn_down.weight", hp->n_ff, hp->n_embd, true, false);
 #undef W
 	}
@@ -478,10 +523,11 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 	    !edgeq_gguf_str_eq(arch, "qwen2") &&
 	    !edgeq_gguf_str_eq(arch, "qwen3") &&
 	    !edgeq_gguf_str_eq(arch, "gemma2") &&
-	    !edgeq_gguf_str_eq(arch, "gemma3")) {
+	    !edgeq_gguf_str_eq(arch, "gemma3") &&
+	    !edgeq_gguf_str_eq(arch, "phi3")) {
 		ret = edgeq_error_set(
 			err, EOPNOTSUPP,
-			"model: architecture '%.*s' is not supported (llama, qwen2, qwen3, gemma2, gemma3)",
+			"model: architecture '%.*s' is not supported (llama, qwen2, qwen3, gemma2, gemma3, phi3)",
 			(int)(arch.len > 32 ? 32 : arch.len), arch.ptr);
 		goto fail;
 	}

@@ -36,6 +36,8 @@ struct edgeq_tensor {
 	bool per_token;	 /* read by every decode step (not token_embd) */
 };
 
+/* phi3: wq is attn_qkv (rows q | k | v) with wk = wv = NULL, and w_up is
+ * ffn_up (rows gate | up) with w_gate = NULL */
 struct edgeq_layer {
 	const struct edgeq_tensor *attn_norm, *wq, *wk, *wv, *wo;
 	const struct edgeq_tensor *bq, *bk, *bv; /* qwen2; NULL for llama */
@@ -68,6 +70,7 @@ struct edgeq_hparams {
 	 * else the model's */
 	uint32_t swa_pattern, n_swa;
 	float rope_base_swa;
+	float rope_attn_factor; /* cos and sin times this (1: none) */
 	/* gemma2: scores and logits through cap * tanh(x / cap) (0: off) */
 	float attn_softcap, final_softcap;
 };
@@ -112,8 +115,11 @@ struct edgeq_model {
 	size_t n_tensors;
 	const struct edgeq_tensor *tok_embd, *output_norm, *output;
 	const struct edgeq_tensor *rope_freqs; /* Llama 3 factors, optional */
+	/* phi3 long RoPE: divisors past rope_orig_ctx (long) or below */
+	const struct edgeq_tensor *rope_long, *rope_short;
 	float *rope_inv_freq;	  /* n_rot / 2: base^(-2i/n_rot) / factor_i */
 	float *rope_inv_freq_swa; /* sliding-window layers' (gemma3), or NULL */
+	float *rope_inv_freq_long; /* phi3's past rope_orig_ctx, or NULL */
 	struct edgeq_layer *layers;
 	struct edgeq_vocab vocab;
 	struct edgeq_weights *weights;
