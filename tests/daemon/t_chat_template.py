@@ -55,6 +55,10 @@ def main(t):
     t.check("the tools reached the template (a longer prompt)",
             st == 200 and j["usage"]["prompt_tokens"] > base + 40,
             (base, j and j.get("usage")))
+    msg = j["choices"][0]["message"] if st == 200 else {}
+    t.check("an answer that is no tool call stays content (toolcall.c parses calls)",
+            isinstance(msg.get("content"), str) and "tool_calls" not in msg and
+            j["choices"][0]["finish_reason"] in ("stop", "length"), msg)
     w = h.get("x-edgeq-warning", "")
     t.check("X-Edgeq-Warning names what is not enforced",
             all(x in w for x in ("tool_choice", "response_format", "logit_bias", "tools")), w)

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -26,6 +28,99 @@ static void render(enum srv_template t, const struct srv_msg *m, size_t n,
 	assert_int_equal(srv_template_render(t, m, n, &b), 0);
 	assert_string_equal(b.p, want);
 	srv_buf_free(&b);
+}
+
+/* Parse @text; NULL: no calls. Else the calls as compact JSON, and the
+ * content left in @rest. */
+static char *calls_of(const char *text, char *rest, size_t cap)
+{
+	struct srv_buf c = { 0 };
+	json_t *j = srv_tool_calls(text, strlen(text), &c);
+	char *s = NULL;
+
+	if (j) {
+		size_t i;
+		json_t *o;
+
+		/* the ids are random: check their shape, then drop them */
+		json_array_foreach(j, i, o)
+		{
+			const char *id =
+				json_string_value(json_object_get(o, "id"));
+
+			assert_non_null(id);
+			assert_int_equal(strncmp(id, "call_", 5), 0);
+			json_object_del(o, "id");
+		}
+		s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(j);
+	} else {
+		assert_int_equal(c.len, 0);
+	}
+	snprintf(rest, cap, "%.*s", (int)c.len, c.p ? c.p : "");
+	srv_buf_free(&c);
+	return s;
+}
+
+static void want_calls(const char *text, const char *calls, const char *rest)
+{
+	char left[512], *got = calls_of(text, left, sizeof(left));
+
+	if (!calls) {
+		assert_null(got);
+		return;
+	}
+	assert_non_null(got);
+	assert_string_equal(got, calls);
+	assert_string_equal(left, rest);
+	free(got);
+}
+
+static void test_tool_calls(void **state)
+{
+	/* Hermes / Qwen: blocks, text around them kept */
+	want_calls(
+		"Let me look.\n<tool_call>\n{\"name\": \"get_weather\", "
+		"\"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+		"[{\"function\":{\"arguments\":\"{\\\"city\\\":\\\"Oslo\\\"}\","
+		"\"name\":\"get_weather\"},\"type\":\"function\"}]",
+		"Let me look.");
+	want_calls("<tool_call>{\"name\":\"a\",\"arguments\":{}}</tool_call>\n"
+		   "<tool_call>{\"name\":\"b\",\"arguments\":{\"x\":1}}",
+		   "[{\"function\":{\"arguments\":\"{}\",\"name\":\"a\"},"
+		   "\"type\":\"function\"},{\"function\":{\"arguments\":"
+		   "\"{\\\"x\\\":1}\",\"name\":\"b\"},\"type\":\"function\"}]",
+		   "");
+	/* Mistral: an array, and the name[ARGS] form */
+	want_calls(
+		"[TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {\"q\": \"é\"}}]",
+		"[{\"function\":{\"arguments\":\"{\\\"q\\\":\\\"é\\\"}\","
+		"\"name\":\"f\"},\"type\":\"function\"}]",
+		"");
+	want_calls("[TOOL_CALLS]f[ARGS]{\"a\":2}[TOOL_CALLS]g[ARGS]{}",
+		   "[{\"function\":{\"arguments\":\"{\\\"a\\\":2}\",\"name\":"
+		   "\"f\"},\"type\":\"function\"},{\"function\":{\"arguments\":"
+		   "\"{}\",\"name\":\"g\"},\"type\":\"function\"}]",
+		   "");
+	/* Llama 3.x: the answer is the object (parameters), or after the tag */
+	want_calls(" {\"name\": \"f\", \"parameters\": {\"n\": 3}} ",
+		   "[{\"function\":{\"arguments\":\"{\\\"n\\\":3}\",\"name\":"
+		   "\"f\"},\"type\":\"function\"}]",
+		   "");
+	want_calls("<|python_tag|>{\"name\": \"f\", \"parameters\": {}}",
+		   "[{\"function\":{\"arguments\":\"{}\",\"name\":\"f\"},"
+		   "\"type\":\"function\"}]",
+		   "");
+	/* text stays text: prose, JSON that is no call, broken blocks */
+	want_calls("The weather in Oslo is mild.", NULL, NULL);
+	want_calls("{\"temperature\": 21}", NULL, NULL);
+	want_calls("<tool_call>{\"name\": \"f\", \"arguments\": {</tool_call>",
+		   NULL, NULL);
+	want_calls("<tool_call>{\"arguments\": {}}</tool_call>", NULL, NULL);
+	want_calls("[TOOL_CALLS] not json", NULL, NULL);
+	want_calls("[TOOL_CALLS]f[ARGS][1]", NULL, NULL);
+	want_calls("<tool_call>{\"name\": \"f\", \"arguments\": 7}</tool_call>",
+		   NULL, NULL);
 }
 
 static void test_llama3(void **state)
@@ -126,6 +221,7 @@ static void test_utf8(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tool_calls),
 		cmocka_unit_test(test_llama3),
 		cmocka_unit_test(test_chatml),
 		cmocka_unit_test(test_llama2),

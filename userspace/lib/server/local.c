@@ -253,6 +253,38 @@ static json_t *text_json(struct srv_buf *b)
 	return json_stringn(b->p ? b->p : "", b->len);
 }
 
+/* Did the request give tools the model may call? */
+static bool wants_tools(const struct srv_req *r)
+{
+	json_t *c = json_object_get(r->json, "tool_choice");
+
+	return json_array_size(json_object_get(r->json, "tools")) &&
+	       !(json_is_string(c) && !strcmp(json_string_value(c), "none"));
+}
+
+/* The answer's message: its text, or the tool calls it makes and the
+ * text around them (null when there is none) */
+static json_t *chat_choice(struct srv_req *r)
+{
+	struct srv_buf rest = { 0 };
+	json_t *calls = NULL, *msg;
+
+	if (wants_tools(r) && r->text.len)
+		calls = srv_tool_calls(r->text.p, r->text.len, &rest);
+	if (!calls)
+		return json_pack("{s:i,s:{s:s,s:o},s:n,s:s}", "index", 0,
+				 "message", "role", "assistant", "content",
+				 text_json(&r->text), "logprobs",
+				 "finish_reason", r->finish);
+	msg = json_pack("{s:s,s:o,s:o}", "role", "assistant", "content",
+			rest.len ? text_json(&rest) : json_null(), "tool_calls",
+			calls);
+	srv_buf_free(&rest);
+	return json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "message", msg,
+			 "logprobs", "finish_reason",
+			 strcmp(r->finish, "stop") ? r->finish : "tool_calls");
+}
+
 static int respond_whole(struct srv_req *r)
 {
 	json_t *j, *choice;
@@ -278,10 +310,7 @@ static int respond_whole(struct srv_req *r)
 	j = envelope(r, r->kind == SRV_CHAT ? "chat.completion" :
 					      "text_completion");
 	if (r->kind == SRV_CHAT)
-		choice = json_pack("{s:i,s:{s:s,s:o},s:n,s:s}", "index", 0,
-				   "message", "role", "assistant", "content",
-				   text_json(&r->text), "logprobs",
-				   "finish_reason", r->finish);
+		choice = chat_choice(r);
 	else
 		choice = json_pack("{s:o,s:i,s:n,s:s}", "text",
 				   text_json(&r->text), "index", 0, "logprobs",

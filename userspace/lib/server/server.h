@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include <edgeq/edgeq.h>
 #include <edgeq/router.h>
 
@@ -152,6 +154,14 @@ struct srv_msg {
 	const char *role; /* system, user, assistant, tool */
 	const char *content;
 };
+
+/*
+ * Tool calls in a chat answer (toolcall.c: Hermes/Qwen <tool_call> blocks,
+ * Mistral [TOOL_CALLS], Llama 3.x JSON): an OpenAI tool_calls array and
+ * the text around them in @content (trimmed), or NULL (the answer is
+ * text) with @content emptied.
+ */
+json_t *srv_tool_calls(const char *text, size_t len, struct srv_buf *content);
 
 const char *srv_template_name(enum srv_template t);
 int srv_template_parse(const char *s, enum srv_template *out);
