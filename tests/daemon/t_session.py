@@ -112,6 +112,26 @@ def main(t):
     fam = d.metrics()
     t.check("the shifted slot still fits its cache",
             (value(fam, "edgeq_kv_cache_tokens") or 0) <= 2 * 64)
+    e = (j or {}).get("edgeq", {})
+    t.check("a prompt without a system message keeps BOS only",
+            e.get("kept_tokens") == 1 and e.get("context_shifts", 0) >= 1, e)
+    d.stop()
+    # with a system prompt: the shift keeps it (its tokens, rendered alone)
+    tmpl = os.path.join(TMP, "sys.jinja")
+    with open(tmpl, "w") as f:
+        f.write("{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+                "{% if add_generation_prompt %}[assistant] {% endif %}")
+    d = Daemon("--ctx-size", "128", "--max-tokens", "200", "--context-shift",
+               "--chat-template", tmpl)
+    st, _, j, data = d.post("/v1/chat/completions", {
+        "messages": [{"role": "system", "content": "Be terse."},
+                     {"role": "user", "content": "hi"}],
+        "max_tokens": 150, "temperature": 0})
+    e = (j or {}).get("edgeq", {}) if st == 200 else {}
+    t.check("a chat's system prompt is kept across the shift",
+            st == 200 and e.get("kept_tokens", 0) > 4 and e.get("context_shifts", 0) >= 1
+            and j["usage"]["completion_tokens"] == 150 and
+            e["kept_tokens"] < j["usage"]["prompt_tokens"], (st, e, j and j.get("usage"), data[:300]))
     d.stop()
 
 

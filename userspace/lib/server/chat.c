@@ -171,6 +171,44 @@ void srv_chat_fields(struct srv_req *r)
 		warn(r, "parallel_tool_calls ignored");
 }
 
+/*
+ * The leading system messages rendered alone (no generation prompt): what
+ * a context shift keeps when it is a prefix of the whole prompt, as the
+ * template renders most (not all) conversations.
+ */
+static void keep_system(struct srv_req *r, json_t *msgs, const char *tools,
+			const char *prompt)
+{
+	json_t *sys = json_array(), *m;
+	struct edgeq_error err;
+	char *sj, *out = NULL;
+	size_t i, n;
+
+	json_array_foreach(msgs, i, m)
+	{
+		const char *role =
+			json_string_value(json_object_get(m, "role"));
+
+		if (!role ||
+		    (strcmp(role, "system") && strcmp(role, "developer")))
+			break;
+		json_array_append(sys, m);
+	}
+	sj = json_array_size(sys) ?
+		     json_dumps(sys, JSON_COMPACT | JSON_ENCODE_ANY) :
+		     NULL;
+	json_decref(sys);
+	if (sj &&
+	    !edgeq_tmpl_render_chat(r->s->jinja, sj, tools, false,
+				    r->s->bos_text, r->s->eos_text, time(NULL),
+				    &out, &n, &err) &&
+	    n && !strncmp(prompt, out, n))
+		r->keep_text = out;
+	else
+		free(out);
+	free(sj);
+}
+
 int srv_chat_prompt(struct srv_req *r, json_t *msgs)
 {
 	json_t *tools = json_object_get(r->json, "tools"), *m;
@@ -202,6 +240,8 @@ int srv_chat_prompt(struct srv_req *r, json_t *msgs)
 	ret = edgeq_tmpl_render_chat(r->s->jinja, mj, tj, true, r->s->bos_text,
 				     r->s->eos_text, time(NULL), &out, &n,
 				     &err);
+	if (!ret)
+		keep_system(r, msgs, tj, out);
 	free(mj);
 	free(tj);
 	if (ret)

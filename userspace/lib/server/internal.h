@@ -85,6 +85,9 @@ struct srv_req {
 	int max_tokens;
 	struct edgeq_sampler_params sp;
 	char *prompt; /* rendered prompt text */
+	/* its leading system prompt (rendered alone, a prefix of prompt),
+	 * which a context shift keeps; NULL: keep BOS only */
+	char *keep_text;
 	bool add_bos, parse_special;
 	const char *stops[6];
 	int n_stops;
@@ -114,6 +117,8 @@ struct srv_req {
 	int ev_ret;
 	int32_t *toks;
 	size_t n_prompt;
+	uint32_t n_keep;   /* prompt tokens a context shift keeps */
+	uint32_t n_shifts; /* context shifts the answer took */
 	int n_gen;
 	uint64_t t_first, t_last;
 	struct srv_buf text;  /* released text (non-streaming answer) */

@@ -37,6 +37,19 @@ int srv_tokenize_prompt(struct srv_req *r)
 				      "the prompt cannot be tokenized"),
 		       -EINVAL;
 	r->n_prompt = n;
+	r->n_keep = r->add_bos ? 1 : 0; /* a context shift keeps BOS */
+	if (r->keep_text) {
+		/* and the system prompt, when its tokens begin the prompt's */
+		size_t nk = 0;
+		int32_t *kt = malloc(n * sizeof(int32_t));
+
+		if (kt &&
+		    !edgeq_tokenize(s->model, r->keep_text, r->add_bos,
+				    r->parse_special, kt, n, &nk) &&
+		    nk < n && !memcmp(kt, r->toks, nk * sizeof(int32_t)))
+			r->n_keep = (uint32_t)nk;
+		free(kt);
+	}
 	/* generate no further than the context (unless it shifts) */
 	if (!s->cfg.context_shift &&
 	    r->n_prompt + (size_t)r->max_tokens > s->n_ctx)
@@ -131,7 +144,7 @@ static int local_begin(struct srv_req *r)
 	rq.toks = r->toks;
 	rq.n_toks = r->n_prompt;
 	rq.n_predict = r->max_tokens;
-	rq.n_keep = r->add_bos ? 1 : 0; /* a context shift keeps BOS */
+	rq.n_keep = r->n_keep;
 	rq.sampling = r->sp;
 	for (i = 0; i < r->n_stops && i < EDGEQ_GEN_MAX_STOPS; i++)
 		rq.stops[rq.n_stops++] = r->stops[i];
@@ -188,6 +201,7 @@ void srv_local_end(struct srv_req *r)
 		return;
 	edgeq_gen_cancel(r->gen);
 	edgeq_gen_get_stats(r->gen, &st);
+	r->n_shifts = edgeq_gen_n_shifts(r->gen);
 	fresh = st.n_prompt - edgeq_gen_n_cached(r->gen);
 	/* the generation's own decode speed, e.g. for a bundle's probation */
 	tps = st.n_eval > 0 && st.decode_ns ?
@@ -229,11 +243,20 @@ static json_t *usage_json(struct srv_req *r)
 
 static json_t *edgeq_json(struct srv_req *r)
 {
-	return json_pack("{s:s,s:s,s:s,s:s?}", "class",
-			 edgeq_privacy_name(r->privacy), "route",
-			 edgeq_route_name(r->route), "reason",
-			 edgeq_route_reason_name(r->dec.reason),
-			 "fallback_from", r->fallback[0] ? r->fallback : NULL);
+	json_t *j = json_pack("{s:s,s:s,s:s,s:s?}", "class",
+			      edgeq_privacy_name(r->privacy), "route",
+			      edgeq_route_name(r->route), "reason",
+			      edgeq_route_reason_name(r->dec.reason),
+			      "fallback_from",
+			      r->fallback[0] ? r->fallback : NULL);
+
+	/* what a context shift kept, and how often it shifted */
+	if (j && r->s->cfg.context_shift) {
+		json_object_set_new(j, "kept_tokens", json_integer(r->n_keep));
+		json_object_set_new(j, "context_shifts",
+				    json_integer(r->n_shifts));
+	}
+	return j;
 }
 
 static json_t *envelope(struct srv_req *r, const char *object)

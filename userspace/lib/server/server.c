@@ -999,6 +999,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	srv_keys_put(r->keyset);
 	json_decref(r->json);
 	free(r->prompt);
+	free(r->keep_text);
 	free(r->toks);
 	srv_buf_free(&r->body);
 	srv_buf_free(&r->text);
