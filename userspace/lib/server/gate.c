@@ -30,7 +30,8 @@ struct srv_gate {
 	struct srv_gate_config c;
 	pthread_t thread;
 	atomic_bool stop;
-	int wake[2]; /* pipe: stop */
+	bool stopped; /* srv_gate_stop ran (the caller's thread only) */
+	int wake[2];  /* pipe: stop */
 	struct gate_conn *pending;
 	size_t n_pending;
 	pthread_mutex_t lock; /* held: the per-address counts below, httpd */
@@ -350,6 +351,17 @@ static void accept_new(struct srv_gate *g)
 	}
 }
 
+/* Is @needle (lower case) in [@h, @h + @n), in any case? */
+static bool casemem(const char *h, size_t n, const char *needle)
+{
+	size_t nl = strlen(needle), i;
+
+	for (i = 0; i + nl <= n; i++)
+		if (!strncasecmp(h + i, needle, nl))
+			return true;
+	return false;
+}
+
 /*
  * A chunked body whose first chunk (when it came with the head) announces
  * more than the body limit, or a size of more than 15 hex digits, would
@@ -363,8 +375,7 @@ static int check_first_chunk(struct srv_gate *g, const char *head,
 	const char *p = body;
 	int digits = 0;
 
-	if (!memmem(head, (size_t)(body - head), "\nTransfer-Encoding:", 19) &&
-	    !strcasestr(head, "\ntransfer-encoding:"))
+	if (!casemem(head, (size_t)(body - head), "\ntransfer-encoding:"))
 		return 0;
 	for (; p < end && *p != '\r' && *p != ';'; p++, digits++) {
 		int c = *p, v = c >= '0' && c <= '9' ? c - '0' :
@@ -402,6 +413,7 @@ static bool look(struct srv_gate *g, size_t i, uint64_t now)
 		return true;
 	}
 	if (n > 0) {
+		g->buf[n] = '\0';
 		eoh = memmem(g->buf, (size_t)n, "\r\n\r\n", 4);
 		if (!eoh) /* bare LF line ends: refused by the check */
 			eoh = memmem(g->buf, (size_t)n, "\n\n", 2) ?
@@ -479,7 +491,7 @@ int srv_gate_start(const struct srv_gate_config *c, struct srv_gate **out)
 	if (!g->c.head_ms)
 		g->c.head_ms = 10000;
 	g->pending = calloc(g->c.max_pending, sizeof(*g->pending));
-	g->buf = malloc(g->c.max_head);
+	g->buf = malloc(g->c.max_head + 1); /* + a NUL after what was peeked */
 	pthread_mutex_init(&g->lock, NULL);
 	if (!g->pending || !g->buf || pipe2(g->wake, O_CLOEXEC) < 0)
 		goto fail;
@@ -503,8 +515,9 @@ fail:
 
 void srv_gate_stop(struct srv_gate *g)
 {
-	if (!g)
+	if (!g || g->stopped)
 		return;
+	g->stopped = true;
 	atomic_store(&g->stop, true);
 	if (write(g->wake[1], "x", 1) < 0) {
 		/* the thread also wakes at its next tick */
@@ -515,8 +528,16 @@ void srv_gate_stop(struct srv_gate *g)
 		answer(g, g->pending[i].fd, 503, "the server is shutting down");
 		close(g->pending[i].fd);
 	}
+	g->n_pending = 0;
 	close(g->wake[0]);
 	close(g->wake[1]);
+}
+
+void srv_gate_free(struct srv_gate *g)
+{
+	if (!g)
+		return;
+	srv_gate_stop(g);
 	pthread_mutex_destroy(&g->lock);
 	free(g->addrs);
 	free(g->pending);

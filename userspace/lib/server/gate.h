@@ -41,8 +41,12 @@ struct srv_gate_config {
 int srv_gate_start(const struct srv_gate_config *c, struct srv_gate **out);
 /* Where new connections go from now on (a TLS reload's new daemon). */
 void srv_gate_set_httpd(struct srv_gate *g, struct MHD_Daemon *httpd);
-/* Stop accepting (the listening socket stays open) and free. */
+/* Stop accepting (the listening socket stays open); heads still awaited
+ * get a 503. srv_gate_closed stays callable until srv_gate_free: free it
+ * after libmicrohttpd's daemons stopped, whose closing connections call
+ * it. */
 void srv_gate_stop(struct srv_gate *g);
+void srv_gate_free(struct srv_gate *g);
 /* Connections of one address that libmicrohttpd holds now, as the gate
  * counts them: call when libmicrohttpd closes one of its connections. */
 void srv_gate_closed(struct srv_gate *g, const struct sockaddr *addr);

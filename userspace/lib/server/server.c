@@ -1629,14 +1629,21 @@ int srv_shutdown(struct srv *s, uint64_t timeout_ns)
 		} while (in_flight(s) && edgeq_now_ns() < end);
 		usleep(100000);
 	}
-	for (i = 0; i < 2; i++) {
+	/* the gates first (no more hand-overs), then the daemons (their
+	 * closing connections still count down the gates), then the gates'
+	 * memory */
+	for (i = 0; i < 2; i++)
 		srv_gate_stop(s->gate[i]);
-		s->gate[i] = NULL;
+	for (i = 0; i < 2; i++) {
 		if (s->httpd[i])
 			MHD_stop_daemon(s->httpd[i]);
 		s->httpd[i] = NULL;
 	}
 	stop_retired(s);
+	for (i = 0; i < 2; i++) {
+		srv_gate_free(s->gate[i]);
+		s->gate[i] = NULL;
+	}
 	return left;
 }
 
@@ -1646,14 +1653,17 @@ void srv_free(struct srv *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 2; i++)
 		srv_gate_stop(s->gate[i]);
+	for (i = 0; i < 2; i++) {
 		if (s->httpd[i])
 			MHD_stop_daemon(s->httpd[i]);
 		if (s->listen_fd[i] >= 0)
 			close(s->listen_fd[i]);
 	}
 	stop_retired(s);
+	for (i = 0; i < 2; i++)
+		srv_gate_free(s->gate[i]);
 	free(s->tls_cert);
 	free(s->tls_key);
 	pthread_mutex_destroy(&s->tls_lock);
