@@ -385,7 +385,8 @@ static bool release(struct edgeq_session *s, struct edgeq_gen *g,
 		g->pend.len = 0;
 		return stopped;
 	}
-	memmove(g->pend.p, g->pend.p + cut, g->pend.len - cut);
+	if (g->pend.len > cut) /* (pend.p is NULL while nothing is pending) */
+		memmove(g->pend.p, g->pend.p + cut, g->pend.len - cut);
 	g->pend.len -= cut;
 	return false;
 }
