@@ -62,6 +62,17 @@ def main(t):
     w = h.get("x-edgeq-warning", "")
     t.check("X-Edgeq-Warning names what is not enforced",
             all(x in w for x in ("tool_choice", "response_format", "logit_bias", "tools")), w)
+    # streamed with tools: the same text, with no call in it, as content
+    body = {"messages": msgs, "tools": TOOLS, "max_tokens": 12, "temperature": 0}
+    st, _, jn, _ = d.post("/v1/chat/completions", body)
+    st2, _, ev, _ = d.stream("/v1/chat/completions", dict(body, stream=True))
+    chunks = [e for e in ev if e != "[DONE]"]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    t.check("streamed with tools: the text as content, equal to the whole answer",
+            st == 200 and st2 == 200 and text == jn["choices"][0]["message"]["content"] and
+            not any("tool_calls" in c["choices"][0]["delta"] for c in chunks if c["choices"]) and
+            chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length") and ev[-1] == "[DONE]",
+            (text, jn and jn["choices"][0], chunks[-1:]))
     st, h, j, _ = d.post("/v1/chat/completions", {
         "messages": msgs, "tool_choice": "auto", "response_format": {"type": "text"},
         "max_tokens": 1})

@@ -123,6 +123,29 @@ static void test_tool_calls(void **state)
 		   NULL, NULL);
 }
 
+static void safe(const char *text, size_t want)
+{
+	size_t got = srv_tool_safe_len(text, strlen(text));
+
+	if (got != want)
+		fail_msg("'%s': %zu safe, expected %zu", text, got, want);
+}
+
+/* A streamed answer goes out but for what may begin a call. */
+static void test_tool_safe_len(void **state)
+{
+	safe("The weather is", 14);
+	safe("Let me check. <tool", 14); /* a marker's first characters */
+	safe("Let me check. <tool_call>{\"na", 14);
+	safe("x [TOOL_CA", 2);
+	safe("x <|python", 2);
+	safe("a < b", 5);	  /* '<' then ' ': no marker begins so */
+	safe("  {\"name\": ", 0); /* Llama 3.x: the answer may be a call */
+	safe("   ", 0);
+	safe("", 0);
+	safe("ok <", 3);
+}
+
 static void test_llama3(void **state)
 {
 	render(SRV_TMPL_LLAMA3, conv, 4,
@@ -222,6 +245,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tool_calls),
+		cmocka_unit_test(test_tool_safe_len),
 		cmocka_unit_test(test_llama3),
 		cmocka_unit_test(test_chatml),
 		cmocka_unit_test(test_llama2),

@@ -149,9 +149,7 @@ void srv_chat_fields(struct srv_req *r)
 	if (json_array_size(v))
 		warn(r,
 		     r->s->jinja ?
-			     (json_is_true(json_object_get(j, "stream")) ?
-				      "tools are given to the chat template; streamed, tool calls come as text in content" :
-				      "tools are given to the chat template") :
+			     "tools are given to the chat template" :
 			     "tools ignored: the model has no chat template");
 	v = json_object_get(j, "tool_choice");
 	if (v && !json_is_null(v) &&

@@ -82,6 +82,7 @@ struct srv_req {
 	json_t *json;
 	enum srv_kind kind;
 	bool stream, include_usage;
+	size_t tc_sent; /* streamed with tools: content bytes of text sent */
 	int max_tokens;
 	struct edgeq_sampler_params sp;
 	char *prompt; /* rendered prompt text */

@@ -386,6 +386,44 @@ static json_t *delta_json(struct srv_req *r, struct srv_buf *b)
 	return text_json(b);
 }
 
+/* With tools: the answer's text as content, but for what may begin a
+ * tool call (all of it at @end) */
+static void stream_content(struct srv_req *r, bool end)
+{
+	size_t safe = end ? r->text.len :
+			    srv_tool_safe_len(r->text.p ? r->text.p : "",
+					      r->text.len);
+	struct srv_buf part;
+
+	if (safe <= r->tc_sent)
+		return;
+	part.p = r->text.p + r->tc_sent;
+	part.len = safe - r->tc_sent;
+	sse(r, chunk(r, delta_json(r, &part), NULL));
+	r->tc_sent = safe;
+}
+
+/* The streamed answer's end with tools: its calls in one delta (finish
+ * "tool_calls"), or the text held back. Returns the finish reason. */
+static const char *stream_tool_calls(struct srv_req *r)
+{
+	struct srv_buf rest = { 0 };
+	json_t *calls, *c;
+	size_t i;
+
+	calls = r->text.len ? srv_tool_calls(r->text.p, r->text.len, &rest) :
+			      NULL;
+	srv_buf_free(&rest);
+	if (!calls) {
+		stream_content(r, true);
+		return r->finish;
+	}
+	json_array_foreach(calls, i, c)
+		json_object_set_new(c, "index", json_integer((json_int_t)i));
+	sse(r, chunk(r, json_pack("{s:o}", "tool_calls", calls), NULL));
+	return strcmp(r->finish, "stop") ? r->finish : "tool_calls";
+}
+
 /* Fill r->out with the next events. Returns false at the end. */
 static bool stream_next(struct srv_req *r, bool *error)
 {
@@ -404,8 +442,13 @@ static bool stream_next(struct srv_req *r, bool *error)
 		}
 	}
 	if (r->phase == 1) {
+		bool tools = r->kind == SRV_CHAT && wants_tools(r);
+		const char *finish;
+
 		ret = local_step(r);
-		if (r->delta.len)
+		if (tools)
+			stream_content(r, false);
+		else if (r->delta.len)
 			sse(r, chunk(r, delta_json(r, &r->delta), NULL));
 		if (ret > 0)
 			return true;
@@ -414,10 +457,11 @@ static bool stream_next(struct srv_req *r, bool *error)
 			return false;
 		}
 		r->phase = 2;
+		finish = tools ? stream_tool_calls(r) : r->finish;
 		sse(r, chunk(r,
 			     r->kind == SRV_CHAT ? json_object() :
 						   text_json(&empty),
-			     r->finish));
+			     finish));
 		if (r->include_usage) {
 			j = envelope(r, r->kind == SRV_CHAT ?
 						"chat.completion.chunk" :

@@ -162,6 +162,10 @@ struct srv_msg {
  * text) with @content emptied.
  */
 json_t *srv_tool_calls(const char *text, size_t len, struct srv_buf *content);
+/* How much of a streamed answer so far can go out as content: all but
+ * what may begin a tool call (a marker or its prefix at the end; an
+ * answer that starts as a JSON object). */
+size_t srv_tool_safe_len(const char *text, size_t len);
 
 const char *srv_template_name(enum srv_template t);
 int srv_template_parse(const char *s, enum srv_template *out);

@@ -188,6 +188,40 @@ bad0:
 	return NULL;
 }
 
+/* The markers that start a call; a streamed answer holds back any text
+ * that may be one of them. */
+static const char *const markers[] = { "<tool_call>", "[TOOL_CALLS]",
+				       "<|python_tag|>" };
+
+size_t srv_tool_safe_len(const char *text, size_t len)
+{
+	const char *p = text;
+	size_t n = len, i, k, safe = len;
+
+	/* Llama 3.x: an answer that is a JSON object may be a call */
+	trim(&p, &n);
+	if (n && *p == '{')
+		return 0;
+	if (!n)
+		return 0; /* only white space so far: it may precede one */
+	for (k = 0; k < sizeof(markers) / sizeof(markers[0]); k++) {
+		const char *m = find(text, len, markers[k]);
+		size_t ml = strlen(markers[k]);
+
+		if (m && (size_t)(m - text) < safe)
+			safe = (size_t)(m - text);
+		/* a suffix of the text that begins the marker */
+		for (i = ml - 1; i > 0; i--)
+			if (i <= len &&
+			    !memcmp(text + len - i, markers[k], i)) {
+				if (len - i < safe)
+					safe = len - i;
+				break;
+			}
+	}
+	return safe;
+}
+
 json_t *srv_tool_calls(const char *text, size_t len, struct srv_buf *content)
 {
 	static const char python_tag[] = "<|python_tag|>";
