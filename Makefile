@@ -260,7 +260,7 @@ check-unit: tests
 
 sanitize:
 	$(MAKE) O=build-san OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		LDFLAGS="-fsanitize=address,undefined" WITH_BPF=$(WITH_BPF) tests
+		LDFLAGS="-fsanitize=address,undefined" WITH_BPF=$(WITH_BPF) WERROR= tests
 	O=build-san ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		tests/run unit
 

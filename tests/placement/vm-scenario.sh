@@ -21,7 +21,7 @@ count() { # the ok/FAIL lines of a check script
 	fail=$((fail + $(grep -c '^FAIL - ' <<<"$out")))
 }
 agent_up() {
-	for _ in $(seq 100); do
+	for _ in $(seq 400); do # up to 20 s: a loaded host slows the TCG guest
 		[ "$(cat $Q/agent_pid 2>/dev/null)" -gt 0 ] 2>/dev/null && return 0
 		sleep 0.05
 	done

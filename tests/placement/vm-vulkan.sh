@@ -22,8 +22,9 @@ finish() {
 	[ "$fail" -eq 0 ]
 	exit
 }
-agent_up() {
-	for _ in $(seq 200); do
+agent_up() { # up to 60 s: compiling the pipelines on lavapipe under TCG,
+	# with the other lane busy on the host's second core, took over 10
+	for _ in $(seq 1200); do
 		[ "$(cat $Q/agent_pid 2>/dev/null)" -gt 0 ] 2>/dev/null && return 0
 		sleep 0.05
 	done

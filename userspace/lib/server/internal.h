@@ -28,6 +28,9 @@ struct srv {
 	int port;
 	_Atomic int state;
 	_Atomic bool cancel_all;
+	/* local generations submitted whose answer has not left yet (a
+	 * finished generation may still be on its way to the client) */
+	_Atomic int answering;
 	struct edgeq_model *model;
 	const struct edgeq_model_info *info;
 	char model_id[160];
@@ -83,6 +86,7 @@ struct srv_req {
 	enum srv_kind kind;
 	bool stream, include_usage;
 	size_t tc_sent; /* streamed with tools: content bytes of text sent */
+	bool answering; /* counted in srv.answering */
 	int max_tokens;
 	struct edgeq_sampler_params sp;
 	char *prompt; /* rendered prompt text */

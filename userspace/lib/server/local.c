@@ -150,7 +150,14 @@ static int local_begin(struct srv_req *r)
 		rq.stops[rq.n_stops++] = r->stops[i];
 	rq.cancelled = req_gone;
 	rq.user = r;
+	/* counted before the session sees it, so that a shutdown waits */
+	atomic_fetch_add(&s->answering, 1);
+	r->answering = true;
 	ret = edgeq_session_submit(s->sess, &rq, &r->gen, &err);
+	if (ret) {
+		atomic_fetch_sub(&s->answering, 1);
+		r->answering = false;
+	}
 	if (ret == -EBUSY)
 		return srv_send_error(
 			       r, 429, "rate_limit_error", NULL,

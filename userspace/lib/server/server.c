@@ -984,6 +984,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	*con_cls = NULL;
+	if (r->answering)
+		atomic_fetch_sub(&r->s->answering, 1);
 	if (r->gen) {
 		/* the connection ended before the generation did */
 		if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -1591,15 +1593,18 @@ bool srv_alive(struct srv *s, uint64_t stall_ns)
 	return ss.stalled_ns <= stall_ns;
 }
 
-/* Generations running or waiting for a slot. */
+/* Generations running or waiting for a slot, or whose answer has not
+ * left yet. */
 static int in_flight(struct srv *s)
 {
 	struct edgeq_session_status ss;
+	int n, a = atomic_load(&s->answering);
 
 	if (!s->sess)
-		return 0;
+		return a;
 	edgeq_session_status(s->sess, &ss);
-	return ss.running + ss.waiting;
+	n = ss.running + ss.waiting;
+	return n > a ? n : a;
 }
 
 int srv_shutdown(struct srv *s, uint64_t timeout_ns)
