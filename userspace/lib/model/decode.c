@@ -365,16 +365,16 @@ static void rmsnorm(float *o, const float *x, const float *w, uint32_t n,
 		o[i] = x[i] * s * w[i];
 }
 
-/* Qwen3: each of @n heads of @x (head_dim apart) RMS-normed with @w. */
-static void head_norm(float *x, uint32_t n, const float *w,
-		      const struct edgeq_hparams *hp)
+/* Each of @n rows of @width floats of @x RMS-normed with @w, in place
+ * (qwen3's heads, gemma's post-norms). */
+static void norm_rows(float *x, uint32_t n, uint32_t width, const float *w,
+		      float eps)
 {
-	uint32_t h;
+	uint32_t r;
 
-	for (h = 0; h < n; h++)
-		rmsnorm(x + (size_t)h * hp->head_dim,
-			x + (size_t)h * hp->head_dim, w, hp->head_dim,
-			hp->rms_eps);
+	for (r = 0; r < n; r++)
+		rmsnorm(x + (size_t)r * width, x + (size_t)r * width, w, width,
+			eps);
 }
 
 struct quant_arg {
@@ -677,17 +677,6 @@ static float gelu(float x)
 	       (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 
-/* gemma3: each of @nb rows of n_embd RMS-normed with @w, in place */
-static void post_norm(float *x, int nb, const float *w,
-		      const struct edgeq_hparams *hp)
-{
-	int b;
-
-	for (b = 0; b < nb; b++)
-		rmsnorm(x + (size_t)b * hp->n_embd, x + (size_t)b * hp->n_embd,
-			w, hp->n_embd, hp->rms_eps);
-}
-
 static float silu(float x)
 {
 	return x / (1.0f + expf(-x));
@@ -759,10 +748,11 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			add_bias(c->v, edgeq_weights_get(w, L->bv), nb, kv_dim);
 		}
 		if (L->q_norm) {
-			head_norm(c->q, nb * hp->n_head,
-				  edgeq_weights_get(w, L->q_norm), hp);
-			head_norm(c->k, nb * hp->n_head_kv,
-				  edgeq_weights_get(w, L->k_norm), hp);
+			norm_rows(c->q, (uint32_t)nb * hp->n_head, hp->head_dim,
+				  edgeq_weights_get(w, L->q_norm), hp->rms_eps);
+			norm_rows(c->k, (uint32_t)nb * hp->n_head_kv,
+				  hp->head_dim, edgeq_weights_get(w, L->k_norm),
+				  hp->rms_eps);
 		}
 		for (b = 0; b < nb; b++) {
 			const float *cs = (hp_layer_rope_swa(hp, (uint32_t)l) ?
@@ -783,8 +773,9 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		f->qa_src = NULL;
 		linear(f, L->wo, c->xb2, nb, (int)q_dim, c->xb, (int)E);
 		if (L->post_attn_norm)
-			post_norm(c->xb, nb,
-				  edgeq_weights_get(w, L->post_attn_norm), hp);
+			norm_rows(c->xb, (uint32_t)nb, E,
+				  edgeq_weights_get(w, L->post_attn_norm),
+				  hp->rms_eps);
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] += c->xb[i];
 
@@ -816,8 +807,9 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		f->qa_src = NULL;
 		linear(f, L->w_down, c->hb, nb, (int)F, c->xb, (int)E);
 		if (L->post_ffn_norm)
-			post_norm(c->xb, nb,
-				  edgeq_weights_get(w, L->post_ffn_norm), hp);
+			norm_rows(c->xb, (uint32_t)nb, E,
+				  edgeq_weights_get(w, L->post_ffn_norm),
+				  hp->rms_eps);
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] += c->xb[i];
 		edgeq_weights_layer_end(w, l);
