@@ -36,14 +36,10 @@ static void trim(const char **p, size_t *n)
 		(*n)--;
 }
 
+/* @what in [@p, @p + @n), or NULL */
 static const char *find(const char *p, size_t n, const char *what)
 {
-	size_t wl = strlen(what), i;
-
-	for (i = 0; i + wl <= n; i++)
-		if (!memcmp(p + i, what, wl))
-			return p + i;
-	return NULL;
+	return memmem(p, n, what, strlen(what));
 }
 
 /* One OpenAI tool call from a name and its arguments (any JSON value). */
