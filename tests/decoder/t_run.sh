@@ -57,17 +57,6 @@ check "--kv-type q8_0 runs" test $? -eq 0
 rc=$?
 check "--weights stream runs or says it is not available" sh -c "test $rc -eq 0 || grep -q 'stream' '$T/e'"
 
-refused() { # what file message
-	local what=$1 f=$2 msg=$3
-	"$EDGEQ" run -m "$f" -p hi -n 1 --no-roofline >/dev/null 2>"$T/e"
-	local rc=$?
-	if [ $rc -eq 3 ] && grep -q -- "$msg" "$T/e"; then
-		check "$what: refused (exit 3, '$msg')" true
-	else
-		echo "  exit $rc: $(cat "$T/e")"
-		check "$what: refused (exit 3, '$msg')" false
-	fi
-}
 head -c 400000 "$M" >"$T/trunc.gguf"
 head -c 5000 "$M" >"$T/trunc2.gguf"
 refused "truncated inside the metadata" "$T/trunc2.gguf" "string length 1 exceeds the 0 bytes left"

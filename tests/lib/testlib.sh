@@ -19,3 +19,15 @@ summary() {
 	echo "$_pass passed, $_fail failed, 0 skipped"
 	[ "$_fail" -eq 0 ]
 }
+# refused WHAT FILE MESSAGE: edgeq run on FILE exits 3 naming MESSAGE
+refused() {
+	local what=$1 f=$2 msg=$3 rc
+	"$EDGEQ" run -m "$f" -p hi -n 1 --no-roofline >/dev/null 2>"$T/e"
+	rc=$?
+	if [ $rc -eq 3 ] && grep -q -- "$msg" "$T/e"; then
+		check "$what: refused (exit 3, '$msg')" true
+	else
+		echo "  exit $rc: $(cat "$T/e")"
+		check "$what: refused (exit 3, '$msg')" false
+	fi
+}
