@@ -73,6 +73,59 @@ static void test_top_p_and_top_k_limit_the_set(void **state)
 	edgeq_sampler_free(k);
 }
 
+/*
+ * Top-k over a large vocabulary with ties, NaN and -inf: the set sampled
+ * from is exactly the k best by (logit, lower id), the full sort's first
+ * k; and a draw stays within it. A near-infinite temperature spreads the
+ * draws over the whole set.
+ */
+static void test_top_k_is_the_full_sorts_prefix(void **state)
+{
+	enum { N = 5000, K = 12 };
+	static float l[N];
+	static int hits[N];
+	struct edgeq_sampler *s = mk(1e9f, K, 1, 0, 1, 11);
+	uint64_t x = 12345;
+	int i, j, best[K], nbest = 0;
+
+	for (i = 0; i < N; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		l[i] = (float)(x % 64) / 8; /* many ties */
+	}
+	l[17] = NAN;
+	l[18] = -INFINITY;
+	l[4000] = 7.875f; /* ties with the top value, a late id */
+	/* the reference: K times the best remaining (highest, lowest id) */
+	for (j = 0; j < K; j++) {
+		int b = -1;
+
+		for (i = 0; i < N; i++) {
+			int k, taken = 0;
+
+			for (k = 0; k < nbest; k++)
+				taken |= best[k] == i;
+			if (taken || isnan(l[i]))
+				continue;
+			if (b < 0 || l[i] > l[b])
+				b = i;
+		}
+		best[nbest++] = b;
+	}
+	for (i = 0; i < 4000; i++) {
+		int32_t t = edgeq_sampler_sample(s, l, N, NULL, 0);
+
+		assert_true(t >= 0 && t < N);
+		hits[t]++;
+	}
+	for (j = 0; j < K; j++) {
+		assert_true(hits[best[j]] > 0);
+		hits[best[j]] = 0;
+	}
+	for (i = 0; i < N; i++)
+		assert_int_equal(hits[i], 0);
+	edgeq_sampler_free(s);
+}
+
 static void test_repeat_penalty(void **state)
 {
 	const float l[3] = { 2.0f, 1.9f, -1.0f };
@@ -130,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_greedy),
 		cmocka_unit_test(test_top_k_1_and_min_p_1_are_greedy),
 		cmocka_unit_test(test_top_p_and_top_k_limit_the_set),
+		cmocka_unit_test(test_top_k_is_the_full_sorts_prefix),
 		cmocka_unit_test(test_repeat_penalty),
 		cmocka_unit_test(test_seeded),
 		cmocka_unit_test(test_bad_params),
