@@ -109,6 +109,55 @@ uint32_t edgeq_ctx_n_ctx(const struct edgeq_ctx *c);
 int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 		 const float **logits, struct edgeq_error *err);
 
+/*
+ * Where the forward pass spends its time (edgeq bench --profile). Every
+ * nanosecond between the start and the end of a pass goes to exactly one
+ * part, so the parts add up to the total; matvecs are split by the tensor
+ * they multiply, with the weight bytes they read. SYNC is the time the
+ * calling thread waits at the end of a parallel op for the other threads
+ * (imbalance and wake-up), taken out of the op it ends.
+ */
+enum edgeq_prof_part {
+	EDGEQ_PROF_EMBED = 0, /* token rows, to float, embedding scale */
+	EDGEQ_PROF_WEIGHTS,   /* waiting for streamed weights */
+	EDGEQ_PROF_NORM,      /* RMSNorm (attention, FFN, head, q/k, post) */
+	EDGEQ_PROF_QUANT_ACT, /* activations into the weights' dot type */
+	EDGEQ_PROF_ATTN_Q,    /* matvec/matmul by tensor */
+	EDGEQ_PROF_ATTN_K,
+	EDGEQ_PROF_ATTN_V,
+	EDGEQ_PROF_ATTN_QKV, /* phi3's fused q|k|v */
+	EDGEQ_PROF_ATTN_OUT,
+	EDGEQ_PROF_FFN_GATE,
+	EDGEQ_PROF_FFN_UP, /* phi3: gate|up */
+	EDGEQ_PROF_FFN_DOWN,
+	EDGEQ_PROF_OUTPUT,
+	EDGEQ_PROF_ROPE_KV,   /* RoPE and the KV cache writes */
+	EDGEQ_PROF_ATTENTION, /* scores, softmax, weighted values */
+	EDGEQ_PROF_ELEMWISE,  /* biases, SiLU/GELU x up, residuals, caps */
+	EDGEQ_PROF_DEVICE,    /* linears placement ran on another device */
+	EDGEQ_PROF_SYNC,      /* waiting for the pool's other threads */
+	EDGEQ_PROF_COUNT,
+};
+
+struct edgeq_decode_profile {
+	uint64_t ns[EDGEQ_PROF_COUNT];
+	uint64_t calls[EDGEQ_PROF_COUNT];
+	uint64_t bytes[EDGEQ_PROF_COUNT]; /* weight bytes read (matvecs) */
+	uint64_t macs[EDGEQ_PROF_COUNT];  /* multiply-adds (matvecs) */
+	uint64_t total_ns;		  /* sum of ns[] */
+	uint64_t passes, tokens;	  /* forward passes, tokens in them */
+	const char *kernels;		  /* the ops table: "avx512", "neon" */
+	int threads;			  /* the pool's threads */
+};
+
+/* "attn_q", "sync", ...; NULL past the last part. */
+const char *edgeq_prof_part_name(enum edgeq_prof_part p);
+/* Start (@on: zeroed) or stop counting the model's forward passes. */
+void edgeq_model_profile(struct edgeq_model *m, bool on);
+/* The counts since the last start. */
+void edgeq_model_profile_get(const struct edgeq_model *m,
+			     struct edgeq_decode_profile *out);
+
 struct edgeq_sampler_params {
 	float temp;	      /* 0: greedy */
 	int top_k;	      /* 0: off */

@@ -34,6 +34,7 @@
 #include <edgeq/power.h>
 #include <edgeq/pressure.h>
 
+#include "bench_profile.h"
 #include "bench_session.h"
 #include "cli.h"
 
@@ -44,7 +45,7 @@ static const char *b_model, *b_threads = "1,2", *b_prompts = "64,512",
 static int b_gen = 64, b_reps = 3, b_streams, b_draft_max = 4;
 static const char *b_draft;
 static double b_soak;
-static bool b_json, b_no_matrix, b_drop_caches, b_quiet;
+static bool b_json, b_no_matrix, b_drop_caches, b_quiet, b_prof;
 
 static const struct cli_option bench_opts[] = {
 	{ "model", 'm', CLI_STR, &b_model, "FILE", "GGUF model" },
@@ -62,8 +63,10 @@ static const struct cli_option bench_opts[] = {
 	  "cold start: drop the whole page cache (root) instead of the model's pages" },
 	{ "soak", 0, CLI_DOUBLE, &b_soak, "MINUTES",
 	  "continuous generation for MINUTES" },
-	{ "profile", 'P', CLI_STR, &b_profile, "FILE",
+	{ "profiles", 0, CLI_STR, &b_profile, "FILE",
 	  "profiles file for the local profile's defaults" },
+	{ "profile", 0, CLI_FLAG, &b_prof, NULL,
+	  "only the time breakdown: each forward-pass part per token, for each -p prompt and a -n token decode (the last -t thread count)" },
 	{ "streams", 0, CLI_INT, &b_streams, "N",
 	  "only the engine session: N concurrent streams batched vs 1 alone and vs time-shared, and TTFT of 2N clients on N slots (-n tokens each, the last -t thread count)" },
 	{ "draft", 0, CLI_STR, &b_draft, "lookup|layers:L|MODEL",
@@ -1147,6 +1150,9 @@ static int cmd_bench(int argc, char **argv)
 	if (b_draft)
 		return bench_draft(b_model, thr[nthr - 1], b_draft, b_draft_max,
 				   b_gen, b_json);
+	if (b_prof)
+		return bench_profile(b_model, thr[nthr - 1], pp, npp, b_gen,
+				     b_json);
 	if (b_streams)
 		return bench_streams(b_model, thr[nthr - 1], b_streams, b_gen,
 				     b_json);

@@ -306,6 +306,13 @@ void edgeq_threadpool_run(struct edgeq_threadpool *tp, edgeq_task_fn fn,
 int edgeq_threadpool_size(const struct edgeq_threadpool *tp);
 /* Threads bound to a CPU (0 when hwloc was unavailable or NO_PIN). */
 int edgeq_threadpool_pinned(const struct edgeq_threadpool *tp);
+/*
+ * Profiles: with timing on, the caller's time between finishing its own
+ * share of a job and the last worker finishing (imbalance and wake-up) is
+ * added up; wait_ns reads the sum (0 for a NULL pool). Caller thread only.
+ */
+void edgeq_threadpool_timing(struct edgeq_threadpool *tp, bool on);
+uint64_t edgeq_threadpool_wait_ns(const struct edgeq_threadpool *tp);
 
 /*
  * y[0..rows) = W a, rows split across the pool; each row is computed whole

@@ -52,6 +52,8 @@ struct edgeq_threadpool {
 	_Atomic bool stop;
 	edgeq_task_fn fn; /* the current job */
 	void *arg;
+	bool timing;	       /* count the caller's wait (profiles) */
+	uint64_t wait_ns;      /* caller's time waiting for the workers */
 	int pinned;	       /* threads pinned to a CPU */
 	void **stacks;	       /* per worker, mapped by us (see STACK_SIZE) */
 	hwloc_topology_t topo; /* NULL when hwloc failed */
@@ -149,6 +151,7 @@ static void *worker_main(void *p)
 void edgeq_threadpool_run(struct edgeq_threadpool *tp, edgeq_task_fn fn,
 			  void *arg)
 {
+	uint64_t t0;
 	uint32_t p;
 
 	if (!tp || tp->n == 1) {
@@ -162,12 +165,26 @@ void edgeq_threadpool_run(struct edgeq_threadpool *tp, edgeq_task_fn fn,
 	if (atomic_load(&tp->sleepers))
 		futex_wake(&tp->gen, INT_MAX);
 	fn(arg, 0, tp->n);
-	if (spin(&tp->pending, 0, true))
-		return;
-	atomic_store(&tp->caller_waiting, 1);
-	while ((p = atomic_load(&tp->pending)) != 0)
-		futex_wait(&tp->pending, p);
-	atomic_store(&tp->caller_waiting, 0);
+	t0 = tp->timing ? edgeq_now_ns() : 0;
+	if (!spin(&tp->pending, 0, true)) {
+		atomic_store(&tp->caller_waiting, 1);
+		while ((p = atomic_load(&tp->pending)) != 0)
+			futex_wait(&tp->pending, p);
+		atomic_store(&tp->caller_waiting, 0);
+	}
+	if (tp->timing)
+		tp->wait_ns += edgeq_now_ns() - t0;
+}
+
+void edgeq_threadpool_timing(struct edgeq_threadpool *tp, bool on)
+{
+	if (tp)
+		tp->timing = on;
+}
+
+uint64_t edgeq_threadpool_wait_ns(const struct edgeq_threadpool *tp)
+{
+	return tp ? tp->wait_ns : 0;
 }
 
 /*

@@ -398,6 +398,96 @@ static void quant_task(void *arg, int ith, int nth)
 				     q->out + (size_t)b * q->stride, q->n);
 }
 
+/* ---- the forward pass's profile (edgeq_model_profile) ---- */
+
+static const char *const prof_names[EDGEQ_PROF_COUNT] = {
+	[EDGEQ_PROF_EMBED] = "embed",
+	[EDGEQ_PROF_WEIGHTS] = "weights_wait",
+	[EDGEQ_PROF_NORM] = "norm",
+	[EDGEQ_PROF_QUANT_ACT] = "quant_act",
+	[EDGEQ_PROF_ATTN_Q] = "attn_q",
+	[EDGEQ_PROF_ATTN_K] = "attn_k",
+	[EDGEQ_PROF_ATTN_V] = "attn_v",
+	[EDGEQ_PROF_ATTN_QKV] = "attn_qkv",
+	[EDGEQ_PROF_ATTN_OUT] = "attn_output",
+	[EDGEQ_PROF_FFN_GATE] = "ffn_gate",
+	[EDGEQ_PROF_FFN_UP] = "ffn_up",
+	[EDGEQ_PROF_FFN_DOWN] = "ffn_down",
+	[EDGEQ_PROF_OUTPUT] = "output",
+	[EDGEQ_PROF_ROPE_KV] = "rope_kv",
+	[EDGEQ_PROF_ATTENTION] = "attention",
+	[EDGEQ_PROF_ELEMWISE] = "elementwise",
+	[EDGEQ_PROF_DEVICE] = "device",
+	[EDGEQ_PROF_SYNC] = "sync",
+};
+
+const char *edgeq_prof_part_name(enum edgeq_prof_part p)
+{
+	return (unsigned)p < EDGEQ_PROF_COUNT ? prof_names[p] : NULL;
+}
+
+void edgeq_model_profile(struct edgeq_model *m, bool on)
+{
+	if (on)
+		memset(&m->prof, 0, sizeof(m->prof));
+	m->prof_on = on;
+	edgeq_threadpool_timing(m->pool, on);
+}
+
+void edgeq_model_profile_get(const struct edgeq_model *m,
+			     struct edgeq_decode_profile *out)
+{
+	*out = m->prof;
+	out->kernels = m->ops->name;
+	out->threads = edgeq_threadpool_size(m->pool);
+}
+
+static void prof_begin(struct edgeq_model *m)
+{
+	if (!m->prof_on)
+		return;
+	m->prof_last = edgeq_now_ns();
+	m->prof_wait = edgeq_threadpool_wait_ns(m->pool);
+}
+
+/* The time since the last lap to @part, less the pool's wait in it. */
+static void lap_mm(struct edgeq_model *m, enum edgeq_prof_part part,
+		   uint64_t bytes, uint64_t macs)
+{
+	uint64_t now, wait, dt, dw;
+
+	if (!m->prof_on)
+		return;
+	now = edgeq_now_ns();
+	wait = edgeq_threadpool_wait_ns(m->pool);
+	dt = now - m->prof_last;
+	dw = wait - m->prof_wait;
+	if (dw > dt)
+		dw = dt;
+	m->prof.ns[part] += dt - dw;
+	m->prof.ns[EDGEQ_PROF_SYNC] += dw;
+	m->prof.total_ns += dt;
+	m->prof.calls[part]++;
+	m->prof.bytes[part] += bytes;
+	m->prof.macs[part] += macs;
+	m->prof_last = now;
+	m->prof_wait = wait;
+}
+
+static void lap(struct edgeq_model *m, enum edgeq_prof_part part,
+		uint64_t bytes)
+{
+	lap_mm(m, part, bytes, 0);
+}
+
+static void prof_end(struct edgeq_model *m, int nb)
+{
+	if (!m->prof_on)
+		return;
+	m->prof.passes++;
+	m->prof.tokens += (uint64_t)nb;
+}
+
 /*
  * One forward pass over a list of tokens. The tokens may belong to
  * several contexts (continuous batching: the next token of every slot, a
@@ -420,8 +510,9 @@ struct fw {
  * The activations are quantized once into W's vec_dot type and reused by
  * the next call with the same input and type.
  */
-static void linear(struct fw *f, const struct edgeq_tensor *t, const float *x,
-		   int nb, int ldx, float *y, int ldy)
+static void linear(struct fw *f, enum edgeq_prof_part part,
+		   const struct edgeq_tensor *t, const float *x, int nb,
+		   int ldx, float *y, int ldy)
 {
 	struct edgeq_ctx *c = f->w;
 	struct edgeq_model *m = c->m;
@@ -431,8 +522,10 @@ static void linear(struct fw *f, const struct edgeq_tensor *t, const float *x,
 	size_t astride = edgeq_row_size(vdt, n);
 
 	if (f->hooks && f->hooks->linear &&
-	    !f->hooks->linear(f->hooks_arg, t, x, nb, ldx, y, ldy))
+	    !f->hooks->linear(f->hooks_arg, t, x, nb, ldx, y, ldy)) {
+		lap(m, EDGEQ_PROF_DEVICE, 0);
 		return; /* placement ran it on another device */
+	}
 	if (f->qa_src != x || f->qa_type != (int)vdt || f->qa_nb != nb) {
 		if (nb == 1) {
 			m->ops->quantize_act(vdt, x, c->qa, n);
@@ -445,6 +538,7 @@ static void linear(struct fw *f, const struct edgeq_tensor *t, const float *x,
 		f->qa_src = x;
 		f->qa_type = (int)vdt;
 		f->qa_nb = nb;
+		lap(m, EDGEQ_PROF_QUANT_ACT, 0);
 	}
 	if (nb == 1)
 		edgeq_par_matvec(m->pool, m->ops, t->type,
@@ -454,6 +548,8 @@ static void linear(struct fw *f, const struct edgeq_tensor *t, const float *x,
 		edgeq_par_matmul(m->pool, m->ops, t->type,
 				 edgeq_weights_get(m->weights, t), n,
 				 (int64_t)t->ne[1], c->qa, astride, nb, y, ldy);
+	lap_mm(m, part, (uint64_t)t->row_size * t->ne[1],
+	       (uint64_t)n * t->ne[1] * (uint64_t)nb);
 	if (f->hooks && f->hooks->linear_done)
 		f->hooks->linear_done(f->hooks_arg, t, nb);
 }
@@ -698,6 +794,7 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 	struct att_arg aa;
 	int ret, b, l;
 
+	prof_begin(m);
 	ret = edgeq_weights_embed_rows(w, f->toks, (size_t)nb, c->emb, rs, err);
 	if (ret)
 		return ret;
@@ -707,6 +804,7 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] *= hp->embd_scale;
 	rope_tables(c, nb);
+	lap(m, EDGEQ_PROF_EMBED, 0);
 
 	for (l = 0; l < n_layer; l++) {
 		const struct edgeq_layer *L = &m->layers[l];
@@ -717,19 +815,25 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			return ret;
 		an = edgeq_weights_get(w, L->attn_norm);
 		fn = edgeq_weights_get(w, L->ffn_norm);
+		lap(m, EDGEQ_PROF_WEIGHTS, 0);
 
 		for (b = 0; b < nb; b++)
 			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, an,
 				E, hp->rms_eps);
+		lap(m, EDGEQ_PROF_NORM, 0);
 		f->qa_src = NULL;
 		if (L->wk) {
-			linear(f, L->wq, c->xb, nb, (int)E, c->q, (int)q_dim);
-			linear(f, L->wk, c->xb, nb, (int)E, c->k, (int)kv_dim);
-			linear(f, L->wv, c->xb, nb, (int)E, c->v, (int)kv_dim);
+			linear(f, EDGEQ_PROF_ATTN_Q, L->wq, c->xb, nb, (int)E,
+			       c->q, (int)q_dim);
+			linear(f, EDGEQ_PROF_ATTN_K, L->wk, c->xb, nb, (int)E,
+			       c->k, (int)kv_dim);
+			linear(f, EDGEQ_PROF_ATTN_V, L->wv, c->xb, nb, (int)E,
+			       c->v, (int)kv_dim);
 		} else { /* phi3: one matrix, rows q | k | v */
 			uint32_t n3 = q_dim + 2 * kv_dim;
 
-			linear(f, L->wq, c->xb, nb, (int)E, c->fused, (int)n3);
+			linear(f, EDGEQ_PROF_ATTN_QKV, L->wq, c->xb, nb, (int)E,
+			       c->fused, (int)n3);
 			for (b = 0; b < nb; b++) {
 				const float *r = c->fused + (size_t)b * n3;
 
@@ -741,11 +845,13 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 				       r + q_dim + kv_dim,
 				       kv_dim * sizeof(float));
 			}
+			lap(m, EDGEQ_PROF_ELEMWISE, 0);
 		}
 		if (L->bq) {
 			add_bias(c->q, edgeq_weights_get(w, L->bq), nb, q_dim);
 			add_bias(c->k, edgeq_weights_get(w, L->bk), nb, kv_dim);
 			add_bias(c->v, edgeq_weights_get(w, L->bv), nb, kv_dim);
+			lap(m, EDGEQ_PROF_ELEMWISE, 0);
 		}
 		if (L->q_norm) {
 			norm_rows(c->q, (uint32_t)nb * hp->n_head, hp->head_dim,
@@ -753,6 +859,7 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			norm_rows(c->k, (uint32_t)nb * hp->n_head_kv,
 				  hp->head_dim, edgeq_weights_get(w, L->k_norm),
 				  hp->rms_eps);
+			lap(m, EDGEQ_PROF_NORM, 0);
 		}
 		for (b = 0; b < nb; b++) {
 			const float *cs = (hp_layer_rope_swa(hp, (uint32_t)l) ?
@@ -768,27 +875,36 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 				 c->k + (size_t)b * kv_dim,
 				 c->v + (size_t)b * kv_dim);
 		}
+		lap(m, EDGEQ_PROF_ROPE_KV, 0);
 		aa = (struct att_arg){ c, l, nb };
 		par_run(m, att_task, &aa);
+		lap(m, EDGEQ_PROF_ATTENTION, 0);
 		f->qa_src = NULL;
-		linear(f, L->wo, c->xb2, nb, (int)q_dim, c->xb, (int)E);
-		if (L->post_attn_norm)
+		linear(f, EDGEQ_PROF_ATTN_OUT, L->wo, c->xb2, nb, (int)q_dim,
+		       c->xb, (int)E);
+		if (L->post_attn_norm) {
 			norm_rows(c->xb, (uint32_t)nb, E,
 				  edgeq_weights_get(w, L->post_attn_norm),
 				  hp->rms_eps);
+			lap(m, EDGEQ_PROF_NORM, 0);
+		}
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] += c->xb[i];
+		lap(m, EDGEQ_PROF_ELEMWISE, 0);
 
 		for (b = 0; b < nb; b++)
 			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, fn,
 				E, hp->rms_eps);
+		lap(m, EDGEQ_PROF_NORM, 0);
 		f->qa_src = NULL;
 		if (L->w_gate) {
-			linear(f, L->w_gate, c->xb, nb, (int)E, c->hb, (int)F);
-			linear(f, L->w_up, c->xb, nb, (int)E, c->hb2, (int)F);
+			linear(f, EDGEQ_PROF_FFN_GATE, L->w_gate, c->xb, nb,
+			       (int)E, c->hb, (int)F);
+			linear(f, EDGEQ_PROF_FFN_UP, L->w_up, c->xb, nb, (int)E,
+			       c->hb2, (int)F);
 		} else { /* phi3: one matrix, rows gate | up */
-			linear(f, L->w_up, c->xb, nb, (int)E, c->fused,
-			       (int)(2 * F));
+			linear(f, EDGEQ_PROF_FFN_UP, L->w_up, c->xb, nb, (int)E,
+			       c->fused, (int)(2 * F));
 			for (b = 0; b < nb; b++) {
 				const float *r = c->fused + (size_t)b * 2 * F;
 
@@ -804,16 +920,22 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		else
 			for (i = 0; i < (uint32_t)nb * F; i++)
 				c->hb[i] = silu(c->hb[i]) * c->hb2[i];
+		lap(m, EDGEQ_PROF_ELEMWISE, 0);
 		f->qa_src = NULL;
-		linear(f, L->w_down, c->hb, nb, (int)F, c->xb, (int)E);
-		if (L->post_ffn_norm)
+		linear(f, EDGEQ_PROF_FFN_DOWN, L->w_down, c->hb, nb, (int)F,
+		       c->xb, (int)E);
+		if (L->post_ffn_norm) {
 			norm_rows(c->xb, (uint32_t)nb, E,
 				  edgeq_weights_get(w, L->post_ffn_norm),
 				  hp->rms_eps);
+			lap(m, EDGEQ_PROF_NORM, 0);
+		}
 		for (i = 0; i < (uint32_t)nb * E; i++)
 			c->x[i] += c->xb[i];
 		edgeq_weights_layer_end(w, l);
+		lap(m, EDGEQ_PROF_ELEMWISE, 0);
 	}
+	prof_end(m, nb);
 	return 0;
 }
 
@@ -834,15 +956,19 @@ static int forward_head(struct fw *f, const int *idx, int n_out, float *dst,
 	ret = edgeq_weights_layer_begin(w, EDGEQ_WEIGHTS_GLOBAL, err);
 	if (ret)
 		return ret;
+	lap(m, EDGEQ_PROF_WEIGHTS, 0);
 	for (j = 0; j < n_out; j++)
 		rmsnorm(c->xb + (size_t)j * E, c->x + (size_t)idx[j] * E,
 			edgeq_weights_get(w, m->output_norm), E, hp->rms_eps);
+	lap(m, EDGEQ_PROF_NORM, 0);
 	f->qa_src = NULL;
-	linear(f, m->output, c->xb, n_out, (int)E, dst, (int)hp->n_vocab);
+	linear(f, EDGEQ_PROF_OUTPUT, m->output, c->xb, n_out, (int)E, dst,
+	       (int)hp->n_vocab);
 	f->qa_src = NULL;
 	if (hp->final_softcap > 0)
 		softcap(dst, (uint32_t)n_out * hp->n_vocab, hp->final_softcap);
 	edgeq_weights_layer_end(w, EDGEQ_WEIGHTS_GLOBAL);
+	lap(m, EDGEQ_PROF_ELEMWISE, 0);
 	return 0;
 }
 

@@ -127,7 +127,12 @@ struct edgeq_model {
 	struct edgeq_threadpool *pool; /* NULL: one thread */
 	int n_threads;
 	bool vocab_only;
-	pthread_mutex_t lock;  /* one forward pass at a time (shared pool) */
+	pthread_mutex_t lock; /* one forward pass at a time (shared pool) */
+	/* edgeq_model_profile(): the counts, and the last lap's clock and
+	 * pool wait (decode.c) */
+	bool prof_on;
+	struct edgeq_decode_profile prof;
+	uint64_t prof_last, prof_wait;
 	char weights_why[160]; /* why the weights mode (the streamer's auto) */
 };
 

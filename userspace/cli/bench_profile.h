@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* edgeq bench --profile: the forward pass's time, part by part. */
+#ifndef EDGEQ_CLI_BENCH_PROFILE_H
+#define EDGEQ_CLI_BENCH_PROFILE_H
+
+#include <stdbool.h>
+
+/* A prefill of each of the @npp lengths and a decode of @n_gen tokens;
+ * returns an exit status, prints the breakdown (or JSON) on stdout. */
+int bench_profile(const char *path, int threads, const int *pp, int npp,
+		  int n_gen, bool json);
+
+#endif
