@@ -365,18 +365,6 @@ static void rmsnorm(float *o, const float *x, const float *w, uint32_t n,
 		o[i] = x[i] * s * w[i];
 }
 
-/* Each of @n rows of @width floats of @x RMS-normed with @w, in place
- * (qwen3's heads, gemma's post-norms). */
-static void norm_rows(float *x, uint32_t n, uint32_t width, const float *w,
-		      float eps)
-{
-	uint32_t r;
-
-	for (r = 0; r < n; r++)
-		rmsnorm(x + (size_t)r * width, x + (size_t)r * width, w, width,
-			eps);
-}
-
 struct quant_arg {
 	const struct edgeq_kernel_ops *ops;
 	enum edgeq_type vdt;
@@ -766,6 +754,22 @@ static void kv_store(struct edgeq_ctx *c, int layer, uint32_t pos,
 	}
 }
 
+/* RoPE on token @b's q and k rows, then its K/V cache rows (layer @l) */
+static void rope_kv_token(struct edgeq_ctx *c, int l, int b)
+{
+	const struct edgeq_hparams *hp = &c->m->hp;
+	uint32_t q_dim = hp->n_head * hp->head_dim;
+	uint32_t kv_dim = hp->n_head_kv * hp->head_dim;
+	const float *cs = (hp_layer_rope_swa(hp, (uint32_t)l) ? c->rope_swa :
+								c->rope) +
+			  (size_t)b * hp->n_rot;
+
+	rope_apply(hp, c->q + (size_t)b * q_dim, hp->n_head, cs);
+	rope_apply(hp, c->k + (size_t)b * kv_dim, hp->n_head_kv, cs);
+	kv_store(c->tc[b], l, c->tpos[b], c->k + (size_t)b * kv_dim,
+		 c->v + (size_t)b * kv_dim);
+}
+
 /* GELU, tanh form (as ggml and Gemma's reference compute it) */
 static float gelu(float x)
 {
@@ -776,6 +780,96 @@ static float gelu(float x)
 static float silu(float x)
 {
 	return x / (1.0f + expf(-x));
+}
+
+/*
+ * Per-token and per-element work of a pass, spread over the pool (each
+ * row or element is computed whole by one thread, so results do not
+ * depend on the split). A prompt's norms, RoPE and KV writes and its
+ * SiLU/GELU took a tenth of a 512-token prefill on one of two threads
+ * while the other waited.
+ */
+enum pw_op { PW_NORM, PW_ROPE_KV, PW_ADD, PW_SILU_MUL, PW_GELU_MUL };
+
+struct pw_arg {
+	enum pw_op op;
+	struct edgeq_ctx *c;
+	int layer, n; /* rows (tokens, heads) or elements */
+	uint32_t width;
+	float *o;
+	const float *x, *w;
+};
+
+static void rope_kv_token(struct edgeq_ctx *c, int l, int b);
+
+static void pw_task(void *arg, int ith, int nth)
+{
+	const struct pw_arg *a = arg;
+	const struct edgeq_hparams *hp = &a->c->m->hp;
+	int i, i0, i1;
+
+	switch (a->op) {
+	case PW_NORM:
+		for (i = ith; i < a->n; i += nth)
+			rmsnorm(a->o + (size_t)i * a->width,
+				a->x + (size_t)i * a->width, a->w, a->width,
+				hp->rms_eps);
+		return;
+	case PW_ROPE_KV:
+		for (i = ith; i < a->n; i += nth)
+			rope_kv_token(a->c, a->layer, i);
+		return;
+	default:
+		break;
+	}
+	/* elements in contiguous ranges of whole cache lines */
+	i0 = (int)(((int64_t)a->n * ith / nth) & ~15);
+	i1 = ith == nth - 1 ? a->n : (int)(((int64_t)a->n * (ith + 1) / nth) & ~15);
+	for (i = i0; i < i1; i++)
+		switch (a->op) {
+		case PW_ADD:
+			a->o[i] += a->x[i];
+			break;
+		case PW_SILU_MUL:
+			a->o[i] = silu(a->o[i]) * a->x[i];
+			break;
+		default:
+			a->o[i] = gelu(a->o[i]) * a->x[i];
+			break;
+		}
+}
+
+/* Run @a on the pool when it is worth a dispatch, else on this thread. */
+static void pw_run(struct edgeq_ctx *c, struct pw_arg *a, int min_n)
+{
+	a->c = c;
+	if (a->n >= min_n && c->m->pool)
+		par_run(c->m, pw_task, a);
+	else
+		pw_task(a, 0, 1);
+}
+
+/* x[r] = rmsnorm(x[r]) * w for @n rows of @width: out of place into @o */
+static void norm_par(struct edgeq_ctx *c, float *o, const float *x,
+		     const float *w, int n, uint32_t width)
+{
+	struct pw_arg a = { .op = PW_NORM,
+			    .n = n,
+			    .width = width,
+			    .o = o,
+			    .x = x,
+			    .w = w };
+
+	pw_run(c, &a, 2);
+}
+
+static void ew_par(struct edgeq_ctx *c, enum pw_op op, float *o,
+		   const float *x, size_t n)
+{
+	struct pw_arg a = { .op = op, .n = (int)n, .o = o, .x = x };
+
+	/* a dispatch costs about what 2048 exp or 32768 adds do */
+	pw_run(c, &a, op == PW_ADD ? 32768 : 2048);
 }
 
 /* The transformer blocks over f's tokens: x holds their last hidden state. */
@@ -817,9 +911,7 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		fn = edgeq_weights_get(w, L->ffn_norm);
 		lap(m, EDGEQ_PROF_WEIGHTS, 0);
 
-		for (b = 0; b < nb; b++)
-			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, an,
-				E, hp->rms_eps);
+		norm_par(c, c->xb, c->x, an, nb, E);
 		lap(m, EDGEQ_PROF_NORM, 0);
 		f->qa_src = NULL;
 		if (L->wk) {
@@ -854,26 +946,18 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			lap(m, EDGEQ_PROF_ELEMWISE, 0);
 		}
 		if (L->q_norm) {
-			norm_rows(c->q, (uint32_t)nb * hp->n_head, hp->head_dim,
-				  edgeq_weights_get(w, L->q_norm), hp->rms_eps);
-			norm_rows(c->k, (uint32_t)nb * hp->n_head_kv,
-				  hp->head_dim, edgeq_weights_get(w, L->k_norm),
-				  hp->rms_eps);
+			norm_par(c, c->q, c->q, edgeq_weights_get(w, L->q_norm),
+				 nb * (int)hp->n_head, hp->head_dim);
+			norm_par(c, c->k, c->k, edgeq_weights_get(w, L->k_norm),
+				 nb * (int)hp->n_head_kv, hp->head_dim);
 			lap(m, EDGEQ_PROF_NORM, 0);
 		}
-		for (b = 0; b < nb; b++) {
-			const float *cs = (hp_layer_rope_swa(hp, (uint32_t)l) ?
-						   c->rope_swa :
-						   c->rope) +
-					  (size_t)b * hp->n_rot;
+		{
+			struct pw_arg pa = { .op = PW_ROPE_KV,
+					     .layer = l,
+					     .n = nb };
 
-			rope_apply(hp, c->q + (size_t)b * q_dim, hp->n_head,
-				   cs);
-			rope_apply(hp, c->k + (size_t)b * kv_dim, hp->n_head_kv,
-				   cs);
-			kv_store(c->tc[b], l, c->tpos[b],
-				 c->k + (size_t)b * kv_dim,
-				 c->v + (size_t)b * kv_dim);
+			pw_run(c, &pa, 2);
 		}
 		lap(m, EDGEQ_PROF_ROPE_KV, 0);
 		aa = (struct att_arg){ c, l, nb };
@@ -883,18 +967,14 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		linear(f, EDGEQ_PROF_ATTN_OUT, L->wo, c->xb2, nb, (int)q_dim,
 		       c->xb, (int)E);
 		if (L->post_attn_norm) {
-			norm_rows(c->xb, (uint32_t)nb, E,
-				  edgeq_weights_get(w, L->post_attn_norm),
-				  hp->rms_eps);
+			norm_par(c, c->xb, c->xb,
+				 edgeq_weights_get(w, L->post_attn_norm), nb, E);
 			lap(m, EDGEQ_PROF_NORM, 0);
 		}
-		for (i = 0; i < (uint32_t)nb * E; i++)
-			c->x[i] += c->xb[i];
+		ew_par(c, PW_ADD, c->x, c->xb, (size_t)nb * E);
 		lap(m, EDGEQ_PROF_ELEMWISE, 0);
 
-		for (b = 0; b < nb; b++)
-			rmsnorm(c->xb + (size_t)b * E, c->x + (size_t)b * E, fn,
-				E, hp->rms_eps);
+		norm_par(c, c->xb, c->x, fn, nb, E);
 		lap(m, EDGEQ_PROF_NORM, 0);
 		f->qa_src = NULL;
 		if (L->w_gate) {
@@ -914,24 +994,18 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 				       F * sizeof(float));
 			}
 		}
-		if (hp->gelu)
-			for (i = 0; i < (uint32_t)nb * F; i++)
-				c->hb[i] = gelu(c->hb[i]) * c->hb2[i];
-		else
-			for (i = 0; i < (uint32_t)nb * F; i++)
-				c->hb[i] = silu(c->hb[i]) * c->hb2[i];
+		ew_par(c, hp->gelu ? PW_GELU_MUL : PW_SILU_MUL, c->hb, c->hb2,
+		       (size_t)nb * F);
 		lap(m, EDGEQ_PROF_ELEMWISE, 0);
 		f->qa_src = NULL;
 		linear(f, EDGEQ_PROF_FFN_DOWN, L->w_down, c->hb, nb, (int)F,
 		       c->xb, (int)E);
 		if (L->post_ffn_norm) {
-			norm_rows(c->xb, (uint32_t)nb, E,
-				  edgeq_weights_get(w, L->post_ffn_norm),
-				  hp->rms_eps);
+			norm_par(c, c->xb, c->xb,
+				 edgeq_weights_get(w, L->post_ffn_norm), nb, E);
 			lap(m, EDGEQ_PROF_NORM, 0);
 		}
-		for (i = 0; i < (uint32_t)nb * E; i++)
-			c->x[i] += c->xb[i];
+		ew_par(c, PW_ADD, c->x, c->xb, (size_t)nb * E);
 		edgeq_weights_layer_end(w, l);
 		lap(m, EDGEQ_PROF_ELEMWISE, 0);
 	}
