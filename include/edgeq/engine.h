@@ -46,6 +46,10 @@ struct edgeq_model_params {
 	uint64_t weights_budget; /* bytes resident; 0: derive from memory */
 	bool use_io_uring;	 /* false forces the pread fallback */
 	bool vocab_only;	 /* load the tokenizer only (no weights) */
+	/* keep the file's weight layout (default: repack the matrices the
+	 * kernels have a faster layout for, when the budget has room; the
+	 * environment's EDGEQ_NO_REPACK=1 sets it) */
+	bool no_repack;
 };
 
 /* What a loaded model is; filled by the loader from GGUF metadata. */
@@ -64,6 +68,11 @@ struct edgeq_model_info {
 	bool add_bos;		  /* the tokenizer wants BOS prepended */
 	uint32_t n_rot;		  /* rotary dimensions per head */
 	float rope_base, rms_eps;
+	/* weights repacked at load (16-row groups), and what was done or why
+	 * not: "Q4_0 x 155 in 16-row groups", "off: --no-repack", ... */
+	uint64_t packed_bytes;
+	uint32_t packed_tensors;
+	char repack[96];
 };
 
 void edgeq_model_params_init(struct edgeq_model_params *p);

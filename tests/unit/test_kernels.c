@@ -1284,6 +1284,110 @@ static void qk_matmul_shapes(const struct edgeq_kernel_ops *ops)
 	assert_true(checked > 1000);
 }
 
+/*
+ * Weights packed into 16-row groups (kernels/pack.c): the packed matvec
+ * and matmul equal the scalar dot on the file layout bit for bit, for row
+ * counts that leave partial groups, row ranges that begin inside a group,
+ * token counts past the 8-token tile, and extreme blocks; nothing outside
+ * the rows is written.
+ */
+static void pack16_check(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	static const struct {
+		int n, rows, nb;
+	} shapes[] = {
+		{ 32, 1, 1 },	 { 64, 16, 8 },	  { 96, 17, 9 },
+		{ 2048, 33, 3 }, { 256, 40, 17 }, { 5632, 20, 2 },
+		{ 160, 5, 70 },	 { 512, 64, 1 },
+	};
+	static const enum edgeq_type types[] = { EDGEQ_TYPE_Q4_0,
+						 EDGEQ_TYPE_Q8_0 };
+	int checked = 0;
+
+	if (!ops->matvec_packed)
+		return;
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_K, 16, 256), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 16, 48), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 17, 64),
+			 2 * 2 * (32 + 256));
+	for (size_t ti = 0; ti < 2; ti++) {
+		enum edgeq_type t = types[ti];
+
+		assert_true(ops->pack16[t]);
+		for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]);
+		     si++) {
+			int n = shapes[si].n, rows = shapes[si].rows;
+			int nb = shapes[si].nb, ldy = rows + 3;
+			int row0 = si % 3 == 2 && rows > 5 ? 5 : 0;
+			size_t rs = edgeq_row_size(t, n),
+			       as = edgeq_row_size(EDGEQ_TYPE_Q8_0, n);
+			size_t ps = edgeq_pack16_size(t, rows, n);
+			unsigned char *w = malloc(rs * rows), *pw = malloc(ps),
+				      *a = malloc(as * nb);
+			float *ym = malloc((size_t)nb * ldy * sizeof(float));
+
+			assert_non_null(w);
+			assert_non_null(pw);
+			for (int r = 0; r < rows; r++)
+				random_row(t, w + r * rs, n, (int)(r + si) % 4);
+			for (int b = 0; b < nb; b++)
+				direct_q8_0((void *)(a + b * as), n,
+					    (b + (int)si) % 5 == 4);
+			edgeq_pack16(t, w, rows, n, pw);
+			for (int pass = 0; pass < 2; pass++) {
+				/* the matmul, then the matvec token by token */
+				for (int i = 0; i < nb * ldy; i++)
+					ym[i] = -7.0f;
+				if (pass == 0)
+					ops->matmul_packed(t, pw, n, row0, rows,
+							   a, as, nb, ym, ldy);
+				else
+					for (int b = 0; b < nb; b++)
+						ops->matvec_packed(
+							t, pw, n, row0, rows,
+							a + b * as,
+							ym + b * ldy);
+				for (int b = 0; b < nb; b++)
+					for (int r = 0; r < ldy; r++) {
+						float got = ym[b * ldy + r], d;
+
+						if (r < row0 || r >= rows) {
+							if (got != -7.0f)
+								fail_msg(
+									"%s packed %s n=%d rows=%d: wrote row %d",
+									ops->name,
+									edgeq_type_name(
+										t),
+									n, rows,
+									r);
+							continue;
+						}
+						d = ref->vec_dot[t](n,
+								    w + r * rs,
+								    a + b * as);
+						if (!same_float(got, d))
+							fail_msg(
+								"%s packed %s %s n=%d rows=%d nb=%d row %d token %d: %a, scalar %a",
+								ops->name,
+								edgeq_type_name(
+									t),
+								pass ? "matvec" :
+								       "matmul",
+								n, rows, nb, r,
+								b, got, d);
+						checked++;
+					}
+			}
+			free(w);
+			free(pw);
+			free(a);
+			free(ym);
+		}
+	}
+	assert_true(checked > 1000);
+}
+
 static void test_simd_tables(void **state)
 {
 	static const char *const names[] = { "avx2", "avx512", "neon" };
@@ -1302,6 +1406,7 @@ static void test_simd_tables(void **state)
 		quantize_act_check(ops);
 		matmul_check(ops);
 		qk_matmul_shapes(ops);
+		pack16_check(ops);
 #if defined(__x86_64__)
 		/* the avx512 Q4_0 matvec without VBMI/GFNI, then with */
 		if (!strcmp(names[i], "avx512")) {

@@ -45,7 +45,7 @@ static const char *b_model, *b_threads = "1,2", *b_prompts = "64,512",
 static int b_gen = 64, b_reps = 3, b_streams, b_draft_max = 4;
 static const char *b_draft;
 static double b_soak;
-static bool b_json, b_no_matrix, b_drop_caches, b_quiet, b_prof;
+static bool b_json, b_no_matrix, b_drop_caches, b_quiet, b_prof, b_no_repack;
 
 static const struct cli_option bench_opts[] = {
 	{ "model", 'm', CLI_STR, &b_model, "FILE", "GGUF model" },
@@ -65,6 +65,8 @@ static const struct cli_option bench_opts[] = {
 	  "continuous generation for MINUTES" },
 	{ "profiles", 0, CLI_STR, &b_profile, "FILE",
 	  "profiles file for the local profile's defaults" },
+	{ "no-repack", 0, CLI_FLAG, &b_no_repack, NULL,
+	  "keep the file's weight layout (as EDGEQ_NO_REPACK=1)" },
 	{ "profile", 0, CLI_FLAG, &b_prof, NULL,
 	  "only the time breakdown: each forward-pass part per token, for each -p prompt and a -n token decode (the last -t thread count)" },
 	{ "streams", 0, CLI_INT, &b_streams, "N",
@@ -1147,6 +1149,8 @@ static int cmd_bench(int argc, char **argv)
 	if (nbk >= 0)
 		return nbk;
 	nthr = -nthr, npp = -npp, nbk = -nbk;
+	if (b_no_repack) /* every mode below loads its own model */
+		setenv("EDGEQ_NO_REPACK", "1", 1);
 	if (b_draft)
 		return bench_draft(b_model, thr[nthr - 1], b_draft, b_draft_max,
 				   b_gen, b_json);

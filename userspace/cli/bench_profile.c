@@ -67,7 +67,8 @@ static void print_phase(const struct phase *ph, double bw)
 		       ns / tok / 1e3, total > 0 ? 100 * ns / total : 0,
 		       (double)p->calls[i] / tok);
 		if (p->bytes[i] && ns > 0)
-			printf(" %9.1f", (double)(pp ? p->macs[i] : p->bytes[i]) / ns);
+			printf(" %9.1f",
+			       (double)(pp ? p->macs[i] : p->bytes[i]) / ns);
 		putchar('\n');
 	}
 	if (ph->sample_ns > 0)
@@ -76,12 +77,13 @@ static void print_phase(const struct phase *ph, double bw)
 		       1.0);
 	printf("  %-14s %11.1f %6.1f%%\n", "total", total / tok / 1e3, 100.0);
 	if (pp && mv_ns > 0)
-		printf("  matmuls: %.1f GMAC/s, %.0f%% of the time\n", macs / mv_ns,
-		       100 * mv_ns / total);
+		printf("  matmuls: %.1f GMAC/s, %.0f%% of the time\n",
+		       macs / mv_ns, 100 * mv_ns / total);
 	else if (mv_ns > 0 && bw > 0)
 		printf("  matvecs: %.1f GB/s of weights = %.0f%% of the %.1f GB/s measured now; %.0f%% of the time\n",
-		       (double)mv_bytes / mv_ns, 100 * (double)mv_bytes / mv_ns / bw,
-		       bw, 100 * mv_ns / total);
+		       (double)mv_bytes / mv_ns,
+		       100 * (double)mv_bytes / mv_ns / bw, bw,
+		       100 * mv_ns / total);
 }
 
 static json_t *phase_json(const struct phase *ph)
@@ -103,13 +105,12 @@ static json_t *phase_json(const struct phase *ph)
 		json_object_set_new(parts, edgeq_prof_part_name(i), o);
 	}
 	if (ph->sample_ns > 0)
-		json_object_set_new(parts, "sampling",
-				    json_pack("{s:f, s:f, s:I, s:I}",
-					      "us_per_token",
-					      ph->sample_ns / tok / 1e3,
-					      "calls_per_token", 1.0, "bytes",
-					      (json_int_t)0, "macs",
-					      (json_int_t)0));
+		json_object_set_new(
+			parts, "sampling",
+			json_pack("{s:f, s:f, s:I, s:I}", "us_per_token",
+				  ph->sample_ns / tok / 1e3, "calls_per_token",
+				  1.0, "bytes", (json_int_t)0, "macs",
+				  (json_int_t)0));
 	return json_pack("{s:s, s:I, s:I, s:f, s:f, s:o}", "test", ph->name,
 			 "tokens", (json_int_t)ph->n_tokens, "passes",
 			 (json_int_t)p->passes, "wall_s", ph->wall_s,
@@ -242,8 +243,11 @@ int bench_profile(const char *path, int threads, const int *pp, int npp,
 
 		for (i = 0; i <= npp; i++)
 			json_array_append_new(a, phase_json(&ph[i]));
-		j = json_pack("{s:s, s:i, s:i, s:s, s:f, s:I, s:o}", "model",
-			      path, "n_layer", (int)edgeq_model_info(m)->n_layer,
+		j = json_pack("{s:s, s:s, s:I, s:i, s:i, s:s, s:f, s:I, s:o}",
+			      "model", path, "repack",
+			      edgeq_model_info(m)->repack, "packed_bytes",
+			      (json_int_t)edgeq_model_info(m)->packed_bytes,
+			      "n_layer", (int)edgeq_model_info(m)->n_layer,
 			      "threads", ph[0].p.threads, "kernels",
 			      ph[0].p.kernels, "mem_gbps", bw,
 			      "bytes_per_token",
@@ -253,9 +257,9 @@ int bench_profile(const char *path, int threads, const int *pp, int npp,
 		putchar('\n');
 		json_decref(j);
 	} else {
-		printf("profile: %s, %d thread%s, %s kernels, memory %.1f GB/s (measured now)\n",
+		printf("profile: %s, %d thread%s, %s kernels, memory %.1f GB/s (measured now)\nrepack: %s\n",
 		       path, ph[0].p.threads, ph[0].p.threads == 1 ? "" : "s",
-		       ph[0].p.kernels, bw);
+		       ph[0].p.kernels, bw, edgeq_model_info(m)->repack);
 		for (i = 0; i <= npp; i++)
 			print_phase(&ph[i], bw);
 	}

@@ -29,7 +29,7 @@ static int o_n = 64, o_threads, o_top_k = 40, o_ctx, o_batch = 64,
 	   o_last_n = 64;
 static double o_temp = 0.8, o_top_p = 0.95, o_min_p = 0.05, o_rep = 1.0;
 static uint64_t o_seed = 0x5eed;
-static bool o_json, o_no_roof, o_no_bos, o_no_uring;
+static bool o_json, o_no_roof, o_no_bos, o_no_uring, o_no_repack;
 
 static const struct cli_option run_opts[] = {
 	{ "model", 'm', CLI_STR, &o_model, "FILE", "GGUF model file" },
@@ -58,6 +58,8 @@ static const struct cli_option run_opts[] = {
 	  "resident weight budget, bytes or percent of the model (default: from the memory cgroup and MemAvailable)" },
 	{ "no-io-uring", 0, CLI_FLAG, &o_no_uring, NULL,
 	  "read weights with a pread thread pool instead of io_uring" },
+	{ "no-repack", 0, CLI_FLAG, &o_no_repack, NULL,
+	  "keep the file's weight layout (default: Q4_0/Q8_0 matrices in 16-row groups when the budget has room)" },
 	{ "json", 0, CLI_FLAG, &o_json, NULL,
 	  "print one JSON object (prompt_tokens, tokens, text, timings)" },
 	{ "no-roofline", 0, CLI_FLAG, &o_no_roof, NULL,
@@ -249,6 +251,8 @@ static int cmd_run(int argc, char **argv)
 	edgeq_model_params_init(&mp);
 	mp.path = o_model;
 	mp.n_threads = o_threads;
+	if (o_no_repack)
+		mp.no_repack = true;
 	if (!strcmp(o_weights, "mmap"))
 		mp.weights = EDGEQ_WEIGHTS_MMAP;
 	else if (!strcmp(o_weights, "preload"))
@@ -426,6 +430,12 @@ static int cmd_run(int argc, char **argv)
 				tm, "weights_bytes_read",
 				json_integer((json_int_t)ws.bytes_read));
 		}
+		json_object_set_new(tm, "repack",
+				    json_string(edgeq_model_info(m)->repack));
+		json_object_set_new(
+			tm, "packed_bytes",
+			json_integer(
+				(json_int_t)edgeq_model_info(m)->packed_bytes));
 		json_object_set_new(tm, "prompt_tok_s", json_real(pps));
 		if (gp.draft.kind) {
 			struct edgeq_spec sp;
@@ -496,6 +506,7 @@ static int cmd_run(int argc, char **argv)
 	if (!edgeq_model_weights_status(m, &ws))
 		fprintf(stderr, " | weights %s (%s)",
 			edgeq_weights_mode_name(ws.mode), ws.why);
+	fprintf(stderr, " | repack %s", edgeq_model_info(m)->repack);
 	fputc('\n', stderr);
 out:
 	run_placement_stop(rp, o_json);

@@ -237,6 +237,21 @@ struct edgeq_kernel_ops {
 		       int64_t row0, int64_t row1, const void *a,
 		       size_t a_stride, int64_t nb, float *y, int64_t ldy);
 
+	/*
+	 * Optional (NULL: none): matvec and matmul over weights repacked by
+	 * edgeq_pack16() (the types with pack16[type] set), same arguments
+	 * and the same outputs bit for bit as matvec and matmul over the file
+	 * layout. @w is the packed matrix; rows are any range.
+	 */
+	bool pack16[EDGEQ_TYPE_COUNT];
+	void (*matvec_packed)(enum edgeq_type type, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      float *y);
+	void (*matmul_packed)(enum edgeq_type type, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      size_t a_stride, int64_t nb, float *y,
+			      int64_t ldy);
+
 	/* Attention helpers (n = head dimension, any n >= 1). */
 	float (*dot_f32)(int64_t n, const float *x, const float *y);
 	float (*dot_f16)(int64_t n, const uint16_t *k, const float *q);
@@ -276,6 +291,15 @@ const struct edgeq_kernel_ops *edgeq_kernels_select(void);
 const struct edgeq_kernel_ops *edgeq_kernels_scalar(void);
 /* A table by name if this build and CPU can run it, else NULL. */
 const struct edgeq_kernel_ops *edgeq_kernels_by_name(const char *name);
+
+/*
+ * Weights in groups of 16 interleaved rows (kernels/pack.c): the bytes a
+ * rows x n matrix of @type takes packed (0: no packed form of @type, or a
+ * bad shape), and the packing itself (@out that many bytes).
+ */
+size_t edgeq_pack16_size(enum edgeq_type type, int64_t rows, int64_t n);
+void edgeq_pack16(enum edgeq_type type, const void *w, int64_t rows, int64_t n,
+		  void *out);
 
 /* ---- thread pool and parallel matvec/matmul (threadpool.c) ---- */
 
@@ -322,6 +346,12 @@ void edgeq_par_matvec(struct edgeq_threadpool *tp,
 		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
 		      const void *w, int64_t n, int64_t rows, const void *a,
 		      float *y);
+/* Both above on weights packed by edgeq_pack16() (ops->pack16[type]). */
+void edgeq_par_matmul_packed(struct edgeq_threadpool *tp,
+			     const struct edgeq_kernel_ops *ops,
+			     enum edgeq_type type, const void *w, int64_t n,
+			     int64_t rows, const void *a, size_t a_stride,
+			     int64_t nb, float *y, int64_t ldy);
 /* y[b * ldy + r] = W[r] . a_b for a batch of nb activation rows (prefill);
  * each output equals the matvec one exactly. */
 void edgeq_par_matmul(struct edgeq_threadpool *tp,
@@ -365,6 +395,14 @@ void edgeq_attn_scores_f16_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_avx512(int64_t hd, int64_t nk, const float *a,
 			      const uint16_t *v, size_t vs, float *out);
 void edgeq_softmax_avx512(float *x, int64_t n);
+/* x86/avx512_pack.c: Q4_0/Q8_0 on 16-row packed weights. */
+void edgeq_avx512_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
+				int64_t row0, int64_t row1, const void *a,
+				float *y);
+void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
+				int64_t row0, int64_t row1, const void *a,
+				size_t a_stride, int64_t nb, float *y,
+				int64_t ldy);
 /* The same values as edgeq_quantize_act_ref, with AVX2 (x86/quant_act.c). */
 int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n);

@@ -398,6 +398,7 @@ struct par_job {
 	float *y;
 	int64_t ldy;
 	int64_t chunk;
+	bool packed; /* w is edgeq_pack16()'s form */
 	_Atomic int64_t next;
 };
 
@@ -410,7 +411,13 @@ static void par_task(void *arg, int ith, int nth)
 			&j->next, j->chunk, memory_order_relaxed)) < j->rows) {
 		int64_t r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
 
-		if (j->nb == 1)
+		if (j->packed && j->nb == 1)
+			j->ops->matvec_packed(j->type, j->w, j->n, r0, r1, j->a,
+					      j->y);
+		else if (j->packed)
+			j->ops->matmul_packed(j->type, j->w, j->n, r0, r1, j->a,
+					      j->a_stride, j->nb, j->y, j->ldy);
+		else if (j->nb == 1)
 			j->ops->matvec(j->type, j->w, j->n, r0, r1, j->a, j->y);
 		else
 			j->ops->matmul(j->type, j->w, j->n, r0, r1, j->a,
@@ -474,6 +481,33 @@ void edgeq_par_matmul(struct edgeq_threadpool *tp,
 	}
 	if (edgeq_threadpool_size(tp) == 1) {
 		ops->matmul(type, w, n, 0, rows, a, a_stride, nb, y, ldy);
+		return;
+	}
+	edgeq_threadpool_run(tp, par_task, &j);
+}
+
+void edgeq_par_matmul_packed(struct edgeq_threadpool *tp,
+			     const struct edgeq_kernel_ops *ops,
+			     enum edgeq_type type, const void *w, int64_t n,
+			     int64_t rows, const void *a, size_t a_stride,
+			     int64_t nb, float *y, int64_t ldy)
+{
+	struct par_job j = { .ops = ops,
+			     .type = type,
+			     .w = w,
+			     .n = n,
+			     .rows = rows,
+			     .a = a,
+			     .a_stride = a_stride,
+			     .nb = nb,
+			     .y = y,
+			     .ldy = ldy,
+			     .packed = true,
+			     .chunk = chunk_rows(rows,
+						 edgeq_threadpool_size(tp)) };
+
+	if (edgeq_threadpool_size(tp) == 1) {
+		par_task(&j, 0, 1);
 		return;
 	}
 	edgeq_threadpool_run(tp, par_task, &j);

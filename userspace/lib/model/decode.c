@@ -528,7 +528,11 @@ static void linear(struct fw *f, enum edgeq_prof_part part,
 		f->qa_nb = nb;
 		lap(m, EDGEQ_PROF_QUANT_ACT, 0);
 	}
-	if (nb == 1)
+	if (t->packed)
+		edgeq_par_matmul_packed(m->pool, m->ops, t->type, t->packed, n,
+					(int64_t)t->ne[1], c->qa, astride, nb,
+					y, ldy);
+	else if (nb == 1)
 		edgeq_par_matvec(m->pool, m->ops, t->type,
 				 edgeq_weights_get(m->weights, t), n,
 				 (int64_t)t->ne[1], c->qa, y);
@@ -760,9 +764,9 @@ static void rope_kv_token(struct edgeq_ctx *c, int l, int b)
 	const struct edgeq_hparams *hp = &c->m->hp;
 	uint32_t q_dim = hp->n_head * hp->head_dim;
 	uint32_t kv_dim = hp->n_head_kv * hp->head_dim;
-	const float *cs = (hp_layer_rope_swa(hp, (uint32_t)l) ? c->rope_swa :
-								c->rope) +
-			  (size_t)b * hp->n_rot;
+	const float *cs =
+		(hp_layer_rope_swa(hp, (uint32_t)l) ? c->rope_swa : c->rope) +
+		(size_t)b * hp->n_rot;
 
 	rope_apply(hp, c->q + (size_t)b * q_dim, hp->n_head, cs);
 	rope_apply(hp, c->k + (size_t)b * kv_dim, hp->n_head_kv, cs);
@@ -824,7 +828,8 @@ static void pw_task(void *arg, int ith, int nth)
 	}
 	/* elements in contiguous ranges of whole cache lines */
 	i0 = (int)(((int64_t)a->n * ith / nth) & ~15);
-	i1 = ith == nth - 1 ? a->n : (int)(((int64_t)a->n * (ith + 1) / nth) & ~15);
+	i1 = ith == nth - 1 ? a->n :
+			      (int)(((int64_t)a->n * (ith + 1) / nth) & ~15);
 	for (i = i0; i < i1; i++)
 		switch (a->op) {
 		case PW_ADD:
@@ -853,18 +858,15 @@ static void pw_run(struct edgeq_ctx *c, struct pw_arg *a, int min_n)
 static void norm_par(struct edgeq_ctx *c, float *o, const float *x,
 		     const float *w, int n, uint32_t width)
 {
-	struct pw_arg a = { .op = PW_NORM,
-			    .n = n,
-			    .width = width,
-			    .o = o,
-			    .x = x,
-			    .w = w };
+	struct pw_arg a = {
+		.op = PW_NORM, .n = n, .width = width, .o = o, .x = x, .w = w
+	};
 
 	pw_run(c, &a, 2);
 }
 
-static void ew_par(struct edgeq_ctx *c, enum pw_op op, float *o,
-		   const float *x, size_t n)
+static void ew_par(struct edgeq_ctx *c, enum pw_op op, float *o, const float *x,
+		   size_t n)
 {
 	struct pw_arg a = { .op = op, .n = (int)n, .o = o, .x = x };
 
@@ -968,7 +970,8 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		       c->xb, (int)E);
 		if (L->post_attn_norm) {
 			norm_par(c, c->xb, c->xb,
-				 edgeq_weights_get(w, L->post_attn_norm), nb, E);
+				 edgeq_weights_get(w, L->post_attn_norm), nb,
+				 E);
 			lap(m, EDGEQ_PROF_NORM, 0);
 		}
 		ew_par(c, PW_ADD, c->x, c->xb, (size_t)nb * E);

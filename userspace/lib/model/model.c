@@ -22,6 +22,8 @@ void edgeq_model_params_init(struct edgeq_model_params *p)
 	memset(p, 0, sizeof(*p));
 	p->weights = EDGEQ_WEIGHTS_AUTO;
 	p->use_io_uring = true;
+	p->no_repack = getenv("EDGEQ_NO_REPACK") &&
+		       strcmp(getenv("EDGEQ_NO_REPACK"), "0");
 }
 
 const struct edgeq_model_info *edgeq_model_info(const struct edgeq_model *m)
@@ -560,13 +562,23 @@ int edgeq_model_load(const struct edgeq_model_params *p,
 					  (int)(ncpu > 0 ? ncpu : 1);
 	if (m->n_threads > 256)
 		m->n_threads = 256;
-	if (p->weights != EDGEQ_WEIGHTS_MMAP) /* the streamer decides AUTO */
-		ret = edgeq_weights_stream_new(m, p, &m->weights, err);
-	else
+	if (p->weights == EDGEQ_WEIGHTS_AUTO && model_pack_wants_mmap(m, p)) {
+		/* the pass reads the packed copy: map the file to pack it */
 		ret = edgeq_weights_mmap_new(m, &m->weights, err);
+		snprintf(
+			m->weights_why, sizeof(m->weights_why),
+			"mapped to repack (the packed matrices fit the budget)");
+	} else if (p->weights != EDGEQ_WEIGHTS_MMAP) {
+		/* the streamer decides AUTO */
+		ret = edgeq_weights_stream_new(m, p, &m->weights, err);
+	} else {
+		ret = edgeq_weights_mmap_new(m, &m->weights, err);
+	}
 	if (ret)
 		goto fail;
 	ret = edgeq_decode_init_model(m, err);
+	if (!ret)
+		ret = model_pack_weights(m, p, err);
 	if (ret)
 		goto fail;
 	*out = m;
@@ -582,6 +594,7 @@ void edgeq_model_free(struct edgeq_model *m)
 		return;
 	pthread_mutex_destroy(&m->lock);
 	edgeq_decode_exit_model(m);
+	model_pack_free(m);
 	edgeq_weights_free(m->weights);
 	vocab_free(&m->vocab);
 	free(m->tensors);

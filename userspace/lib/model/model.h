@@ -28,12 +28,13 @@ struct edgeq_tensor {
 	char name[EDGEQ_GGUF_MAX_NAME];
 	uint32_t type; /* enum edgeq_type */
 	uint32_t n_dims;
-	uint64_t ne[4];	 /* ne[0] = row length (cols), ne[1] = rows */
-	uint64_t offset; /* absolute file offset of the data */
-	uint64_t size;	 /* bytes */
-	size_t row_size; /* bytes of one row of ne[0] elements */
-	int layer;	 /* block index, or EDGEQ_WEIGHTS_GLOBAL */
-	bool per_token;	 /* read by every decode step (not token_embd) */
+	uint64_t ne[4];	    /* ne[0] = row length (cols), ne[1] = rows */
+	uint64_t offset;    /* absolute file offset of the data */
+	uint64_t size;	    /* bytes */
+	size_t row_size;    /* bytes of one row of ne[0] elements */
+	int layer;	    /* block index, or EDGEQ_WEIGHTS_GLOBAL */
+	const void *packed; /* edgeq_pack16() form, or NULL (model/pack.c) */
+	bool per_token;	    /* read by every decode step (not token_embd) */
 };
 
 /* phi3: wq is attn_qkv (rows q | k | v) with wk = wv = NULL, and w_up is
@@ -134,6 +135,8 @@ struct edgeq_model {
 	struct edgeq_decode_profile prof;
 	uint64_t prof_last, prof_wait;
 	char weights_why[160]; /* why the weights mode (the streamer's auto) */
+	void *pack_base;       /* the packed matrices (model/pack.c) */
+	size_t pack_len;
 };
 
 /*
@@ -148,6 +151,21 @@ int edgeq_weights_stream_new(struct edgeq_model *m,
 			     struct edgeq_weights **out,
 			     struct edgeq_error *err);
 void edgeq_weights_free(struct edgeq_weights *w);
+
+/*
+ * Repack the matrices the kernels have a 16-row form of into one anonymous
+ * region (tensor->packed), when the weights are mapped from the file and
+ * the budget has room; records what was done in info.repack. Fails only
+ * on a memory error.
+ */
+int model_pack_weights(struct edgeq_model *m,
+		       const struct edgeq_model_params *p,
+		       struct edgeq_error *err);
+void model_pack_free(struct edgeq_model *m);
+/* AUTO weights: map the file (and pack) rather than preload it, since the
+ * packed copy is what the pass reads and it fits the budget. */
+bool model_pack_wants_mmap(const struct edgeq_model *m,
+			   const struct edgeq_model_params *p);
 
 /* Forward-pass state that belongs to the model (decode.c). */
 int edgeq_decode_init_model(struct edgeq_model *m, struct edgeq_error *err);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# timeout: 300
+# Weights repacked at load (16-row groups, Q4_0 and Q8_0): the logits of
+# every position are bit-identical to the file layout's (--no-repack) and
+# to the scalar oracle's, at 1 and 2 threads, for decode and for prompts
+# past the 8-token tile; the JSON says what was packed, and each case that
+# keeps the file layout says why (asked not to, streamed weights, a budget
+# the packed copy would exceed, a type with no packed form, kernels
+# without one).
+. "$(dirname "$0")/../lib/testlib.sh"
+GEN=${O:-build}/tools/gguf-gen
+[ -x "$GEN" ] || skip_all "gguf-gen is not built"
+P="The quick brown fox jumps over the lazy dog and runs far away from home"
+"$GEN" -o "$T/q4_0.gguf" --type q4_0 --seed 21 >/dev/null
+"$GEN" -o "$T/q8_0.gguf" --type q8_0 --seed 22 --arch qwen3 >/dev/null
+"$GEN" -o "$T/q4_k.gguf" --type q4_k --seed 23 >/dev/null
+
+repack_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['timings']['repack'])" "$1"; }
+
+"$EDGEQ" run -m "$T/q4_0.gguf" -p hi -n 1 --temp 0 --json --no-roofline >"$T/probe" 2>/dev/null
+if grep -q 'have no packed layout' "$T/probe"; then
+	skip_all "the selected kernels have no packed layout ($(repack_of "$T/probe"))"
+fi
+
+for ty in q4_0 q8_0; do
+	m=$T/$ty.gguf
+	for t in 1 2; do
+		"$EDGEQ" run -m "$m" -p "$P" -n 12 -t $t -b 11 --temp 0 --no-roofline \
+			--dump-logits "$T/$ty-p$t" >/dev/null 2>&1
+		"$EDGEQ" run -m "$m" -p hi -n 1 -t $t --json --no-roofline >"$T/$ty-p$t.j" 2>/dev/null
+		check "$ty -t $t: runs packed" grep -q '"repack": *"[0-9]* matrices in 16-row groups' "$T/$ty-p$t.j"
+		"$EDGEQ" run -m "$m" -p "$P" -n 12 -t $t -b 11 --temp 0 --no-roofline --no-repack \
+			--dump-logits "$T/$ty-f$t" >/dev/null 2>&1
+		"$EDGEQ" run -m "$m" -p hi -n 1 -t $t --json --no-roofline --no-repack >"$T/$ty-f$t.j" 2>/dev/null
+		check "$ty -t $t --no-repack: says so" grep -q '"repack": *"off: asked not to"' "$T/$ty-f$t.j"
+		check "$ty -t $t: logits bit-identical packed and not" cmp -s "$T/$ty-p$t" "$T/$ty-f$t"
+	done
+	EDGEQ_KERNELS=scalar "$EDGEQ" run -m "$m" -p "$P" -n 12 -t 2 -b 11 --temp 0 --no-roofline \
+		--dump-logits "$T/$ty-s" >/dev/null 2>&1
+	EDGEQ_KERNELS=scalar "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline >"$T/$ty-s.j" 2>/dev/null
+	check "$ty scalar: no packed layout, said" grep -q '"repack": *"off: the scalar kernels have no packed layout"' "$T/$ty-s.j"
+	check "$ty: packed logits equal the scalar oracle's" cmp -s "$T/$ty-p2" "$T/$ty-s"
+	check "$ty: the logits are not empty" test -s "$T/$ty-s"
+	EDGEQ_NO_REPACK=1 "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline >"$T/e.j" 2>/dev/null
+	check "$ty: EDGEQ_NO_REPACK=1 keeps the layout" grep -q '"repack": *"off: asked not to"' "$T/e.j"
+done
+
+m=$T/q4_0.gguf
+"$EDGEQ" run -m "$m" -p "$P" -n 12 -t 2 -b 11 --temp 0 --no-roofline --weights stream \
+	--dump-logits "$T/st" >/dev/null 2>&1
+"$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline --weights stream >"$T/st.j" 2>/dev/null
+check "streamed weights: not packed, said" grep -q '"repack": *"off: the weights are streamed, not mapped"' "$T/st.j"
+check "streamed weights: the same logits" cmp -s "$T/st" "$T/q4_0-p2"
+"$EDGEQ" run -m "$m" -p hi -n 2 --temp 0 --json --no-roofline --weights mmap --weights-budget 100000 >"$T/b.j" 2>/dev/null
+check "a budget the packed copy exceeds: not packed, said" grep -q '"repack": *"off: [0-9]* MiB packed would exceed the 0 MiB budget"' "$T/b.j"
+"$EDGEQ" run -m "$m" -p hi -n 2 --temp 0 --json --no-roofline >"$T/a.j" 2>/dev/null
+check "auto weights: mapped to pack" grep -q '"weights_why": *"mapped to repack' "$T/a.j"
+"$EDGEQ" run -m "$T/q4_k.gguf" -p hi -n 2 --temp 0 --json --no-roofline >"$T/k.j" 2>/dev/null
+check "Q4_K: no packed form, said" grep -q '"repack": *"off: no matrix of a type the .* kernels pack"' "$T/k.j"
+"$EDGEQ" run -m "$m" -p hi -n 2 --temp 0 --no-roofline 2>"$T/err" >/dev/null
+check "the figures line names the repack" grep -q '| repack [0-9]* matrices in 16-row groups' "$T/err"
+summary

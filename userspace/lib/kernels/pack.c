@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Weights repacked at load into groups of 16 interleaved rows (issue 19;
+ * Documentation/kernels.rst, "Repacked weights"). For Q4_0 and Q8_0, per
+ * group of 16 rows and per 32-column block:
+ *
+ *   16 fp16 scales, row r's at word r (32 bytes), then
+ *   Q4_0: 4 x 64 bytes; in chunk c, bytes 4r..4r+3 are row r's
+ *         qs[4c..4c+3] as the file has them (low nibbles: elements
+ *         4c..4c+3, high nibbles: 16+4c..16+4c+3);
+ *   Q8_0: 8 x 64 bytes; in chunk c, bytes 4r..4r+3 are row r's
+ *         qs[4c..4c+3] + 128 (unsigned).
+ *
+ * So one 64-byte load holds 4 weights of each of the 16 rows, one 32-bit
+ * lane per row: a SIMD table multiplies them by 4 broadcast activation
+ * bytes and the 16 rows' exact block sums land in 16 lanes, with no
+ * horizontal reduction and no per-call weight preparation; each group is
+ * one sequential stream. A last group with fewer than 16 rows is padded
+ * with zero rows (scale 0). The canonical reduction order is unchanged:
+ * one fma of d_w * d_a and the exact block sum per block and output.
+ */
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static size_t group_block_bytes(enum edgeq_type t)
+{
+	switch (t) {
+	case EDGEQ_TYPE_Q4_0:
+		return 32 + 4 * 64;
+	case EDGEQ_TYPE_Q8_0:
+		return 32 + 8 * 64;
+	default:
+		return 0;
+	}
+}
+
+size_t edgeq_pack16_size(enum edgeq_type t, int64_t rows, int64_t n)
+{
+	size_t gb = group_block_bytes(t);
+
+	if (!gb || rows < 1 || n < 32 || n % 32)
+		return 0;
+	return (size_t)((rows + 15) / 16) * (size_t)(n / 32) * gb;
+}
+
+void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
+		  void *out)
+{
+	size_t gb = group_block_bytes(t), rs = edgeq_row_size(t, n);
+	int64_t nblk = n / 32, g, i, r;
+	uint8_t *o = out;
+
+	for (g = 0; g < (rows + 15) / 16; g++)
+		for (i = 0; i < nblk; i++, o += gb) {
+			memset(o, 0, gb);
+			for (r = 0; r < 16 && 16 * g + r < rows; r++) {
+				const uint8_t *row =
+					(const uint8_t *)w + (16 * g + r) * rs;
+
+				if (t == EDGEQ_TYPE_Q4_0) {
+					const struct edgeq_block_q4_0 *b =
+						(const void *)(row + i * 18);
+
+					memcpy(o + 2 * r, &b->d, 2);
+					for (int c = 0; c < 4; c++)
+						memcpy(o + 32 + 64 * c + 4 * r,
+						       b->qs + 4 * c, 4);
+				} else {
+					const struct edgeq_block_q8_0 *b =
+						(const void *)(row + i * 34);
+
+					memcpy(o + 2 * r, &b->d, 2);
+					for (int c = 0; c < 8; c++)
+						for (int j = 0; j < 4; j++)
+							o[32 + 64 * c + 4 * r +
+							  j] = (uint8_t)(b->qs[4 * c + j] +
+									128);
+				}
+			}
+		}
+}

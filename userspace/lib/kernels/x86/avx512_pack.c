@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * AVX-512 VNNI matvec and matmul on weights repacked into groups of 16
+ * interleaved rows (kernels/pack.c has the layout). Per group and block,
+ * each 64-byte chunk holds 4 weights of each of the 16 rows in one 32-bit
+ * lane: vpdpbusd against the token's 4 activation bytes broadcast sums
+ * them into the 16 rows' lanes, starting at the bias (-8 or -128 times the
+ * activation block's sum), so after the block the 16 lanes are the exact
+ * signed block sums; one convert, d_w * d_a (exact: two fp16 values) and
+ * one fma advance the 16 rows' chains, as the scalar dot does per block.
+ * A matmul unpacks a group's block once for up to 8 tokens.
+ */
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")
+
+/* Per activation block: its scale and bias (-8 or -128 times its sum). */
+struct act {
+	float d;
+	int32_t bias;
+};
+
+static size_t gblock(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_0 ? 32 + 4 * 64 : 32 + 8 * 64;
+}
+
+static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
+		     int64_t nblk, struct act *out)
+{
+	int shift = t == EDGEQ_TYPE_Q4_0 ? 3 : 7;
+
+	for (int64_t i = 0; i < nblk; i++) {
+		__m256i q = _mm256_loadu_si256((const __m256i *)a[i].qs);
+		__m256i s = _mm256_sad_epu8(_mm256_xor_si256(
+						    q, _mm256_set1_epi8(-128)),
+					    _mm256_setzero_si256());
+		int64_t sum = _mm256_extract_epi64(s, 0) +
+			      _mm256_extract_epi64(s, 1) +
+			      _mm256_extract_epi64(s, 2) +
+			      _mm256_extract_epi64(s, 3) - 32 * 128;
+
+		out[i].d = edgeq_fp16_to_fp32(a[i].d);
+		out[i].bias = (int32_t)(-(sum << shift));
+	}
+}
+
+static inline __m512i bcast4(const int8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm512_set1_epi32(v);
+}
+
+static inline __mmask16 lanes(int64_t g, int64_t row0, int64_t row1)
+{
+	int64_t lo = row0 - 16 * g, hi = row1 - 16 * g;
+	uint32_t m = 0xffff;
+
+	if (lo > 0)
+		m &= 0xffffu << lo;
+	if (hi < 16)
+		m &= (1u << hi) - 1;
+	return (__mmask16)m;
+}
+
+/* Scratch for the activation's per-block scales and biases. */
+static __thread struct act *tl_act;
+static __thread size_t tl_cap;
+
+static struct act *act_buf(size_t n)
+{
+	if (n > tl_cap) {
+		struct act *p = realloc(tl_act, n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		tl_act = p;
+		tl_cap = n;
+	}
+	return tl_act;
+}
+
+#define AI __attribute__((always_inline)) static inline
+#ifndef PF_AHEAD
+#define PF_AHEAD 4096
+#endif
+
+/*
+ * One group of 16 rows against NT tokens (a compile-time constant at each
+ * call, so the accumulators stay in registers), blocks [i0, i1): token k's
+ * Q8_0 row at a + k * as, its prepared block i at ap[k * aps + i - i0].
+ * Each block's sum runs in two independent vpdpbusd chains (the low and
+ * the high nibbles; Q8_0: even and odd chunks), added exactly.
+ */
+AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
+	     const char *a, size_t as, const struct act *ap, int64_t aps,
+	     const int NT, __m512 *acc)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const size_t gb = gblock(t);
+	__m512 c_[8];
+	int k;
+
+#pragma GCC unroll 8
+	for (k = 0; k < NT; k++)
+		c_[k] = acc[k];
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *blk = gp + (size_t)i * gb;
+		__m512 dw = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)blk));
+		__m512i w[8];
+
+#pragma GCC unroll 9
+		for (size_t o = 0; o < gb; o += 64)
+			_mm_prefetch((const char *)blk + PF_AHEAD + o,
+				     _MM_HINT_T0);
+		if (t == EDGEQ_TYPE_Q4_0) {
+#pragma GCC unroll 4
+			for (int c = 0; c < 4; c++) {
+				__m512i v = _mm512_loadu_si512(blk + 32 +
+							       64 * c);
+
+				w[c] = _mm512_and_si512(v, m4);
+				w[4 + c] = _mm512_and_si512(
+					_mm512_srli_epi16(v, 4), m4);
+			}
+		} else {
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++)
+				w[c] = _mm512_loadu_si512(blk + 32 + 64 * c);
+		}
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++) {
+			const int8_t *q =
+				((const struct edgeq_block_q8_0 *)(a + k * as))[i]
+					.qs;
+			const struct act *x = &ap[k * aps + i - i0];
+			__m512i s0 = _mm512_set1_epi32(x->bias);
+			__m512i s1 = _mm512_setzero_si512();
+
+			if (t == EDGEQ_TYPE_Q4_0) {
+#pragma GCC unroll 4
+				for (int c = 0; c < 4; c++) {
+					s0 = _mm512_dpbusd_epi32(
+						s0, w[c], bcast4(q + 4 * c));
+					s1 = _mm512_dpbusd_epi32(
+						s1, w[4 + c],
+						bcast4(q + 16 + 4 * c));
+				}
+			} else {
+#pragma GCC unroll 4
+				for (int c = 0; c < 8; c += 2) {
+					s0 = _mm512_dpbusd_epi32(
+						s0, w[c], bcast4(q + 4 * c));
+					s1 = _mm512_dpbusd_epi32(
+						s1, w[c + 1],
+						bcast4(q + 4 * c + 4));
+				}
+			}
+			c_[k] = _mm512_fmadd_ps(
+				_mm512_mul_ps(dw, _mm512_set1_ps(x->d)),
+				_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+				c_[k]);
+		}
+	}
+#pragma GCC unroll 8
+	for (k = 0; k < NT; k++)
+		acc[k] = c_[k];
+}
+
+static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		     int64_t i1, const char *a, size_t as,
+		     const struct act *ap, int64_t aps, int nt, __m512 *acc)
+{
+#define T(N)                                                               \
+	case N:                                                            \
+		if (t == EDGEQ_TYPE_Q4_0)                                  \
+			tile(EDGEQ_TYPE_Q4_0, gp, i0, i1, a, as, ap, aps, N, \
+			     acc);                                         \
+		else                                                       \
+			tile(EDGEQ_TYPE_Q8_0, gp, i0, i1, a, as, ap, aps, N, \
+			     acc);                                         \
+		return
+	switch (nt) {
+		T(1);
+		T(2);
+		T(3);
+		T(4);
+		T(5);
+		T(6);
+		T(7);
+		T(8);
+	}
+#undef T
+}
+
+/* Without heap scratch: the blocks in segments prepared on the stack. */
+#define SEG 64
+
+static void tile_seg(enum edgeq_type t, const uint8_t *gp, int64_t nblk,
+		     const char *a, size_t as, int nt, __m512 *acc)
+{
+	struct act st[8 * SEG];
+
+	for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
+		int64_t i1 = i0 + SEG < nblk ? i0 + SEG : nblk;
+
+		for (int k = 0; k < nt; k++)
+			act_prep(t,
+				 (const struct edgeq_block_q8_0 *)(a + k * as) +
+					 i0,
+				 i1 - i0, st + k * SEG);
+		tile_any(t, gp, i0, i1, a, as, st, SEG, nt, acc);
+	}
+}
+
+void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
+				int64_t row0, int64_t row1, const void *a,
+				size_t a_stride, int64_t nb, float *y,
+				int64_t ldy)
+{
+	int64_t nblk = n / 32, g, b0;
+	size_t gsz = (size_t)nblk * gblock(t);
+	struct act *ab = act_buf((size_t)(nb * nblk));
+	__m512 acc[8];
+
+	for (b0 = 0; ab && b0 < nb; b0++)
+		act_prep(t, (const void *)((const char *)a + b0 * a_stride),
+			 nblk, ab + b0 * nblk);
+	for (g = row0 / 16; 16 * g < row1; g++) {
+		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
+		__mmask16 m = lanes(g, row0, row1);
+
+		for (b0 = 0; b0 < nb; b0 += 8) {
+			int nt = nb - b0 < 8 ? (int)(nb - b0) : 8;
+
+			const char *ak = (const char *)a + b0 * a_stride;
+
+			for (int k = 0; k < nt; k++)
+				acc[k] = _mm512_setzero_ps();
+			if (ab)
+				tile_any(t, gp, 0, nblk, ak, a_stride,
+					 ab + b0 * nblk, nblk, nt, acc);
+			else
+				tile_seg(t, gp, nblk, ak, a_stride, nt, acc);
+			for (int k = 0; k < nt; k++)
+				_mm512_mask_storeu_ps(y + (b0 + k) * ldy +
+							      16 * g,
+						      m, acc[k]);
+		}
+	}
+}
+
+void edgeq_avx512_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
+				int64_t row0, int64_t row1, const void *a,
+				float *y)
+{
+	edgeq_avx512_matmul_packed(t, w, n, row0, row1, a, 0, 1, y, 0);
+}
