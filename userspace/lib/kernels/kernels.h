@@ -407,6 +407,16 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n);
 #endif
+#if defined(__aarch64__)
+/* arm64/neon_pack.c: Q4_0/Q8_0 on 16-row packed weights. */
+void edgeq_neon_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      float *y);
+void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      size_t a_stride, int64_t nb, float *y,
+			      int64_t ldy);
+#endif
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
 			  enum edgeq_type type, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a, float *y);

@@ -74,8 +74,9 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					for (int c = 0; c < 8; c++)
 						for (int j = 0; j < 4; j++)
 							o[32 + 64 * c + 4 * r +
-							  j] = (uint8_t)(b->qs[4 * c + j] +
-									128);
+							  j] = (uint8_t)(b->qs[4 * c +
+									       j] +
+									 128);
 				}
 			}
 		}

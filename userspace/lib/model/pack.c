@@ -145,7 +145,8 @@ int model_pack_weights(struct edgeq_model *m,
 			 m->ops->name);
 		return 0;
 	}
-	if (edgeq_model_weights_status(m, &st) || st.mode != EDGEQ_WEIGHTS_MMAP) {
+	if (edgeq_model_weights_status(m, &st) ||
+	    st.mode != EDGEQ_WEIGHTS_MMAP) {
 		snprintf(in->repack, sizeof(in->repack),
 			 "off: the weights are %s, not mapped",
 			 st.mode == EDGEQ_WEIGHTS_STREAM ? "streamed" :
@@ -161,10 +162,11 @@ int model_pack_weights(struct edgeq_model *m,
 	}
 	budget = budget_of(p);
 	if (budget && total > budget) {
-		snprintf(in->repack, sizeof(in->repack),
-			 "off: %llu MiB packed would exceed the %llu MiB budget",
-			 (unsigned long long)(total >> 20),
-			 (unsigned long long)(budget >> 20));
+		snprintf(
+			in->repack, sizeof(in->repack),
+			"off: %llu MiB packed would exceed the %llu MiB budget",
+			(unsigned long long)(total >> 20),
+			(unsigned long long)(budget >> 20));
 		return 0;
 	}
 	base = mmap(NULL, total, PROT_READ | PROT_WRITE,

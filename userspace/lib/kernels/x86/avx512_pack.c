@@ -36,9 +36,9 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 
 	for (int64_t i = 0; i < nblk; i++) {
 		__m256i q = _mm256_loadu_si256((const __m256i *)a[i].qs);
-		__m256i s = _mm256_sad_epu8(_mm256_xor_si256(
-						    q, _mm256_set1_epi8(-128)),
-					    _mm256_setzero_si256());
+		__m256i s = _mm256_sad_epu8(
+			_mm256_xor_si256(q, _mm256_set1_epi8(-128)),
+			_mm256_setzero_si256());
 		int64_t sum = _mm256_extract_epi64(s, 0) +
 			      _mm256_extract_epi64(s, 1) +
 			      _mm256_extract_epi64(s, 2) +
@@ -123,8 +123,8 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		if (t == EDGEQ_TYPE_Q4_0) {
 #pragma GCC unroll 4
 			for (int c = 0; c < 4; c++) {
-				__m512i v = _mm512_loadu_si512(blk + 32 +
-							       64 * c);
+				__m512i v =
+					_mm512_loadu_si512(blk + 32 + 64 * c);
 
 				w[c] = _mm512_and_si512(v, m4);
 				w[4 + c] = _mm512_and_si512(
@@ -137,9 +137,9 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		}
 #pragma GCC unroll 8
 		for (k = 0; k < NT; k++) {
-			const int8_t *q =
-				((const struct edgeq_block_q8_0 *)(a + k * as))[i]
-					.qs;
+			const int8_t *q = ((
+				const struct edgeq_block_q8_0 *)(a + k * as))[i]
+						  .qs;
 			const struct act *x = &ap[k * aps + i - i0];
 			__m512i s0 = _mm512_set1_epi32(x->bias);
 			__m512i s1 = _mm512_setzero_si512();
@@ -175,17 +175,17 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 }
 
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
-		     int64_t i1, const char *a, size_t as,
-		     const struct act *ap, int64_t aps, int nt, __m512 *acc)
+		     int64_t i1, const char *a, size_t as, const struct act *ap,
+		     int64_t aps, int nt, __m512 *acc)
 {
-#define T(N)                                                               \
-	case N:                                                            \
-		if (t == EDGEQ_TYPE_Q4_0)                                  \
+#define T(N)                                                                 \
+	case N:                                                              \
+		if (t == EDGEQ_TYPE_Q4_0)                                    \
 			tile(EDGEQ_TYPE_Q4_0, gp, i0, i1, a, as, ap, aps, N, \
-			     acc);                                         \
-		else                                                       \
+			     acc);                                           \
+		else                                                         \
 			tile(EDGEQ_TYPE_Q8_0, gp, i0, i1, a, as, ap, aps, N, \
-			     acc);                                         \
+			     acc);                                           \
 		return
 	switch (nt) {
 		T(1);
@@ -250,9 +250,8 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			else
 				tile_seg(t, gp, nblk, ak, a_stride, nt, acc);
 			for (int k = 0; k < nt; k++)
-				_mm512_mask_storeu_ps(y + (b0 + k) * ldy +
-							      16 * g,
-						      m, acc[k]);
+				_mm512_mask_storeu_ps(
+					y + (b0 + k) * ldy + 16 * g, m, acc[k]);
 		}
 	}
 }

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * NEON (dotprod) matvec and matmul on weights repacked into groups of 16
+ * interleaved rows (kernels/pack.c has the layout; x86/avx512_pack.c the
+ * same design with vpdpbusd). A 64-byte chunk is four 16-byte vectors,
+ * vector v holding 4 weights of rows 4v..4v+3, one 32-bit lane per row:
+ * sdot by lane (vdotq_laneq_s32) against the 4 activation bytes the chunk
+ * meets sums them into the 4 rows' lanes. Q4_0 nibbles are used as they
+ * are with the accumulator starting at -8 times the activation block's
+ * sum; Q8_0's stored q + 128 goes back to q with one eor (sdot is signed
+ * by signed), so its accumulator starts at 0. After a block the 16 lanes
+ * are the exact block sums, and d_w * d_a (exact) and one fused
+ * multiply-add per row advance the chains: the canonical order, bit for
+ * bit the scalar dot.
+ */
+#include <arm_neon.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+#define AI __attribute__((always_inline)) static inline
+#define GB_Q4_0 (32 + 4 * 64)
+#define GB_Q8_0 (32 + 8 * 64)
+
+/* Per activation block: its scale, and Q4_0's bias (-8 times its sum). */
+struct act {
+	float d;
+	int32_t bias;
+};
+
+static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
+		     int64_t nblk, struct act *out)
+{
+	for (int64_t i = 0; i < nblk; i++) {
+		int16x8_t s = vaddq_s16(vpaddlq_s8(vld1q_s8(a[i].qs)),
+					vpaddlq_s8(vld1q_s8(a[i].qs + 16)));
+
+		out[i].d = edgeq_fp16_to_fp32(a[i].d);
+		out[i].bias = t == EDGEQ_TYPE_Q4_0 ? -8 * vaddlvq_s16(s) : 0;
+	}
+}
+
+static __thread struct act *tl_act;
+static __thread size_t tl_cap;
+
+static struct act *act_buf(size_t n)
+{
+	if (n > tl_cap) {
+		struct act *p = realloc(tl_act, n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		tl_act = p;
+		tl_cap = n;
+	}
+	return tl_act;
+}
+
+/*
+ * One group of 16 rows against NT tokens (a constant at each call), blocks
+ * [i0, i1): token k's Q8_0 row at a + k * as, its prepared block i at
+ * ap[k * aps + i - i0]; acc[4 * k + v] are rows 4v..4v+3 of token k.
+ */
+AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
+	     const char *a, size_t as, const struct act *ap, int64_t aps,
+	     const int NT, float32x4_t *acc)
+{
+	const size_t gb = t == EDGEQ_TYPE_Q4_0 ? GB_Q4_0 : GB_Q8_0;
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), x80 = vdupq_n_u8(0x80);
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *blk = gp + (size_t)i * gb;
+		float32x4_t dw[4];
+		int32x4_t s[4 * 4];
+		int8x16_t q0[4], q1[4];
+		int k, v;
+
+		__builtin_prefetch(blk + 2048);
+		__builtin_prefetch(blk + 2048 + 64);
+		__builtin_prefetch(blk + 2048 + 128);
+		__builtin_prefetch(blk + 2048 + 192);
+		__builtin_prefetch(blk + 2048 + 256);
+		for (v = 0; v < 4; v++)
+			dw[v] = vcvt_f32_f16(vreinterpret_f16_u16(
+				vld1_u16((const uint16_t *)blk + 4 * v)));
+#pragma GCC unroll 4
+		for (k = 0; k < NT; k++) {
+			const int8_t *q =
+				((const struct edgeq_block_q8_0 *)(a + k * as))[i]
+					.qs;
+			int32x4_t b = vdupq_n_s32(ap[k * aps + i - i0].bias);
+
+			q0[k] = vld1q_s8(q);
+			q1[k] = vld1q_s8(q + 16);
+			for (v = 0; v < 4; v++)
+				s[4 * k + v] = b;
+		}
+		if (t == EDGEQ_TYPE_Q4_0) {
+#pragma GCC unroll 4
+			for (v = 0; v < 4; v++) {
+				uint8x16_t c0 = vld1q_u8(blk + 32 + 16 * v);
+				uint8x16_t c1 = vld1q_u8(blk + 96 + 16 * v);
+				uint8x16_t c2 = vld1q_u8(blk + 160 + 16 * v);
+				uint8x16_t c3 = vld1q_u8(blk + 224 + 16 * v);
+				int8x16_t l0 = vreinterpretq_s8_u8(
+					vandq_u8(c0, m4));
+				int8x16_t l1 = vreinterpretq_s8_u8(
+					vandq_u8(c1, m4));
+				int8x16_t l2 = vreinterpretq_s8_u8(
+					vandq_u8(c2, m4));
+				int8x16_t l3 = vreinterpretq_s8_u8(
+					vandq_u8(c3, m4));
+				int8x16_t h0 = vreinterpretq_s8_u8(
+					vshrq_n_u8(c0, 4));
+				int8x16_t h1 = vreinterpretq_s8_u8(
+					vshrq_n_u8(c1, 4));
+				int8x16_t h2 = vreinterpretq_s8_u8(
+					vshrq_n_u8(c2, 4));
+				int8x16_t h3 = vreinterpretq_s8_u8(
+					vshrq_n_u8(c3, 4));
+
+#pragma GCC unroll 4
+				for (k = 0; k < NT; k++) {
+					int32x4_t x = s[4 * k + v], y;
+
+					x = vdotq_laneq_s32(x, l0, q0[k], 0);
+					y = vdotq_laneq_s32(vdupq_n_s32(0), h0,
+							    q1[k], 0);
+					x = vdotq_laneq_s32(x, l1, q0[k], 1);
+					y = vdotq_laneq_s32(y, h1, q1[k], 1);
+					x = vdotq_laneq_s32(x, l2, q0[k], 2);
+					y = vdotq_laneq_s32(y, h2, q1[k], 2);
+					x = vdotq_laneq_s32(x, l3, q0[k], 3);
+					y = vdotq_laneq_s32(y, h3, q1[k], 3);
+					s[4 * k + v] = vaddq_s32(x, y);
+				}
+			}
+		} else {
+#pragma GCC unroll 4
+			for (v = 0; v < 4; v++) {
+				int8x16_t w[8];
+
+				for (int c = 0; c < 8; c++)
+					w[c] = vreinterpretq_s8_u8(veorq_u8(
+						vld1q_u8(blk + 32 + 64 * c +
+							 16 * v),
+						x80));
+#pragma GCC unroll 4
+				for (k = 0; k < NT; k++) {
+					int32x4_t x = s[4 * k + v], y;
+
+					x = vdotq_laneq_s32(x, w[0], q0[k], 0);
+					y = vdotq_laneq_s32(vdupq_n_s32(0), w[1],
+							    q0[k], 1);
+					x = vdotq_laneq_s32(x, w[2], q0[k], 2);
+					y = vdotq_laneq_s32(y, w[3], q0[k], 3);
+					x = vdotq_laneq_s32(x, w[4], q1[k], 0);
+					y = vdotq_laneq_s32(y, w[5], q1[k], 1);
+					x = vdotq_laneq_s32(x, w[6], q1[k], 2);
+					y = vdotq_laneq_s32(y, w[7], q1[k], 3);
+					s[4 * k + v] = vaddq_s32(x, y);
+				}
+			}
+		}
+#pragma GCC unroll 4
+		for (k = 0; k < NT; k++) {
+			float da = ap[k * aps + i - i0].d;
+
+			for (v = 0; v < 4; v++)
+				acc[4 * k + v] = vfmaq_f32(
+					acc[4 * k + v], vmulq_n_f32(dw[v], da),
+					vcvtq_f32_s32(s[4 * k + v]));
+		}
+	}
+}
+
+static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		     int64_t i1, const char *a, size_t as,
+		     const struct act *ap, int64_t aps, int nt,
+		     float32x4_t *acc)
+{
+#define T(N)                                                               \
+	case N:                                                            \
+		if (t == EDGEQ_TYPE_Q4_0)                                  \
+			tile(EDGEQ_TYPE_Q4_0, gp, i0, i1, a, as, ap, aps, N, \
+			     acc);                                         \
+		else                                                       \
+			tile(EDGEQ_TYPE_Q8_0, gp, i0, i1, a, as, ap, aps, N, \
+			     acc);                                         \
+		return
+	switch (nt) {
+		T(1);
+		T(2);
+		T(3);
+		T(4);
+	}
+#undef T
+}
+
+/* Without heap scratch: the blocks in segments prepared on the stack. */
+#define SEG 64
+
+static void tile_seg(enum edgeq_type t, const uint8_t *gp, int64_t nblk,
+		     const char *a, size_t as, int nt, float32x4_t *acc)
+{
+	struct act st[4 * SEG];
+
+	for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
+		int64_t i1 = i0 + SEG < nblk ? i0 + SEG : nblk;
+
+		for (int k = 0; k < nt; k++)
+			act_prep(t,
+				 (const struct edgeq_block_q8_0 *)(a + k * as) +
+					 i0,
+				 i1 - i0, st + k * SEG);
+		tile_any(t, gp, i0, i1, a, as, st, SEG, nt, acc);
+	}
+}
+
+void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      size_t a_stride, int64_t nb, float *y,
+			      int64_t ldy)
+{
+	int64_t nblk = n / 32, g, b0;
+	size_t gsz = (size_t)nblk * (t == EDGEQ_TYPE_Q4_0 ? GB_Q4_0 : GB_Q8_0);
+	struct act *ab = act_buf((size_t)(nb * nblk));
+	float32x4_t acc[16];
+	float out[16];
+
+	for (b0 = 0; ab && b0 < nb; b0++)
+		act_prep(t, (const void *)((const char *)a + b0 * a_stride),
+			 nblk, ab + b0 * nblk);
+	for (g = row0 / 16; 16 * g < row1; g++) {
+		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
+		int64_t r0 = row0 > 16 * g ? row0 - 16 * g : 0;
+		int64_t r1 = row1 - 16 * g < 16 ? row1 - 16 * g : 16;
+
+		for (b0 = 0; b0 < nb; b0 += 4) {
+			int nt = nb - b0 < 4 ? (int)(nb - b0) : 4;
+			const char *ak = (const char *)a + b0 * a_stride;
+
+			for (int k = 0; k < 4 * nt; k++)
+				acc[k] = vdupq_n_f32(0);
+			if (ab)
+				tile_any(t, gp, 0, nblk, ak, a_stride,
+					 ab + b0 * nblk, nblk, nt, acc);
+			else
+				tile_seg(t, gp, nblk, ak, a_stride, nt, acc);
+			for (int k = 0; k < nt; k++) {
+				for (int v = 0; v < 4; v++)
+					vst1q_f32(out + 4 * v, acc[4 * k + v]);
+				memcpy(y + (b0 + k) * ldy + 16 * g + r0,
+				       out + r0, (size_t)(r1 - r0) * sizeof(float));
+			}
+		}
+	}
+}
+
+void edgeq_neon_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      float *y)
+{
+	edgeq_neon_matmul_packed(t, w, n, row0, row1, a, 0, 1, y, 0);
+}
