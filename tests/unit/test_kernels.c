@@ -1302,26 +1302,36 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 		{ 160, 5, 70 },	 { 512, 64, 1 },
 	};
 	static const enum edgeq_type types[] = { EDGEQ_TYPE_Q4_0,
-						 EDGEQ_TYPE_Q8_0 };
+						 EDGEQ_TYPE_Q8_0,
+						 EDGEQ_TYPE_Q4_K };
 	int checked = 0;
 
 	if (!ops->matvec_packed)
 		return;
-	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_K, 16, 256), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q6_K, 16, 256), 0);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 16, 48), 0);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 17, 64),
 			 2 * 2 * (32 + 256));
-	for (size_t ti = 0; ti < 2; ti++) {
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_K, 17, 512),
+			 2 * 2 * 2368);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_K, 16, 288), 0);
+	for (size_t ti = 0; ti < 3; ti++) {
 		enum edgeq_type t = types[ti];
+		enum edgeq_type vdt = edgeq_type_traits(t)->vec_dot_type;
 
-		assert_true(ops->pack16[t]);
+		if (!ops->pack16[t])
+			continue; /* a table may pack only some types */
 		for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]);
 		     si++) {
 			int n = shapes[si].n, rows = shapes[si].rows;
 			int nb = shapes[si].nb, ldy = rows + 3;
 			int row0 = si % 3 == 2 && rows > 5 ? 5 : 0;
-			size_t rs = edgeq_row_size(t, n),
-			       as = edgeq_row_size(EDGEQ_TYPE_Q8_0, n);
+			size_t rs, as;
+
+			if (t == EDGEQ_TYPE_Q4_K) /* 256-column blocks */
+				n = n < 256 ? 256 : (n + 255) / 256 * 256;
+			rs = edgeq_row_size(t, n);
+			as = edgeq_row_size(vdt, n);
 			size_t ps = edgeq_pack16_size(t, rows, n);
 			unsigned char *w = malloc(rs * rows), *pw = malloc(ps),
 				      *a = malloc(as * nb);
@@ -1329,11 +1339,23 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 
 			assert_non_null(w);
 			assert_non_null(pw);
-			for (int r = 0; r < rows; r++)
-				random_row(t, w + r * rs, n, (int)(r + si) % 4);
-			for (int b = 0; b < nb; b++)
-				direct_q8_0((void *)(a + b * as), n,
-					    (b + (int)si) % 5 == 4);
+			for (int r = 0; r < rows; r++) {
+				int md = (int)(r + si) % 6;
+
+				if (t == EDGEQ_TYPE_Q4_K && md >= 4)
+					extreme_qk_row(t, w + r * rs, n,
+						       md - 4);
+				else
+					random_row(t, w + r * rs, n, md % 4);
+			}
+			for (int b = 0; b < nb; b++) {
+				if (vdt == EDGEQ_TYPE_Q8_K)
+					direct_q8_K((void *)(a + b * as), n,
+						    (b + (int)si) % 4, false);
+				else
+					direct_q8_0((void *)(a + b * as), n,
+						    (b + (int)si) % 5 == 4);
+			}
 			edgeq_pack16(t, w, rows, n, pw);
 			for (int pass = 0; pass < 2; pass++) {
 				/* the matmul, then the matvec token by token */

@@ -1154,11 +1154,11 @@ static int cmd_bench(int argc, char **argv)
 	if (b_draft)
 		return bench_draft(b_model, thr[nthr - 1], b_draft, b_draft_max,
 				   b_gen, b_json);
-	if (b_prof)
-		return bench_profile(b_model, thr[nthr - 1], pp, npp, b_gen,
-				     b_json);
 	if (b_streams)
 		return bench_streams(b_model, thr[nthr - 1], b_streams, b_gen,
+				     b_json, b_prof);
+	if (b_prof)
+		return bench_profile(b_model, thr[nthr - 1], pp, npp, b_gen,
 				     b_json);
 	R = calloc(1, sizeof(*R));
 	if (!R)

@@ -39,6 +39,21 @@ static uint64_t weight_parts_bytes(const struct edgeq_decode_profile *p)
 	return b;
 }
 
+static void print_phase(const struct phase *ph, double bw);
+
+void bench_profile_print(const char *name, const struct edgeq_decode_profile *p,
+			 double wall_s, double sample_ns, uint64_t n_tokens,
+			 double bw)
+{
+	struct phase one = { .p = *p,
+			     .wall_s = wall_s,
+			     .sample_ns = sample_ns,
+			     .n_tokens = n_tokens };
+
+	snprintf(one.name, sizeof(one.name), "%s", name);
+	print_phase(&one, bw);
+}
+
 static void print_phase(const struct phase *ph, double bw)
 {
 	const struct edgeq_decode_profile *p = &ph->p;

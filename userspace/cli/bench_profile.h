@@ -4,10 +4,17 @@
 #define EDGEQ_CLI_BENCH_PROFILE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* A prefill of each of the @npp lengths and a decode of @n_gen tokens;
  * returns an exit status, prints the breakdown (or JSON) on stdout. */
 int bench_profile(const char *path, int threads, const int *pp, int npp,
 		  int n_gen, bool json);
+
+/* One breakdown as bench --profile prints it (bench --streams --profile). */
+struct edgeq_decode_profile;
+void bench_profile_print(const char *name, const struct edgeq_decode_profile *p,
+			 double wall_s, double sample_ns, uint64_t n_tokens,
+			 double bw);
 
 #endif

@@ -24,6 +24,7 @@
 #include <edgeq/ledger.h>
 #include <edgeq/session.h>
 
+#include "bench_profile.h"
 #include "bench_session.h"
 #include "cli.h"
 
@@ -132,8 +133,9 @@ static double pct(const double *sorted, int n, double p)
 }
 
 int bench_streams(const char *path, int threads, int streams, int n_gen,
-		  bool json)
+		  bool json, bool profile)
 {
+	struct edgeq_decode_profile p1, pb;
 	struct edgeq_model_params mp;
 	struct edgeq_error err = { 0 };
 	struct edgeq_model *m = NULL;
@@ -157,12 +159,17 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 				 err.msg);
 	ret = edgeq_tokenize(m, prompt, edgeq_model_info(m)->add_bos, false,
 			     toks, 256, &n_toks);
+	edgeq_model_profile(m, profile);
 	if (!ret)
 		ret = run_phase(m, 1, 1, true, NULL, toks, n_toks, n_gen, &one,
 				NULL, &err);
+	edgeq_model_profile_get(m, &p1);
+	edgeq_model_profile(m, profile);
 	if (!ret)
 		ret = run_phase(m, streams, streams, false, NULL, toks, n_toks,
 				n_gen, &bat, NULL, &err);
+	edgeq_model_profile_get(m, &pb);
+	edgeq_model_profile(m, false);
 	if (!ret)
 		ret = run_phase(m, streams, streams, true, NULL, toks, n_toks,
 				n_gen, &ts, NULL, &err);
@@ -226,6 +233,13 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	printf("TTFT, %d clients on %d slots: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (queue-free %.1f ms); worst TTFT / (waves ahead x batched request + queue-free) %.2fx\n",
 	       q.n, streams, pct(sorted, q.n, 0.5), pct(sorted, q.n, 0.9),
 	       pct(sorted, q.n, 0.99), sorted[q.n - 1], one.ttft_ms[0], worst);
+	if (profile) {
+		/* per generated token: a pass of N tokens counts N */
+		bench_profile_print("1 stream", &p1, (double)p1.total_ns / 1e9,
+				    0, p1.tokens, 0);
+		bench_profile_print("batched", &pb, (double)pb.total_ns / 1e9,
+				    0, pb.tokens, 0);
+	}
 out:
 	edgeq_model_free(m);
 	return status;

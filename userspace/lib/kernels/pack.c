@@ -11,6 +11,15 @@
  *   Q8_0: 8 x 64 bytes; in chunk c, bytes 4r..4r+3 are row r's
  *         qs[4c..4c+3] + 128 (unsigned).
  *
+ * and for Q4_K, per group and 256-column super-block (2368 bytes, 2.8 %
+ * more than the file's 16 x 144: the 6-bit scales and mins unpacked):
+ *
+ *   16 fp16 d, 16 fp16 dmin (64 bytes), then the scales sc[j][r] and the
+ *   mins m[j][r] of sub-block j and row r as bytes (2 x 128), then for
+ *   each pair jj of sub-blocks (2jj: low nibbles, 2jj+1: high) 8 chunks
+ *   of 64 bytes; in chunk c, bytes 4r..4r+3 are row r's
+ *   qs[32jj + 4c..32jj + 4c + 3].
+ *
  * So one 64-byte load holds 4 weights of each of the 16 rows, one 32-bit
  * lane per row: a SIMD table multiplies them by 4 broadcast activation
  * bytes and the 16 rows' exact block sums land in 16 lanes, with no
@@ -30,6 +39,8 @@ static size_t group_block_bytes(enum edgeq_type t)
 		return 32 + 4 * 64;
 	case EDGEQ_TYPE_Q8_0:
 		return 32 + 8 * 64;
+	case EDGEQ_TYPE_Q4_K:
+		return 64 + 256 + 32 * 64;
 	default:
 		return 0;
 	}
@@ -38,17 +49,18 @@ static size_t group_block_bytes(enum edgeq_type t)
 size_t edgeq_pack16_size(enum edgeq_type t, int64_t rows, int64_t n)
 {
 	size_t gb = group_block_bytes(t);
+	int64_t bs = t == EDGEQ_TYPE_Q4_K ? 256 : 32;
 
-	if (!gb || rows < 1 || n < 32 || n % 32)
+	if (!gb || rows < 1 || n < bs || n % bs)
 		return 0;
-	return (size_t)((rows + 15) / 16) * (size_t)(n / 32) * gb;
+	return (size_t)((rows + 15) / 16) * (size_t)(n / bs) * gb;
 }
 
 void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 		  void *out)
 {
 	size_t gb = group_block_bytes(t), rs = edgeq_row_size(t, n);
-	int64_t nblk = n / 32, g, i, r;
+	int64_t nblk = n / (t == EDGEQ_TYPE_Q4_K ? 256 : 32), g, i, r;
 	uint8_t *o = out;
 
 	for (g = 0; g < (rows + 15) / 16; g++)
@@ -58,7 +70,29 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 				const uint8_t *row =
 					(const uint8_t *)w + (16 * g + r) * rs;
 
-				if (t == EDGEQ_TYPE_Q4_0) {
+				if (t == EDGEQ_TYPE_Q4_K) {
+					const struct edgeq_block_q4_K *b =
+						(const void *)(row + i * 144);
+					uint8_t sc[8], m[8];
+
+					memcpy(o + 2 * r, &b->d, 2);
+					memcpy(o + 32 + 2 * r, &b->dmin, 2);
+					edgeq_q4_K_unpack_scales(b->scales, sc,
+								 m);
+					for (int j = 0; j < 8; j++) {
+						o[64 + 16 * j + r] = sc[j];
+						o[192 + 16 * j + r] = m[j];
+					}
+					for (int jj = 0; jj < 4; jj++)
+						for (int c = 0; c < 8; c++)
+							memcpy(o + 320 +
+								       64 * (8 * jj +
+									     c) +
+								       4 * r,
+							       b->qs + 32 * jj +
+								       4 * c,
+							       4);
+				} else if (t == EDGEQ_TYPE_Q4_0) {
 					const struct edgeq_block_q4_0 *b =
 						(const void *)(row + i * 18);
 

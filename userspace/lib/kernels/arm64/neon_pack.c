@@ -86,9 +86,9 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 				vld1_u16((const uint16_t *)blk + 4 * v)));
 #pragma GCC unroll 4
 		for (k = 0; k < NT; k++) {
-			const int8_t *q =
-				((const struct edgeq_block_q8_0 *)(a + k * as))[i]
-					.qs;
+			const int8_t *q = ((
+				const struct edgeq_block_q8_0 *)(a + k * as))[i]
+						  .qs;
 			int32x4_t b = vdupq_n_s32(ap[k * aps + i - i0].bias);
 
 			q0[k] = vld1q_s8(q);
@@ -103,22 +103,22 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 				uint8x16_t c1 = vld1q_u8(blk + 96 + 16 * v);
 				uint8x16_t c2 = vld1q_u8(blk + 160 + 16 * v);
 				uint8x16_t c3 = vld1q_u8(blk + 224 + 16 * v);
-				int8x16_t l0 = vreinterpretq_s8_u8(
-					vandq_u8(c0, m4));
-				int8x16_t l1 = vreinterpretq_s8_u8(
-					vandq_u8(c1, m4));
-				int8x16_t l2 = vreinterpretq_s8_u8(
-					vandq_u8(c2, m4));
-				int8x16_t l3 = vreinterpretq_s8_u8(
-					vandq_u8(c3, m4));
-				int8x16_t h0 = vreinterpretq_s8_u8(
-					vshrq_n_u8(c0, 4));
-				int8x16_t h1 = vreinterpretq_s8_u8(
-					vshrq_n_u8(c1, 4));
-				int8x16_t h2 = vreinterpretq_s8_u8(
-					vshrq_n_u8(c2, 4));
-				int8x16_t h3 = vreinterpretq_s8_u8(
-					vshrq_n_u8(c3, 4));
+				int8x16_t l0 =
+					vreinterpretq_s8_u8(vandq_u8(c0, m4));
+				int8x16_t l1 =
+					vreinterpretq_s8_u8(vandq_u8(c1, m4));
+				int8x16_t l2 =
+					vreinterpretq_s8_u8(vandq_u8(c2, m4));
+				int8x16_t l3 =
+					vreinterpretq_s8_u8(vandq_u8(c3, m4));
+				int8x16_t h0 =
+					vreinterpretq_s8_u8(vshrq_n_u8(c0, 4));
+				int8x16_t h1 =
+					vreinterpretq_s8_u8(vshrq_n_u8(c1, 4));
+				int8x16_t h2 =
+					vreinterpretq_s8_u8(vshrq_n_u8(c2, 4));
+				int8x16_t h3 =
+					vreinterpretq_s8_u8(vshrq_n_u8(c3, 4));
 
 #pragma GCC unroll 4
 				for (k = 0; k < NT; k++) {
@@ -151,8 +151,8 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 					int32x4_t x = s[4 * k + v], y;
 
 					x = vdotq_laneq_s32(x, w[0], q0[k], 0);
-					y = vdotq_laneq_s32(vdupq_n_s32(0), w[1],
-							    q0[k], 1);
+					y = vdotq_laneq_s32(vdupq_n_s32(0),
+							    w[1], q0[k], 1);
 					x = vdotq_laneq_s32(x, w[2], q0[k], 2);
 					y = vdotq_laneq_s32(y, w[3], q0[k], 3);
 					x = vdotq_laneq_s32(x, w[4], q1[k], 0);
@@ -176,18 +176,17 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 }
 
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
-		     int64_t i1, const char *a, size_t as,
-		     const struct act *ap, int64_t aps, int nt,
-		     float32x4_t *acc)
+		     int64_t i1, const char *a, size_t as, const struct act *ap,
+		     int64_t aps, int nt, float32x4_t *acc)
 {
-#define T(N)                                                               \
-	case N:                                                            \
-		if (t == EDGEQ_TYPE_Q4_0)                                  \
+#define T(N)                                                                 \
+	case N:                                                              \
+		if (t == EDGEQ_TYPE_Q4_0)                                    \
 			tile(EDGEQ_TYPE_Q4_0, gp, i0, i1, a, as, ap, aps, N, \
-			     acc);                                         \
-		else                                                       \
+			     acc);                                           \
+		else                                                         \
 			tile(EDGEQ_TYPE_Q8_0, gp, i0, i1, a, as, ap, aps, N, \
-			     acc);                                         \
+			     acc);                                           \
 		return
 	switch (nt) {
 		T(1);
@@ -252,7 +251,8 @@ void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 				for (int v = 0; v < 4; v++)
 					vst1q_f32(out + 4 * v, acc[4 * k + v]);
 				memcpy(y + (b0 + k) * ldy + 16 * g + r0,
-				       out + r0, (size_t)(r1 - r0) * sizeof(float));
+				       out + r0,
+				       (size_t)(r1 - r0) * sizeof(float));
 			}
 		}
 	}

@@ -70,13 +70,13 @@ static inline __mmask16 lanes(int64_t g, int64_t row0, int64_t row1)
 }
 
 /* Scratch for the activation's per-block scales and biases. */
-static __thread struct act *tl_act;
+static __thread void *tl_act;
 static __thread size_t tl_cap;
 
-static struct act *act_buf(size_t n)
+static void *act_bytes(size_t n)
 {
 	if (n > tl_cap) {
-		struct act *p = realloc(tl_act, n * sizeof(*p));
+		void *p = realloc(tl_act, n);
 
 		if (!p)
 			return NULL;
@@ -84,6 +84,11 @@ static struct act *act_buf(size_t n)
 		tl_cap = n;
 	}
 	return tl_act;
+}
+
+static struct act *act_buf(size_t n)
+{
+	return act_bytes(n * sizeof(struct act));
 }
 
 #define AI __attribute__((always_inline)) static inline
@@ -220,6 +225,221 @@ static void tile_seg(enum edgeq_type t, const uint8_t *gp, int64_t nblk,
 	}
 }
 
+/* ---- Q4_K ---- */
+
+#define GB_Q4_K (64 + 256 + 32 * 64)
+
+/* Per Q8_K super-block: its scale and the sub-block sums of its bytes in
+ * pairs, bp[p] = bsum(2p) | bsum(2p + 1) << 16 (int16 each: |sum| <= 4064). */
+struct actk {
+	float d;
+	int32_t bp[4];
+};
+
+static void actk_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+		      struct actk *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int p = 0; p < 4; p++) {
+			int b0 = a[i].bsums[4 * p] + a[i].bsums[4 * p + 1];
+			int b1 = a[i].bsums[4 * p + 2] + a[i].bsums[4 * p + 3];
+
+			o[i].bp[p] = (int32_t)((uint32_t)(uint16_t)b0 |
+					       (uint32_t)(uint16_t)b1 << 16);
+		}
+	}
+}
+
+/*
+ * One group of 16 rows against NT Q8_K tokens, super-blocks [i0, i1):
+ * per pair of sub-blocks the 8 chunks are unpacked once (low nibbles:
+ * sub-block 2jj, high: 2jj+1); each token's sub-block sums (vpdpbusd, in
+ * two chains) are weighted by the scales (vpmulld) into the exact isum,
+ * the mins against the activation's pair sums (vpmaddwd) into summins;
+ * then fma(d * d_a, isum) and fnmadd(dmin * d_a, summins) as the scalar
+ * dot's two steps.
+ */
+AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+	       size_t as, const struct actk *ap, int64_t aps, const int NT,
+	       __m512 *acc)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	__m512 c_[4];
+	int k;
+
+#pragma GCC unroll 4
+	for (k = 0; k < NT; k++)
+		c_[k] = acc[k];
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB_Q4_K;
+		__m512 dw = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)sb));
+		__m512 dm = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)(sb + 32)));
+		__m512i isum[4], summ[4];
+
+#pragma GCC unroll 37
+		for (size_t o = 0; o < GB_Q4_K; o += 64)
+			_mm_prefetch((const char *)sb + PF_AHEAD + o,
+				     _MM_HINT_T0);
+#pragma GCC unroll 4
+		for (k = 0; k < NT; k++) {
+			isum[k] = _mm512_setzero_si512();
+			summ[k] = _mm512_setzero_si512();
+		}
+#pragma GCC unroll 4
+		for (int jj = 0; jj < 4; jj++) {
+			const uint8_t *qp = sb + 320 + 512 * jj;
+			__m512i lo[8], hi[8];
+			__m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+				(const __m128i *)(sb + 64 + 32 * jj)));
+			__m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+				(const __m128i *)(sb + 80 + 32 * jj)));
+			__m512i mp = _mm512_or_si512(
+				_mm512_cvtepu8_epi32(_mm_loadu_si128(
+					(const __m128i *)(sb + 192 + 32 * jj))),
+				_mm512_slli_epi32(
+					_mm512_cvtepu8_epi32(_mm_loadu_si128(
+						(const __m128i *)(sb + 208 +
+								  32 * jj))),
+					16));
+
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++) {
+				__m512i v = _mm512_loadu_si512(qp + 64 * c);
+
+				lo[c] = _mm512_and_si512(v, m4);
+				hi[c] = _mm512_and_si512(
+					_mm512_srli_epi16(v, 4), m4);
+			}
+#pragma GCC unroll 4
+			for (k = 0; k < NT; k++) {
+				const int8_t *q =
+					((const struct edgeq_block_q8_K
+						  *)(a + k * as))[i]
+						.qs +
+					64 * jj;
+				__m512i l0 = _mm512_setzero_si512(), l1 = l0;
+				__m512i h0 = l0, h1 = l0;
+
+#pragma GCC unroll 4
+				for (int c = 0; c < 8; c += 2) {
+					l0 = _mm512_dpbusd_epi32(
+						l0, lo[c], bcast4(q + 4 * c));
+					l1 = _mm512_dpbusd_epi32(
+						l1, lo[c + 1],
+						bcast4(q + 4 * c + 4));
+					h0 = _mm512_dpbusd_epi32(
+						h0, hi[c],
+						bcast4(q + 32 + 4 * c));
+					h1 = _mm512_dpbusd_epi32(
+						h1, hi[c + 1],
+						bcast4(q + 36 + 4 * c));
+				}
+				isum[k] = _mm512_add_epi32(
+					isum[k],
+					_mm512_add_epi32(
+						_mm512_mullo_epi32(
+							_mm512_add_epi32(l0, l1),
+							sl),
+						_mm512_mullo_epi32(
+							_mm512_add_epi32(h0, h1),
+							sh)));
+				summ[k] = _mm512_add_epi32(
+					summ[k],
+					_mm512_madd_epi16(
+						mp, _mm512_set1_epi32(
+							    ap[k * aps + i - i0]
+								    .bp[jj])));
+			}
+		}
+#pragma GCC unroll 4
+		for (k = 0; k < NT; k++) {
+			__m512 da = _mm512_set1_ps(ap[k * aps + i - i0].d);
+
+			c_[k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da),
+						_mm512_cvtepi32_ps(isum[k]),
+						c_[k]);
+			c_[k] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, da),
+						 _mm512_cvtepi32_ps(summ[k]),
+						 c_[k]);
+		}
+	}
+#pragma GCC unroll 4
+	for (k = 0; k < NT; k++)
+		acc[k] = c_[k];
+}
+
+static void tile_k_any(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		       size_t as, const struct actk *ap, int64_t aps, int nt,
+		       __m512 *acc)
+{
+	switch (nt) {
+	case 1:
+		tile_k(gp, i0, i1, a, as, ap, aps, 1, acc);
+		return;
+	case 2:
+		tile_k(gp, i0, i1, a, as, ap, aps, 2, acc);
+		return;
+	case 3:
+		tile_k(gp, i0, i1, a, as, ap, aps, 3, acc);
+		return;
+	default:
+		tile_k(gp, i0, i1, a, as, ap, aps, 4, acc);
+		return;
+	}
+}
+
+static void matmul_packed_q4_K(const void *w, int64_t n, int64_t row0,
+			       int64_t row1, const void *a, size_t a_stride,
+			       int64_t nb, float *y, int64_t ldy)
+{
+	int64_t nsb = n / 256, g, b0;
+	size_t gsz = (size_t)nsb * GB_Q4_K;
+	struct actk *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
+	struct actk st[4 * 16];
+	__m512 acc[4];
+
+	for (b0 = 0; ab && b0 < nb; b0++)
+		actk_prep((const void *)((const char *)a + b0 * a_stride), nsb,
+			  ab + b0 * nsb);
+	for (g = row0 / 16; 16 * g < row1; g++) {
+		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
+		__mmask16 m = lanes(g, row0, row1);
+
+		for (b0 = 0; b0 < nb; b0 += 4) {
+			int nt = nb - b0 < 4 ? (int)(nb - b0) : 4;
+			const char *ak = (const char *)a + b0 * a_stride;
+
+			for (int k = 0; k < nt; k++)
+				acc[k] = _mm512_setzero_ps();
+			if (ab) {
+				tile_k_any(gp, 0, nsb, ak, a_stride,
+					   ab + b0 * nsb, nsb, nt, acc);
+			} else { /* no scratch: 16 super-blocks at a time */
+				for (int64_t i0 = 0; i0 < nsb; i0 += 16) {
+					int64_t i1 = i0 + 16 < nsb ? i0 + 16 :
+								     nsb;
+
+					for (int k = 0; k < nt; k++)
+						actk_prep(
+							(const struct edgeq_block_q8_K
+								 *)(ak +
+								    k * a_stride) +
+								i0,
+							i1 - i0, st + 16 * k);
+					tile_k_any(gp, i0, i1, ak, a_stride, st,
+						   16, nt, acc);
+				}
+			}
+			for (int k = 0; k < nt; k++)
+				_mm512_mask_storeu_ps(
+					y + (b0 + k) * ldy + 16 * g, m, acc[k]);
+		}
+	}
+}
+
 void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 				int64_t row0, int64_t row1, const void *a,
 				size_t a_stride, int64_t nb, float *y,
@@ -227,9 +447,14 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 {
 	int64_t nblk = n / 32, g, b0;
 	size_t gsz = (size_t)nblk * gblock(t);
-	struct act *ab = act_buf((size_t)(nb * nblk));
+	struct act *ab;
 	__m512 acc[8];
 
+	if (t == EDGEQ_TYPE_Q4_K) {
+		matmul_packed_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
+		return;
+	}
+	ab = act_buf((size_t)(nb * nblk));
 	for (b0 = 0; ab && b0 < nb; b0++)
 		act_prep(t, (const void *)((const char *)a + b0 * a_stride),
 			 nblk, ab + b0 * nblk);
