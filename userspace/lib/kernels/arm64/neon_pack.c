@@ -41,13 +41,13 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 	}
 }
 
-static __thread struct act *tl_act;
+static __thread void *tl_act;
 static __thread size_t tl_cap;
 
-static struct act *act_buf(size_t n)
+static void *act_bytes(size_t n)
 {
 	if (n > tl_cap) {
-		struct act *p = realloc(tl_act, n * sizeof(*p));
+		void *p = realloc(tl_act, n);
 
 		if (!p)
 			return NULL;
@@ -55,6 +55,11 @@ static struct act *act_buf(size_t n)
 		tl_cap = n;
 	}
 	return tl_act;
+}
+
+static struct act *act_buf(size_t n)
+{
+	return act_bytes(n * sizeof(struct act));
 }
 
 /*
@@ -217,6 +222,195 @@ static void tile_seg(enum edgeq_type t, const uint8_t *gp, int64_t nblk,
 	}
 }
 
+/* ---- Q4_K: the x86 file's design (avx512_pack.c), 4 rows per vector ---- */
+
+#define GB_Q4_K (64 + 256 + 32 * 64)
+
+struct actk {
+	float d;
+	int32_t bs[8]; /* sub-block sums of the activation's bytes */
+};
+
+static void actk_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+		      struct actk *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int j = 0; j < 8; j++)
+			o[i].bs[j] = a[i].bsums[2 * j] + a[i].bsums[2 * j + 1];
+	}
+}
+
+/* 16 bytes of one sub-block's scales (or mins) as 4 x 4 int32 lanes */
+static inline void widen16(const uint8_t *p, int32x4_t o[4])
+{
+	uint8x16_t b = vld1q_u8(p);
+	uint16x8_t l = vmovl_u8(vget_low_u8(b)), h = vmovl_u8(vget_high_u8(b));
+
+	o[0] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(l)));
+	o[1] = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(l)));
+	o[2] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(h)));
+	o[3] = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(h)));
+}
+
+/* One group against NT tokens, super-blocks [i0, i1); acc[4k + v]. */
+AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+	       size_t as, const struct actk *ap, int64_t aps, const int NT,
+	       float32x4_t *acc)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB_Q4_K;
+		int32x4_t isum[2 * 4], summ[2 * 4];
+		int k, v;
+
+		for (int o = 0; o < GB_Q4_K; o += 64)
+			__builtin_prefetch(sb + 2048 + o);
+		for (k = 0; k < 4 * NT; k++)
+			isum[k] = summ[k] = vdupq_n_s32(0);
+		for (int jj = 0; jj < 4; jj++) {
+			const uint8_t *qp = sb + 320 + 512 * jj;
+			int32x4_t sl[4], sh[4], ml[4], mh[4];
+
+			widen16(sb + 64 + 32 * jj, sl);
+			widen16(sb + 80 + 32 * jj, sh);
+			widen16(sb + 192 + 32 * jj, ml);
+			widen16(sb + 208 + 32 * jj, mh);
+			for (v = 0; v < 4; v++) {
+				int8x16_t lo[8], hi[8];
+
+				for (int c = 0; c < 8; c++) {
+					uint8x16_t x =
+						vld1q_u8(qp + 64 * c + 16 * v);
+
+					lo[c] = vreinterpretq_s8_u8(
+						vandq_u8(x, m4));
+					hi[c] = vreinterpretq_s8_u8(
+						vshrq_n_u8(x, 4));
+				}
+#pragma GCC unroll 2
+				for (k = 0; k < NT; k++) {
+					const struct edgeq_block_q8_K *qb =
+						(const void *)(a + k * as);
+					const int8_t *q = qb[i].qs + 64 * jj;
+					const struct actk *x =
+						&ap[k * aps + i - i0];
+					int8x16_t q0 = vld1q_s8(q),
+						  q1 = vld1q_s8(q + 16);
+					int8x16_t q2 = vld1q_s8(q + 32),
+						  q3 = vld1q_s8(q + 48);
+					int32x4_t z = vdupq_n_s32(0);
+					int32x4_t l0 = z, l1 = z, h0 = z,
+						  h1 = z;
+
+					l0 = vdotq_laneq_s32(l0, lo[0], q0, 0);
+					l1 = vdotq_laneq_s32(l1, lo[1], q0, 1);
+					h0 = vdotq_laneq_s32(h0, hi[0], q2, 0);
+					h1 = vdotq_laneq_s32(h1, hi[1], q2, 1);
+					l0 = vdotq_laneq_s32(l0, lo[2], q0, 2);
+					l1 = vdotq_laneq_s32(l1, lo[3], q0, 3);
+					h0 = vdotq_laneq_s32(h0, hi[2], q2, 2);
+					h1 = vdotq_laneq_s32(h1, hi[3], q2, 3);
+					l0 = vdotq_laneq_s32(l0, lo[4], q1, 0);
+					l1 = vdotq_laneq_s32(l1, lo[5], q1, 1);
+					h0 = vdotq_laneq_s32(h0, hi[4], q3, 0);
+					h1 = vdotq_laneq_s32(h1, hi[5], q3, 1);
+					l0 = vdotq_laneq_s32(l0, lo[6], q1, 2);
+					l1 = vdotq_laneq_s32(l1, lo[7], q1, 3);
+					h0 = vdotq_laneq_s32(h0, hi[6], q3, 2);
+					h1 = vdotq_laneq_s32(h1, hi[7], q3, 3);
+					isum[4 * k + v] = vmlaq_s32(
+						vmlaq_s32(isum[4 * k + v],
+							  vaddq_s32(l0, l1),
+							  sl[v]),
+						vaddq_s32(h0, h1), sh[v]);
+					summ[4 * k + v] = vmlaq_n_s32(
+						vmlaq_n_s32(summ[4 * k + v],
+							    ml[v],
+							    x->bs[2 * jj]),
+						mh[v], x->bs[2 * jj + 1]);
+				}
+			}
+		}
+		for (v = 0; v < 4; v++) {
+			float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(
+				vld1_u16((const uint16_t *)sb + 4 * v)));
+			float32x4_t dm = vcvt_f32_f16(vreinterpret_f16_u16(
+				vld1_u16((const uint16_t *)(sb + 32) + 4 * v)));
+
+			for (k = 0; k < NT; k++) {
+				float da = ap[k * aps + i - i0].d;
+
+				acc[4 * k + v] = vfmaq_f32(
+					acc[4 * k + v], vmulq_n_f32(dw, da),
+					vcvtq_f32_s32(isum[4 * k + v]));
+				acc[4 * k + v] = vfmsq_f32(
+					acc[4 * k + v], vmulq_n_f32(dm, da),
+					vcvtq_f32_s32(summ[4 * k + v]));
+			}
+		}
+	}
+}
+
+static void matmul_packed_q4_K(const void *w, int64_t n, int64_t row0,
+			       int64_t row1, const void *a, size_t a_stride,
+			       int64_t nb, float *y, int64_t ldy)
+{
+	int64_t nsb = n / 256, g, b0;
+	size_t gsz = (size_t)nsb * GB_Q4_K;
+	struct actk *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
+	struct actk st[2 * 16];
+	float32x4_t acc[8];
+	float out[16];
+
+	for (b0 = 0; ab && b0 < nb; b0++)
+		actk_prep((const void *)((const char *)a + b0 * a_stride), nsb,
+			  ab + b0 * nsb);
+	for (g = row0 / 16; 16 * g < row1; g++) {
+		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
+		int64_t r0 = row0 > 16 * g ? row0 - 16 * g : 0;
+		int64_t r1 = row1 - 16 * g < 16 ? row1 - 16 * g : 16;
+
+		for (b0 = 0; b0 < nb; b0 += 2) {
+			int nt = nb - b0 < 2 ? (int)(nb - b0) : 2;
+			const char *ak = (const char *)a + b0 * a_stride;
+
+			for (int k = 0; k < 4 * nt; k++)
+				acc[k] = vdupq_n_f32(0);
+			for (int64_t i0 = 0; i0 < nsb; i0 += ab ? nsb : 16) {
+				int64_t i1 =
+					ab ? nsb :
+					     (i0 + 16 < nsb ? i0 + 16 : nsb);
+				const struct actk *p = ab ? ab + b0 * nsb : st;
+				int64_t ps = ab ? nsb : 16;
+
+				if (!ab) /* no scratch: 16 at a time */
+					for (int k = 0; k < nt; k++)
+						actk_prep(
+							(const struct edgeq_block_q8_K
+								 *)(ak +
+								    k * a_stride) +
+								i0,
+							i1 - i0, st + 16 * k);
+				if (nt == 2)
+					tile_k(gp, i0, i1, ak, a_stride, p, ps,
+					       2, acc);
+				else
+					tile_k(gp, i0, i1, ak, a_stride, p, ps,
+					       1, acc);
+			}
+			for (int k = 0; k < nt; k++) {
+				for (int v = 0; v < 4; v++)
+					vst1q_f32(out + 4 * v, acc[4 * k + v]);
+				memcpy(y + (b0 + k) * ldy + 16 * g + r0,
+				       out + r0,
+				       (size_t)(r1 - r0) * sizeof(float));
+			}
+		}
+	}
+}
+
 void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			      int64_t row0, int64_t row1, const void *a,
 			      size_t a_stride, int64_t nb, float *y,
@@ -224,9 +418,15 @@ void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 {
 	int64_t nblk = n / 32, g, b0;
 	size_t gsz = (size_t)nblk * (t == EDGEQ_TYPE_Q4_0 ? GB_Q4_0 : GB_Q8_0);
-	struct act *ab = act_buf((size_t)(nb * nblk));
+	struct act *ab;
 	float32x4_t acc[16];
 	float out[16];
+
+	if (t == EDGEQ_TYPE_Q4_K) {
+		matmul_packed_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
+		return;
+	}
+	ab = act_buf((size_t)(nb * nblk));
 
 	for (b0 = 0; ab && b0 < nb; b0++)
 		act_prep(t, (const void *)((const char *)a + b0 * a_stride),
