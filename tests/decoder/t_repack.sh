@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 300
-# Weights repacked at load (16-row groups, Q4_0, Q8_0, Q4_K): the logits of
+# Weights repacked at load (16-row groups, Q4_0, Q8_0, Q4_K, Q5_K): the logits of
 # every position are bit-identical to the file layout's (--no-repack) and
 # to the scalar oracle's, at 1 and 2 threads, for decode and for prompts
 # past the 8-token tile; the JSON says what was packed, and each case that
@@ -11,10 +11,13 @@
 GEN=${O:-build}/tools/gguf-gen
 [ -x "$GEN" ] || skip_all "gguf-gen is not built"
 P="The quick brown fox jumps over the lazy dog and runs far away from home"
-"$GEN" -o "$T/q4_0.gguf" --type q4_0 --seed 21 >/dev/null
-"$GEN" -o "$T/q8_0.gguf" --type q8_0 --seed 22 --arch qwen3 >/dev/null
-"$GEN" -o "$T/q4_k.gguf" --type q4_k --seed 23 >/dev/null
-"$GEN" -o "$T/q6_k.gguf" --type q6_k --seed 24 >/dev/null
+gen() { "$GEN" -o "$T/$1.gguf" "${@:2}" >/dev/null 2>&1 || check "gguf-gen $*" false; }
+gen q4_0 --type q4_0 --seed 21
+gen q8_0 --type q8_0 --seed 22 --arch qwen3
+gen q4_k --type q4_k --seed 23
+gen q6_k --type q6_k --seed 24
+# Q5_K_M: Q5_K matrices, Q6_K where llama-quantize puts them
+gen q5_k --type q5_k_m --seed 25 --arch gemma3
 
 repack_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['timings']['repack'])" "$1"; }
 
@@ -23,13 +26,15 @@ if grep -q 'have no packed layout' "$T/probe"; then
 	skip_all "the selected kernels have no packed layout ($(repack_of "$T/probe"))"
 fi
 
-for ty in q4_0 q8_0 q4_k; do
+for ty in q4_0 q8_0 q4_k q5_k; do
 	m=$T/$ty.gguf
-	if [ $ty = q4_k ] && ! "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline 2>/dev/null |
-		grep -q '"repack": *"[0-9]* matrices'; then
-		echo "ok - q4_k: # skip: the selected kernels do not pack Q4_K"
-		continue
-	fi
+	case $ty in q4_k | q5_k)
+		if ! "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline 2>/dev/null |
+			grep -q '"repack": *"[0-9]* matrices'; then
+			echo "ok - $ty: # skip: the selected kernels do not pack it"
+			continue
+		fi ;;
+	esac
 	for t in 1 2; do
 		"$EDGEQ" run -m "$m" -p "$P" -n 12 -t $t -b 11 --temp 0 --no-roofline \
 			--dump-logits "$T/$ty-p$t" >/dev/null 2>&1

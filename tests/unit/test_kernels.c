@@ -1301,9 +1301,12 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 		{ 2048, 33, 3 }, { 256, 40, 17 }, { 5632, 20, 2 },
 		{ 160, 5, 70 },	 { 512, 64, 1 },
 	};
-	static const enum edgeq_type types[] = { EDGEQ_TYPE_Q4_0,
-						 EDGEQ_TYPE_Q8_0,
-						 EDGEQ_TYPE_Q4_K };
+	static const enum edgeq_type types[] = {
+		EDGEQ_TYPE_Q4_0,
+		EDGEQ_TYPE_Q8_0,
+		EDGEQ_TYPE_Q4_K,
+		EDGEQ_TYPE_Q5_K,
+	};
 	int checked = 0;
 
 	if (!ops->matvec_packed)
@@ -1315,7 +1318,7 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_K, 17, 512),
 			 2 * 2 * 2368);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_K, 16, 288), 0);
-	for (size_t ti = 0; ti < 3; ti++) {
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
 		enum edgeq_type t = types[ti];
 		enum edgeq_type vdt = edgeq_type_traits(t)->vec_dot_type;
 
@@ -1328,7 +1331,7 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 			int row0 = si % 3 == 2 && rows > 5 ? 5 : 0;
 			size_t rs, as;
 
-			if (t == EDGEQ_TYPE_Q4_K) /* 256-column blocks */
+			if (vdt == EDGEQ_TYPE_Q8_K) /* 256-column blocks */
 				n = n < 256 ? 256 : (n + 255) / 256 * 256;
 			rs = edgeq_row_size(t, n);
 			as = edgeq_row_size(vdt, n);
@@ -1342,7 +1345,7 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 			for (int r = 0; r < rows; r++) {
 				int md = (int)(r + si) % 6;
 
-				if (t == EDGEQ_TYPE_Q4_K && md >= 4)
+				if (vdt == EDGEQ_TYPE_Q8_K && md >= 4)
 					extreme_qk_row(t, w + r * rs, n,
 						       md - 4);
 				else

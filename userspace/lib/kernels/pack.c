@@ -20,6 +20,10 @@
  *   of 64 bytes; in chunk c, bytes 4r..4r+3 are row r's
  *   qs[32jj + 4c..32jj + 4c + 3].
  *
+ * Q5_K is Q4_K's layout followed by 8 chunks of qh: in chunk c, bytes
+ * 4r..4r+3 are row r's qh[4c..4c+3] (bit j: bit 4 of sub-block j's
+ * element), 2880 bytes per group and super-block (2.3 % over the file).
+ *
  * So one 64-byte load holds 4 weights of each of the 16 rows, one 32-bit
  * lane per row: a SIMD table multiplies them by 4 broadcast activation
  * bytes and the 16 rows' exact block sums land in 16 lanes, with no
@@ -28,6 +32,7 @@
  * with zero rows (scale 0). The canonical reduction order is unchanged:
  * one fma of d_w * d_a and the exact block sum per block and output.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -41,6 +46,8 @@ static size_t group_block_bytes(enum edgeq_type t)
 		return 32 + 8 * 64;
 	case EDGEQ_TYPE_Q4_K:
 		return 64 + 256 + 32 * 64;
+	case EDGEQ_TYPE_Q5_K:
+		return 64 + 256 + 32 * 64 + 8 * 64;
 	default:
 		return 0;
 	}
@@ -49,7 +56,7 @@ static size_t group_block_bytes(enum edgeq_type t)
 size_t edgeq_pack16_size(enum edgeq_type t, int64_t rows, int64_t n)
 {
 	size_t gb = group_block_bytes(t);
-	int64_t bs = t == EDGEQ_TYPE_Q4_K ? 256 : 32;
+	int64_t bs = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K ? 256 : 32;
 
 	if (!gb || rows < 1 || n < bs || n % bs)
 		return 0;
@@ -60,7 +67,8 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 		  void *out)
 {
 	size_t gb = group_block_bytes(t), rs = edgeq_row_size(t, n);
-	int64_t nblk = n / (t == EDGEQ_TYPE_Q4_K ? 256 : 32), g, i, r;
+	bool k = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K;
+	int64_t nblk = n / (k ? 256 : 32), g, i, r;
 	uint8_t *o = out;
 
 	for (g = 0; g < (rows + 15) / 16; g++)
@@ -70,15 +78,27 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 				const uint8_t *row =
 					(const uint8_t *)w + (16 * g + r) * rs;
 
-				if (t == EDGEQ_TYPE_Q4_K) {
-					const struct edgeq_block_q4_K *b =
+				if (k) {
+					/* Q4_K and Q5_K share d, dmin,
+					 * scales and qs (at other offsets) */
+					const struct edgeq_block_q4_K *b4 =
 						(const void *)(row + i * 144);
+					const struct edgeq_block_q5_K *b5 =
+						(const void *)(row + i * 176);
+					bool five = t == EDGEQ_TYPE_Q5_K;
+					const uint16_t *d = five ? &b5->d :
+								   &b4->d;
+					const uint16_t *dm = five ? &b5->dmin :
+								    &b4->dmin;
+					const uint8_t *scl = five ? b5->scales :
+								    b4->scales;
+					const uint8_t *qs = five ? b5->qs :
+								   b4->qs;
 					uint8_t sc[8], m[8];
 
-					memcpy(o + 2 * r, &b->d, 2);
-					memcpy(o + 32 + 2 * r, &b->dmin, 2);
-					edgeq_q4_K_unpack_scales(b->scales, sc,
-								 m);
+					memcpy(o + 2 * r, d, 2);
+					memcpy(o + 32 + 2 * r, dm, 2);
+					edgeq_q4_K_unpack_scales(scl, sc, m);
 					for (int j = 0; j < 8; j++) {
 						o[64 + 16 * j + r] = sc[j];
 						o[192 + 16 * j + r] = m[j];
@@ -89,9 +109,13 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 								       64 * (8 * jj +
 									     c) +
 								       4 * r,
-							       b->qs + 32 * jj +
+							       qs + 32 * jj +
 								       4 * c,
 							       4);
+					for (int c = 0; five && c < 8; c++)
+						memcpy(o + 2368 + 64 * c +
+							       4 * r,
+						       b5->qh + 4 * c, 4);
 				} else if (t == EDGEQ_TYPE_Q4_0) {
 					const struct edgeq_block_q4_0 *b =
 						(const void *)(row + i * 18);

@@ -11,6 +11,7 @@
  * A matmul unpacks a group's block once for up to 8 tokens.
  */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,6 +229,7 @@ static void tile_seg(enum edgeq_type t, const uint8_t *gp, int64_t nblk,
 /* ---- Q4_K ---- */
 
 #define GB_Q4_K (64 + 256 + 32 * 64)
+#define GB_Q5_K (GB_Q4_K + 8 * 64)
 
 /* Per Q8_K super-block: its scale and the sub-block sums of its bytes in
  * pairs, bp[p] = bsum(2p) | bsum(2p + 1) << 16 (int16 each: |sum| <= 4064). */
@@ -262,9 +264,10 @@ static void actk_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
  */
 AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	       size_t as, const struct actk *ap, int64_t aps, const int NT,
-	       __m512 *acc)
+	       const bool Q5, __m512 *acc)
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+	const size_t GB = Q5 ? GB_Q5_K : GB_Q4_K;
 	__m512 c_[4];
 	int k;
 
@@ -272,15 +275,15 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	for (k = 0; k < NT; k++)
 		c_[k] = acc[k];
 	for (int64_t i = i0; i < i1; i++) {
-		const uint8_t *sb = gp + (size_t)i * GB_Q4_K;
+		const uint8_t *sb = gp + (size_t)i * GB;
 		__m512 dw = _mm512_cvtph_ps(
 			_mm256_loadu_si256((const __m256i *)sb));
 		__m512 dm = _mm512_cvtph_ps(
 			_mm256_loadu_si256((const __m256i *)(sb + 32)));
 		__m512i isum[4], summ[4];
 
-#pragma GCC unroll 37
-		for (size_t o = 0; o < GB_Q4_K; o += 64)
+#pragma GCC unroll 45
+		for (size_t o = 0; o < GB; o += 64)
 			_mm_prefetch((const char *)sb + PF_AHEAD + o,
 				     _MM_HINT_T0);
 #pragma GCC unroll 4
@@ -312,6 +315,31 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 				lo[c] = _mm512_and_si512(v, m4);
 				hi[c] = _mm512_and_si512(
 					_mm512_srli_epi16(v, 4), m4);
+				if (Q5) {
+					/* bit 2jj (2jj+1) of each qh byte to
+					 * bit 4: a 16-bit shift, then the
+					 * mask keeps only bits of the same
+					 * byte; (m10 & x) | lo = imm 0xea */
+					__m512i h = _mm512_loadu_si512(
+						sb + GB_Q4_K + 64 * c);
+					__m512i hl =
+						2 * jj <= 4 ?
+							_mm512_slli_epi16(
+								h, 4 - 2 * jj) :
+							_mm512_srli_epi16(
+								h, 2 * jj - 4);
+					__m512i hh =
+						2 * jj + 1 <= 4 ?
+							_mm512_slli_epi16(
+								h, 3 - 2 * jj) :
+							_mm512_srli_epi16(
+								h, 2 * jj - 3);
+
+					lo[c] = _mm512_ternarylogic_epi32(
+						m10, hl, lo[c], 0xea);
+					hi[c] = _mm512_ternarylogic_epi32(
+						m10, hh, hi[c], 0xea);
+				}
 			}
 #pragma GCC unroll 4
 			for (k = 0; k < NT; k++) {
@@ -371,32 +399,32 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		acc[k] = c_[k];
 }
 
-static void tile_k_any(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
-		       size_t as, const struct actk *ap, int64_t aps, int nt,
-		       __m512 *acc)
+static void tile_k_any(bool q5, const uint8_t *gp, int64_t i0, int64_t i1,
+		       const char *a, size_t as, const struct actk *ap,
+		       int64_t aps, int nt, __m512 *acc)
 {
+#define T(N)                                                               \
+	case N:                                                            \
+		if (q5)                                                    \
+			tile_k(gp, i0, i1, a, as, ap, aps, N, true, acc);  \
+		else                                                       \
+			tile_k(gp, i0, i1, a, as, ap, aps, N, false, acc); \
+		return
 	switch (nt) {
-	case 1:
-		tile_k(gp, i0, i1, a, as, ap, aps, 1, acc);
-		return;
-	case 2:
-		tile_k(gp, i0, i1, a, as, ap, aps, 2, acc);
-		return;
-	case 3:
-		tile_k(gp, i0, i1, a, as, ap, aps, 3, acc);
-		return;
-	default:
-		tile_k(gp, i0, i1, a, as, ap, aps, 4, acc);
-		return;
+		T(1);
+		T(2);
+		T(3);
+		T(4);
 	}
+#undef T
 }
 
-static void matmul_packed_q4_K(const void *w, int64_t n, int64_t row0,
-			       int64_t row1, const void *a, size_t a_stride,
-			       int64_t nb, float *y, int64_t ldy)
+static void matmul_packed_qk(bool q5, const void *w, int64_t n, int64_t row0,
+			     int64_t row1, const void *a, size_t a_stride,
+			     int64_t nb, float *y, int64_t ldy)
 {
 	int64_t nsb = n / 256, g, b0;
-	size_t gsz = (size_t)nsb * GB_Q4_K;
+	size_t gsz = (size_t)nsb * (q5 ? GB_Q5_K : GB_Q4_K);
 	struct actk *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
 	struct actk st[4 * 16];
 	__m512 acc[4];
@@ -415,7 +443,7 @@ static void matmul_packed_q4_K(const void *w, int64_t n, int64_t row0,
 			for (int k = 0; k < nt; k++)
 				acc[k] = _mm512_setzero_ps();
 			if (ab) {
-				tile_k_any(gp, 0, nsb, ak, a_stride,
+				tile_k_any(q5, gp, 0, nsb, ak, a_stride,
 					   ab + b0 * nsb, nsb, nt, acc);
 			} else { /* no scratch: 16 super-blocks at a time */
 				for (int64_t i0 = 0; i0 < nsb; i0 += 16) {
@@ -429,8 +457,8 @@ static void matmul_packed_q4_K(const void *w, int64_t n, int64_t row0,
 								    k * a_stride) +
 								i0,
 							i1 - i0, st + 16 * k);
-					tile_k_any(gp, i0, i1, ak, a_stride, st,
-						   16, nt, acc);
+					tile_k_any(q5, gp, i0, i1, ak, a_stride,
+						   st, 16, nt, acc);
 				}
 			}
 			for (int k = 0; k < nt; k++)
@@ -450,8 +478,9 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 	struct act *ab;
 	__m512 acc[8];
 
-	if (t == EDGEQ_TYPE_Q4_K) {
-		matmul_packed_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
+	if (t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K) {
+		matmul_packed_qk(t == EDGEQ_TYPE_Q5_K, w, n, row0, row1, a,
+				 a_stride, nb, y, ldy);
 		return;
 	}
 	ab = act_buf((size_t)(nb * nblk));
