@@ -76,3 +76,4 @@ check "  ... names the positions" grep -q -- "--profile: 100016 positions .*, th
 rc=$?
 check "a missing model: fails (exit $rc)" test $rc -ne 0
 check "  ... names the file" grep -q "none.gguf" "$T/e"
+summary
