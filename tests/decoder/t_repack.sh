@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 300
-# Weights repacked at load (16-row groups, Q4_0, Q8_0, Q4_K, Q5_K): the logits of
+# Weights repacked at load (16-row groups, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): the logits of
 # every position are bit-identical to the file layout's (--no-repack) and
 # to the scalar oracle's, at 1 and 2 threads, for decode and for prompts
 # past the 8-token tile; the JSON says what was packed, and each case that
@@ -16,6 +16,7 @@ gen q4_0 --type q4_0 --seed 21
 gen q8_0 --type q8_0 --seed 22 --arch qwen3
 gen q4_k --type q4_k --seed 23
 gen q6_k --type q6_k --seed 24
+gen f16 --type f16 --seed 26
 # Q5_K_M: Q5_K matrices, Q6_K where llama-quantize puts them
 gen q5_k --type q5_k_m --seed 25 --arch gemma3
 
@@ -26,9 +27,9 @@ if grep -q 'have no packed layout' "$T/probe"; then
 	skip_all "the selected kernels have no packed layout ($(repack_of "$T/probe"))"
 fi
 
-for ty in q4_0 q8_0 q4_k q5_k; do
+for ty in q4_0 q8_0 q4_k q5_k q6_k; do
 	m=$T/$ty.gguf
-	case $ty in q4_k | q5_k)
+	case $ty in q4_k | q5_k | q6_k)
 		if ! "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline 2>/dev/null |
 			grep -q '"repack": *"[0-9]* matrices'; then
 			echo "ok - $ty: # skip: the selected kernels do not pack it"
@@ -66,8 +67,8 @@ check "streamed weights: the same logits" cmp -s "$T/st" "$T/q4_0-p2"
 check "a budget the packed copy exceeds: not packed, said" grep -q '"repack": *"off: [0-9]* MiB packed would exceed the 0 MiB budget"' "$T/b.j"
 "$EDGEQ" run -m "$m" -p hi -n 2 --temp 0 --json --no-roofline >"$T/a.j" 2>/dev/null
 check "auto weights: mapped to pack" grep -q '"weights_why": *"mapped to repack' "$T/a.j"
-"$EDGEQ" run -m "$T/q6_k.gguf" -p hi -n 2 --temp 0 --json --no-roofline >"$T/k.j" 2>/dev/null
-check "Q6_K: no packed form, said" grep -q '"repack": *"off: no matrix of a type the .* kernels pack"' "$T/k.j"
+"$EDGEQ" run -m "$T/f16.gguf" -p hi -n 2 --temp 0 --json --no-roofline >"$T/k.j" 2>/dev/null
+check "F16: no packed form, said" grep -q '"repack": *"off: no matrix of a type the .* kernels pack"' "$T/k.j"
 "$EDGEQ" run -m "$m" -p hi -n 2 --temp 0 --no-roofline 2>"$T/err" >/dev/null
 check "the figures line names the repack" grep -q '| repack [0-9]* matrices in 16-row groups' "$T/err"
 summary

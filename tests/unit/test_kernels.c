@@ -1302,16 +1302,15 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 		{ 160, 5, 70 },	 { 512, 64, 1 },
 	};
 	static const enum edgeq_type types[] = {
-		EDGEQ_TYPE_Q4_0,
-		EDGEQ_TYPE_Q8_0,
-		EDGEQ_TYPE_Q4_K,
-		EDGEQ_TYPE_Q5_K,
+		EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_K,
+		EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_Q6_K,
 	};
 	int checked = 0;
 
 	if (!ops->matvec_packed)
 		return;
-	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q6_K, 16, 256), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q3_K, 16, 256), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q6_K, 16, 256), 16 * 210);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 16, 48), 0);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 17, 64),
 			 2 * 2 * (32 + 256));

@@ -20,6 +20,11 @@
  *   of 64 bytes; in chunk c, bytes 4r..4r+3 are row r's
  *   qs[32jj + 4c..32jj + 4c + 3].
  *
+ * Q6_K, per group and super-block (3360 bytes, the file's size): the 16
+ * fp16 d, the int8 scales sc[g][r] of the 16 sub-blocks (256 bytes), 32
+ * chunks of ql (chunk c: row r's ql[4c..4c+3]) and 16 of qh (chunk c:
+ * row r's qh[4c..4c+3]).
+ *
  * Q5_K is Q4_K's layout followed by 8 chunks of qh: in chunk c, bytes
  * 4r..4r+3 are row r's qh[4c..4c+3] (bit j: bit 4 of sub-block j's
  * element), 2880 bytes per group and super-block (2.3 % over the file).
@@ -48,6 +53,8 @@ static size_t group_block_bytes(enum edgeq_type t)
 		return 64 + 256 + 32 * 64;
 	case EDGEQ_TYPE_Q5_K:
 		return 64 + 256 + 32 * 64 + 8 * 64;
+	case EDGEQ_TYPE_Q6_K:
+		return 32 + 256 + 32 * 64 + 16 * 64;
 	default:
 		return 0;
 	}
@@ -56,7 +63,10 @@ static size_t group_block_bytes(enum edgeq_type t)
 size_t edgeq_pack16_size(enum edgeq_type t, int64_t rows, int64_t n)
 {
 	size_t gb = group_block_bytes(t);
-	int64_t bs = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K ? 256 : 32;
+	int64_t bs = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K ||
+				     t == EDGEQ_TYPE_Q6_K ?
+			     256 :
+			     32;
 
 	if (!gb || rows < 1 || n < bs || n % bs)
 		return 0;
@@ -68,7 +78,7 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 {
 	size_t gb = group_block_bytes(t), rs = edgeq_row_size(t, n);
 	bool k = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K;
-	int64_t nblk = n / (k ? 256 : 32), g, i, r;
+	int64_t nblk = n / (k || t == EDGEQ_TYPE_Q6_K ? 256 : 32), g, i, r;
 	uint8_t *o = out;
 
 	for (g = 0; g < (rows + 15) / 16; g++)
@@ -78,7 +88,22 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 				const uint8_t *row =
 					(const uint8_t *)w + (16 * g + r) * rs;
 
-				if (k) {
+				if (t == EDGEQ_TYPE_Q6_K) {
+					const struct edgeq_block_q6_K *b =
+						(const void *)(row + i * 210);
+
+					memcpy(o + 2 * r, &b->d, 2);
+					for (int j = 0; j < 16; j++)
+						o[32 + 16 * j + r] =
+							(uint8_t)b->scales[j];
+					for (int c = 0; c < 32; c++)
+						memcpy(o + 288 + 64 * c + 4 * r,
+						       b->ql + 4 * c, 4);
+					for (int c = 0; c < 16; c++)
+						memcpy(o + 2336 + 64 * c +
+							       4 * r,
+						       b->qh + 4 * c, 4);
+				} else if (k) {
 					/* Q4_K and Q5_K share d, dmin,
 					 * scales and qs (at other offsets) */
 					const struct edgeq_block_q4_K *b4 =

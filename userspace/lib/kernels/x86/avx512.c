@@ -531,6 +531,7 @@ static void table_init(void)
 	table.pack16[EDGEQ_TYPE_Q8_0] = true;
 	table.pack16[EDGEQ_TYPE_Q4_K] = true;
 	table.pack16[EDGEQ_TYPE_Q5_K] = true;
+	table.pack16[EDGEQ_TYPE_Q6_K] = true;
 	table.matvec_packed = edgeq_avx512_matvec_packed;
 	table.matmul_packed = edgeq_avx512_matmul_packed;
 	edgeq_avx512_q4_0_vbmi(true);

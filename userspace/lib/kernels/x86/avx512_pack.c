@@ -468,6 +468,219 @@ static void matmul_packed_qk(bool q5, const void *w, int64_t n, int64_t row0,
 	}
 }
 
+/* ---- Q6_K ---- */
+
+#define GB_Q6_K (32 + 256 + 32 * 64 + 16 * 64)
+
+/* Per Q8_K super-block: its scale and -32 times each 16-byte group's sum
+ * (the start value that turns the stored q + 32 back into q). */
+struct act6 {
+	float d;
+	int32_t nb32[16];
+};
+
+static void act6_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+		      struct act6 *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int g = 0; g < 16; g++)
+			o[i].nb32[g] = -32 * a[i].bsums[g];
+	}
+}
+
+/*
+ * One group against NT tokens, super-blocks [i0, i1). For half n and
+ * quarter c4, the 4 chunks c' = 4 c4 .. 4 c4 + 3 of ql at n, ql at n + 32
+ * bytes and qh give 4 weight vectors each (q + 32, from the nibbles and
+ * the 2-bit pairs, joined with vpternlogd: a 16-bit shift moves a pair
+ * to bits 4-5 and the mask keeps the byte's own), for the sub-blocks
+ * 8n + c4, + 2, + 4, + 6; each sub-block's sum starts at -32 * its
+ * activation sum, so it is the exact signed dot, then weighted by the
+ * sign-extended scale (vpmulld) into isum, and fma(d * d_a, isum).
+ */
+AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		size_t as, const struct act6 *ap, int64_t aps, const int NT,
+		__m512 *acc)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+	__m512 c_[4];
+	int k;
+
+#pragma GCC unroll 4
+	for (k = 0; k < NT; k++)
+		c_[k] = acc[k];
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
+		__m512 dw = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)sb));
+		__m512i isum[4];
+
+#pragma GCC unroll 53
+		for (size_t o = 0; o < GB_Q6_K; o += 64)
+			_mm_prefetch((const char *)sb + PF_AHEAD + o,
+				     _MM_HINT_T0);
+#pragma GCC unroll 4
+		for (k = 0; k < NT; k++)
+			isum[k] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+		for (int q4 = 0; q4 < 4; q4++) {
+			const int n = q4 >> 1, c4 = q4 & 1;
+			__m512i sc[4], s[4][4];
+
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				sc[j] = _mm512_cvtepi8_epi32(_mm_loadu_si128(
+					(const __m128i *)(sb + 32 +
+							  16 * (8 * n + c4 +
+								2 * j))));
+#pragma GCC unroll 4
+			for (k = 0; k < NT; k++)
+#pragma GCC unroll 4
+				for (int j = 0; j < 4; j++)
+					s[k][j] = _mm512_set1_epi32(
+						ap[k * aps + i - i0]
+							.nb32[8 * n + c4 +
+							      2 * j]);
+#pragma GCC unroll 4
+			for (int cc = 0; cc < 4; cc++) {
+				const int c = 4 * c4 + cc;
+				__m512i A = _mm512_loadu_si512(
+					sb + 288 + 64 * (16 * n + c));
+				__m512i B = _mm512_loadu_si512(
+					sb + 288 + 64 * (16 * n + 8 + c));
+				__m512i H = _mm512_loadu_si512(
+					sb + 2336 + 64 * (8 * n + c));
+				__m512i w[4];
+
+				w[0] = _mm512_ternarylogic_epi32(
+					m30, _mm512_slli_epi16(H, 4),
+					_mm512_and_si512(A, m4), 0xea);
+				w[1] = _mm512_ternarylogic_epi32(
+					m30, _mm512_slli_epi16(H, 2),
+					_mm512_and_si512(B, m4), 0xea);
+				w[2] = _mm512_ternarylogic_epi32(
+					m30, H,
+					_mm512_and_si512(
+						_mm512_srli_epi16(A, 4), m4),
+					0xea);
+				w[3] = _mm512_ternarylogic_epi32(
+					m30, _mm512_srli_epi16(H, 2),
+					_mm512_and_si512(
+						_mm512_srli_epi16(B, 4), m4),
+					0xea);
+#pragma GCC unroll 4
+				for (k = 0; k < NT; k++) {
+					const int8_t *q =
+						((const struct edgeq_block_q8_K
+							  *)(a + k * as))[i]
+							.qs +
+						128 * n + 4 * c;
+
+#pragma GCC unroll 4
+					for (int j = 0; j < 4; j++)
+						s[k][j] = _mm512_dpbusd_epi32(
+							s[k][j], w[j],
+							bcast4(q + 32 * j));
+				}
+			}
+#pragma GCC unroll 4
+			for (k = 0; k < NT; k++)
+				isum[k] = _mm512_add_epi32(
+					isum[k],
+					_mm512_add_epi32(
+						_mm512_add_epi32(
+							_mm512_mullo_epi32(
+								s[k][0], sc[0]),
+							_mm512_mullo_epi32(
+								s[k][1], sc[1])),
+						_mm512_add_epi32(
+							_mm512_mullo_epi32(
+								s[k][2], sc[2]),
+							_mm512_mullo_epi32(
+								s[k][3],
+								sc[3]))));
+		}
+#pragma GCC unroll 4
+		for (k = 0; k < NT; k++)
+			c_[k] = _mm512_fmadd_ps(
+				_mm512_mul_ps(
+					dw,
+					_mm512_set1_ps(ap[k * aps + i - i0].d)),
+				_mm512_cvtepi32_ps(isum[k]), c_[k]);
+	}
+#pragma GCC unroll 4
+	for (k = 0; k < NT; k++)
+		acc[k] = c_[k];
+}
+
+static void tile_q6_any(const uint8_t *gp, int64_t i0, int64_t i1,
+			const char *a, size_t as, const struct act6 *ap,
+			int64_t aps, int nt, __m512 *acc)
+{
+	switch (nt) {
+	case 1:
+		tile_q6(gp, i0, i1, a, as, ap, aps, 1, acc);
+		return;
+	case 2:
+		tile_q6(gp, i0, i1, a, as, ap, aps, 2, acc);
+		return;
+	case 3:
+		tile_q6(gp, i0, i1, a, as, ap, aps, 3, acc);
+		return;
+	default:
+		tile_q6(gp, i0, i1, a, as, ap, aps, 4, acc);
+		return;
+	}
+}
+
+static void matmul_packed_q6_K(const void *w, int64_t n, int64_t row0,
+			       int64_t row1, const void *a, size_t a_stride,
+			       int64_t nb, float *y, int64_t ldy)
+{
+	int64_t nsb = n / 256, g, b0;
+	size_t gsz = (size_t)nsb * GB_Q6_K;
+	struct act6 *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
+	struct act6 st[4 * 16];
+	__m512 acc[4];
+
+	for (b0 = 0; ab && b0 < nb; b0++)
+		act6_prep((const void *)((const char *)a + b0 * a_stride), nsb,
+			  ab + b0 * nsb);
+	for (g = row0 / 16; 16 * g < row1; g++) {
+		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
+		__mmask16 m = lanes(g, row0, row1);
+
+		for (b0 = 0; b0 < nb; b0 += 4) {
+			int nt = nb - b0 < 4 ? (int)(nb - b0) : 4;
+			const char *ak = (const char *)a + b0 * a_stride;
+
+			for (int k = 0; k < nt; k++)
+				acc[k] = _mm512_setzero_ps();
+			for (int64_t i0 = 0; i0 < nsb; i0 += ab ? nsb : 16) {
+				int64_t i1 =
+					ab ? nsb :
+					     (i0 + 16 < nsb ? i0 + 16 : nsb);
+
+				if (!ab) /* no scratch: 16 at a time */
+					for (int k = 0; k < nt; k++)
+						act6_prep(
+							(const struct edgeq_block_q8_K
+								 *)(ak +
+								    k * a_stride) +
+								i0,
+							i1 - i0, st + 16 * k);
+				tile_q6_any(gp, i0, i1, ak, a_stride,
+					    ab ? ab + b0 * nsb : st,
+					    ab ? nsb : 16, nt, acc);
+			}
+			for (int k = 0; k < nt; k++)
+				_mm512_mask_storeu_ps(
+					y + (b0 + k) * ldy + 16 * g, m, acc[k]);
+		}
+	}
+}
+
 void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 				int64_t row0, int64_t row1, const void *a,
 				size_t a_stride, int64_t nb, float *y,
@@ -478,6 +691,10 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 	struct act *ab;
 	__m512 acc[8];
 
+	if (t == EDGEQ_TYPE_Q6_K) {
+		matmul_packed_q6_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
+		return;
+	}
 	if (t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K) {
 		matmul_packed_qk(t == EDGEQ_TYPE_Q5_K, w, n, row0, row1, a,
 				 a_stride, nb, y, ldy);
