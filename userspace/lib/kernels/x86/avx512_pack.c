@@ -46,7 +46,7 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 			      _mm256_extract_epi64(s, 3) - 32 * 128;
 
 		out[i].d = edgeq_fp16_to_fp32(a[i].d);
-		out[i].bias = (int32_t)(-(sum << shift));
+		out[i].bias = (int32_t)(-sum * ((int64_t)1 << shift));
 	}
 }
 
