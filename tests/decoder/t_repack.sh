@@ -30,9 +30,14 @@ fi
 for ty in q4_0 q8_0 q4_k q5_k q6_k; do
 	m=$T/$ty.gguf
 	case $ty in q4_k | q5_k | q6_k)
+		"$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline >"$T/$ty-d.j" 2>/dev/null
+		check "$ty: K-quants not packed by default, said" \
+			grep -q '"repack": *"off: K-quants are packed for batching only' "$T/$ty-d.j"
+		export EDGEQ_REPACK=all
 		if ! "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline 2>/dev/null |
 			grep -q '"repack": *"[0-9]* matrices'; then
 			echo "ok - $ty: # skip: the selected kernels do not pack it"
+			unset EDGEQ_REPACK
 			continue
 		fi ;;
 	esac
@@ -55,6 +60,7 @@ for ty in q4_0 q8_0 q4_k q5_k q6_k; do
 	check "$ty: the logits are not empty" test -s "$T/$ty-s"
 	EDGEQ_NO_REPACK=1 "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline >"$T/e.j" 2>/dev/null
 	check "$ty: EDGEQ_NO_REPACK=1 keeps the layout" grep -q '"repack": *"off: asked not to"' "$T/e.j"
+	unset EDGEQ_REPACK
 done
 
 m=$T/q4_0.gguf

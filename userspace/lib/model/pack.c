@@ -80,8 +80,24 @@ static void drop_file_pages(const void *p, size_t len)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+static bool is_kquant(uint32_t t)
+{
+	return t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K ||
+	       t == EDGEQ_TYPE_Q6_K;
+}
+
+/* A matrix this table packs, under the params' policy. */
+static bool packable(const struct edgeq_model *m,
+		     const struct edgeq_model_params *p,
+		     const struct edgeq_tensor *t)
+{
+	return m->ops->pack16[t->type] && is_linear(m, t) &&
+	       (p->repack_kquants || !is_kquant(t->type));
+}
+
 /* Bytes and count of the matrices packing would take (0: none). */
-static uint64_t pack_total(const struct edgeq_model *m, size_t *count)
+static uint64_t pack_total(const struct edgeq_model *m,
+			   const struct edgeq_model_params *p, size_t *count)
 {
 	uint64_t total = 0;
 	size_t n = 0;
@@ -90,7 +106,7 @@ static uint64_t pack_total(const struct edgeq_model *m, size_t *count)
 		const struct edgeq_tensor *t = &m->tensors[i];
 		size_t sz;
 
-		if (!m->ops->pack16[t->type] || !is_linear(m, t))
+		if (!packable(m, p, t))
 			continue;
 		sz = edgeq_pack16_size((enum edgeq_type)t->type,
 				       (int64_t)t->ne[1], (int64_t)t->ne[0]);
@@ -118,7 +134,7 @@ static uint64_t budget_of(const struct edgeq_model_params *p)
 bool model_pack_wants_mmap(const struct edgeq_model *m,
 			   const struct edgeq_model_params *p)
 {
-	uint64_t total = pack_total(m, NULL), budget = budget_of(p);
+	uint64_t total = pack_total(m, p, NULL), budget = budget_of(p);
 
 	return !p->no_repack && total && (!budget || total <= budget);
 }
@@ -153,11 +169,22 @@ int model_pack_weights(struct edgeq_model *m,
 							   "preloaded");
 		return 0;
 	}
-	total = pack_total(m, &n);
+	total = pack_total(m, p, &n);
 	if (!n) {
-		snprintf(in->repack, sizeof(in->repack),
-			 "off: no matrix of a type the %s kernels pack",
-			 m->ops->name);
+		bool kq = false;
+
+		for (i = 0; i < m->n_tensors; i++)
+			kq |= m->ops->pack16[m->tensors[i].type] &&
+			      is_kquant(m->tensors[i].type) &&
+			      is_linear(m, &m->tensors[i]);
+		if (kq)
+			snprintf(in->repack, sizeof(in->repack),
+				 "off: K-quants are packed for batching only "
+				 "(EDGEQ_REPACK=all, serve with slots)");
+		else
+			snprintf(in->repack, sizeof(in->repack),
+				 "off: no matrix of a type the %s kernels pack",
+				 m->ops->name);
 		return 0;
 	}
 	budget = budget_of(p);
@@ -192,7 +219,7 @@ int model_pack_weights(struct edgeq_model *m,
 		struct edgeq_tensor *t = &m->tensors[i];
 		size_t sz;
 
-		if (!m->ops->pack16[t->type] || !is_linear(m, t))
+		if (!packable(m, p, t))
 			continue;
 		sz = edgeq_pack16_size((enum edgeq_type)t->type,
 				       (int64_t)t->ne[1], (int64_t)t->ne[0]);

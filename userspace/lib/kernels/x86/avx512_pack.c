@@ -268,10 +268,10 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
 	const size_t GB = Q5 ? GB_Q5_K : GB_Q4_K;
-	__m512 c_[4];
+	__m512 c_[8];
 	int k;
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
 	for (k = 0; k < NT; k++)
 		c_[k] = acc[k];
 	for (int64_t i = i0; i < i1; i++) {
@@ -280,25 +280,76 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			_mm256_loadu_si256((const __m256i *)sb));
 		__m512 dm = _mm512_cvtph_ps(
 			_mm256_loadu_si256((const __m256i *)(sb + 32)));
-		__m512i isum[4], summ[4];
+		__m512i isum[8], summ[8];
 
 #pragma GCC unroll 45
 		for (size_t o = 0; o < GB; o += 64)
 			_mm_prefetch((const char *)sb + PF_AHEAD + o,
 				     _MM_HINT_T0);
-#pragma GCC unroll 4
-		for (k = 0; k < NT; k++) {
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++)
 			isum[k] = _mm512_setzero_si512();
-			summ[k] = _mm512_setzero_si512();
+			/* sub-block j = 2jj + hf: the low (hf 0) or high nibbles of
+		 * pair jj's 8 chunks, unpacked once for the NT tokens */
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++) {
+			const int jj = j >> 1, hf = j & 1;
+			const uint8_t *qp = sb + 320 + 512 * jj;
+			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+				(const __m128i *)(sb + 64 + 16 * j)));
+			__m512i w[8];
+
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++) {
+				__m512i v = _mm512_loadu_si512(qp + 64 * c);
+
+				w[c] = _mm512_and_si512(
+					hf ? _mm512_srli_epi16(v, 4) : v, m4);
+				if (Q5) {
+					/* bit j of each qh byte to bit 4: a
+					 * 16-bit shift, then the mask keeps
+					 * only bits of the same byte;
+					 * (m10 & x) | w = imm 0xea */
+					__m512i h = _mm512_loadu_si512(
+						sb + GB_Q4_K + 64 * c);
+
+					h = j <= 4 ?
+						    _mm512_slli_epi16(h,
+								      4 - j) :
+						    _mm512_srli_epi16(h, j - 4);
+					w[c] = _mm512_ternarylogic_epi32(
+						m10, h, w[c], 0xea);
+				}
+			}
+#pragma GCC unroll 8
+			for (k = 0; k < NT; k++) {
+				const int8_t *q =
+					((const struct edgeq_block_q8_K
+						  *)(a + k * as))[i]
+						.qs +
+					32 * j;
+				__m512i s0 = _mm512_setzero_si512(), s1 = s0;
+
+#pragma GCC unroll 4
+				for (int c = 0; c < 8; c += 2) {
+					s0 = _mm512_dpbusd_epi32(
+						s0, w[c], bcast4(q + 4 * c));
+					s1 = _mm512_dpbusd_epi32(
+						s1, w[c + 1],
+						bcast4(q + 4 * c + 4));
+				}
+				isum[k] = _mm512_add_epi32(
+					isum[k],
+					_mm512_mullo_epi32(
+						_mm512_add_epi32(s0, s1), sc));
+			}
 		}
+		/* the mins against the activation's sub-block sums, in pairs */
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++)
+			summ[k] = _mm512_setzero_si512();
 #pragma GCC unroll 4
 		for (int jj = 0; jj < 4; jj++) {
-			const uint8_t *qp = sb + 320 + 512 * jj;
-			__m512i lo[8], hi[8];
-			__m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(
-				(const __m128i *)(sb + 64 + 32 * jj)));
-			__m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(
-				(const __m128i *)(sb + 80 + 32 * jj)));
 			__m512i mp = _mm512_or_si512(
 				_mm512_cvtepu8_epi32(_mm_loadu_si128(
 					(const __m128i *)(sb + 192 + 32 * jj))),
@@ -309,80 +360,15 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					16));
 
 #pragma GCC unroll 8
-			for (int c = 0; c < 8; c++) {
-				__m512i v = _mm512_loadu_si512(qp + 64 * c);
-
-				lo[c] = _mm512_and_si512(v, m4);
-				hi[c] = _mm512_and_si512(
-					_mm512_srli_epi16(v, 4), m4);
-				if (Q5) {
-					/* bit 2jj (2jj+1) of each qh byte to
-					 * bit 4: a 16-bit shift, then the
-					 * mask keeps only bits of the same
-					 * byte; (m10 & x) | lo = imm 0xea */
-					__m512i h = _mm512_loadu_si512(
-						sb + GB_Q4_K + 64 * c);
-					__m512i hl =
-						2 * jj <= 4 ?
-							_mm512_slli_epi16(
-								h, 4 - 2 * jj) :
-							_mm512_srli_epi16(
-								h, 2 * jj - 4);
-					__m512i hh =
-						2 * jj + 1 <= 4 ?
-							_mm512_slli_epi16(
-								h, 3 - 2 * jj) :
-							_mm512_srli_epi16(
-								h, 2 * jj - 3);
-
-					lo[c] = _mm512_ternarylogic_epi32(
-						m10, hl, lo[c], 0xea);
-					hi[c] = _mm512_ternarylogic_epi32(
-						m10, hh, hi[c], 0xea);
-				}
-			}
-#pragma GCC unroll 4
-			for (k = 0; k < NT; k++) {
-				const int8_t *q =
-					((const struct edgeq_block_q8_K
-						  *)(a + k * as))[i]
-						.qs +
-					64 * jj;
-				__m512i l0 = _mm512_setzero_si512(), l1 = l0;
-				__m512i h0 = l0, h1 = l0;
-
-#pragma GCC unroll 4
-				for (int c = 0; c < 8; c += 2) {
-					l0 = _mm512_dpbusd_epi32(
-						l0, lo[c], bcast4(q + 4 * c));
-					l1 = _mm512_dpbusd_epi32(
-						l1, lo[c + 1],
-						bcast4(q + 4 * c + 4));
-					h0 = _mm512_dpbusd_epi32(
-						h0, hi[c],
-						bcast4(q + 32 + 4 * c));
-					h1 = _mm512_dpbusd_epi32(
-						h1, hi[c + 1],
-						bcast4(q + 36 + 4 * c));
-				}
-				isum[k] = _mm512_add_epi32(
-					isum[k],
-					_mm512_add_epi32(
-						_mm512_mullo_epi32(
-							_mm512_add_epi32(l0, l1),
-							sl),
-						_mm512_mullo_epi32(
-							_mm512_add_epi32(h0, h1),
-							sh)));
+			for (k = 0; k < NT; k++)
 				summ[k] = _mm512_add_epi32(
 					summ[k],
 					_mm512_madd_epi16(
 						mp, _mm512_set1_epi32(
 							    ap[k * aps + i - i0]
 								    .bp[jj])));
-			}
 		}
-#pragma GCC unroll 4
+#pragma GCC unroll 8
 		for (k = 0; k < NT; k++) {
 			__m512 da = _mm512_set1_ps(ap[k * aps + i - i0].d);
 
@@ -394,7 +380,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 						 c_[k]);
 		}
 	}
-#pragma GCC unroll 4
+#pragma GCC unroll 8
 	for (k = 0; k < NT; k++)
 		acc[k] = c_[k];
 }
@@ -415,10 +401,17 @@ static void tile_k_any(bool q5, const uint8_t *gp, int64_t i0, int64_t i1,
 		T(2);
 		T(3);
 		T(4);
+		T(5);
+		T(6);
+		T(7);
+		T(8);
 	}
 #undef T
 }
 
+#ifndef KT
+#define KT 4
+#endif
 static void matmul_packed_qk(bool q5, const void *w, int64_t n, int64_t row0,
 			     int64_t row1, const void *a, size_t a_stride,
 			     int64_t nb, float *y, int64_t ldy)
@@ -426,8 +419,8 @@ static void matmul_packed_qk(bool q5, const void *w, int64_t n, int64_t row0,
 	int64_t nsb = n / 256, g, b0;
 	size_t gsz = (size_t)nsb * (q5 ? GB_Q5_K : GB_Q4_K);
 	struct actk *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
-	struct actk st[4 * 16];
-	__m512 acc[4];
+	struct actk st[8 * 16];
+	__m512 acc[8];
 
 	for (b0 = 0; ab && b0 < nb; b0++)
 		actk_prep((const void *)((const char *)a + b0 * a_stride), nsb,
@@ -436,8 +429,8 @@ static void matmul_packed_qk(bool q5, const void *w, int64_t n, int64_t row0,
 		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
 		__mmask16 m = lanes(g, row0, row1);
 
-		for (b0 = 0; b0 < nb; b0 += 4) {
-			int nt = nb - b0 < 4 ? (int)(nb - b0) : 4;
+		for (b0 = 0; b0 < nb; b0 += KT) {
+			int nt = nb - b0 < KT ? (int)(nb - b0) : KT;
 			const char *ak = (const char *)a + b0 * a_stride;
 
 			for (int k = 0; k < nt; k++)
