@@ -411,6 +411,215 @@ static void matmul_packed_q4_K(const void *w, int64_t n, int64_t row0,
 	}
 }
 
+/* ---- Q6_K: as avx512_pack.c's, 4 rows per vector ---- */
+
+#define GB_Q6_K (32 + 256 + 32 * 64 + 16 * 64)
+
+struct act6 {
+	float d;
+	int32_t nb32[16]; /* -32 x each 16-byte group's sum */
+};
+
+static void act6_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+		      struct act6 *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int g = 0; g < 16; g++)
+			o[i].nb32[g] = -32 * a[i].bsums[g];
+	}
+}
+
+/* q + 32 from a nibble vector and the 2-bit pairs of h at bits sh..sh+1 */
+static inline int8x16_t q6w(uint8x16_t nib, uint8x16_t h, int sh)
+{
+	uint8x16_t hb = vandq_u8(h, vdupq_n_u8((uint8_t)(3u << sh)));
+
+	switch (sh) {
+	case 0:
+		hb = vshlq_n_u8(hb, 4);
+		break;
+	case 2:
+		hb = vshlq_n_u8(hb, 2);
+		break;
+	case 6:
+		hb = vshrq_n_u8(hb, 2);
+		break;
+	default:
+		break;
+	}
+	return vreinterpretq_s8_u8(vorrq_u8(nib, hb));
+}
+
+AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		size_t as, const struct act6 *ap, int64_t aps, const int NT,
+		float32x4_t *acc)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
+		int32x4_t isum[2 * 4];
+		int k, v;
+
+		for (int o = 0; o < GB_Q6_K; o += 64)
+			__builtin_prefetch(sb + 2048 + o);
+		for (k = 0; k < 4 * NT; k++)
+			isum[k] = vdupq_n_s32(0);
+		for (v = 0; v < 4; v++) {
+			for (int q4 = 0; q4 < 4; q4++) {
+				const int n = q4 >> 1, c4 = q4 & 1;
+				int32x4_t sc[4], s[2][4];
+				int8x16_t qa[2][4];
+
+				for (int j = 0; j < 4; j++) {
+					int8x8_t b8 = vld1_s8(
+						(const int8_t *)sb + 32 +
+						16 * (8 * n + c4 + 2 * j) +
+						4 * v);
+
+					sc[j] = vmovl_s16(
+						vget_low_s16(vmovl_s8(b8)));
+				}
+#pragma GCC unroll 2
+				for (k = 0; k < NT; k++) {
+					const struct edgeq_block_q8_K *qb =
+						(const void *)(a + k * as);
+					const struct act6 *x =
+						&ap[k * aps + i - i0];
+
+					for (int j = 0; j < 4; j++) {
+						s[k][j] = vdupq_n_s32(
+							x->nb32[8 * n + c4 +
+								2 * j]);
+						qa[k][j] = vld1q_s8(
+							qb[i].qs + 128 * n +
+							32 * j + 16 * c4);
+					}
+				}
+				for (int cc = 0; cc < 4; cc++) {
+					const int c = 4 * c4 + cc;
+					uint8x16_t A = vld1q_u8(
+						sb + 288 + 64 * (16 * n + c) +
+						16 * v);
+					uint8x16_t B = vld1q_u8(
+						sb + 288 +
+						64 * (16 * n + 8 + c) + 16 * v);
+					uint8x16_t H = vld1q_u8(
+						sb + 2336 + 64 * (8 * n + c) +
+						16 * v);
+					int8x16_t w[4];
+
+					w[0] = q6w(vandq_u8(A, m4), H, 0);
+					w[1] = q6w(vandq_u8(B, m4), H, 2);
+					w[2] = q6w(vshrq_n_u8(A, 4), H, 4);
+					w[3] = q6w(vshrq_n_u8(B, 4), H, 6);
+#pragma GCC unroll 2
+					for (k = 0; k < NT; k++) {
+#define D(J, L) s[k][J] = vdotq_laneq_s32(s[k][J], w[J], qa[k][J], L)
+						switch (cc) {
+						case 0:
+							D(0, 0), D(1, 0),
+								D(2, 0),
+								D(3, 0);
+							break;
+						case 1:
+							D(0, 1), D(1, 1),
+								D(2, 1),
+								D(3, 1);
+							break;
+						case 2:
+							D(0, 2), D(1, 2),
+								D(2, 2),
+								D(3, 2);
+							break;
+						default:
+							D(0, 3), D(1, 3),
+								D(2, 3),
+								D(3, 3);
+							break;
+						}
+#undef D
+					}
+				}
+				for (k = 0; k < NT; k++)
+					for (int j = 0; j < 4; j++)
+						isum[4 * k + v] = vmlaq_s32(
+							isum[4 * k + v],
+							s[k][j], sc[j]);
+			}
+		}
+		for (v = 0; v < 4; v++) {
+			float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(
+				vld1_u16((const uint16_t *)sb + 4 * v)));
+
+			for (k = 0; k < NT; k++)
+				acc[4 * k + v] = vfmaq_f32(
+					acc[4 * k + v],
+					vmulq_n_f32(dw, ap[k * aps + i - i0].d),
+					vcvtq_f32_s32(isum[4 * k + v]));
+		}
+	}
+}
+
+static void matmul_packed_q6_K(const void *w, int64_t n, int64_t row0,
+			       int64_t row1, const void *a, size_t a_stride,
+			       int64_t nb, float *y, int64_t ldy)
+{
+	int64_t nsb = n / 256, g, b0;
+	size_t gsz = (size_t)nsb * GB_Q6_K;
+	struct act6 *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
+	struct act6 st[2 * 16];
+	float32x4_t acc[8];
+	float out[16];
+
+	for (b0 = 0; ab && b0 < nb; b0++)
+		act6_prep((const void *)((const char *)a + b0 * a_stride), nsb,
+			  ab + b0 * nsb);
+	for (g = row0 / 16; 16 * g < row1; g++) {
+		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
+		int64_t r0 = row0 > 16 * g ? row0 - 16 * g : 0;
+		int64_t r1 = row1 - 16 * g < 16 ? row1 - 16 * g : 16;
+
+		for (b0 = 0; b0 < nb; b0 += 2) {
+			int nt = nb - b0 < 2 ? (int)(nb - b0) : 2;
+			const char *ak = (const char *)a + b0 * a_stride;
+
+			for (int k = 0; k < 4 * nt; k++)
+				acc[k] = vdupq_n_f32(0);
+			for (int64_t i0 = 0; i0 < nsb; i0 += ab ? nsb : 16) {
+				int64_t i1 =
+					ab ? nsb :
+					     (i0 + 16 < nsb ? i0 + 16 : nsb);
+				const struct act6 *p = ab ? ab + b0 * nsb : st;
+				int64_t ps = ab ? nsb : 16;
+
+				if (!ab) /* no scratch: 16 at a time */
+					for (int k = 0; k < nt; k++)
+						act6_prep(
+							(const struct edgeq_block_q8_K
+								 *)(ak +
+								    k * a_stride) +
+								i0,
+							i1 - i0, st + 16 * k);
+				if (nt == 2)
+					tile_q6(gp, i0, i1, ak, a_stride, p, ps,
+						2, acc);
+				else
+					tile_q6(gp, i0, i1, ak, a_stride, p, ps,
+						1, acc);
+			}
+			for (int k = 0; k < nt; k++) {
+				for (int v = 0; v < 4; v++)
+					vst1q_f32(out + 4 * v, acc[4 * k + v]);
+				memcpy(y + (b0 + k) * ldy + 16 * g + r0,
+				       out + r0,
+				       (size_t)(r1 - r0) * sizeof(float));
+			}
+		}
+	}
+}
+
 void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			      int64_t row0, int64_t row1, const void *a,
 			      size_t a_stride, int64_t nb, float *y,
@@ -424,6 +633,10 @@ void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 
 	if (t == EDGEQ_TYPE_Q4_K) {
 		matmul_packed_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
+		return;
+	}
+	if (t == EDGEQ_TYPE_Q6_K) {
+		matmul_packed_q6_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
 		return;
 	}
 	ab = act_buf((size_t)(nb * nblk));
