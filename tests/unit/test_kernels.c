@@ -646,6 +646,74 @@ static void attn_many_keys_check(const struct edgeq_kernel_ops *ops)
 	}
 }
 
+/*
+ * The group forms (several queries sharing the keys) against the scalar
+ * per-query, per-key ops: head sizes with and without a register-blocked
+ * form, 1-9 queries (blocks of 4 and 2 and their tails), 1-70 keys.
+ */
+static void attn_group_check(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	static const int64_t hds[] = { 64, 128, 96, 32, 256 };
+	enum { KS = 300, NK = 70, NQ = 9 };
+	static uint16_t kv[NK * KS];
+	static float q[NQ * KS], a[NQ * NK], s1[NQ * NK], o1[NQ * KS];
+	float s0, o0[KS];
+	int checked = 0;
+
+	if (!ops->attn_scores_f16_g || !ops->attn_av_f16_g)
+		return;
+	for (size_t hi = 0; hi < sizeof(hds) / sizeof(hds[0]); hi++) {
+		int64_t hd = hds[hi];
+
+		for (int nq = 1; nq <= NQ; nq++) {
+			int nk = (int)((nq * 37 + hi * 11) % NK) + 1;
+
+			if (nq == 4)
+				nk = NK;
+			for (int i = 0; i < NK * KS; i++)
+				kv[i] = edgeq_fp32_to_fp16(
+					rnd_normal() * (i % 97 ? 1.0f : 3e4f));
+			for (int i = 0; i < NQ * KS; i++)
+				q[i] = rnd_normal() * (i % 13 ? 1.0f : 0.0f);
+			for (int i = 0; i < NQ * NK; i++)
+				a[i] = rnd_normal();
+			ops->attn_scores_f16_g(hd, nk, kv, KS, nq, q, KS,
+					       0.125f, s1, NK);
+			ops->attn_av_f16_g(hd, nk, nq, a, NK, kv, KS, o1, KS);
+			for (int j = 0; j < nq; j++) {
+				for (int t = 0; t < nk; t++) {
+					s0 = ref->dot_f16(hd, kv + t * KS,
+							  q + j * KS) *
+					     0.125f;
+					if (!same_float(s0, s1[j * NK + t]))
+						fail_msg(
+							"%s attn_scores_g hd=%lld nq=%d nk=%d query %d key %d: %a, scalar %a",
+							ops->name,
+							(long long)hd, nq, nk,
+							j, t, s1[j * NK + t],
+							s0);
+					checked++;
+				}
+				for (int e = 0; e < hd; e++)
+					o0[e] = 0;
+				for (int t = 0; t < nk; t++)
+					ref->axpy_f16(hd, a[j * NK + t],
+						      kv + t * KS, o0);
+				for (int e = 0; e < hd; e++)
+					if (!same_float(o0[e], o1[j * KS + e]))
+						fail_msg(
+							"%s attn_av_g hd=%lld nq=%d nk=%d query %d [%d]: %a, scalar %a",
+							ops->name,
+							(long long)hd, nq, nk,
+							j, e, o1[j * KS + e],
+							o0[e]);
+			}
+		}
+	}
+	assert_true(checked > 1000);
+}
+
 /* edgeq_expf within 2 ulp of exp over its whole range (dense sweep and
  * random), exact at 0, 0 below the range, infinity above, NaN kept. */
 static void test_expf(void **state)
@@ -1426,6 +1494,7 @@ static void test_simd_tables(void **state)
 		compare_tables(ops);
 		test_attention_helpers(ops);
 		attn_many_keys_check(ops);
+		attn_group_check(ops);
 		softmax_check(ops);
 		quantize_act_check(ops);
 		matmul_check(ops);

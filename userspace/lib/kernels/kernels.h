@@ -272,6 +272,19 @@ struct edgeq_kernel_ops {
 				float *s);
 	void (*attn_av_f16)(int64_t hd, int64_t nk, const float *a,
 			    const uint16_t *v, size_t vs, float *out);
+	/*
+	 * Optional (NULL: the caller loops over the two above): @nq queries
+	 * that share the keys (a GQA group's heads), query i at q + i * qs,
+	 * its scores at s + i * ss, its weights at a + i * as, its output at
+	 * out + i * os; each query's values bit-identical to the single-query
+	 * forms (the keys' conversions are shared, not the arithmetic).
+	 */
+	void (*attn_scores_f16_g)(int64_t hd, int64_t nk, const uint16_t *k,
+				  size_t ks, int nq, const float *q, size_t qs,
+				  float scale, float *s, size_t ss);
+	void (*attn_av_f16_g)(int64_t hd, int64_t nk, int nq, const float *a,
+			      size_t as, const uint16_t *v, size_t vs,
+			      float *out, size_t os);
 	/* Optional (NULL: edgeq_softmax_ref): the same values. */
 	void (*softmax)(float *x, int64_t n);
 
@@ -395,6 +408,13 @@ void edgeq_attn_scores_f16_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_avx512(int64_t hd, int64_t nk, const float *a,
 			      const uint16_t *v, size_t vs, float *out);
 void edgeq_softmax_avx512(float *x, int64_t n);
+void edgeq_attn_scores_f16_g_avx512(int64_t hd, int64_t nk, const uint16_t *k,
+				    size_t ks, int nq, const float *q,
+				    size_t qs, float scale, float *s,
+				    size_t ss);
+void edgeq_attn_av_f16_g_avx512(int64_t hd, int64_t nk, int nq, const float *a,
+				size_t as, const uint16_t *v, size_t vs,
+				float *out, size_t os);
 /* x86/avx512_pack.c: Q4_0/Q8_0 on 16-row packed weights. */
 void edgeq_avx512_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
 				int64_t row0, int64_t row1, const void *a,

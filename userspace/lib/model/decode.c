@@ -39,6 +39,9 @@
 #include "model/model.h"
 #include "model/par.h"
 
+/* Up to this many heads of a GQA group share one attention job. */
+#define ATT_G 4
+
 struct edgeq_ctx {
 	struct edgeq_model *m;
 	uint32_t n_ctx, n_batch, pos;
@@ -47,7 +50,7 @@ struct edgeq_ctx {
 	uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][kv_row] */
 	float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* [n_batch][dim] */
 	float *logits;				    /* [n_vocab] */
-	float *att;				    /* [n_threads][n_ctx] */
+	float *att;  /* [n_threads][ATT_G][n_ctx] */
 	uint8_t *qh; /* [n_threads][q8_0 of one head] */
 	uint8_t *qa; /* quantized activations [n_batch][qa_stride] */
 	size_t qa_stride;
@@ -314,7 +317,7 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	c->hb = calloc((size_t)B * hp->n_ff, sizeof(float));
 	c->hb2 = calloc((size_t)B * hp->n_ff, sizeof(float));
 	c->logits = calloc(hp->n_vocab, sizeof(float));
-	c->att = calloc(nt * c->n_ctx, sizeof(float));
+	c->att = calloc(nt * ATT_G * c->n_ctx, sizeof(float));
 	c->qh = calloc(nt, edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) *
 				   (hp->head_dim / 32 + 1));
 	c->qa = malloc((size_t)B * c->qa_stride);
@@ -623,6 +626,109 @@ struct att_arg {
 	int layer, nb;
 };
 
+/* One head of token @b: scores, softmax, weighted values (any KV type). */
+static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
+		     float *att)
+{
+	struct edgeq_ctx *w = aa->w;
+	const struct edgeq_model *m = w->m;
+	const struct edgeq_kernel_ops *ops = m->ops;
+	const struct edgeq_hparams *hp = &m->hp;
+	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+	uint32_t q_dim = hp->n_head * hd;
+	float scale = hp->attn_scale, cap = hp->attn_softcap;
+	uint32_t win = hp_layer_swa(hp, (uint32_t)aa->layer) ? hp->n_swa : 0;
+	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
+	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
+	size_t qh_size = edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) * (hd / 32 + 1);
+	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
+						      edgeq_softmax_ref;
+	/* the token's own context: its cache, its scratch */
+	struct edgeq_ctx *c = w->tc[b];
+	uint8_t *qh = c->qh + (size_t)ith * qh_size;
+	const uint8_t *kc =
+		c->k_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
+	const uint8_t *vc =
+		c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
+	uint32_t kvh = h / group;
+	uint32_t p = w->tpos[b], t, t0;
+	const float *q = w->q + (size_t)b * q_dim + (size_t)h * hd;
+	float *out = w->xb2 + (size_t)b * q_dim + (size_t)h * hd;
+
+	/* a sliding-window layer sees its last win positions */
+	t0 = win && p + 1 > win ? p + 1 - win : 0;
+	if (c->kv_type == EDGEQ_KV_Q8_0)
+		ops->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, hd);
+	if (c->kv_type == EDGEQ_KV_F16 && ops->attn_scores_f16 &&
+	    ops->attn_av_f16) {
+		/* the same values as the loops below, many keys per call */
+		size_t ks = c->kv_row / 2;
+
+		ops->attn_scores_f16(hd, (int64_t)(p + 1 - t0),
+				     (const uint16_t *)kc + (size_t)t0 * ks +
+					     kvh * hd,
+				     ks, q, scale, att);
+		if (cap > 0)
+			softcap(att, p + 1 - t0, cap);
+		sm(att, (int64_t)(p + 1 - t0));
+		ops->attn_av_f16(hd, (int64_t)(p + 1 - t0), att,
+				 (const uint16_t *)vc + (size_t)t0 * ks +
+					 kvh * hd,
+				 ks, out);
+		return;
+	}
+	for (t = t0; t <= p; t++) {
+		const uint8_t *kr = kc + (size_t)t * c->kv_row;
+		float s;
+
+		switch (c->kv_type) {
+		case EDGEQ_KV_F16:
+			s = ops->dot_f16(
+				hd, (const uint16_t *)(kr + kvh * hoff_f16), q);
+			break;
+		case EDGEQ_KV_Q8_0:
+			s = ops->vec_dot[EDGEQ_TYPE_Q8_0](
+				hd, kr + kvh * hoff_q8, qh);
+			break;
+		default:
+			s = ops->dot_f32(
+				hd, (const float *)(kr + kvh * hoff_f32), q);
+			break;
+		}
+		att[t - t0] = s * scale;
+	}
+	if (cap > 0)
+		softcap(att, p + 1 - t0, cap);
+	sm(att, (int64_t)(p + 1 - t0));
+	memset(out, 0, hd * sizeof(float));
+	for (t = t0; t <= p; t++) {
+		const uint8_t *vr = vc + (size_t)t * c->kv_row;
+		float a = att[t - t0];
+
+		switch (c->kv_type) {
+		case EDGEQ_KV_F16:
+			ops->axpy_f16(hd, a,
+				      (const uint16_t *)(vr + kvh * hoff_f16),
+				      out);
+			break;
+		case EDGEQ_KV_Q8_0:
+			ops->axpy_q8_0(hd, a, vr + kvh * hoff_q8, out);
+			break;
+		default:
+			ops->axpy_f32(hd, a,
+				      (const float *)(vr + kvh * hoff_f32),
+				      out);
+			break;
+		}
+	}
+}
+
+/*
+ * A job is up to ATT_G heads of one token that share a KV head: with an
+ * F16 cache and the table's group forms, each key and value row is
+ * converted once for all of them (the values are each head's own, bit
+ * for bit); otherwise head by head.
+ */
 static void att_task(void *arg, int ith, int nth)
 {
 	const struct att_arg *aa = arg;
@@ -632,103 +738,55 @@ static void att_task(void *arg, int ith, int nth)
 	const struct edgeq_hparams *hp = &m->hp;
 	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
 	uint32_t q_dim = hp->n_head * hd;
-	int64_t total = (int64_t)aa->nb * hp->n_head, job;
+	uint32_t nsub = (group + ATT_G - 1) / ATT_G;
+	int64_t total = (int64_t)aa->nb * hp->n_head_kv * nsub, job;
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
 	uint32_t win = hp_layer_swa(hp, (uint32_t)aa->layer) ? hp->n_swa : 0;
-	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
-	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
-	size_t qh_size = edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) * (hd / 32 + 1);
 	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
 						      edgeq_softmax_ref;
 
 	for (job = ith; job < total; job += nth) {
-		int b = (int)(job / hp->n_head);
-		/* the token's own context: its cache, its scratch */
+		int b = (int)(job / ((int64_t)hp->n_head_kv * nsub));
+		uint32_t r = (uint32_t)(job % ((int64_t)hp->n_head_kv * nsub));
+		uint32_t kvh = r / nsub, h0 = kvh * group + (r % nsub) * ATT_G;
+		uint32_t hn = group - (r % nsub) * ATT_G, p, t0, i;
 		struct edgeq_ctx *c = w->tc[b];
-		float *att = c->att + (size_t)ith * c->n_ctx;
-		uint8_t *qh = c->qh + (size_t)ith * qh_size;
-		const uint8_t *kc =
-			c->k_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
-		const uint8_t *vc =
-			c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
-		uint32_t h = (uint32_t)(job % hp->n_head), kvh = h / group;
-		uint32_t p = w->tpos[b], t, t0;
-		const float *q = w->q + (size_t)b * q_dim + (size_t)h * hd;
-		float *out = w->xb2 + (size_t)b * q_dim + (size_t)h * hd;
+		float *att = c->att + (size_t)ith * ATT_G * c->n_ctx;
+		size_t ks = c->kv_row / 2;
+		int64_t nk;
 
-		/* a sliding-window layer sees its last win positions */
-		t0 = win && p + 1 > win ? p + 1 - win : 0;
-		if (c->kv_type == EDGEQ_KV_Q8_0)
-			ops->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, hd);
-		if (c->kv_type == EDGEQ_KV_F16 && ops->attn_scores_f16 &&
-		    ops->attn_av_f16) {
-			/* the same values as the loops below, many keys
-			 * per call */
-			size_t ks = c->kv_row / 2;
-
-			ops->attn_scores_f16(hd, (int64_t)(p + 1 - t0),
-					     (const uint16_t *)kc +
-						     (size_t)t0 * ks + kvh * hd,
-					     ks, q, scale, att);
-			if (cap > 0)
-				softcap(att, p + 1 - t0, cap);
-			sm(att, (int64_t)(p + 1 - t0));
-			ops->attn_av_f16(hd, (int64_t)(p + 1 - t0), att,
-					 (const uint16_t *)vc +
-						 (size_t)t0 * ks + kvh * hd,
-					 ks, out);
+		if (hn > ATT_G)
+			hn = ATT_G;
+		if (hn == 1 || c->kv_type != EDGEQ_KV_F16 ||
+		    !ops->attn_scores_f16_g || !ops->attn_av_f16_g) {
+			for (i = 0; i < hn; i++)
+				att_head(aa, ith, b, h0 + i, att);
 			continue;
 		}
-		for (t = t0; t <= p; t++) {
-			const uint8_t *kr = kc + (size_t)t * c->kv_row;
-			float s;
-
-			switch (c->kv_type) {
-			case EDGEQ_KV_F16:
-				s = ops->dot_f16(
-					hd,
-					(const uint16_t *)(kr + kvh * hoff_f16),
-					q);
-				break;
-			case EDGEQ_KV_Q8_0:
-				s = ops->vec_dot[EDGEQ_TYPE_Q8_0](
-					hd, kr + kvh * hoff_q8, qh);
-				break;
-			default:
-				s = ops->dot_f32(
-					hd,
-					(const float *)(kr + kvh * hoff_f32),
-					q);
-				break;
-			}
-			att[t - t0] = s * scale;
+		p = w->tpos[b];
+		t0 = win && p + 1 > win ? p + 1 - win : 0;
+		nk = (int64_t)(p + 1 - t0);
+		ops->attn_scores_f16_g(
+			hd, nk,
+			(const uint16_t *)(c->k_cache + (size_t)aa->layer *
+								c->n_ctx *
+								c->kv_row) +
+				(size_t)t0 * ks + kvh * hd,
+			ks, (int)hn, w->q + (size_t)b * q_dim + (size_t)h0 * hd,
+			hd, scale, att, c->n_ctx);
+		for (i = 0; i < hn; i++) {
+			if (cap > 0)
+				softcap(att + (size_t)i * c->n_ctx,
+					(uint32_t)nk, cap);
+			sm(att + (size_t)i * c->n_ctx, nk);
 		}
-		if (cap > 0)
-			softcap(att, p + 1 - t0, cap);
-		sm(att, (int64_t)(p + 1 - t0));
-		memset(out, 0, hd * sizeof(float));
-		for (t = t0; t <= p; t++) {
-			const uint8_t *vr = vc + (size_t)t * c->kv_row;
-			float a = att[t - t0];
-
-			switch (c->kv_type) {
-			case EDGEQ_KV_F16:
-				ops->axpy_f16(
-					hd, a,
-					(const uint16_t *)(vr + kvh * hoff_f16),
-					out);
-				break;
-			case EDGEQ_KV_Q8_0:
-				ops->axpy_q8_0(hd, a, vr + kvh * hoff_q8, out);
-				break;
-			default:
-				ops->axpy_f32(
-					hd, a,
-					(const float *)(vr + kvh * hoff_f32),
-					out);
-				break;
-			}
-		}
+		ops->attn_av_f16_g(
+			hd, nk, (int)hn, att, c->n_ctx,
+			(const uint16_t *)(c->v_cache + (size_t)aa->layer *
+								c->n_ctx *
+								c->kv_row) +
+				(size_t)t0 * ks + kvh * hd,
+			ks, w->xb2 + (size_t)b * q_dim + (size_t)h0 * hd, hd);
 	}
 }
 

@@ -141,6 +141,142 @@ void edgeq_attn_av_f16_avx512(int64_t hd, int64_t nk, const float *a,
 	}
 }
 
+/*
+ * Several queries against the same keys (a GQA group): each key's f16 row
+ * is converted once and dotted with QB queries held in registers; every
+ * query's fold is key_fold's operations on the same values, and its eight
+ * keys' trees reduce8x8's, so the scores are the single-query ones bit for
+ * bit. HD (64 or 128) and QB (4 or 2) are constants at each call.
+ */
+static inline __attribute__((always_inline)) void
+scores_g(const int HD, const int QB, int64_t nk, const uint16_t *k, size_t ks,
+	 const float *q, size_t qs, float scale, float *s, size_t ss)
+{
+	__m512 qv[4][8];
+	__m256 fold[4][8];
+	int64_t t = 0;
+
+	for (int j = 0; j < QB; j++)
+		for (int c = 0; c < HD / 16; c++)
+			qv[j][c] = _mm512_loadu_ps(q + j * qs + 16 * c);
+	for (; t < nk; t += 8) {
+		int nkb = nk - t < 8 ? (int)(nk - t) : 8;
+
+		for (int i = 0; i < nkb; i++) {
+			const uint16_t *kr = k + (t + i) * ks;
+			__m512 kv[8];
+
+			for (int c = 0; c < HD / 16; c++)
+				kv[c] = _mm512_cvtph_ps(_mm256_loadu_si256(
+					(const __m256i *)(kr + 16 * c)));
+			for (int j = 0; j < QB; j++) {
+				__m512 a0 = _mm512_setzero_ps(),
+				       a1 = _mm512_setzero_ps();
+
+				for (int c = 0; c < HD / 16; c += 2) {
+					a0 = _mm512_fmadd_ps(kv[c], qv[j][c],
+							     a0);
+					a1 = _mm512_fmadd_ps(kv[c + 1],
+							     qv[j][c + 1], a1);
+				}
+				fold[j][i] = _mm256_add_ps(
+					_mm256_add_ps(
+						_mm512_castps512_ps256(a0),
+						_mm512_extractf32x8_ps(a0, 1)),
+					_mm256_add_ps(
+						_mm512_castps512_ps256(a1),
+						_mm512_extractf32x8_ps(a1, 1)));
+			}
+		}
+		for (int j = 0; j < QB; j++) {
+			if (nkb == 8) {
+				_mm256_storeu_ps(
+					s + j * ss + t,
+					_mm256_mul_ps(reduce8x8(fold[j]),
+						      _mm256_set1_ps(scale)));
+				continue;
+			}
+			for (int i = 0; i < nkb; i++) {
+				float l[8];
+
+				_mm256_storeu_ps(l, fold[j][i]);
+				s[j * ss + t + i] = edgeq_reduce8(l) * scale;
+			}
+		}
+	}
+}
+
+void edgeq_attn_scores_f16_g_avx512(int64_t hd, int64_t nk, const uint16_t *k,
+				    size_t ks, int nq, const float *q,
+				    size_t qs, float scale, float *s, size_t ss)
+{
+	int j = 0;
+
+	if (hd == 64)
+		for (; j + 4 <= nq; j += 4)
+			scores_g(64, 4, nk, k, ks, q + j * qs, qs, scale,
+				 s + j * ss, ss);
+	if (hd == 128)
+		for (; j + 2 <= nq; j += 2)
+			scores_g(128, 2, nk, k, ks, q + j * qs, qs, scale,
+				 s + j * ss, ss);
+	for (; j < nq; j++)
+		edgeq_attn_scores_f16_avx512(hd, nk, k, ks, q + j * qs, scale,
+					     s + j * ss);
+}
+
+/*
+ * The weighted values of QB queries: per 64 output elements, each value
+ * row converted once and applied to the QB outputs in key order, one fma
+ * per element, key and query, as attn_av_f16 does for one.
+ */
+static inline __attribute__((always_inline)) void
+av_g(const int QB, int64_t hd, int64_t nk, const float *a, size_t as,
+     const uint16_t *v, size_t vs, float *out, size_t os)
+{
+	for (int64_t j = 0; j < hd; j += 64) {
+		__m512 o[4][4];
+
+		for (int i = 0; i < QB; i++)
+			for (int c = 0; c < 4; c++)
+				o[i][c] = _mm512_setzero_ps();
+		for (int64_t t = 0; t < nk; t++) {
+			const uint16_t *r = v + t * vs + j;
+			__m512 x[4];
+
+			for (int c = 0; c < 4; c++)
+				x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(
+					(const __m256i *)(r + 16 * c)));
+			for (int i = 0; i < QB; i++) {
+				__m512 w = _mm512_set1_ps(a[i * as + t]);
+
+				for (int c = 0; c < 4; c++)
+					o[i][c] = _mm512_fmadd_ps(w, x[c],
+								  o[i][c]);
+			}
+		}
+		for (int i = 0; i < QB; i++)
+			for (int c = 0; c < 4; c++)
+				_mm512_storeu_ps(out + i * os + j + 16 * c,
+						 o[i][c]);
+	}
+}
+
+void edgeq_attn_av_f16_g_avx512(int64_t hd, int64_t nk, int nq, const float *a,
+				size_t as, const uint16_t *v, size_t vs,
+				float *out, size_t os)
+{
+	int i = 0;
+
+	if (hd % 64 == 0)
+		for (; i + 4 <= nq; i += 4)
+			av_g(4, hd, nk, a + i * as, as, v, vs, out + i * os,
+			     os);
+	for (; i < nq; i++)
+		edgeq_attn_av_f16_avx512(hd, nk, a + i * as, v, vs,
+					 out + i * os);
+}
+
 /* edgeq_expf on 16 lanes: the same operations, lane by lane. */
 static inline __m512 expf16(__m512 x)
 {
