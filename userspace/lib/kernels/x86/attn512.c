@@ -156,7 +156,9 @@ scores_g(const int HD, const int QB, int64_t nk, const uint16_t *k, size_t ks,
 	__m256 fold[4][8];
 	int64_t t = 0;
 
+#pragma GCC unroll 8
 	for (int j = 0; j < QB; j++)
+#pragma GCC unroll 8
 		for (int c = 0; c < HD / 16; c++)
 			qv[j][c] = _mm512_loadu_ps(q + j * qs + 16 * c);
 	for (; t < nk; t += 8) {
@@ -166,13 +168,16 @@ scores_g(const int HD, const int QB, int64_t nk, const uint16_t *k, size_t ks,
 			const uint16_t *kr = k + (t + i) * ks;
 			__m512 kv[8];
 
+#pragma GCC unroll 8
 			for (int c = 0; c < HD / 16; c++)
 				kv[c] = _mm512_cvtph_ps(_mm256_loadu_si256(
 					(const __m256i *)(kr + 16 * c)));
+#pragma GCC unroll 8
 			for (int j = 0; j < QB; j++) {
 				__m512 a0 = _mm512_setzero_ps(),
 				       a1 = _mm512_setzero_ps();
 
+#pragma GCC unroll 8
 				for (int c = 0; c < HD / 16; c += 2) {
 					a0 = _mm512_fmadd_ps(kv[c], qv[j][c],
 							     a0);
@@ -188,6 +193,7 @@ scores_g(const int HD, const int QB, int64_t nk, const uint16_t *k, size_t ks,
 						_mm512_extractf32x8_ps(a1, 1)));
 			}
 		}
+#pragma GCC unroll 8
 		for (int j = 0; j < QB; j++) {
 			if (nkb == 8) {
 				_mm256_storeu_ps(
@@ -237,25 +243,32 @@ av_g(const int QB, int64_t hd, int64_t nk, const float *a, size_t as,
 	for (int64_t j = 0; j < hd; j += 64) {
 		__m512 o[4][4];
 
+#pragma GCC unroll 8
 		for (int i = 0; i < QB; i++)
+#pragma GCC unroll 8
 			for (int c = 0; c < 4; c++)
 				o[i][c] = _mm512_setzero_ps();
 		for (int64_t t = 0; t < nk; t++) {
 			const uint16_t *r = v + t * vs + j;
 			__m512 x[4];
 
+#pragma GCC unroll 8
 			for (int c = 0; c < 4; c++)
 				x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(
 					(const __m256i *)(r + 16 * c)));
+#pragma GCC unroll 8
 			for (int i = 0; i < QB; i++) {
 				__m512 w = _mm512_set1_ps(a[i * as + t]);
 
+#pragma GCC unroll 8
 				for (int c = 0; c < 4; c++)
 					o[i][c] = _mm512_fmadd_ps(w, x[c],
 								  o[i][c]);
 			}
 		}
+#pragma GCC unroll 8
 		for (int i = 0; i < QB; i++)
+#pragma GCC unroll 8
 			for (int c = 0; c < 4; c++)
 				_mm512_storeu_ps(out + i * os + j + 16 * c,
 						 o[i][c]);
