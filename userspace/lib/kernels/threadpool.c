@@ -434,34 +434,14 @@ static int64_t chunk_rows(int64_t rows, int nth)
 	return c < 16 ? 16 : c;
 }
 
-void edgeq_par_matvec(struct edgeq_threadpool *tp,
-		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
-		      const void *w, int64_t n, int64_t rows, const void *a,
-		      float *y)
+/* One matvec/matmul over the pool, rows in chunks; one thread: one call. */
+static void par_linear(struct edgeq_threadpool *tp,
+		       const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		       const void *w, bool packed, int64_t n, int64_t rows,
+		       const void *a, size_t a_stride, int64_t nb, float *y,
+		       int64_t ldy)
 {
-	struct par_job j = { .ops = ops,
-			     .type = type,
-			     .w = w,
-			     .n = n,
-			     .rows = rows,
-			     .a = a,
-			     .nb = 1,
-			     .y = y,
-			     .chunk = chunk_rows(rows,
-						 edgeq_threadpool_size(tp)) };
-
-	if (edgeq_threadpool_size(tp) == 1) {
-		ops->matvec(type, w, n, 0, rows, a, y);
-		return;
-	}
-	edgeq_threadpool_run(tp, par_task, &j);
-}
-
-void edgeq_par_matmul(struct edgeq_threadpool *tp,
-		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
-		      const void *w, int64_t n, int64_t rows, const void *a,
-		      size_t a_stride, int64_t nb, float *y, int64_t ldy)
-{
+	int nth = edgeq_threadpool_size(tp);
 	struct par_job j = { .ops = ops,
 			     .type = type,
 			     .w = w,
@@ -472,18 +452,29 @@ void edgeq_par_matmul(struct edgeq_threadpool *tp,
 			     .nb = nb,
 			     .y = y,
 			     .ldy = ldy,
-			     .chunk = chunk_rows(rows,
-						 edgeq_threadpool_size(tp)) };
+			     .packed = packed,
+			     .chunk = nth == 1 ? rows : chunk_rows(rows, nth) };
 
-	if (nb == 1) {
-		edgeq_par_matvec(tp, ops, type, w, n, rows, a, y);
-		return;
-	}
-	if (edgeq_threadpool_size(tp) == 1) {
-		ops->matmul(type, w, n, 0, rows, a, a_stride, nb, y, ldy);
-		return;
-	}
-	edgeq_threadpool_run(tp, par_task, &j);
+	if (nth == 1)
+		par_task(&j, 0, 1);
+	else
+		edgeq_threadpool_run(tp, par_task, &j);
+}
+
+void edgeq_par_matvec(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      float *y)
+{
+	par_linear(tp, ops, type, w, false, n, rows, a, 0, 1, y, 0);
+}
+
+void edgeq_par_matmul(struct edgeq_threadpool *tp,
+		      const struct edgeq_kernel_ops *ops, enum edgeq_type type,
+		      const void *w, int64_t n, int64_t rows, const void *a,
+		      size_t a_stride, int64_t nb, float *y, int64_t ldy)
+{
+	par_linear(tp, ops, type, w, false, n, rows, a, a_stride, nb, y, ldy);
 }
 
 void edgeq_par_matmul_packed(struct edgeq_threadpool *tp,
@@ -492,23 +483,5 @@ void edgeq_par_matmul_packed(struct edgeq_threadpool *tp,
 			     int64_t rows, const void *a, size_t a_stride,
 			     int64_t nb, float *y, int64_t ldy)
 {
-	struct par_job j = { .ops = ops,
-			     .type = type,
-			     .w = w,
-			     .n = n,
-			     .rows = rows,
-			     .a = a,
-			     .a_stride = a_stride,
-			     .nb = nb,
-			     .y = y,
-			     .ldy = ldy,
-			     .packed = true,
-			     .chunk = chunk_rows(rows,
-						 edgeq_threadpool_size(tp)) };
-
-	if (edgeq_threadpool_size(tp) == 1) {
-		par_task(&j, 0, 1);
-		return;
-	}
-	edgeq_threadpool_run(tp, par_task, &j);
+	par_linear(tp, ops, type, w, true, n, rows, a, a_stride, nb, y, ldy);
 }
