@@ -87,15 +87,8 @@ static void *act_bytes(size_t n)
 	return tl_act;
 }
 
-static struct act *act_buf(size_t n)
-{
-	return act_bytes(n * sizeof(struct act));
-}
-
 #define AI __attribute__((always_inline)) static inline
-#ifndef PF_AHEAD
 #define PF_AHEAD 4096
-#endif
 
 /*
  * One group of 16 rows against NT tokens (a compile-time constant at each
@@ -181,7 +174,7 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 }
 
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
-		     int64_t i1, const char *a, size_t as, const struct act *ap,
+		     int64_t i1, const char *a, size_t as, const void *ap,
 		     int64_t aps, int nt, __m512 *acc)
 {
 #define T(N)                                                                 \
@@ -204,26 +197,6 @@ static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		T(8);
 	}
 #undef T
-}
-
-/* Without heap scratch: the blocks in segments prepared on the stack. */
-#define SEG 64
-
-static void tile_seg(enum edgeq_type t, const uint8_t *gp, int64_t nblk,
-		     const char *a, size_t as, int nt, __m512 *acc)
-{
-	struct act st[8 * SEG];
-
-	for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
-		int64_t i1 = i0 + SEG < nblk ? i0 + SEG : nblk;
-
-		for (int k = 0; k < nt; k++)
-			act_prep(t,
-				 (const struct edgeq_block_q8_0 *)(a + k * as) +
-					 i0,
-				 i1 - i0, st + k * SEG);
-		tile_any(t, gp, i0, i1, a, as, st, SEG, nt, acc);
-	}
 }
 
 /* ---- Q4_K ---- */
@@ -385,13 +358,13 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		acc[k] = c_[k];
 }
 
-static void tile_k_any(bool q5, const uint8_t *gp, int64_t i0, int64_t i1,
-		       const char *a, size_t as, const struct actk *ap,
+static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		       int64_t i1, const char *a, size_t as, const void *ap,
 		       int64_t aps, int nt, __m512 *acc)
 {
 #define T(N)                                                               \
 	case N:                                                            \
-		if (q5)                                                    \
+		if (t == EDGEQ_TYPE_Q5_K)                                  \
 			tile_k(gp, i0, i1, a, as, ap, aps, N, true, acc);  \
 		else                                                       \
 			tile_k(gp, i0, i1, a, as, ap, aps, N, false, acc); \
@@ -407,58 +380,6 @@ static void tile_k_any(bool q5, const uint8_t *gp, int64_t i0, int64_t i1,
 		T(8);
 	}
 #undef T
-}
-
-#ifndef KT
-#define KT 4
-#endif
-static void matmul_packed_qk(bool q5, const void *w, int64_t n, int64_t row0,
-			     int64_t row1, const void *a, size_t a_stride,
-			     int64_t nb, float *y, int64_t ldy)
-{
-	int64_t nsb = n / 256, g, b0;
-	size_t gsz = (size_t)nsb * (q5 ? GB_Q5_K : GB_Q4_K);
-	struct actk *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
-	struct actk st[8 * 16];
-	__m512 acc[8];
-
-	for (b0 = 0; ab && b0 < nb; b0++)
-		actk_prep((const void *)((const char *)a + b0 * a_stride), nsb,
-			  ab + b0 * nsb);
-	for (g = row0 / 16; 16 * g < row1; g++) {
-		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
-		__mmask16 m = lanes(g, row0, row1);
-
-		for (b0 = 0; b0 < nb; b0 += KT) {
-			int nt = nb - b0 < KT ? (int)(nb - b0) : KT;
-			const char *ak = (const char *)a + b0 * a_stride;
-
-			for (int k = 0; k < nt; k++)
-				acc[k] = _mm512_setzero_ps();
-			if (ab) {
-				tile_k_any(q5, gp, 0, nsb, ak, a_stride,
-					   ab + b0 * nsb, nsb, nt, acc);
-			} else { /* no scratch: 16 super-blocks at a time */
-				for (int64_t i0 = 0; i0 < nsb; i0 += 16) {
-					int64_t i1 = i0 + 16 < nsb ? i0 + 16 :
-								     nsb;
-
-					for (int k = 0; k < nt; k++)
-						actk_prep(
-							(const struct edgeq_block_q8_K
-								 *)(ak +
-								    k * a_stride) +
-								i0,
-							i1 - i0, st + 16 * k);
-					tile_k_any(q5, gp, i0, i1, ak, a_stride,
-						   st, 16, nt, acc);
-				}
-			}
-			for (int k = 0; k < nt; k++)
-				_mm512_mask_storeu_ps(
-					y + (b0 + k) * ldy + 16 * g, m, acc[k]);
-		}
-	}
 }
 
 /* ---- Q6_K ---- */
@@ -607,8 +528,8 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		acc[k] = c_[k];
 }
 
-static void tile_q6_any(const uint8_t *gp, int64_t i0, int64_t i1,
-			const char *a, size_t as, const struct act6 *ap,
+static void tile_q6_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+			int64_t i1, const char *a, size_t as, const void *ap,
 			int64_t aps, int nt, __m512 *acc)
 {
 	switch (nt) {
@@ -627,95 +548,108 @@ static void tile_q6_any(const uint8_t *gp, int64_t i0, int64_t i1,
 	}
 }
 
-static void matmul_packed_q6_K(const void *w, int64_t n, int64_t row0,
-			       int64_t row1, const void *a, size_t a_stride,
-			       int64_t nb, float *y, int64_t ldy)
+/* ---- one driver for every packed type ---- */
+
+/* Q4_0/Q8_0 and Q8_K preparations, one signature for the driver */
+static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
-	int64_t nsb = n / 256, g, b0;
-	size_t gsz = (size_t)nsb * GB_Q6_K;
-	struct act6 *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
-	struct act6 st[4 * 16];
-	__m512 acc[4];
-
-	for (b0 = 0; ab && b0 < nb; b0++)
-		act6_prep((const void *)((const char *)a + b0 * a_stride), nsb,
-			  ab + b0 * nsb);
-	for (g = row0 / 16; 16 * g < row1; g++) {
-		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
-		__mmask16 m = lanes(g, row0, row1);
-
-		for (b0 = 0; b0 < nb; b0 += 4) {
-			int nt = nb - b0 < 4 ? (int)(nb - b0) : 4;
-			const char *ak = (const char *)a + b0 * a_stride;
-
-			for (int k = 0; k < nt; k++)
-				acc[k] = _mm512_setzero_ps();
-			for (int64_t i0 = 0; i0 < nsb; i0 += ab ? nsb : 16) {
-				int64_t i1 =
-					ab ? nsb :
-					     (i0 + 16 < nsb ? i0 + 16 : nsb);
-
-				if (!ab) /* no scratch: 16 at a time */
-					for (int k = 0; k < nt; k++)
-						act6_prep(
-							(const struct edgeq_block_q8_K
-								 *)(ak +
-								    k * a_stride) +
-								i0,
-							i1 - i0, st + 16 * k);
-				tile_q6_any(gp, i0, i1, ak, a_stride,
-					    ab ? ab + b0 * nsb : st,
-					    ab ? nsb : 16, nt, acc);
-			}
-			for (int k = 0; k < nt; k++)
-				_mm512_mask_storeu_ps(
-					y + (b0 + k) * ldy + 16 * g, m, acc[k]);
-		}
-	}
+	act_prep(t, a, nblk, out);
 }
+
+static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	actk_prep(a, nblk, out);
+}
+
+static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	act6_prep(a, nblk, out);
+}
+
+struct kind {
+	int64_t bs;  /* columns per block */
+	size_t gb;   /* packed bytes per group of 16 rows and block */
+	size_t ablk; /* bytes of an activation block (Q8_0 or Q8_K) */
+	size_t act;  /* bytes of a prepared activation block */
+	int tmax;    /* tokens per tile */
+	void (*prep)(enum edgeq_type t, const void *a, int64_t nblk, void *out);
+	void (*tile)(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		     int64_t i1, const char *a, size_t as, const void *ap,
+		     int64_t aps, int nt, __m512 *acc);
+};
+
+static const struct kind k_q4_0 = {
+	32, 32 + 4 * 64, 34, sizeof(struct act), 8, prep_q80, tile_any
+};
+static const struct kind k_q8_0 = {
+	32, 32 + 8 * 64, 34, sizeof(struct act), 8, prep_q80, tile_any
+};
+static const struct kind k_q4_K = {
+	256, GB_Q4_K, 292, sizeof(struct actk), 4, prep_k, tile_k_any
+};
+static const struct kind k_q5_K = {
+	256, GB_Q5_K, 292, sizeof(struct actk), 4, prep_k, tile_k_any
+};
+static const struct kind k_q6_K = {
+	256, GB_Q6_K, 292, sizeof(struct act6), 4, prep_q6, tile_q6_any
+};
+
+/* Without heap scratch, this many blocks are prepared on the stack. */
+#define SEG 16
 
 void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 				int64_t row0, int64_t row1, const void *a,
 				size_t a_stride, int64_t nb, float *y,
 				int64_t ldy)
 {
-	int64_t nblk = n / 32, g, b0;
-	size_t gsz = (size_t)nblk * gblock(t);
-	struct act *ab;
+	const struct kind *k = t == EDGEQ_TYPE_Q4_0 ? &k_q4_0 :
+			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
+			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
+			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
+						      &k_q6_K;
+	int64_t nblk = n / k->bs, g, b0;
+	size_t gsz = (size_t)nblk * k->gb;
+	char *ab = act_bytes((size_t)(nb * nblk) * k->act);
+	_Alignas(64) char st[8 * SEG * sizeof(struct act6)];
 	__m512 acc[8];
 
-	if (t == EDGEQ_TYPE_Q6_K) {
-		matmul_packed_q6_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
-		return;
-	}
-	if (t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K) {
-		matmul_packed_qk(t == EDGEQ_TYPE_Q5_K, w, n, row0, row1, a,
-				 a_stride, nb, y, ldy);
-		return;
-	}
-	ab = act_buf((size_t)(nb * nblk));
 	for (b0 = 0; ab && b0 < nb; b0++)
-		act_prep(t, (const void *)((const char *)a + b0 * a_stride),
-			 nblk, ab + b0 * nblk);
+		k->prep(t, (const char *)a + b0 * a_stride, nblk,
+			ab + (size_t)(b0 * nblk) * k->act);
 	for (g = row0 / 16; 16 * g < row1; g++) {
 		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
 		__mmask16 m = lanes(g, row0, row1);
 
-		for (b0 = 0; b0 < nb; b0 += 8) {
-			int nt = nb - b0 < 8 ? (int)(nb - b0) : 8;
-
+		for (b0 = 0; b0 < nb; b0 += k->tmax) {
+			int nt = nb - b0 < k->tmax ? (int)(nb - b0) : k->tmax;
 			const char *ak = (const char *)a + b0 * a_stride;
 
-			for (int k = 0; k < nt; k++)
-				acc[k] = _mm512_setzero_ps();
+			for (int j = 0; j < nt; j++)
+				acc[j] = _mm512_setzero_ps();
 			if (ab)
-				tile_any(t, gp, 0, nblk, ak, a_stride,
-					 ab + b0 * nblk, nblk, nt, acc);
-			else
-				tile_seg(t, gp, nblk, ak, a_stride, nt, acc);
-			for (int k = 0; k < nt; k++)
+				k->tile(t, gp, 0, nblk, ak, a_stride,
+					ab + (size_t)(b0 * nblk) * k->act, nblk,
+					nt, acc);
+			else /* each segment's blocks prepared on the way */
+				for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
+					int64_t i1 = i0 + SEG < nblk ?
+							     i0 + SEG :
+							     nblk;
+
+					for (int j = 0; j < nt; j++)
+						k->prep(t,
+							ak + j * a_stride +
+								(size_t)i0 *
+									k->ablk,
+							i1 - i0,
+							st + (size_t)j * SEG *
+									k->act);
+					k->tile(t, gp, i0, i1, ak, a_stride, st,
+						SEG, nt, acc);
+				}
+			for (int j = 0; j < nt; j++)
 				_mm512_mask_storeu_ps(
-					y + (b0 + k) * ldy + 16 * g, m, acc[k]);
+					y + (b0 + j) * ldy + 16 * g, m, acc[j]);
 		}
 	}
 }
