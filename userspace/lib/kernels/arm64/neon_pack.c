@@ -57,11 +57,6 @@ static void *act_bytes(size_t n)
 	return tl_act;
 }
 
-static struct act *act_buf(size_t n)
-{
-	return act_bytes(n * sizeof(struct act));
-}
-
 /*
  * One group of 16 rows against NT tokens (a constant at each call), blocks
  * [i0, i1): token k's Q8_0 row at a + k * as, its prepared block i at
@@ -181,7 +176,7 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 }
 
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
-		     int64_t i1, const char *a, size_t as, const struct act *ap,
+		     int64_t i1, const char *a, size_t as, const void *ap,
 		     int64_t aps, int nt, float32x4_t *acc)
 {
 #define T(N)                                                                 \
@@ -200,26 +195,6 @@ static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		T(4);
 	}
 #undef T
-}
-
-/* Without heap scratch: the blocks in segments prepared on the stack. */
-#define SEG 64
-
-static void tile_seg(enum edgeq_type t, const uint8_t *gp, int64_t nblk,
-		     const char *a, size_t as, int nt, float32x4_t *acc)
-{
-	struct act st[4 * SEG];
-
-	for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
-		int64_t i1 = i0 + SEG < nblk ? i0 + SEG : nblk;
-
-		for (int k = 0; k < nt; k++)
-			act_prep(t,
-				 (const struct edgeq_block_q8_0 *)(a + k * as) +
-					 i0,
-				 i1 - i0, st + k * SEG);
-		tile_any(t, gp, i0, i1, a, as, st, SEG, nt, acc);
-	}
 }
 
 /* ---- Q4_K: the x86 file's design (avx512_pack.c), 4 rows per vector ---- */
@@ -353,62 +328,14 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	}
 }
 
-static void matmul_packed_q4_K(const void *w, int64_t n, int64_t row0,
-			       int64_t row1, const void *a, size_t a_stride,
-			       int64_t nb, float *y, int64_t ldy)
+static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		       int64_t i1, const char *a, size_t as, const void *ap,
+		       int64_t aps, int nt, float32x4_t *acc)
 {
-	int64_t nsb = n / 256, g, b0;
-	size_t gsz = (size_t)nsb * GB_Q4_K;
-	struct actk *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
-	struct actk st[2 * 16];
-	float32x4_t acc[8];
-	float out[16];
-
-	for (b0 = 0; ab && b0 < nb; b0++)
-		actk_prep((const void *)((const char *)a + b0 * a_stride), nsb,
-			  ab + b0 * nsb);
-	for (g = row0 / 16; 16 * g < row1; g++) {
-		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
-		int64_t r0 = row0 > 16 * g ? row0 - 16 * g : 0;
-		int64_t r1 = row1 - 16 * g < 16 ? row1 - 16 * g : 16;
-
-		for (b0 = 0; b0 < nb; b0 += 2) {
-			int nt = nb - b0 < 2 ? (int)(nb - b0) : 2;
-			const char *ak = (const char *)a + b0 * a_stride;
-
-			for (int k = 0; k < 4 * nt; k++)
-				acc[k] = vdupq_n_f32(0);
-			for (int64_t i0 = 0; i0 < nsb; i0 += ab ? nsb : 16) {
-				int64_t i1 =
-					ab ? nsb :
-					     (i0 + 16 < nsb ? i0 + 16 : nsb);
-				const struct actk *p = ab ? ab + b0 * nsb : st;
-				int64_t ps = ab ? nsb : 16;
-
-				if (!ab) /* no scratch: 16 at a time */
-					for (int k = 0; k < nt; k++)
-						actk_prep(
-							(const struct edgeq_block_q8_K
-								 *)(ak +
-								    k * a_stride) +
-								i0,
-							i1 - i0, st + 16 * k);
-				if (nt == 2)
-					tile_k(gp, i0, i1, ak, a_stride, p, ps,
-					       2, acc);
-				else
-					tile_k(gp, i0, i1, ak, a_stride, p, ps,
-					       1, acc);
-			}
-			for (int k = 0; k < nt; k++) {
-				for (int v = 0; v < 4; v++)
-					vst1q_f32(out + 4 * v, acc[4 * k + v]);
-				memcpy(y + (b0 + k) * ldy + 16 * g + r0,
-				       out + r0,
-				       (size_t)(r1 - r0) * sizeof(float));
-			}
-		}
-	}
+	if (nt == 2)
+		tile_k(gp, i0, i1, a, as, ap, aps, 2, acc);
+	else
+		tile_k(gp, i0, i1, a, as, ap, aps, 1, acc);
 }
 
 /* ---- Q6_K: as avx512_pack.c's, 4 rows per vector ---- */
@@ -562,108 +489,114 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	}
 }
 
-static void matmul_packed_q6_K(const void *w, int64_t n, int64_t row0,
-			       int64_t row1, const void *a, size_t a_stride,
-			       int64_t nb, float *y, int64_t ldy)
+static void tile_q6_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+			int64_t i1, const char *a, size_t as, const void *ap,
+			int64_t aps, int nt, float32x4_t *acc)
 {
-	int64_t nsb = n / 256, g, b0;
-	size_t gsz = (size_t)nsb * GB_Q6_K;
-	struct act6 *ab = act_bytes((size_t)(nb * nsb) * sizeof(*ab));
-	struct act6 st[2 * 16];
-	float32x4_t acc[8];
-	float out[16];
-
-	for (b0 = 0; ab && b0 < nb; b0++)
-		act6_prep((const void *)((const char *)a + b0 * a_stride), nsb,
-			  ab + b0 * nsb);
-	for (g = row0 / 16; 16 * g < row1; g++) {
-		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
-		int64_t r0 = row0 > 16 * g ? row0 - 16 * g : 0;
-		int64_t r1 = row1 - 16 * g < 16 ? row1 - 16 * g : 16;
-
-		for (b0 = 0; b0 < nb; b0 += 2) {
-			int nt = nb - b0 < 2 ? (int)(nb - b0) : 2;
-			const char *ak = (const char *)a + b0 * a_stride;
-
-			for (int k = 0; k < 4 * nt; k++)
-				acc[k] = vdupq_n_f32(0);
-			for (int64_t i0 = 0; i0 < nsb; i0 += ab ? nsb : 16) {
-				int64_t i1 =
-					ab ? nsb :
-					     (i0 + 16 < nsb ? i0 + 16 : nsb);
-				const struct act6 *p = ab ? ab + b0 * nsb : st;
-				int64_t ps = ab ? nsb : 16;
-
-				if (!ab) /* no scratch: 16 at a time */
-					for (int k = 0; k < nt; k++)
-						act6_prep(
-							(const struct edgeq_block_q8_K
-								 *)(ak +
-								    k * a_stride) +
-								i0,
-							i1 - i0, st + 16 * k);
-				if (nt == 2)
-					tile_q6(gp, i0, i1, ak, a_stride, p, ps,
-						2, acc);
-				else
-					tile_q6(gp, i0, i1, ak, a_stride, p, ps,
-						1, acc);
-			}
-			for (int k = 0; k < nt; k++) {
-				for (int v = 0; v < 4; v++)
-					vst1q_f32(out + 4 * v, acc[4 * k + v]);
-				memcpy(y + (b0 + k) * ldy + 16 * g + r0,
-				       out + r0,
-				       (size_t)(r1 - r0) * sizeof(float));
-			}
-		}
-	}
+	if (nt == 2)
+		tile_q6(gp, i0, i1, a, as, ap, aps, 2, acc);
+	else
+		tile_q6(gp, i0, i1, a, as, ap, aps, 1, acc);
 }
+
+/* ---- one driver for every packed type (as avx512_pack.c's) ---- */
+
+static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	act_prep(t, a, nblk, out);
+}
+
+static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	actk_prep(a, nblk, out);
+}
+
+static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	act6_prep(a, nblk, out);
+}
+
+struct kind {
+	int64_t bs;  /* columns per block */
+	size_t gb;   /* packed bytes per group of 16 rows and block */
+	size_t ablk; /* bytes of an activation block (Q8_0 or Q8_K) */
+	size_t act;  /* bytes of a prepared activation block */
+	int tmax;    /* tokens per tile */
+	void (*prep)(enum edgeq_type t, const void *a, int64_t nblk, void *out);
+	void (*tile)(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		     int64_t i1, const char *a, size_t as, const void *ap,
+		     int64_t aps, int nt, float32x4_t *acc);
+};
+
+static const struct kind k_q4_0 = { 32, GB_Q4_0,  34,	   sizeof(struct act),
+				    4,	prep_q80, tile_any };
+static const struct kind k_q8_0 = { 32, GB_Q8_0,  34,	   sizeof(struct act),
+				    4,	prep_q80, tile_any };
+static const struct kind k_q4_K = {
+	256, GB_Q4_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
+};
+static const struct kind k_q6_K = {
+	256, GB_Q6_K, 292, sizeof(struct act6), 2, prep_q6, tile_q6_any
+};
+
+/* Without heap scratch, this many blocks are prepared on the stack. */
+#define SEG 16
 
 void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			      int64_t row0, int64_t row1, const void *a,
 			      size_t a_stride, int64_t nb, float *y,
 			      int64_t ldy)
 {
-	int64_t nblk = n / 32, g, b0;
-	size_t gsz = (size_t)nblk * (t == EDGEQ_TYPE_Q4_0 ? GB_Q4_0 : GB_Q8_0);
-	struct act *ab;
+	const struct kind *k = t == EDGEQ_TYPE_Q4_0 ? &k_q4_0 :
+			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
+			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
+						      &k_q6_K;
+	int64_t nblk = n / k->bs, g, b0;
+	size_t gsz = (size_t)nblk * k->gb;
+	char *ab = act_bytes((size_t)(nb * nblk) * k->act);
+	_Alignas(16) char st[4 * SEG * sizeof(struct act6)];
 	float32x4_t acc[16];
 	float out[16];
 
-	if (t == EDGEQ_TYPE_Q4_K) {
-		matmul_packed_q4_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
-		return;
-	}
-	if (t == EDGEQ_TYPE_Q6_K) {
-		matmul_packed_q6_K(w, n, row0, row1, a, a_stride, nb, y, ldy);
-		return;
-	}
-	ab = act_buf((size_t)(nb * nblk));
-
 	for (b0 = 0; ab && b0 < nb; b0++)
-		act_prep(t, (const void *)((const char *)a + b0 * a_stride),
-			 nblk, ab + b0 * nblk);
+		k->prep(t, (const char *)a + b0 * a_stride, nblk,
+			ab + (size_t)(b0 * nblk) * k->act);
 	for (g = row0 / 16; 16 * g < row1; g++) {
 		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
 		int64_t r0 = row0 > 16 * g ? row0 - 16 * g : 0;
 		int64_t r1 = row1 - 16 * g < 16 ? row1 - 16 * g : 16;
 
-		for (b0 = 0; b0 < nb; b0 += 4) {
-			int nt = nb - b0 < 4 ? (int)(nb - b0) : 4;
+		for (b0 = 0; b0 < nb; b0 += k->tmax) {
+			int nt = nb - b0 < k->tmax ? (int)(nb - b0) : k->tmax;
 			const char *ak = (const char *)a + b0 * a_stride;
 
-			for (int k = 0; k < 4 * nt; k++)
-				acc[k] = vdupq_n_f32(0);
+			for (int j = 0; j < 4 * nt; j++)
+				acc[j] = vdupq_n_f32(0);
 			if (ab)
-				tile_any(t, gp, 0, nblk, ak, a_stride,
-					 ab + b0 * nblk, nblk, nt, acc);
-			else
-				tile_seg(t, gp, nblk, ak, a_stride, nt, acc);
-			for (int k = 0; k < nt; k++) {
+				k->tile(t, gp, 0, nblk, ak, a_stride,
+					ab + (size_t)(b0 * nblk) * k->act, nblk,
+					nt, acc);
+			else /* each segment's blocks prepared on the way */
+				for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
+					int64_t i1 = i0 + SEG < nblk ?
+							     i0 + SEG :
+							     nblk;
+
+					for (int j = 0; j < nt; j++)
+						k->prep(t,
+							ak + j * a_stride +
+								(size_t)i0 *
+									k->ablk,
+							i1 - i0,
+							st + (size_t)j * SEG *
+									k->act);
+					k->tile(t, gp, i0, i1, ak, a_stride, st,
+						SEG, nt, acc);
+				}
+			for (int j = 0; j < nt; j++) {
 				for (int v = 0; v < 4; v++)
-					vst1q_f32(out + 4 * v, acc[4 * k + v]);
-				memcpy(y + (b0 + k) * ldy + 16 * g + r0,
+					vst1q_f32(out + 4 * v, acc[4 * j + v]);
+				memcpy(y + (b0 + j) * ldy + 16 * g + r0,
 				       out + r0,
 				       (size_t)(r1 - r0) * sizeof(float));
 			}
