@@ -626,6 +626,16 @@ struct att_arg {
 	int layer, nb;
 };
 
+/* The first key position a query at @p sees in @layer: a sliding-window
+ * layer sees its last n_swa positions. */
+static uint32_t att_first_key(const struct edgeq_hparams *hp, int layer,
+			      uint32_t p)
+{
+	uint32_t win = hp_layer_swa(hp, (uint32_t)layer) ? hp->n_swa : 0;
+
+	return win && p + 1 > win ? p + 1 - win : 0;
+}
+
 /* One head of token @b: scores, softmax, weighted values (any KV type). */
 static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 		     float *att)
@@ -637,7 +647,6 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
 	uint32_t q_dim = hp->n_head * hd;
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
-	uint32_t win = hp_layer_swa(hp, (uint32_t)aa->layer) ? hp->n_swa : 0;
 	size_t hoff_f16 = (size_t)hd * 2, hoff_f32 = (size_t)hd * 4;
 	size_t hoff_q8 = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
 	size_t qh_size = edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) * (hd / 32 + 1);
@@ -655,8 +664,7 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 	const float *q = w->q + (size_t)b * q_dim + (size_t)h * hd;
 	float *out = w->xb2 + (size_t)b * q_dim + (size_t)h * hd;
 
-	/* a sliding-window layer sees its last win positions */
-	t0 = win && p + 1 > win ? p + 1 - win : 0;
+	t0 = att_first_key(hp, aa->layer, p);
 	if (c->kv_type == EDGEQ_KV_Q8_0)
 		ops->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, hd);
 	if (c->kv_type == EDGEQ_KV_F16 && ops->attn_scores_f16 &&
@@ -741,7 +749,6 @@ static void att_task(void *arg, int ith, int nth)
 	uint32_t nsub = (group + ATT_G - 1) / ATT_G;
 	int64_t total = (int64_t)aa->nb * hp->n_head_kv * nsub, job;
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
-	uint32_t win = hp_layer_swa(hp, (uint32_t)aa->layer) ? hp->n_swa : 0;
 	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
 						      edgeq_softmax_ref;
 
@@ -764,7 +771,7 @@ static void att_task(void *arg, int ith, int nth)
 			continue;
 		}
 		p = w->tpos[b];
-		t0 = win && p + 1 > win ? p + 1 - win : 0;
+		t0 = att_first_key(hp, aa->layer, p);
 		nk = (int64_t)(p + 1 - t0);
 		ops->attn_scores_f16_g(
 			hd, nk,
