@@ -51,7 +51,8 @@ def main(t):
     subprocess.run([os.path.join(TOP, O, "tools", "gguf-gen"), "-o", other, "--shape",
                     "micro"], check=True, stdout=subprocess.DEVNULL)
     d = Daemon("--draft", other, wait=False)
-    for _ in range(100):
+    deadline = time.time() + 30
+    while time.time() < deadline:
         st, _, data = d.request("GET", "/health")
         if b"loading" not in data:
             break
@@ -76,9 +77,12 @@ def main(t):
             break
         time.sleep(0.05)
     long_prompt = "the quick brown fox jumps over the lazy dog " * 6
-    # the vocabulary loads in moments, the weights after it: ask until a
-    # refusal was counted with it (or the load is over)
-    for _ in range(40):
+    # the vocabulary loads in moments, the weights after it, and then the
+    # 3 s hold: ask until a refusal was counted with it (or the load is
+    # over). By the clock, not a count of tries: a loaded CI machine may
+    # take seconds to get the process as far as the vocabulary.
+    deadline = time.time() + 30
+    while time.time() < deadline:
         st, _, _, _ = d.post("/v1/completions", {"prompt": long_prompt, "max_tokens": 2})
         if st != 503 or any(c != "0" for c in re.findall(r"prompt_tokens=(\d+)", d.logtext())):
             break
