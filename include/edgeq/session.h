@@ -46,8 +46,10 @@ struct edgeq_session_params {
 	/* sequential: one forward pass per slot and step instead of one
 	 * batched pass over all of them (the baseline of the benchmark) */
 	bool sequential;
-	uint32_t prefill_chunk; /* prompt tokens per slot and step (64) */
-	int token_delay_ms;	/* test hook: sleep before each step */
+	/* prompt tokens per step (64), shared by the prompts being read in
+	 * the order they were admitted, beside the decoding slots' tokens */
+	uint32_t prefill_chunk;
+	int token_delay_ms; /* test hook: sleep before each step */
 	/* speculative decoding in every slot (kind NONE: off); a draft
 	 * model must outlive the session */
 	struct edgeq_draft_params draft;

@@ -9,9 +9,11 @@
  *   timeshare  N streams with one pass per slot and step (what serve did
  *              before continuous batching)
  *   queue      2N clients on N slots: the TTFT distribution, and each
- *              request's TTFT over what the queue explains (the requests
- *              ahead of it, in waves of N, each taking a batched request's
- *              time, plus the queue-free TTFT)
+ *              request's TTFT over what the queue explains: the requests
+ *              ahead of it, in waves of N, each wave taking a batched
+ *              request's time, then the prompts ahead of it in its own
+ *              wave and its own, each a queue-free TTFT (a prompt's pass
+ *              is compute bound: N prompts batched cost about N alone)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -140,7 +142,8 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	struct edgeq_error err = { 0 };
 	struct edgeq_model *m = NULL;
 	struct phase one, bat, ts, q;
-	double sorted[2 * MAX_STREAMS], worst = 0, r;
+	double sorted[2 * MAX_STREAMS], expl[2 * MAX_STREAMS], worst = 0, r;
+	json_t *each;
 	const char *prompt = "Benchmark prompt: the session decodes several "
 			     "streams at once.";
 	int32_t toks[256];
@@ -183,10 +186,12 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 		goto out;
 	}
 	/* what the queue explains: waves of `streams` ahead, each a batched
-	 * request's time, plus the queue-free TTFT */
+	 * request's time, then a queue-free TTFT for each prompt ahead in
+	 * its wave and its own */
 	for (i = 0; i < q.n; i++) {
-		r = q.ttft_ms[i] /
-		    ((i / streams) * bat.req_ms + one.ttft_ms[0]);
+		expl[i] = (i / streams) * bat.req_ms +
+			  (i % streams + 1) * one.ttft_ms[0];
+		r = q.ttft_ms[i] / expl[i];
 		if (r > worst)
 			worst = r;
 		sorted[i] = q.ttft_ms[i];
@@ -194,15 +199,15 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	qsort(sorted, (size_t)q.n, sizeof(double), cmp_double);
 	if (json) {
 		json_t *j = json_pack(
-			"{s:i,s:i,s:i,s:{s:f,s:f,s:f},s:{s:f,s:f,s:I},s:{s:f,s:f,s:I},"
+			"{s:i,s:i,s:i,s:{s:f,s:f,s:f},s:{s:f,s:f,s:I,s:f},s:{s:f,s:f,s:I},"
 			"s:{s:f,s:f,s:f,s:f,s:f},s:{s:f,s:f,s:f,s:f}}",
 			"streams", streams, "threads", threads, "gen", n_gen,
 			"single", "tok_s", one.agg_tok_s, "itl_ms", one.itl_ms,
 			"ttft_ms", one.ttft_ms[0], "batched", "tok_s",
 			bat.agg_tok_s, "itl_ms", bat.itl_ms, "steps",
-			(json_int_t)bat.steps, "timeshare", "tok_s",
-			ts.agg_tok_s, "itl_ms", ts.itl_ms, "steps",
-			(json_int_t)ts.steps, "queue", "ttft_p50_ms",
+			(json_int_t)bat.steps, "request_ms", bat.req_ms,
+			"timeshare", "tok_s", ts.agg_tok_s, "itl_ms", ts.itl_ms,
+			"steps", (json_int_t)ts.steps, "queue", "ttft_p50_ms",
 			pct(sorted, q.n, 0.5), "ttft_p90_ms",
 			pct(sorted, q.n, 0.9), "ttft_p99_ms",
 			pct(sorted, q.n, 0.99), "ttft_max_ms", sorted[q.n - 1],
@@ -214,6 +219,20 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 			bat.agg_tok_s / ts.agg_tok_s, "ttft_p99_over_queue",
 			worst);
 
+		/* the distribution: each request in submission order */
+		each = json_array();
+		for (i = 0; i < q.n; i++)
+			json_array_append_new(
+				each,
+				json_pack("{s:f,s:f}", "ttft_ms", q.ttft_ms[i],
+					  "explained_ms", expl[i]));
+		json_object_set_new(json_object_get(j, "queue"), "requests",
+				    each);
+		if (bat.itl_ms > 0)
+			json_object_set_new(
+				json_object_get(j, "ratios"),
+				"batched_over_single_decode_tok_s",
+				json_real(streams * one.itl_ms / bat.itl_ms));
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(j);
@@ -231,9 +250,19 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	printf("ratios: %d streams batched / 1 stream: tok/s %.2fx, ITL %.2fx; batched / time-shared tok/s %.2fx\n",
 	       streams, bat.agg_tok_s / one.agg_tok_s, bat.itl_ms / one.itl_ms,
 	       bat.agg_tok_s / ts.agg_tok_s);
-	printf("TTFT, %d clients on %d slots: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (queue-free %.1f ms); worst TTFT / (waves ahead x batched request + queue-free) %.2fx\n",
+	/* tok/s above is a phase's tokens over its wall time, prompts
+	 * included (N of them batched, 1 alone); decode alone is N / ITL */
+	if (bat.itl_ms > 0 && one.itl_ms > 0)
+		printf("decode only: %d streams %.2f tok/s, 1 stream %.2f tok/s: %.2fx\n",
+		       streams, streams * 1e3 / bat.itl_ms, 1e3 / one.itl_ms,
+		       streams * one.itl_ms / bat.itl_ms);
+	printf("TTFT, %d clients on %d slots: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (queue-free %.1f ms); worst TTFT / (waves ahead x batched request + (prompts ahead in its wave + 1) x queue-free) %.2fx\n",
 	       q.n, streams, pct(sorted, q.n, 0.5), pct(sorted, q.n, 0.9),
 	       pct(sorted, q.n, 0.99), sorted[q.n - 1], one.ttft_ms[0], worst);
+	printf("TTFT by request (submission order), ms over what the queue explains:");
+	for (i = 0; i < q.n; i++)
+		printf(" %.1f/%.1f", q.ttft_ms[i], expl[i]);
+	putchar('\n');
 	if (profile) {
 		/* per generated token: a pass of N tokens counts N */
 		bench_profile_print("1 stream", &p1, (double)p1.total_ns / 1e9,

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# edgeq bench --streams N: one stream, N batched, N time-shared and 2N
+# clients on N slots, in one run. On a tiny synthetic model: every phase
+# generated, the batch is one pass per step, each request's TTFT is set
+# against what the queue explains by the documented formula and the worst
+# ratio is the largest of them, the table prints the same, and bad
+# arguments fail with a clear message.
+# timeout: 120
+set -u
+. "$(dirname "$0")/benchlib.sh"
+
+"$GEN" -o "$T/m.gguf" --shape tiny --type q4_0 >/dev/null 2>&1 ||
+	check "gguf-gen tiny q4_0" false
+m=$T/m.gguf
+
+"$EDGEQ" bench -m "$m" -t 2 --streams 3 -n 6 --json >"$T/j" 2>"$T/e"
+check "--streams 3 --json: exits 0" test $? -eq 0
+check "the phases, the queue's distribution and the ratios" python3 - "$T/j" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+N, n = d['streams'], d['gen']
+assert N == 3 and n == 6 and d['threads'] == 2, d
+one, bat, ts, q = d['single'], d['batched'], d['timeshare'], d['queue']
+for ph in (one, bat, ts):
+    assert ph['tok_s'] > 0 and ph['itl_ms'] > 0, ph
+# batched: one pass per step for all streams, so about as many steps as
+# one stream's tokens (plus prompt chunks), far fewer than N x tokens
+assert n <= bat['steps'] < N * n, bat
+assert bat['request_ms'] > one['ttft_ms'] > 0, (bat, one)
+rq = q['requests']
+assert len(rq) == 2 * N, rq
+for i, r in enumerate(rq):
+    want = (i // N) * bat['request_ms'] + (i % N + 1) * one['ttft_ms']
+    assert abs(r['explained_ms'] - want) <= 1e-6 * want, (i, r, want)
+    assert r['ttft_ms'] > 0, r
+worst = max(r['ttft_ms'] / r['explained_ms'] for r in rq)
+assert abs(q['worst_over_queue'] - worst) <= 1e-9 * worst, (q, worst)
+t = sorted(r['ttft_ms'] for r in rq)
+assert q['ttft_max_ms'] == t[-1] and q['ttft_p50_ms'] in t, q
+r = d['ratios']
+assert abs(r['batched_over_single_tok_s'] - bat['tok_s'] / one['tok_s']) < 1e-9 * r['batched_over_single_tok_s']
+dec = N * one['itl_ms'] / bat['itl_ms']
+assert abs(r['batched_over_single_decode_tok_s'] - dec) < 1e-9 * dec, (r, dec)
+PY
+
+"$EDGEQ" bench -m "$m" -t 2 --streams 2 -n 4 >"$T/h" 2>&1
+check "table: exits 0" test $? -eq 0
+check "table: the three phases" grep -Eq '^time-shared +[0-9.]+ +[0-9.]+ +[0-9]+$' "$T/h"
+check "table: decode alone as N / ITL" grep -Eq '^decode only: 2 streams [0-9.]+ tok/s, 1 stream [0-9.]+ tok/s: [0-9.]+x$' "$T/h"
+check "table: every request's TTFT over what the queue explains" \
+	grep -Eq '^TTFT by request \(submission order\), ms over what the queue explains:( [0-9.]+/[0-9.]+){4}$' "$T/h"
+
+"$EDGEQ" bench -m "$m" --streams 1 -n 4 >/dev/null 2>"$T/e"
+check "--streams 1: exit 2" test $? -eq 2
+check "  ... says the range" grep -q -- "--streams must be 2..64" "$T/e"
+"$EDGEQ" bench -m "$m" --streams 65 -n 4 >/dev/null 2>"$T/e"
+check "--streams 65: exit 2" test $? -eq 2
+"$EDGEQ" bench -m "$T/none.gguf" --streams 2 -n 4 >/dev/null 2>"$T/e"
+rc=$?
+check "a missing model: fails (exit $rc)" test $rc -ne 0
+check "  ... names the file" grep -q "none.gguf" "$T/e"
+summary
