@@ -444,6 +444,11 @@ void edgeq_place_stats(const struct edgeq_place_exec *x,
  * queue state under @sysfs_dir when they arrive. @pm NULL stops. */
 int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,
 		      const char *sysfs_dir);
+/* Hand over a state from a monitor followed elsewhere (a session's), from
+ * any thread: applied at the next token boundary as if @pm had delivered
+ * it (the latest one wins). 0, or -ENOMEM. */
+int edgeq_place_pressure(struct edgeq_place_exec *x,
+			 const struct edgeq_pressure_state *ps);
 
 /*
  * The kq backend: ops placed on queue dev[k] (k >= 1) of @d go to its agent

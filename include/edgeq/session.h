@@ -33,6 +33,8 @@ extern "C" {
 
 struct edgeq_session;
 struct edgeq_gen;
+struct edgeq_pressure_opts;
+struct edgeq_pressure_state;
 
 #define EDGEQ_SESSION_MAX_SLOTS 64
 #define EDGEQ_GEN_MAX_STOPS 8
@@ -71,6 +73,25 @@ struct edgeq_session_params {
 	int (*on_ctx)(void *arg, struct edgeq_ctx *c, int slot,
 		      struct edgeq_error *err);
 	void (*on_ctx_free)(void *arg, struct edgeq_ctx *c, int slot);
+	/*
+	 * Pressure: with @pressure set the session opens one monitor with
+	 * these options (copied; their strings must outlive the session)
+	 * and follows it on a thread of its own, whatever its slots and
+	 * device queues. A monitor that cannot open is no error: the
+	 * session runs unthrottled and edgeq_session_pressure() says why.
+	 * On every change of the memory level the weights budget becomes
+	 * what memory allows now less 256 MiB for the KV caches and
+	 * activations, never above @weights_budget (0: no ceiling) nor the
+	 * model, applied at a token boundary (mmap weights have no budget).
+	 * @on_pressure (with @pressure_arg), if set, is called on that
+	 * thread with the first state and after every change: the state,
+	 * and the budget before and after it (equal: unchanged; 0: none).
+	 */
+	const struct edgeq_pressure_opts *pressure;
+	uint64_t weights_budget;
+	void *pressure_arg;
+	void (*on_pressure)(void *arg, const struct edgeq_pressure_state *st,
+			    uint64_t budget_was, uint64_t budget);
 };
 
 void edgeq_session_params_init(struct edgeq_session_params *p);
@@ -176,6 +197,15 @@ struct edgeq_session_status {
 
 void edgeq_session_status(struct edgeq_session *s,
 			  struct edgeq_session_status *st);
+
+/*
+ * The pressure monitor's latest state into *@st: 0, with *@why (if not
+ * NULL) why BPF is not its source ("" when it is); -ENODEV without a
+ * monitor, with *@why saying why (not asked for, or the error that kept
+ * it from opening). The strings live as long as the session.
+ */
+int edgeq_session_pressure(struct edgeq_session *s,
+			   struct edgeq_pressure_state *st, const char **why);
 
 #ifdef __cplusplus
 }

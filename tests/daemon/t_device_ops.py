@@ -62,6 +62,35 @@ def main(t):
     finally:
         d.stop()
 
+    # the session's one pressure monitor reaches every slot's placement:
+    # npu0's cooling device (a fake sysfs) at its top state pauses the
+    # queue (as the module does), so decode steps stop using it
+    root = os.path.join(edgeqd.TMP, "sys-cool")
+    cd = os.path.join(root, "class", "thermal", "cooling_device0")
+    os.makedirs(cd, exist_ok=True)
+    for k, v in (("type", "edgeq-npu0"), ("cur_state", "10"), ("max_state", "10")):
+        with open(os.path.join(cd, k), "w") as f:
+            f.write(v + "\n")
+    d = edgeqd.Daemon("--no-prefix-cache", "--slots", "2", "--device-queue", "npu0",
+                      "--pressure", "psi",
+                      env={"EDGEQ_DEVICES": prof, "EDGEQ_TEST_INLINE_AGENT": "0",
+                           "EDGEQ_SYSFS_ROOT": root})
+    try:
+        gen(d, 4)  # by its end the monitor's first state has been applied
+        m = d.metrics()
+        q1, c1 = (value(m, "edgeq_device_ops_total", device=x) for x in ("npu0", "cpu"))
+        n, text = gen(d, 6)
+        m = d.metrics()
+        q2, c2 = (value(m, "edgeq_device_ops_total", device=x) for x in ("npu0", "cpu"))
+        t.check("a throttled queue seen by the session's monitor: decode on the cpu",
+                q2 == q1 and c2 > c1, (q1, c1, q2, c2))
+        t.check("throttled: same text", text.startswith(text_cpu), (text, text_cpu))
+        log = d.logtext()
+        t.check("one pressure monitor for the two slots",
+                log.count("event=pressure") == 1 and "pressure monitor: psi" in log, log[-400:])
+    finally:
+        d.stop()
+
     # the agent dies at its 6th op: the rest runs on the cpu, no error
     d = edgeqd.Daemon("--no-prefix-cache", "--device-queue", "npu0",
                       env={"EDGEQ_DEVICES": prof, "EDGEQ_TEST_INLINE_AGENT": "5"})

@@ -16,11 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include <edgeq/engine.h>
+#include <edgeq/pressure.h>
 #include <edgeq/session.h>
+#include <edgeq/stream.h>
 
 #include "engine/draft.h"
 #include "engine/text.h"
@@ -853,6 +857,213 @@ static void test_context_shift(void **state)
 	}
 }
 
+/* ---- the session's pressure monitor and the budget it drives */
+
+struct seen {
+	pthread_mutex_t lock;
+	int calls, level;
+	uint64_t was, now;
+};
+
+static void on_pressure(void *arg, const struct edgeq_pressure_state *st,
+			uint64_t was, uint64_t now)
+{
+	struct seen *sn = arg;
+
+	pthread_mutex_lock(&sn->lock);
+	sn->calls++;
+	sn->level = (int)st->mem.level;
+	sn->was = was;
+	sn->now = now;
+	pthread_mutex_unlock(&sn->lock);
+}
+
+/* A short greedy generation (its passes apply a new budget). */
+static void gen4(struct edgeq_session *s)
+{
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g;
+	char text[256];
+	int32_t t[64];
+
+	req_init(&rq, t, tok("one two three", t, 64), 4);
+	assert_int_equal(edgeq_session_submit(s, &rq, &g, NULL), 0);
+	assert_int_equal(drain(g, text, sizeof(text), NULL, NULL, NULL),
+			 EDGEQ_FINISH_LENGTH);
+	edgeq_gen_free(g);
+}
+
+/* Wait (up to 10 s) until the hook saw memory level @level. */
+static bool wait_level(struct seen *sn, int level, struct seen *out)
+{
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		pthread_mutex_lock(&sn->lock);
+		*out = *sn;
+		pthread_mutex_unlock(&sn->lock);
+		if (out->calls && out->level == level)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void put_meminfo(const char *root, uint64_t avail_kb)
+{
+	char path[400];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/proc", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/proc/meminfo.new", root);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"MemTotal:       8000000 kB\nMemFree:          10000 kB\n"
+		"MemAvailable:   %llu kB\n",
+		(unsigned long long)avail_kb);
+	assert_int_equal(fclose(f), 0);
+	{
+		char to[400];
+
+		snprintf(to, sizeof(to), "%s/proc/meminfo", root);
+		assert_int_equal(rename(path, to), 0);
+	}
+}
+
+/*
+ * One monitor per session (PSI fallback on a fake /proc): its memory level
+ * moves a streamed model's weights budget to what memory allows less the
+ * 256 MiB reserve, the streamer keeps no more than that resident, and when
+ * memory comes back the whole model is allowed again; the hook sees every
+ * state with the budget before and after.
+ */
+static void test_pressure_budget(void **state)
+{
+	struct edgeq_session_params p;
+	struct edgeq_pressure_opts o;
+	struct edgeq_model_params mp;
+	struct edgeq_model *sm = NULL;
+	struct edgeq_session *s = NULL;
+	struct edgeq_stream_status ws;
+	struct edgeq_pressure_state *st;
+	struct edgeq_mem_info mi;
+	struct edgeq_error err = { 0 };
+	struct seen sn = { .lock = PTHREAD_MUTEX_INITIALIZER }, got;
+	const char *tmp = getenv("EDGEQ_TEST_TMP"), *why = NULL;
+	char root[200], sys[220], procd[220], cmd[300];
+	uint64_t model_bytes, avail, want;
+
+	NEED_MODEL();
+	snprintf(root, sizeof(root), "%s/pressure.XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	assert_non_null(mkdtemp(root));
+	snprintf(sys, sizeof(sys), "%s/sys", root);
+	mkdir(sys, 0755);
+	edgeq_model_params_init(&mp);
+	mp.path = model_path;
+	mp.n_threads = 1;
+	mp.weights = EDGEQ_WEIGHTS_STREAM;
+	assert_int_equal(edgeq_model_load(&mp, &sm, &err), 0);
+	assert_int_equal(edgeq_model_weights_status(sm, &ws), 0);
+	model_bytes = ws.model_bytes;
+	assert_true(model_bytes > 0);
+	assert_int_equal(ws.layers_streamed, 0); /* memory allows it all */
+
+	/* 3 % of memory available (critical): what is left past the reserve
+	 * is half the model; a limited cgroup of this process may leave less */
+	avail = (256ull << 20) + model_bytes / 2;
+	put_meminfo(root, avail / 1024);
+	avail = avail / 1024 * 1024;
+	if (!edgeq_mem_probe(NULL, &mi) && mi.cg_limit != UINT64_MAX &&
+	    mi.available < avail)
+		avail = mi.available;
+	want = avail > (256ull << 20) ? avail - (256ull << 20) : 0;
+
+	edgeq_pressure_opts_init(&o);
+	o.no_bpf = true;
+	snprintf(procd, sizeof(procd), "%s/proc", root);
+	o.proc_root = procd;
+	o.sysfs_root = sys;
+	o.devices_conf = "";
+	o.refresh_ms = 20;
+	edgeq_session_params_init(&p);
+	p.ctx.n_ctx = 64;
+	p.pressure = &o;
+	p.pressure_arg = &sn;
+	p.on_pressure = on_pressure;
+	assert_int_equal(edgeq_session_new(sm, &p, &s, &err), 0);
+	assert_true(wait_level(&sn, EDGEQ_MEM_CRITICAL, &got));
+	st = malloc(sizeof(*st));
+	assert_non_null(st);
+	assert_int_equal(edgeq_session_pressure(s, st, &why), 0);
+	assert_int_equal(st->source, EDGEQ_PRESSURE_SRC_PSI);
+	assert_int_equal(st->mem.level, EDGEQ_MEM_CRITICAL);
+	assert_non_null(why);
+	assert_true(strlen(why) > 0); /* why not BPF: asked for PSI */
+	assert_true(got.was == model_bytes || got.was >= got.now);
+	if (want >= model_bytes || !want) {
+		print_message("memory this cgroup leaves does not let the test "
+			      "shrink the budget\n");
+	} else {
+		assert_int_equal(got.now, want);
+		/* applied at a token boundary: generate, then look */
+		gen4(s);
+		assert_int_equal(edgeq_session_weights_status(s, &ws), 0);
+		assert_int_equal(ws.budget, want);
+		assert_true(ws.layers_streamed > 0);
+	}
+	/* memory comes back (50 %: level none): the whole model again */
+	put_meminfo(root, 4000000);
+	assert_true(wait_level(&sn, EDGEQ_MEM_NONE, &got));
+	if (want < model_bytes && want) {
+		assert_int_equal(got.now, model_bytes);
+		gen4(s);
+		assert_int_equal(edgeq_session_weights_status(s, &ws), 0);
+		assert_int_equal(ws.budget, model_bytes);
+		assert_int_equal(ws.layers_streamed, 0);
+	}
+	assert_int_equal(edgeq_session_pressure(s, st, NULL), 0);
+	assert_int_equal(st->mem.level, EDGEQ_MEM_NONE);
+	edgeq_session_free(s);
+	edgeq_model_free(sm);
+	free(st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	(void)!system(cmd);
+}
+
+/* No monitor asked for, or one that cannot open: the session runs
+ * without, and says why. */
+static void test_pressure_none(void **state)
+{
+	struct edgeq_session_params p;
+	struct edgeq_pressure_opts o;
+	struct edgeq_pressure_state *st = malloc(sizeof(*st));
+	struct edgeq_session *s = NULL;
+	struct edgeq_error err = { 0 };
+	const char *why = NULL;
+
+	NEED_MODEL();
+	assert_non_null(st);
+	s = mk_session(1, 1, 0, false);
+	assert_int_equal(edgeq_session_pressure(s, st, &why), -ENODEV);
+	assert_string_equal(why, "not asked for");
+	edgeq_session_free(s);
+
+	edgeq_pressure_opts_init(&o);
+	o.no_bpf = true;
+	o.devices_conf = "/nonexistent/edgeq-devices.conf";
+	edgeq_session_params_init(&p);
+	p.ctx.n_ctx = 64;
+	p.pressure = &o;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), 0);
+	assert_int_equal(edgeq_session_pressure(s, st, &why), -ENODEV);
+	assert_non_null(strstr(why, "edgeq-devices.conf"));
+	edgeq_session_free(s);
+	free(st);
+}
+
 static void test_bad_requests(void **state)
 {
 	struct edgeq_session_params p;
@@ -922,6 +1133,8 @@ int main(void)
 		cmocka_unit_test(test_ctx_shift_rerope),
 		cmocka_unit_test(test_context_shift),
 		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_pressure_budget),
+		cmocka_unit_test(test_pressure_none),
 	};
 
 	return cmocka_run_group_tests(tests, setup_model, teardown_model);

@@ -90,8 +90,11 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 	}
 	/* throttling and agent loss reach the placer through the monitor;
 	 * without it the plan still survives a lost agent (op errors) */
-	if (o->no_pressure || d.n == 1)
-		; /* nothing to re-place on */
+	if (d.n == 1)
+		;		 /* nothing to re-place on */
+	else if (o->no_pressure) /* states come from run_placement_pressure */
+		edgeq_place_watch(rp->x, NULL,
+				  o->inline_be ? NULL : SYSFS_EDGEQ);
 	else if (!edgeq_pressure_new(NULL, &rp->pm, &err))
 		edgeq_place_watch(rp->x, rp->pm, SYSFS_EDGEQ);
 	else
@@ -125,6 +128,13 @@ void run_placement_stop(struct run_placement *rp, bool quiet)
 		edgeq_place_kq_free(rp->kq);
 	edgeq_pressure_free(rp->pm);
 	free(rp);
+}
+
+void run_placement_pressure(struct run_placement *rp,
+			    const struct edgeq_pressure_state *st)
+{
+	if (rp && rp->d.n > 1)
+		edgeq_place_pressure(rp->x, st);
 }
 
 size_t run_placement_ops(struct run_placement *rp, const char **names,

@@ -9,6 +9,7 @@
 
 struct edgeq_ctx;
 struct run_placement;
+struct edgeq_pressure_state;
 
 /*
  * Place @c's ops on the CPU and the queues of @queues ("npu0[=PROFILE],..."):
@@ -34,6 +35,10 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 			     struct run_placement **out);
 /* Matrix ops run so far per device (names[0] is "cpu") and agent losses
  * seen (ops a queue failed); returns the number of devices. */
+/* A state of a monitor followed elsewhere (serve's session): the placement
+ * re-plans on it at its next token boundary. Any thread; NULL is fine. */
+void run_placement_pressure(struct run_placement *rp,
+			    const struct edgeq_pressure_state *st);
 size_t run_placement_ops(struct run_placement *rp, const char **names,
 			 uint64_t *ops, size_t max, uint64_t *lost);
 /* A summary line on stderr (unless @quiet), then undo start. NULL is fine. */

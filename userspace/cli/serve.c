@@ -178,16 +178,21 @@ static int hook_ctx(void *arg, struct edgeq_ctx *c, int slot,
 	struct run_placement_opts o = { .who = "serve",
 					.opt = "--device-queue" };
 	const char *t = getenv("EDGEQ_TEST_INLINE_AGENT");
+	struct run_placement *rp = NULL;
 	int ret;
 
 	if (slot < 0 || slot >= 64)
 		return 0;
+	/* the session's monitor feeds the placement (hook_pressure) */
+	o.no_pressure = true;
 	if (t && *t) {
 		o.inline_be = true;
-		o.no_pressure = true;
 		o.fail_after = strtoull(t, NULL, 10);
 	}
-	ret = run_placement_start_opts(c, opt_device_queue, &o, &pl.rp[slot]);
+	ret = run_placement_start_opts(c, opt_device_queue, &o, &rp);
+	pthread_mutex_lock(&pl.lock); /* hook_pressure reads the table */
+	pl.rp[slot] = ret ? NULL : rp;
+	pthread_mutex_unlock(&pl.lock);
 	if (ret)
 		return edgeq_error_set(
 			err, ret == EXIT_UNAVAIL ? ENODEV : EINVAL,
@@ -203,6 +208,18 @@ static void hook_ctx_free(void *arg, struct edgeq_ctx *c, int slot)
 	pthread_mutex_lock(&pl.lock);
 	run_placement_stop(pl.rp[slot], true);
 	pl.rp[slot] = NULL;
+	pthread_mutex_unlock(&pl.lock);
+}
+
+/* The session's monitor changed: every slot's placement re-plans on it. */
+static void hook_pressure(void *arg, const struct edgeq_pressure_state *st)
+{
+	int i;
+
+	pthread_mutex_lock(&pl.lock);
+	for (i = 0; i < 64; i++)
+		if (pl.rp[i])
+			run_placement_pressure(pl.rp[i], st);
 	pthread_mutex_unlock(&pl.lock);
 }
 
@@ -445,115 +462,14 @@ static int write_port_file(const char *path, int port)
 	return rename(tmp, path) ? -errno : 0;
 }
 
-/*
- * Memory pressure moves the weight streamer's budget: on every change of the
- * monitor's memory level, the budget becomes what memory allows now (less a
- * reserve for KV caches and activations), never above the configured one.
- * Applied at a token boundary; mmap mode has no budget and ignores it.
- */
-static void adapt_budget(struct srv *srv, int level)
-{
-	static int last_level = -1;
-	struct edgeq_mem_info mi;
-	uint64_t cur, model, want;
-
-	if (level == last_level)
-		return;
-	last_level = level;
-	srv_weights_budget(srv, &cur, &model);
-	if (!model || edgeq_mem_probe(NULL, &mi))
-		return;
-	want = edgeq_weights_default_budget(&mi, 256ull << 20);
-	if (cfg.weights_budget && want > cfg.weights_budget)
-		want = cfg.weights_budget;
-	if (want > model)
-		want = model;
-	if (cur >= model && want >= model)
-		return; /* the whole model stays resident either way */
-	if (want && (want > cur + cur / 20 || want + cur / 20 < cur)) {
-		char f[64];
-
-		snprintf(f, sizeof(f), "EDGEQ_WEIGHTS_BUDGET=%llu",
-			 (unsigned long long)want);
-		srv_log(SRV_NOTICE,
-			(const char *const[]){ "EDGEQ_EVENT=weights-budget", f,
-					       NULL },
-			"memory level %s: weights budget %llu -> %llu MiB",
-			edgeq_mem_level_name((enum edgeq_mem_level)level),
-			(unsigned long long)(cur >> 20),
-			(unsigned long long)(want >> 20));
-		srv_set_weights_budget(srv, want);
-	}
-}
-
-/* The pressure monitor's view, reduced to what the server uses. */
-static void push_pressure(struct srv *srv, struct edgeq_pressure *pm)
-{
-	struct edgeq_pressure_state st;
-	struct srv_pressure p = { 0 };
-	uint32_t i;
-
-	edgeq_pressure_get(pm, &st);
-	p.valid = true;
-	p.source = edgeq_pressure_source_name(st.source);
-	p.mem_some10 =
-		st.mem.psi_some_avg10 >= 0 ? st.mem.psi_some_avg10 / 100 : -1;
-	p.stall_ms_per_s = st.mem.stall_ms_per_s;
-	p.mem_level = (int)st.mem.level;
-	p.throttle = 1;
-	for (i = 0; i < st.n_devices && p.n_dev < SRV_MAX_DEVICES; i++) {
-		snprintf(p.dev[p.n_dev].name, sizeof(p.dev[0].name), "%s",
-			 st.devices[i].name);
-		p.dev[p.n_dev].throttle = st.devices[i].throttle;
-		p.dev[p.n_dev].temp_mc = st.devices[i].temp_mc;
-		p.dev[p.n_dev].level = st.devices[i].level;
-		/* the engine runs on the CPU */
-		if (!strcmp(st.devices[i].name, "cpu")) {
-			p.throttle = st.devices[i].throttle;
-			p.have_throttle = true;
-		}
-		p.n_dev++;
-	}
-	srv_set_pressure(srv, &p);
-	if (srv_ready(srv))
-		adapt_budget(srv, p.mem_level);
-}
-
-static struct edgeq_pressure *start_pressure(void)
-{
-	struct edgeq_pressure_opts o;
-	struct edgeq_error err = { 0 };
-	struct edgeq_pressure *pm = NULL;
-
-	if (!strcmp(opt_pressure, "off"))
-		return NULL;
-	edgeq_pressure_opts_init(&o);
-	o.no_bpf = !strcmp(opt_pressure, "psi");
-	if (edgeq_pressure_new(&o, &pm, &err)) {
-		srv_log(SRV_WARN,
-			(const char *const[]){
-				"EDGEQ_EVENT=pressure-unavailable", NULL },
-			"no pressure monitor (%s): the router plans with unthrottled speed",
-			err.msg);
-		return NULL;
-	}
-	srv_log(SRV_NOTICE,
-		(const char *const[]){ "EDGEQ_EVENT=pressure", NULL },
-		"pressure monitor: %s%s%s",
-		edgeq_pressure_source_name(edgeq_pressure_source(pm)),
-		*edgeq_pressure_fallback_reason(pm) ? "; BPF not used: " : "",
-		edgeq_pressure_fallback_reason(pm));
-	return pm;
-}
-
 static int serve_main(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("serve");
 	struct loader l = { 0 };
 	struct signalfd_siginfo si;
 	uint64_t wd_usec = 0, stall_ns;
-	struct edgeq_pressure *pm = NULL;
-	struct pollfd pfd[3];
+	struct edgeq_pressure_opts popts;
+	struct pollfd pfd[2];
 	struct edgeq_error err = { 0 };
 	struct srv *srv = NULL;
 	bool loaded = false, stop = false;
@@ -672,6 +588,15 @@ static int serve_main(int argc, char **argv)
 			EXIT_USAGE, "serve",
 			"--log-target must be auto, journal or stderr");
 	srv_log_setup(cfg.log_target);
+	/* one monitor, the engine session's: its memory level moves the
+	 * weights budget, its states reach the router and each slot's
+	 * placement (hook_pressure) */
+	if (strcmp(opt_pressure, "off")) {
+		edgeq_pressure_opts_init(&popts);
+		popts.no_bpf = !strcmp(opt_pressure, "psi");
+		cfg.pressure = &popts;
+	}
+	cfg.on_pressure = hook_pressure;
 	cfg.on_ctx = hook_ctx;
 	cfg.on_ctx_free = hook_ctx_free;
 	cfg.on_generation = hook_generation;
@@ -718,24 +643,15 @@ static int serve_main(int argc, char **argv)
 	/* a generation with no token for a whole watchdog period is stuck */
 	stall_ns = wd_usec ? wd_usec * 1000 : 60ull * 1000000000;
 
-	pm = start_pressure();
-	if (pm)
-		push_pressure(srv, pm);
 	pfd[0].fd = sfd;
 	pfd[0].events = POLLIN;
 	pfd[1].fd = l.efd;
 	pfd[1].events = POLLIN;
-	pfd[2].fd = pm ? edgeq_pressure_fd(pm) : -1;
-	pfd[2].events = POLLIN;
-	pfd[2].revents = 0;
 	while (!stop) {
-		ret = poll(pfd, 3,
+		ret = poll(pfd, 2,
 			   rolled_back_ns ? 100 :
 			   wd_usec	  ? (int)(wd_usec / 2000) :
 					    1000);
-		if (pm && pfd[2].revents & POLLIN &&
-		    edgeq_pressure_consume(pm) > 0)
-			push_pressure(srv, pm);
 		if (ret < 0 && errno != EINTR)
 			break;
 		if (pfd[1].revents & POLLIN) {
@@ -761,8 +677,6 @@ static int serve_main(int argc, char **argv)
 			}
 			sd_notifyf(0, "READY=1\nSTATUS=serving on port %d",
 				   srv_port(srv));
-			if (pm)
-				push_pressure(srv, pm);
 		}
 		if (pfd[0].revents & POLLIN &&
 		    read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -812,7 +726,6 @@ static int serve_main(int argc, char **argv)
 		"stopped; %d request(s) had to be cancelled", left);
 	srv_free(srv);
 	serve_energy_stop();
-	edgeq_pressure_free(pm);
 	close(sfd);
 	close(l.efd);
 	if (rolled_back && status == EXIT_OK)

@@ -28,6 +28,7 @@
 #include "engine/draft.h"
 #include "engine/internal.h"
 #include "engine/text.h"
+#include "engine/watch.h"
 #include "model/model.h"
 
 struct eng_buf {
@@ -165,6 +166,7 @@ struct edgeq_session {
 
 	pthread_t thread;
 	bool thread_started;
+	struct eng_watch *watch; /* the pressure monitor, or NULL */
 };
 
 static const char *const finish_names[] = {
@@ -1030,6 +1032,9 @@ int edgeq_session_new(struct edgeq_model *m,
 		}
 	}
 	ret = session_start(s, err);
+	if (!ret)
+		ret = eng_watch_start(s, p, &s->watch, err);
+	s->p.pressure = NULL; /* the caller's: read by eng_watch_start only */
 	if (ret)
 		goto fail;
 	*out = s;
@@ -1037,6 +1042,12 @@ int edgeq_session_new(struct edgeq_model *m,
 fail:
 	edgeq_session_free(s);
 	return ret;
+}
+
+int edgeq_session_pressure(struct edgeq_session *s,
+			   struct edgeq_pressure_state *st, const char **why)
+{
+	return eng_watch_get(s->watch, st, why);
 }
 
 int eng_session_new_on(struct edgeq_ctx *c,
@@ -1051,6 +1062,8 @@ int eng_session_new_on(struct edgeq_ctx *c,
 	q.prefix_cache = true;
 	q.on_ctx = NULL;
 	q.on_ctx_free = NULL;
+	q.pressure = NULL; /* the caller's context, the caller's monitor */
+	q.on_pressure = NULL;
 	ret = session_alloc(ctx_model(c), &q, &s, err);
 	if (ret)
 		return ret;
@@ -1084,6 +1097,7 @@ void edgeq_session_free(struct edgeq_session *s)
 
 	if (!s)
 		return;
+	eng_watch_stop(s->watch); /* it sets budgets through the session */
 	if (s->thread_started) {
 		pthread_mutex_lock(&s->lock);
 		s->cancel_all = true;

@@ -19,6 +19,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,10 @@ struct edgeq_place_exec {
 	struct edgeq_ctx_hooks hooks;
 	struct edgeq_pressure *pm; /* optional */
 	char *sysfs_dir;
+	/* a state handed over by edgeq_place_pressure(), not yet applied */
+	pthread_mutex_t push_lock;
+	struct edgeq_pressure_state *pushed;
+	_Atomic bool push_new;
 	int (*op_index)[OP_N]; /* per layer: chain index of each matrix op */
 	int out_index;	       /* the output matrix */
 	uint64_t *acc_ns;      /* per op: device time in this step */
@@ -94,12 +100,32 @@ static int op_of(const struct edgeq_place_exec *x, const struct edgeq_tensor *t)
 	return -1;
 }
 
+/* A state handed over from another thread, if one came. */
+static void take_pushed(struct edgeq_place_exec *x)
+{
+	struct edgeq_pressure_state *ps;
+
+	if (!atomic_load_explicit(&x->push_new, memory_order_acquire))
+		return;
+	ps = malloc(sizeof(*ps));
+	if (!ps)
+		return; /* taken at a later boundary */
+	pthread_mutex_lock(&x->push_lock);
+	*ps = *x->pushed;
+	atomic_store(&x->push_new, false);
+	pthread_mutex_unlock(&x->push_lock);
+	x->st.pressure_events++;
+	edgeq_placer_update_pressure(x->pl, ps, x->sysfs_dir);
+	free(ps);
+}
+
 /* Events from the pressure monitor, if any arrived (no blocking). */
 static void watch_pressure(struct edgeq_place_exec *x)
 {
 	struct edgeq_pressure_state *ps;
 	struct pollfd pfd;
 
+	take_pushed(x);
 	if (!x->pm)
 		return;
 	pfd.fd = edgeq_pressure_fd(x->pm);
@@ -260,6 +286,7 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	x->c = c;
 	x->m = m;
 	x->be = *be;
+	pthread_mutex_init(&x->push_lock, NULL);
 	ret = edgeq_placer_new(&dd, &chain, pp, &x->pl);
 	edgeq_op_chain_free(&chain);
 	if (ret)
@@ -296,6 +323,7 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 
 err_free:
 	edgeq_placer_free(x->pl);
+	pthread_mutex_destroy(&x->push_lock);
 	free(x->op_index);
 	free(x->acc_ns);
 	free(x->acc_dev);
@@ -309,6 +337,8 @@ void edgeq_place_detach(struct edgeq_place_exec *x)
 		return;
 	ctx_set_hooks(x->c, NULL, NULL);
 	edgeq_placer_free(x->pl);
+	pthread_mutex_destroy(&x->push_lock);
+	free(x->pushed);
 	free(x->sysfs_dir);
 	free(x->op_index);
 	free(x->acc_ns);
@@ -325,6 +355,24 @@ void edgeq_place_stats(const struct edgeq_place_exec *x,
 		       struct edgeq_place_stats *st)
 {
 	*st = x->st;
+}
+
+int edgeq_place_pressure(struct edgeq_place_exec *x,
+			 const struct edgeq_pressure_state *ps)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&x->push_lock);
+	if (!x->pushed)
+		x->pushed = malloc(sizeof(*x->pushed));
+	if (x->pushed) {
+		*x->pushed = *ps;
+		atomic_store_explicit(&x->push_new, true, memory_order_release);
+	} else {
+		ret = -ENOMEM;
+	}
+	pthread_mutex_unlock(&x->push_lock);
+	return ret;
 }
 
 int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,

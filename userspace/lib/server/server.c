@@ -25,6 +25,7 @@
 #include <edgeq/stream.h>
 
 #include <edgeq/manifest.h>
+#include <edgeq/pressure.h>
 
 #include "server/internal.h"
 
@@ -283,27 +284,6 @@ static void capacity_locked(struct srv *s, struct edgeq_router_capacity *c)
 	c->local_down = atomic_load(&s->state) != SRV_READY;
 }
 
-void srv_set_weights_budget(struct srv *s, uint64_t bytes)
-{
-	if (!bytes || atomic_load(&s->state) != SRV_READY)
-		return;
-	edgeq_session_set_weights_budget(s->sess, bytes);
-}
-
-void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model)
-{
-	struct edgeq_stream_status w;
-
-	*budget = *model = 0;
-	if (atomic_load(&s->state) != SRV_READY)
-		return;
-	if (!edgeq_session_weights_status(s->sess, &w) &&
-	    w.mode != EDGEQ_WEIGHTS_MMAP) {
-		*budget = w.budget;
-		*model = w.model_bytes;
-	}
-}
-
 static void render_weights(struct srv *s, struct srv_buf *b)
 {
 	struct edgeq_stream_status w;
@@ -315,11 +295,84 @@ static void render_weights(struct srv *s, struct srv_buf *b)
 		srv_metrics_render_weights(&w, b);
 }
 
-void srv_set_pressure(struct srv *s, const struct srv_pressure *p)
+/*
+ * The session's monitor changed (on its thread; also the first state,
+ * while the session is still being made): keep what the router and
+ * /metrics use, log a budget the memory level moved, pass it on.
+ */
+static void on_pressure(void *arg, const struct edgeq_pressure_state *st,
+			uint64_t budget_was, uint64_t budget)
 {
+	struct srv *s = arg;
+	struct srv_pressure p = { 0 };
+	uint32_t i;
+
+	p.valid = true;
+	p.source = edgeq_pressure_source_name(st->source);
+	p.mem_some10 =
+		st->mem.psi_some_avg10 >= 0 ? st->mem.psi_some_avg10 / 100 : -1;
+	p.stall_ms_per_s = st->mem.stall_ms_per_s;
+	p.mem_level = (int)st->mem.level;
+	p.throttle = 1;
+	for (i = 0; i < st->n_devices && p.n_dev < SRV_MAX_DEVICES; i++) {
+		snprintf(p.dev[p.n_dev].name, sizeof(p.dev[0].name), "%s",
+			 st->devices[i].name);
+		p.dev[p.n_dev].throttle = st->devices[i].throttle;
+		p.dev[p.n_dev].temp_mc = st->devices[i].temp_mc;
+		p.dev[p.n_dev].level = st->devices[i].level;
+		/* the engine runs on the CPU */
+		if (!strcmp(st->devices[i].name, "cpu")) {
+			p.throttle = st->devices[i].throttle;
+			p.have_throttle = true;
+		}
+		p.n_dev++;
+	}
 	pthread_mutex_lock(&s->lock);
-	s->pressure = *p;
+	s->pressure = p;
 	pthread_mutex_unlock(&s->lock);
+	if (budget != budget_was) {
+		char f[64];
+
+		snprintf(f, sizeof(f), "EDGEQ_WEIGHTS_BUDGET=%llu",
+			 (unsigned long long)budget);
+		srv_log(SRV_NOTICE,
+			(const char *const[]){ "EDGEQ_EVENT=weights-budget", f,
+					       NULL },
+			"memory level %s: weights budget %llu -> %llu MiB",
+			edgeq_mem_level_name(st->mem.level),
+			(unsigned long long)(budget_was >> 20),
+			(unsigned long long)(budget >> 20));
+	}
+	if (s->cfg.on_pressure)
+		s->cfg.on_pressure(s->cfg.hook_arg, st);
+}
+
+/* Say which monitor the session follows, or why none. */
+static void log_pressure(struct srv *s)
+{
+	struct edgeq_pressure_state *st;
+	const char *why = NULL;
+	int ret;
+
+	if (!s->cfg.pressure)
+		return;
+	st = malloc(sizeof(*st));
+	if (!st)
+		return;
+	ret = edgeq_session_pressure(s->sess, st, &why);
+	if (ret)
+		srv_log(SRV_WARN,
+			(const char *const[]){
+				"EDGEQ_EVENT=pressure-unavailable", NULL },
+			"no pressure monitor (%s): the router plans with unthrottled speed",
+			why);
+	else
+		srv_log(SRV_NOTICE,
+			(const char *const[]){ "EDGEQ_EVENT=pressure", NULL },
+			"pressure monitor: %s%s%s",
+			edgeq_pressure_source_name(st->source),
+			*why ? "; BPF not used: " : "", why);
+	free(st);
 }
 
 /* The share of peak speed left now (1 when nothing throttles). */
@@ -1539,12 +1592,17 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	sp.hook_arg = s->cfg.hook_arg;
 	sp.on_ctx = s->cfg.on_ctx;
 	sp.on_ctx_free = s->cfg.on_ctx_free;
+	sp.pressure = s->cfg.pressure;
+	sp.weights_budget = s->cfg.weights_budget;
+	sp.pressure_arg = s;
+	sp.on_pressure = on_pressure;
 	ret = load_draft(s, &mp, &sp.draft, err);
 	if (ret)
 		goto fail;
 	ret = edgeq_session_new(s->model, &sp, &s->sess, err);
 	if (ret)
 		goto fail;
+	log_pressure(s);
 	edgeq_session_status(s->sess, &ss);
 	if (ss.n_slots < s->n_slots) /* as many KV caches as memory allows */
 		srv_log(SRV_WARN,

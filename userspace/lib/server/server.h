@@ -19,6 +19,9 @@
 #include <edgeq/edgeq.h>
 #include <edgeq/router.h>
 
+struct edgeq_pressure_opts;
+struct edgeq_pressure_state;
+
 struct edgeq_ctx;
 struct srv_buf;
 
@@ -70,16 +73,21 @@ struct srv_config {
 	const char *log_target; /* auto, journal, stderr */
 	int weights_mode;	/* enum edgeq_weights_mode */
 	uint64_t weights_budget; /* bytes; 0: derived from memory */
-	const char *draft;	 /* speculative decoding: lookup, layers:L,
+	/* the engine session's pressure monitor (NULL: none); its memory
+	 * level moves the weights budget up to weights_budget */
+	const struct edgeq_pressure_opts *pressure;
+	const char *draft; /* speculative decoding: lookup, layers:L,
 				  * a model file; NULL: none */
-	int draft_max;		 /* most tokens drafted per pass (4) */
+	int draft_max;	   /* most tokens drafted per pass (4) */
 
 	/*
 	 * Hooks for the daemon (all optional, called with @hook_arg):
 	 * on_ctx after each slot's context is created (placement attaches
 	 * there; non-zero fails the load), on_ctx_free before it is freed,
 	 * on_generation when a local generation ends (its decode tok/s, 0
-	 * when too short to measure), on_metrics to append to /metrics.
+	 * when too short to measure), on_metrics to append to /metrics,
+	 * on_pressure with every state of the session's monitor (on its
+	 * thread: placement hands it to the slots' executors).
 	 */
 	void *hook_arg;
 	int (*on_ctx)(void *arg, struct edgeq_ctx *c, int slot,
@@ -87,6 +95,7 @@ struct srv_config {
 	void (*on_ctx_free)(void *arg, struct edgeq_ctx *c, int slot);
 	void (*on_generation)(void *arg, double decode_tok_s, int n_gen);
 	void (*on_metrics)(void *arg, struct srv_buf *out);
+	void (*on_pressure)(void *arg, const struct edgeq_pressure_state *st);
 };
 
 void srv_config_init(struct srv_config *c);
@@ -217,7 +226,8 @@ int srv_check_upstream_url(const char *what, const char *url,
 /* Read the TLS certificate and key again (SIGHUP): new connections get
  * them; connections already open keep theirs. 0 without TLS. */
 int srv_reload_tls(struct srv *s, struct edgeq_error *err);
-/* What the pressure monitor says, pushed by the event loop. */
+/* What the session's pressure monitor says, reduced to what the server
+ * uses (the router's throttle, /metrics). */
 #define SRV_MAX_DEVICES 8
 struct srv_pressure {
 	bool valid;
@@ -235,13 +245,6 @@ struct srv_pressure {
 		uint32_t level;	 /* 0 ok, 1 warn, 2 crit */
 	} dev[SRV_MAX_DEVICES];
 };
-void srv_set_pressure(struct srv *s, const struct srv_pressure *p);
-
-/* Ask for a new resident weights budget (memory pressure changed); it is
- * applied now if the engine is idle, else at the next token boundary. */
-void srv_set_weights_budget(struct srv *s, uint64_t bytes);
-/* The budget in force and the model's tensor bytes (0, 0 in mmap mode). */
-void srv_weights_budget(struct srv *s, uint64_t *budget, uint64_t *model);
 
 /* The bound TCP port, or 0. */
 int srv_port(struct srv *s);
