@@ -50,7 +50,8 @@ struct eng_watch {
 
 	pthread_mutex_t lock;		/* st */
 	struct edgeq_pressure_state st; /* the latest state */
-	char why[sizeof(((struct edgeq_error *)0)->msg)]; /* why no monitor, or no BPF */
+	char why[sizeof(
+		((struct edgeq_error *)0)->msg)]; /* why no monitor, or no BPF */
 };
 
 /*
@@ -136,7 +137,8 @@ static void *watch_main(void *arg)
 		}
 		if (pfd[0].revents & (POLLERR | POLLNVAL))
 			break; /* the monitor is gone: keep its last state */
-		if (pfd[0].revents & POLLIN && edgeq_pressure_consume(w->pm) > 0)
+		if (pfd[0].revents & POLLIN &&
+		    edgeq_pressure_consume(w->pm) > 0)
 			changed(w, st);
 	}
 	free(st);

@@ -415,7 +415,7 @@ void edgeq_attn_scores_f16_g_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_g_avx512(int64_t hd, int64_t nk, int nq, const float *a,
 				size_t as, const uint16_t *v, size_t vs,
 				float *out, size_t os);
-/* x86/avx512_pack.c: Q4_0/Q8_0 on 16-row packed weights. */
+/* x86/avx512_pack.c: Q4_0/Q8_0/Q4_K/Q5_K/Q6_K on 16-row packed weights. */
 void edgeq_avx512_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
 				int64_t row0, int64_t row1, const void *a,
 				float *y);
@@ -428,7 +428,7 @@ int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n);
 #endif
 #if defined(__aarch64__)
-/* arm64/neon_pack.c: Q4_0/Q8_0 on 16-row packed weights. */
+/* arm64/neon_pack.c: Q4_0/Q8_0/Q4_K/Q5_K/Q6_K on 16-row packed weights. */
 void edgeq_neon_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
 			      int64_t row0, int64_t row1, const void *a,
 			      float *y);

@@ -515,6 +515,7 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
 	.pack16 = { [EDGEQ_TYPE_Q4_0] = true,
 		    [EDGEQ_TYPE_Q8_0] = true,
 		    [EDGEQ_TYPE_Q4_K] = true,
+		    [EDGEQ_TYPE_Q5_K] = true,
 		    [EDGEQ_TYPE_Q6_K] = true },
 	.matvec_packed = edgeq_neon_matvec_packed,
 	.matmul_packed = edgeq_neon_matmul_packed,

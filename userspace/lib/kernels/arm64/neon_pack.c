@@ -197,9 +197,12 @@ static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 #undef T
 }
 
-/* ---- Q4_K: the x86 file's design (avx512_pack.c), 4 rows per vector ---- */
+/* ---- Q4_K and Q5_K: the x86 file's design (avx512_pack.c), 4 rows per
+ * vector; Q5_K adds a plane of 8 chunks whose byte holds the fifth bit of
+ * the same position's weight in each of the 8 sub-blocks ---- */
 
 #define GB_Q4_K (64 + 256 + 32 * 64)
+#define GB_Q5_K (GB_Q4_K + 8 * 64)
 
 struct actk {
 	float d;
@@ -228,19 +231,27 @@ static inline void widen16(const uint8_t *p, int32x4_t o[4])
 	o[3] = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(h)));
 }
 
+/* Bit @j of each byte of @h moved to bit 4, the other bits cleared. */
+static inline uint8x16_t bit_to_4(uint8x16_t h, int j)
+{
+	return vandq_u8(vshlq_u8(h, vdupq_n_s8((int8_t)(4 - j))),
+			vdupq_n_u8(0x10));
+}
+
 /* One group against NT tokens, super-blocks [i0, i1); acc[4k + v]. */
 AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	       size_t as, const struct actk *ap, int64_t aps, const int NT,
-	       float32x4_t *acc)
+	       const bool Q5, float32x4_t *acc)
 {
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	const int GB = Q5 ? GB_Q5_K : GB_Q4_K;
 
 	for (int64_t i = i0; i < i1; i++) {
-		const uint8_t *sb = gp + (size_t)i * GB_Q4_K;
+		const uint8_t *sb = gp + (size_t)i * GB;
 		int32x4_t isum[2 * 4], summ[2 * 4];
 		int k, v;
 
-		for (int o = 0; o < GB_Q4_K; o += 64)
+		for (int o = 0; o < GB; o += 64)
 			__builtin_prefetch(sb + 2048 + o);
 		for (k = 0; k < 4 * NT; k++)
 			isum[k] = summ[k] = vdupq_n_s32(0);
@@ -259,10 +270,24 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					uint8x16_t x =
 						vld1q_u8(qp + 64 * c + 16 * v);
 
-					lo[c] = vreinterpretq_s8_u8(
-						vandq_u8(x, m4));
-					hi[c] = vreinterpretq_s8_u8(
-						vshrq_n_u8(x, 4));
+					uint8x16_t l = vandq_u8(x, m4),
+						   h = vshrq_n_u8(x, 4);
+
+					if (Q5) { /* sub-blocks 2jj, 2jj + 1 */
+						uint8x16_t qh = vld1q_u8(
+							sb + GB_Q4_K + 64 * c +
+							16 * v);
+
+						l = vorrq_u8(l,
+							     bit_to_4(qh,
+								      2 * jj));
+						h = vorrq_u8(
+							h,
+							bit_to_4(qh,
+								 2 * jj + 1));
+					}
+					lo[c] = vreinterpretq_s8_u8(l);
+					hi[c] = vreinterpretq_s8_u8(h);
 				}
 #pragma GCC unroll 2
 				for (k = 0; k < NT; k++) {
@@ -332,10 +357,16 @@ static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		       int64_t i1, const char *a, size_t as, const void *ap,
 		       int64_t aps, int nt, float32x4_t *acc)
 {
-	if (nt == 2)
-		tile_k(gp, i0, i1, a, as, ap, aps, 2, acc);
+	const bool q5 = t == EDGEQ_TYPE_Q5_K;
+
+	if (nt == 2 && q5)
+		tile_k(gp, i0, i1, a, as, ap, aps, 2, true, acc);
+	else if (nt == 2)
+		tile_k(gp, i0, i1, a, as, ap, aps, 2, false, acc);
+	else if (q5)
+		tile_k(gp, i0, i1, a, as, ap, aps, 1, true, acc);
 	else
-		tile_k(gp, i0, i1, a, as, ap, aps, 1, acc);
+		tile_k(gp, i0, i1, a, as, ap, aps, 1, false, acc);
 }
 
 /* ---- Q6_K: as avx512_pack.c's, 4 rows per vector ---- */
@@ -535,6 +566,9 @@ static const struct kind k_q8_0 = { 32, GB_Q8_0,  34,	   sizeof(struct act),
 static const struct kind k_q4_K = {
 	256, GB_Q4_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
 };
+static const struct kind k_q5_K = {
+	256, GB_Q5_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
+};
 static const struct kind k_q6_K = {
 	256, GB_Q6_K, 292, sizeof(struct act6), 2, prep_q6, tile_q6_any
 };
@@ -550,6 +584,7 @@ void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 	const struct kind *k = t == EDGEQ_TYPE_Q4_0 ? &k_q4_0 :
 			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
 			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
+			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
 						      &k_q6_K;
 	int64_t nblk = n / k->bs, g, b0;
 	size_t gsz = (size_t)nblk * k->gb;
