@@ -257,3 +257,9 @@ int srv_chat_prompt(struct srv_req *r, json_t *msgs)
 		r->stops[r->n_stops++] = r->s->jinja_stop;
 	return 0;
 }
+
+int srv_chat_render(struct srv *s, const struct srv_msg *msgs, size_t n,
+		    struct srv_buf *out)
+{
+	return srv_template_render(s->tmpl, msgs, n, out);
+}

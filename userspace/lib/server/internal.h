@@ -147,8 +147,10 @@ struct srv_req {
 	char up_ctype[128];
 };
 
-/* server.c */
-double srv_throttle(struct srv *s);
+/* respond.c */
+void srv_add_common_headers(struct MHD_Response *resp);
+/* The request's Origin when CORS allows it, else NULL. */
+const char *srv_cors_origin(struct srv_req *r);
 bool srv_client_gone(struct srv_req *r);
 int srv_send_error(struct srv_req *r, int status, const char *type,
 		   const char *param, const char *fmt, ...)
@@ -157,16 +159,25 @@ int srv_send_json(struct srv_req *r, int status, json_t *j);
 void srv_add_route_headers(struct srv_req *r, struct MHD_Response *resp);
 void srv_log_request(struct srv_req *r, int status);
 
-/* The prompt text of @msgs plus the assistant's turn, in the model's chat
- * format (the one place chat formatting happens; BOS not included). */
+/* pressure.c: the share of peak speed left now (1 when nothing
+ * throttles); the session's on_pressure hook; the monitor's log line */
+double srv_throttle(struct srv *s);
+void srv_on_pressure(void *arg, const struct edgeq_pressure_state *st,
+		     uint64_t budget_was, uint64_t budget);
+void srv_log_pressure(struct srv *s);
+
+/* chat.c: the prompt text of @msgs plus the assistant's turn, in the
+ * model's chat format (the one place chat formatting happens; BOS not
+ * included). */
 int srv_chat_render(struct srv *s, const struct srv_msg *msgs, size_t n,
 		    struct srv_buf *out);
 
-/* request.c: parse and validate; on error sends the 4xx and returns it */
-int srv_parse_request(struct srv_req *r);
-/* Send a 400 naming @param; returns -EINVAL. */
+/* respond.c: send a 400 naming @param; returns -EINVAL. */
 int srv_bad_request(struct srv_req *r, const char *param, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* request.c: parse and validate; on error sends the 4xx and returns it */
+int srv_parse_request(struct srv_req *r);
 
 /* chat.c: the model's chat template (or --chat-template FILE) */
 int srv_chat_template_load(struct srv *s, struct edgeq_error *err);

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,18 +101,6 @@ static const char *type_words(unsigned int t)
 	if (t & T_ARR)
 		return "an array";
 	return "an object";
-}
-
-int srv_bad_request(struct srv_req *r, const char *param, const char *fmt, ...)
-{
-	char msg[400];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	srv_send_error(r, 400, "invalid_request_error", param, "%s", msg);
-	return -EINVAL;
 }
 
 #define BAD srv_bad_request

@@ -53,148 +53,6 @@ void srv_config_init(struct srv_config *c)
 	c->log_target = "auto";
 }
 
-/* ---- responses */
-
-static void add_common_headers(struct MHD_Response *resp)
-{
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-}
-
-/* The request's Origin when CORS allows it, else NULL. */
-static const char *cors_origin(struct srv_req *r)
-{
-	const char *list = r->s->cfg.cors_origins, *o, *p;
-	size_t n;
-
-	if (!list || !*list)
-		return NULL;
-	o = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
-	if (!o || !*o)
-		return NULL;
-	if (!strcmp(list, "*"))
-		return o;
-	n = strlen(o);
-	for (p = list; *p;) {
-		size_t l = strcspn(p, ", ");
-
-		if (l == n && !strncmp(p, o, n))
-			return o;
-		p += l;
-		p += strspn(p, ", ");
-	}
-	return NULL;
-}
-
-void srv_add_route_headers(struct srv_req *r, struct MHD_Response *resp)
-{
-	const char *origin = cors_origin(r);
-
-	if (origin) {
-		MHD_add_response_header(resp, "Access-Control-Allow-Origin",
-					origin);
-		MHD_add_response_header(
-			resp, "Access-Control-Expose-Headers",
-			"X-Edgeq-Request-Id, X-Edgeq-Privacy, X-Edgeq-Route, X-Edgeq-Fallback, Retry-After");
-		MHD_add_response_header(resp, "Vary", "Origin");
-	}
-	MHD_add_response_header(resp, "X-Edgeq-Request-Id", r->id);
-	if (!r->json)
-		return;
-	MHD_add_response_header(resp, "X-Edgeq-Privacy",
-				edgeq_privacy_name(r->privacy));
-	MHD_add_response_header(resp, "X-Edgeq-Route",
-				edgeq_route_name(r->route));
-	if (r->fallback[0])
-		MHD_add_response_header(resp, "X-Edgeq-Fallback", r->fallback);
-	if (r->warning[0])
-		MHD_add_response_header(resp, "X-Edgeq-Warning", r->warning);
-}
-
-int srv_send_json(struct srv_req *r, int status, json_t *j)
-{
-	struct MHD_Response *resp;
-	char *txt = json_dumps(j, JSON_COMPACT);
-	int ret;
-
-	if (!txt)
-		return MHD_NO;
-	resp = MHD_create_response_from_buffer(strlen(txt), txt,
-					       MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(txt);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/json");
-	add_common_headers(resp);
-	srv_add_route_headers(r, resp);
-	if (status == 429 || status == 503) {
-		char ra[16];
-
-		snprintf(ra, sizeof(ra), "%d",
-			 r->retry_after > 0 ? r->retry_after : 1);
-		MHD_add_response_header(resp, "Retry-After", ra);
-	}
-	if (status == 401)
-		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-	if (status == 405 && r->allow)
-		MHD_add_response_header(resp, "Allow", r->allow);
-	if (r->close)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
-					"close");
-	ret = MHD_queue_response(r->conn, (unsigned)status, resp);
-	MHD_destroy_response(resp);
-	srv_metrics_request(r->s->metrics, r->endpoint, status);
-	return ret;
-}
-
-/* OpenAI's error shape: {"error": {"message", "type", "param", "code"}} */
-int srv_send_error(struct srv_req *r, int status, const char *type,
-		   const char *param, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	json_t *j;
-	int ret;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	j = json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg,
-		      "type", type, "param", param, "code",
-		      status == 429 ? "rate_limit_exceeded" :
-		      status == 404 && param && !strcmp(param, "model") ?
-				      "model_not_found" :
-				      NULL);
-	if (!j)
-		return MHD_NO;
-	ret = srv_send_json(r, status, j);
-	json_decref(j);
-	if (status >= 400 && strcmp(r->endpoint, "health"))
-		srv_log(status >= 500 ? SRV_WARN : SRV_INFO,
-			(const char *const[]){ "EDGEQ_EVENT=request-refused",
-					       NULL },
-			"request %s refused: %d %s", r->id, status, msg);
-	return ret;
-}
-
-bool srv_client_gone(struct srv_req *r)
-{
-	const union MHD_ConnectionInfo *ci;
-	ssize_t n;
-	char c;
-
-	ci = MHD_get_connection_info(r->conn,
-				     MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (!ci)
-		return true;
-	n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (n == 0)
-		return true;
-	return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-	       errno != EINTR;
-}
-
 /* ---- small endpoints */
 
 static int do_health(struct srv_req *r)
@@ -293,99 +151,6 @@ static void render_weights(struct srv *s, struct srv_buf *b)
 	/* read between engine steps: a busy engine gives its last reading */
 	if (!edgeq_session_weights_status(s->sess, &w))
 		srv_metrics_render_weights(&w, b);
-}
-
-/*
- * The session's monitor changed (on its thread; also the first state,
- * while the session is still being made): keep what the router and
- * /metrics use, log a budget the memory level moved, pass it on.
- */
-static void on_pressure(void *arg, const struct edgeq_pressure_state *st,
-			uint64_t budget_was, uint64_t budget)
-{
-	struct srv *s = arg;
-	struct srv_pressure p = { 0 };
-	uint32_t i;
-
-	p.valid = true;
-	p.source = edgeq_pressure_source_name(st->source);
-	p.mem_some10 =
-		st->mem.psi_some_avg10 >= 0 ? st->mem.psi_some_avg10 / 100 : -1;
-	p.stall_ms_per_s = st->mem.stall_ms_per_s;
-	p.mem_level = (int)st->mem.level;
-	p.throttle = 1;
-	for (i = 0; i < st->n_devices && p.n_dev < SRV_MAX_DEVICES; i++) {
-		snprintf(p.dev[p.n_dev].name, sizeof(p.dev[0].name), "%s",
-			 st->devices[i].name);
-		p.dev[p.n_dev].throttle = st->devices[i].throttle;
-		p.dev[p.n_dev].temp_mc = st->devices[i].temp_mc;
-		p.dev[p.n_dev].level = st->devices[i].level;
-		/* the engine runs on the CPU */
-		if (!strcmp(st->devices[i].name, "cpu")) {
-			p.throttle = st->devices[i].throttle;
-			p.have_throttle = true;
-		}
-		p.n_dev++;
-	}
-	pthread_mutex_lock(&s->lock);
-	s->pressure = p;
-	pthread_mutex_unlock(&s->lock);
-	if (budget != budget_was) {
-		char f[64];
-
-		snprintf(f, sizeof(f), "EDGEQ_WEIGHTS_BUDGET=%llu",
-			 (unsigned long long)budget);
-		srv_log(SRV_NOTICE,
-			(const char *const[]){ "EDGEQ_EVENT=weights-budget", f,
-					       NULL },
-			"memory level %s: weights budget %llu -> %llu MiB",
-			edgeq_mem_level_name(st->mem.level),
-			(unsigned long long)(budget_was >> 20),
-			(unsigned long long)(budget >> 20));
-	}
-	if (s->cfg.on_pressure)
-		s->cfg.on_pressure(s->cfg.hook_arg, st);
-}
-
-/* Say which monitor the session follows, or why none. */
-static void log_pressure(struct srv *s)
-{
-	struct edgeq_pressure_state *st;
-	const char *why = NULL;
-	int ret;
-
-	if (!s->cfg.pressure)
-		return;
-	st = malloc(sizeof(*st));
-	if (!st)
-		return;
-	ret = edgeq_session_pressure(s->sess, st, &why);
-	if (ret)
-		srv_log(SRV_WARN,
-			(const char *const[]){
-				"EDGEQ_EVENT=pressure-unavailable", NULL },
-			"no pressure monitor (%s): the router plans with unthrottled speed",
-			why);
-	else
-		srv_log(SRV_NOTICE,
-			(const char *const[]){ "EDGEQ_EVENT=pressure", NULL },
-			"pressure monitor: %s%s%s",
-			edgeq_pressure_source_name(st->source),
-			*why ? "; BPF not used: " : "", why);
-	free(st);
-}
-
-/* The share of peak speed left now (1 when nothing throttles). */
-double srv_throttle(struct srv *s)
-{
-	double t = 1;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->pressure.valid && s->pressure.have_throttle &&
-	    s->pressure.throttle > 0)
-		t = s->pressure.throttle;
-	pthread_mutex_unlock(&s->lock);
-	return t;
 }
 
 static int do_metrics(struct srv_req *r)
@@ -489,7 +254,7 @@ static int do_metrics(struct srv_req *r)
 					       MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(resp, "Content-Type",
 				"text/plain; version=0.0.4; charset=utf-8");
-	add_common_headers(resp);
+	srv_add_common_headers(resp);
 	ret = MHD_queue_response(r->conn, 200, resp);
 	MHD_destroy_response(resp);
 	srv_metrics_request(s->metrics, r->endpoint, 200);
@@ -497,54 +262,6 @@ static int do_metrics(struct srv_req *r)
 }
 
 /* ---- generation requests: route, then serve */
-
-void srv_log_request(struct srv_req *r, int status)
-{
-	char f[13][96];
-	const char *fields[14];
-	int n = 0;
-
-	snprintf(f[n], sizeof(f[n]), "EDGEQ_REQUEST_ID=%s", r->id), n++;
-	if (r->key)
-		snprintf(f[n], sizeof(f[n]), "EDGEQ_KEY=%s", r->key->name), n++;
-	snprintf(f[n], sizeof(f[n]), "EDGEQ_CLASS=%s",
-		 edgeq_privacy_name(r->privacy)),
-		n++;
-	snprintf(f[n], sizeof(f[n]), "EDGEQ_ROUTE=%s",
-		 edgeq_route_name(r->route)),
-		n++;
-	snprintf(f[n], sizeof(f[n]), "EDGEQ_REASON=%s",
-		 edgeq_route_reason_name(r->dec.reason)),
-		n++;
-	snprintf(f[n], sizeof(f[n]), "EDGEQ_STATUS=%d", status), n++;
-	snprintf(f[n], sizeof(f[n]), "EDGEQ_PROMPT_TOKENS=%zu", r->n_prompt),
-		n++;
-	snprintf(f[n], sizeof(f[n]), "EDGEQ_COMPLETION_TOKENS=%d", r->n_gen),
-		n++;
-	snprintf(f[n], sizeof(f[n]), "EDGEQ_DURATION_MS=%.1f",
-		 (edgeq_now_ns() - r->t0) / 1e6),
-		n++;
-	if (r->t_first)
-		snprintf(f[n], sizeof(f[n]), "EDGEQ_TTFT_MS=%.1f",
-			 (r->t_first - r->t0) / 1e6),
-			n++;
-	if (r->cancelled)
-		snprintf(f[n], sizeof(f[n]), "EDGEQ_CANCELLED=1"), n++;
-	if (r->fallback[0])
-		snprintf(f[n], sizeof(f[n]), "EDGEQ_FALLBACK_FROM=%.70s",
-			 r->fallback),
-			n++;
-	fields[n] = NULL;
-	while (n--)
-		fields[n] = f[n];
-	srv_log(SRV_INFO, fields, "request %s %s", r->id,
-		r->cancelled ? "cancelled" : "done");
-	if (r->s->cfg.log_prompts)
-		srv_log(SRV_INFO,
-			(const char *const[]){ "EDGEQ_EVENT=prompt-log", NULL },
-			"request %s prompt=%s completion=%s", r->id,
-			r->prompt ? r->prompt : "", r->text.p ? r->text.p : "");
-}
 
 static void log_decision(struct srv_req *r, const char *stage)
 {
@@ -880,9 +597,9 @@ static int do_preflight(struct srv_req *r)
 
 	if (!resp)
 		return MHD_NO;
-	add_common_headers(resp);
+	srv_add_common_headers(resp);
 	srv_add_route_headers(r, resp);
-	if (cors_origin(r)) {
+	if (srv_cors_origin(r)) {
 		MHD_add_response_header(resp, "Access-Control-Allow-Methods",
 					"GET, HEAD, POST, OPTIONS");
 		MHD_add_response_header(
@@ -1515,12 +1232,6 @@ bool srv_ready(struct srv *s)
 	return atomic_load(&s->state) == SRV_READY;
 }
 
-int srv_chat_render(struct srv *s, const struct srv_msg *msgs, size_t n,
-		    struct srv_buf *out)
-{
-	return srv_template_render(s->tmpl, msgs, n, out);
-}
-
 /* --draft: the option, and a draft model loaded like the target. */
 static int load_draft(struct srv *s, const struct edgeq_model_params *mp,
 		      struct edgeq_draft_params *d, struct edgeq_error *err)
@@ -1595,14 +1306,14 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	sp.pressure = s->cfg.pressure;
 	sp.weights_budget = s->cfg.weights_budget;
 	sp.pressure_arg = s;
-	sp.on_pressure = on_pressure;
+	sp.on_pressure = srv_on_pressure;
 	ret = load_draft(s, &mp, &sp.draft, err);
 	if (ret)
 		goto fail;
 	ret = edgeq_session_new(s->model, &sp, &s->sess, err);
 	if (ret)
 		goto fail;
-	log_pressure(s);
+	srv_log_pressure(s);
 	edgeq_session_status(s->sess, &ss);
 	if (ss.n_slots < s->n_slots) /* as many KV caches as memory allows */
 		srv_log(SRV_WARN,
