@@ -231,7 +231,8 @@ struct edgeq_gen_stats {
 	uint64_t load_ns, prompt_ns, decode_ns, ttft_ns;
 	uint64_t peak_rss;
 	uint64_t bytes_per_token;
-	uint32_t n_eval; /* decode passes of the target in decode_ns */
+	uint32_t n_eval;	  /* decode passes of the target in decode_ns */
+	uint32_t n_prompt_passes; /* passes that read a part of the prompt */
 	/* speculation: tokens drafted, drafts accepted, verify passes that
 	 * rejected one, draft time, the measured cost of a draft token over
 	 * a plain pass */

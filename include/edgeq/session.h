@@ -49,7 +49,8 @@ struct edgeq_session_params {
 	 * batched pass over all of them (the baseline of the benchmark) */
 	bool sequential;
 	/* prompt tokens per step (64), shared by the prompts being read in
-	 * the order they were admitted, beside the decoding slots' tokens */
+	 * the order they were admitted (after the first, a prompt joins only
+	 * whole), beside the decoding slots' tokens */
 	uint32_t prefill_chunk;
 	int token_delay_ms; /* test hook: sleep before each step */
 	/* speculative decoding in every slot (kind NONE: off); a draft

@@ -347,6 +347,53 @@ static void test_fifo(void **state)
 	edgeq_session_free(s);
 }
 
+/*
+ * Prompts admitted together share a pass, but after the first a prompt
+ * joins only whole: with 2n + 1 tokens a pass, two n-token prompts share
+ * one and the third (which would fit only in part) waits for the next,
+ * reading all of its prompt in one pass, not two. The three are submitted
+ * while a fourth request decodes (each step sleeps 30 ms first), so they
+ * are admitted together.
+ */
+static void test_prompts_join_whole(void **state)
+{
+	struct edgeq_session_params p;
+	struct edgeq_session *s = NULL;
+	struct edgeq_gen_request rq, rq0;
+	struct edgeq_gen *g[4];
+	struct edgeq_gen_event ev;
+	struct edgeq_gen_stats st;
+	char text[1024];
+	int32_t t[64];
+	size_t n;
+	int i;
+
+	NEED_MODEL();
+	n = tok("one two", t, 64);
+	assert_true(n >= 2);
+	edgeq_session_params_init(&p);
+	p.n_slots = 4;
+	p.ctx.n_ctx = 64;
+	p.prefill_chunk = (uint32_t)(2 * n + 1);
+	p.token_delay_ms = 30;
+	assert_int_equal(edgeq_session_new(model, &p, &s, NULL), 0);
+	req_init(&rq0, t, n, 12);
+	assert_int_equal(edgeq_session_submit(s, &rq0, &g[0], NULL), 0);
+	assert_int_equal(edgeq_gen_next(g[0], &ev, NULL), 1); /* decoding */
+	req_init(&rq, t, n, 2);
+	for (i = 1; i < 4; i++)
+		assert_int_equal(edgeq_session_submit(s, &rq, &g[i], NULL), 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(drain(g[i], text, sizeof(text), NULL, NULL,
+				       NULL),
+				 EDGEQ_FINISH_LENGTH);
+		edgeq_gen_get_stats(g[i], &st);
+		assert_int_equal(st.n_prompt_passes, 1);
+		edgeq_gen_free(g[i]);
+	}
+	edgeq_session_free(s);
+}
+
 static void test_queue_bound(void **state)
 {
 	struct edgeq_session *s;
@@ -1122,6 +1169,7 @@ int main(void)
 		cmocka_unit_test(test_generate_and_stop_string),
 		cmocka_unit_test(test_lockstep),
 		cmocka_unit_test(test_fifo),
+		cmocka_unit_test(test_prompts_join_whole),
 		cmocka_unit_test(test_queue_bound),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_batched_equals_alone),

@@ -750,11 +750,18 @@ static int step(struct edgeq_session *s)
 		pre[j] = sl;
 		npre++;
 	}
-	/* prompt chunks share one budget of tokens per step */
+	/*
+	 * Prompt chunks share one budget of tokens per step, in admission
+	 * order. After the first, a prompt joins only whole: a part of it
+	 * would make the pass (compute bound) longer, so the earlier prompts'
+	 * first tokens later, and give it no first token in exchange.
+	 */
 	for (j = 0; j < npre && budget; j++) {
 		sl = pre[j];
 		g = sl->g;
 		n = g->n_prompt - sl->pos_prompt;
+		if (n > budget && j > 0)
+			break;
 		if (n > budget)
 			n = budget;
 		budget -= n;
@@ -805,6 +812,7 @@ static int step(struct edgeq_session *s)
 		atomic_store(&sl->progress_ns, edgeq_now_ns());
 		if (w[i].prefill) {
 			sl->pos_prompt += w[i].n;
+			g->st.n_prompt_passes++;
 			/* the draft model reads the prompt with the target */
 			if (sl->dctx)
 				draft_sync(sl, (uint32_t)sl->pos_prompt);

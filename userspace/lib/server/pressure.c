@@ -19,7 +19,7 @@
  * /metrics use, log a budget the memory level moved, pass it on.
  */
 void srv_on_pressure(void *arg, const struct edgeq_pressure_state *st,
-			uint64_t budget_was, uint64_t budget)
+		     uint64_t budget_was, uint64_t budget)
 {
 	struct srv *s = arg;
 	struct srv_pressure p = { 0 };
