@@ -779,6 +779,75 @@ static void softmax_check(const struct edgeq_kernel_ops *ops)
 	}
 }
 
+/* A table's SiLU(gate) * up equals edgeq_silu_mul_ref bit for bit, tails
+ * and special values included. */
+static void silu_check(const struct edgeq_kernel_ops *ops)
+{
+	enum { N = 600 };
+	static float o0[N], o1[N], x[N];
+	static const float special[] = { NAN,	 INFINITY, -INFINITY, 0.0f,
+					 -0.0f,	 1e-40f,   -1e-40f,   88.0f,
+					 -88.0f, 104.5f,   -104.5f,   3e38f,
+					 -3e38f, 20.0f,	   -20.0f };
+
+	if (!ops->silu_mul)
+		return;
+	for (int n = 1; n <= N; n += (n < 40 ? 1 : 37)) {
+		for (int rep = 0; rep < 3; rep++) {
+			for (int i = 0; i < n; i++) {
+				o0[i] = rnd_normal() *
+					(rep == 1 ? 30.0f : 3.0f);
+				x[i] = rnd_normal();
+				if (rep == 2)
+					o0[i] = special[i %
+							(sizeof(special) /
+							 sizeof(special[0]))];
+			}
+			memcpy(o1, o0, n * sizeof(float));
+			edgeq_silu_mul_ref(o0, x, n);
+			ops->silu_mul(o1, x, n);
+			for (int i = 0; i < n; i++)
+				if (!same_float(o0[i], o1[i]))
+					fail_msg(
+						"%s silu_mul n=%d rep=%d [%d]: %a, scalar %a",
+						ops->name, n, rep, i, o1[i],
+						o0[i]);
+		}
+	}
+}
+
+/* edgeq_silu_mul_ref is SiLU to a few float ulps, NaN and limits kept. */
+static void test_silu_ref(void **state)
+{
+	float o, one = 1.0f;
+	double worst = 0;
+
+	for (int i = -20000; i <= 20000; i++) {
+		float g = (float)i / 250.0f; /* -80 .. 80 */
+		double want = g / (1.0 + exp(-(double)g)), err;
+
+		o = g;
+		edgeq_silu_mul_ref(&o, &one, 1);
+		err = fabs(o - want) / fmax(fabs(want), 1e-30);
+		if (err > worst)
+			worst = err;
+	}
+	print_message("silu: worst relative error %.2g\n", worst);
+	assert_true(worst < 4e-7); /* ~3 ulps */
+	o = NAN;
+	edgeq_silu_mul_ref(&o, &one, 1);
+	assert_true(isnan(o));
+	o = INFINITY;
+	edgeq_silu_mul_ref(&o, &one, 1);
+	assert_true(isinf(o) && o > 0);
+	o = -INFINITY; /* -inf / inf, as ggml's x / (1 + expf(-x)) */
+	edgeq_silu_mul_ref(&o, &one, 1);
+	assert_true(isnan(o));
+	o = -200.0f; /* e^200 overflows: -200 / inf is -0 */
+	edgeq_silu_mul_ref(&o, &one, 1);
+	assert_true(o == 0.0f);
+}
+
 /* matvec and matmul of a table equal the scalar dots (70 tokens span two
  * token blocks; 11 rows leave partial row tiles). */
 static void matmul_check(const struct edgeq_kernel_ops *ops)
@@ -1496,6 +1565,7 @@ static void test_simd_tables(void **state)
 		attn_many_keys_check(ops);
 		attn_group_check(ops);
 		softmax_check(ops);
+		silu_check(ops);
 		quantize_act_check(ops);
 		matmul_check(ops);
 		qk_matmul_shapes(ops);
@@ -1753,6 +1823,7 @@ int main(void)
 		cmocka_unit_test(test_quantize_rejects),
 		cmocka_unit_test(test_quantize_act_range),
 		cmocka_unit_test(test_simd_tables),
+		cmocka_unit_test(test_silu_ref),
 		cmocka_unit_test(test_q80_chain_order),
 		cmocka_unit_test(test_q80_extremes),
 		cmocka_unit_test(test_avx512_q8_matmul),

@@ -287,6 +287,8 @@ struct edgeq_kernel_ops {
 			      float *out, size_t os);
 	/* Optional (NULL: edgeq_softmax_ref): the same values. */
 	void (*softmax)(float *x, int64_t n);
+	/* Optional (NULL: edgeq_silu_mul_ref): the same values. */
+	void (*silu_mul)(float *o, const float *x, int64_t n);
 
 	/* Read @bytes (a multiple of 128) as fast as loads go; returns a value
 	 * that depends on the data (for memory bandwidth measurements). */
@@ -395,6 +397,9 @@ void edgeq_par_matmul(struct edgeq_threadpool *tp,
 #define EDGEQ_EXPF_C7 (1.0f / 5040)
 float edgeq_expf(float x);
 void edgeq_softmax_ref(float *x, int64_t n);
+/* The FFN's gate: o[i] = o[i] / (1 + edgeq_expf(-o[i])) * x[i] (SiLU of the
+ * gate times the up projection), element by element in this order. */
+void edgeq_silu_mul_ref(float *o, const float *x, int64_t n);
 
 /* Scalar implementations every table may reuse (exact same results). */
 uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);
@@ -408,6 +413,7 @@ void edgeq_attn_scores_f16_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_avx512(int64_t hd, int64_t nk, const float *a,
 			      const uint16_t *v, size_t vs, float *out);
 void edgeq_softmax_avx512(float *x, int64_t n);
+void edgeq_silu_mul_avx512(float *o, const float *x, int64_t n);
 void edgeq_attn_scores_f16_g_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 				    size_t ks, int nq, const float *q,
 				    size_t qs, float scale, float *s,

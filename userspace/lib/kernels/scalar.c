@@ -485,6 +485,12 @@ float edgeq_expf(float x)
 	return (p * s1) * s2;
 }
 
+void edgeq_silu_mul_ref(float *o, const float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		o[i] = o[i] / (1.0f + edgeq_expf(-o[i])) * x[i];
+}
+
 /* The attention softmax's fixed order (see kernels.h). */
 void edgeq_softmax_ref(float *x, int64_t n)
 {

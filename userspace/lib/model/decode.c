@@ -846,9 +846,15 @@ static float gelu(float x)
 	       (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 
-static float silu(float x)
+/* SiLU(gate) * up over @n elements: the kernels' (same values on every
+ * table as edgeq_silu_mul_ref, so no split or table changes a bit). */
+static void silu_mul(const struct edgeq_model *m, float *o, const float *x,
+		     int64_t n)
 {
-	return x / (1.0f + expf(-x));
+	if (m->ops->silu_mul)
+		m->ops->silu_mul(o, x, n);
+	else
+		edgeq_silu_mul_ref(o, x, n);
 }
 
 /*
@@ -901,8 +907,8 @@ static void pw_task(void *arg, int ith, int nth)
 			a->o[i] += a->x[i];
 			break;
 		case PW_SILU_MUL:
-			a->o[i] = silu(a->o[i]) * a->x[i];
-			break;
+			silu_mul(a->c->m, a->o + i, a->x + i, i1 - i);
+			return;
 		default:
 			a->o[i] = gelu(a->o[i]) * a->x[i];
 			break;
