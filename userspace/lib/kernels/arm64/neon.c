@@ -490,6 +490,98 @@ static void matmul_neon(enum edgeq_type type, const void *w, int64_t n,
 			     a_stride, nb, y, ldy);
 }
 
+/* edgeq_expf on 4 lanes: the same operations, lane by lane. */
+static inline float32x4_t expf4(float32x4_t x)
+{
+	const float32x4_t sh = vdupq_n_f32(EDGEQ_EXPF_SHIFT);
+	float32x4_t z = vmulq_f32(x, vdupq_n_f32(EDGEQ_EXPF_LOG2E));
+	float32x4_t n = vsubq_f32(vaddq_f32(z, sh), sh), nn = vnegq_f32(n);
+	float32x4_t r = vfmaq_f32(x, nn, vdupq_n_f32(EDGEQ_EXPF_LN2_HI));
+	float32x4_t p = vdupq_n_f32(EDGEQ_EXPF_C7);
+	int32x4_t ni, n1, b1, b2;
+	uint32x4_t lo, hi, num;
+
+	r = vfmaq_f32(r, nn, vdupq_n_f32(EDGEQ_EXPF_LN2_LO));
+	p = vfmaq_f32(vdupq_n_f32(EDGEQ_EXPF_C6), p, r);
+	p = vfmaq_f32(vdupq_n_f32(EDGEQ_EXPF_C5), p, r);
+	p = vfmaq_f32(vdupq_n_f32(EDGEQ_EXPF_C4), p, r);
+	p = vfmaq_f32(vdupq_n_f32(EDGEQ_EXPF_C3), p, r);
+	p = vfmaq_f32(vdupq_n_f32(EDGEQ_EXPF_C2), p, r);
+	p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+	p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+	lo = vcltq_f32(x, vdupq_n_f32(EDGEQ_EXPF_LO));
+	hi = vcgtq_f32(x, vdupq_n_f32(EDGEQ_EXPF_HI));
+	num = vceqq_f32(x, x); /* not NaN */
+	/* out-of-range lanes: n is 0 there, their result is replaced */
+	n = vbslq_f32(vandq_u32(num, vmvnq_u32(vorrq_u32(lo, hi))), n,
+		      vdupq_n_f32(0));
+	ni = vcvtq_s32_f32(n);
+	n1 = vshrq_n_s32(ni, 1);
+	b1 = vshlq_n_s32(vaddq_s32(n1, vdupq_n_s32(127)), 23);
+	b2 = vshlq_n_s32(vaddq_s32(vsubq_s32(ni, n1), vdupq_n_s32(127)), 23);
+	p = vmulq_f32(vmulq_f32(p, vreinterpretq_f32_s32(b1)),
+		      vreinterpretq_f32_s32(b2));
+	p = vbslq_f32(lo, vdupq_n_f32(0), p);
+	p = vbslq_f32(hi, vdupq_n_f32(INFINITY), p);
+	return vbslq_f32(num, p, x);
+}
+
+/* edgeq_silu_mul_ref on 4 lanes; the tail through a padded copy. */
+static void silu_mul_neon(float *o, const float *x, int64_t n)
+{
+	const float32x4_t one = vdupq_n_f32(1.0f);
+
+	for (int64_t t = 0; t < n; t += 4) {
+		float go[4] = { 0 }, gx[4] = { 0 };
+		int m = n - t >= 4 ? 4 : (int)(n - t);
+		float32x4_t g, v;
+
+		memcpy(go, o + t, (size_t)m * sizeof(float));
+		memcpy(gx, x + t, (size_t)m * sizeof(float));
+		g = vld1q_f32(go);
+		v = vdivq_f32(g, vaddq_f32(one, expf4(vnegq_f32(g))));
+		vst1q_f32(go, vmulq_f32(v, vld1q_f32(gx)));
+		memcpy(o + t, go, (size_t)m * sizeof(float));
+	}
+}
+
+/* edgeq_softmax_ref's order: key t into lane t % 16 (4 vectors of 4). */
+static void softmax_neon(float *x, int64_t n)
+{
+	float32x4_t acc[4], m, inv;
+	float mx = -INFINITY, l[8];
+	int64_t t;
+
+	for (t = 0; t < n; t++)
+		if (x[t] > mx)
+			mx = x[t];
+	m = vdupq_n_f32(mx);
+	for (int j = 0; j < 4; j++)
+		acc[j] = vdupq_n_f32(0);
+	for (t = 0; t < n; t += 16)
+		for (int j = 0; j < 4 && t + 4 * j < n; j++) {
+			int64_t u = t + 4 * j;
+			int k = n - u >= 4 ? 4 : (int)(n - u);
+			float b[4] = { 0 };
+			float32x4_t e;
+
+			memcpy(b, x + u, (size_t)k * sizeof(float));
+			e = expf4(vsubq_f32(vld1q_f32(b), m));
+			vst1q_f32(b, e);
+			memcpy(x + u, b, (size_t)k * sizeof(float));
+			for (int q = k; q < 4; q++)
+				b[q] = 0; /* lanes past the end add nothing */
+			acc[j] = vaddq_f32(acc[j], vld1q_f32(b));
+		}
+	vst1q_f32(l, vaddq_f32(acc[0], acc[2]));
+	vst1q_f32(l + 4, vaddq_f32(acc[1], acc[3]));
+	inv = vdupq_n_f32(1.0f / edgeq_reduce8(l));
+	for (t = 0; t + 4 <= n; t += 4)
+		vst1q_f32(x + t, vmulq_f32(vld1q_f32(x + t), inv));
+	for (; t < n; t++)
+		x[t] *= vgetq_lane_f32(inv, 0);
+}
+
 const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
 	.name = "neon",
 	.vec_dot = {
@@ -517,6 +609,8 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
 		    [EDGEQ_TYPE_Q4_K] = true,
 		    [EDGEQ_TYPE_Q5_K] = true,
 		    [EDGEQ_TYPE_Q6_K] = true },
+	.softmax = softmax_neon,
+	.silu_mul = silu_mul_neon,
 	.matvec_packed = edgeq_neon_matvec_packed,
 	.matmul_packed = edgeq_neon_matmul_packed,
 	.dot_f32 = dot_f32,
