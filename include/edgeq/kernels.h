@@ -47,6 +47,26 @@ int edgeq_kernels_bench_matvec(const char *type, int64_t rows, int64_t cols,
 			       struct edgeq_matvec_bench *out,
 			       struct edgeq_error *err);
 
+struct edgeq_matmul_bench {
+	double gflops;	      /* 2 x rows x cols x tokens per second (10^9) */
+	double us_per_matmul; /* median microseconds for one matmul */
+	double dispatch_us;   /* median microseconds of an empty pool run */
+	const char *kernels;  /* the ops table used */
+};
+
+/*
+ * Matmul microbenchmark (the prompt's kernel): one rows x cols matrix of
+ * @type, small enough to stay in cache, times @nb tokens, @iters times
+ * (0 = 64) on @nthreads threads (pinned pool): the arithmetic rate, not
+ * the memory's. Also the fixed cost of one parallel op (an empty run of
+ * the pool). Returns 0, -EINVAL (type or shape; message in @err),
+ * -ENOMEM.
+ */
+int edgeq_kernels_bench_matmul(const char *type, int64_t rows, int64_t cols,
+			       int64_t nb, int nthreads, int iters,
+			       struct edgeq_matmul_bench *out,
+			       struct edgeq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

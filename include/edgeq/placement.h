@@ -88,6 +88,18 @@ int edgeq_devprofs_load(const char *path, struct edgeq_device_profile *out,
  * the installed share/edgeq/devices.ini, ./share/edgeq/devices.ini; NULL
  * when none exists (built-in profiles only). */
 const char *edgeq_devprofs_default_path(void);
+/* This machine's measured profiles (edgeq calibrate): $EDGEQ_CALIBRATION
+ * (empty: none), else /var/lib/edgeq/calibration.ini when it exists. */
+const char *edgeq_devprofs_calibration_path(void);
+/*
+ * edgeq_devprofs_load(@path), then the calibration file's keys over them
+ * (the measured over the configured, key by key); *@calibrated (if not
+ * NULL) is its path when one was applied, else NULL. A calibration file
+ * that cannot be read or parsed fails with a message naming it.
+ */
+int edgeq_devprofs_load_all(const char *path, struct edgeq_device_profile *out,
+			    size_t max, const char **calibrated,
+			    struct edgeq_error *err);
 /* The profile called @name among @n, or NULL. */
 const struct edgeq_device_profile *
 edgeq_devprof_find(const struct edgeq_device_profile *p, size_t n,

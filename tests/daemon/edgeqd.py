@@ -113,7 +113,7 @@ class Daemon:
         cmd += list(args)
         e = dict(os.environ)
         for k in list(e):
-            if k.startswith("EDGEQ_") and k not in ("EDGEQ_TEST_TMP",):
+            if k.startswith("EDGEQ_") and k not in ("EDGEQ_TEST_TMP", "EDGEQ_CALIBRATION"):
                 del e[k]
         if env:
             e.update(env)

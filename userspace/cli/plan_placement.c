@@ -271,6 +271,7 @@ struct explain {
 	struct edgeq_op_chain chain;
 	struct edgeq_calib cal;
 	bool have_calib;
+	const char *calibration; /* the measured profiles laid over, or NULL */
 	struct edgeq_placement opt, naive, cpu;
 	double planner_ns;
 };
@@ -332,6 +333,10 @@ static void print_human(const struct explain *x)
 			       d->state.cooling_max);
 		putchar('\n');
 	}
+	printf("  cpu profile: %s%s\n",
+	       x->calibration ? "measured, " :
+				"configured (no edgeq calibrate)",
+	       x->calibration ? x->calibration : "");
 	printf("\n  %-12s %-8s %-22s %10s", "op", "kind", "device",
 	       "predicted");
 	if (x->have_calib)
@@ -453,6 +458,9 @@ static int print_json(const struct explain *x)
 	json_object_set_new(root, "naive", plan_obj(x, &x->naive));
 	json_object_set_new(root, "cpu_only", plan_obj(x, &x->cpu));
 	json_object_set_new(root, "calibrated", json_boolean(x->have_calib));
+	json_object_set_new(root, "cpu_calibration",
+			    x->calibration ? json_string(x->calibration) :
+					     json_null());
 	json_object_set_new(root, "planner_ns", json_real(x->planner_ns));
 	ret = json_dumpf(root, stdout,
 			 JSON_INDENT(2) | JSON_REAL_PRECISION(10));
@@ -573,8 +581,9 @@ int cli_plan_placement(int argc, char **argv)
 	x.shape.n_kv = (uint32_t)opt_ctx;
 	if (!opt_devices)
 		opt_devices = edgeq_devprofs_default_path();
-	ret = edgeq_devprofs_load(opt_devices, profs,
-				  sizeof(profs) / sizeof(profs[0]), &err);
+	ret = edgeq_devprofs_load_all(opt_devices, profs,
+				      sizeof(profs) / sizeof(profs[0]),
+				      &x.calibration, &err);
 	if (ret < 0)
 		return cli_error(cli_exit_for(ret), "plan", "%s", err.msg);
 	n = ret;

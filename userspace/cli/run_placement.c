@@ -48,8 +48,9 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 	struct run_placement *rp;
 	int n, ret;
 
-	n = edgeq_devprofs_load(edgeq_devprofs_default_path(), profs,
-				sizeof(profs) / sizeof(profs[0]), &err);
+	n = edgeq_devprofs_load_all(edgeq_devprofs_default_path(), profs,
+				    sizeof(profs) / sizeof(profs[0]), NULL,
+				    &err);
 	if (n < 0)
 		return cli_error(cli_exit_for(n), who, "%s", err.msg);
 	cpu = edgeq_devprof_find(profs, (size_t)n, "cpu");

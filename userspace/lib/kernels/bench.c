@@ -127,3 +127,93 @@ out:
 	free(times);
 	return ret;
 }
+
+static void empty_task(void *arg, int ith, int nth)
+{
+	(void)arg;
+	(void)ith;
+	(void)nth;
+}
+
+int edgeq_kernels_bench_matmul(const char *type, int64_t rows, int64_t cols,
+			       int64_t nb, int nthreads, int iters,
+			       struct edgeq_matmul_bench *out,
+			       struct edgeq_error *err)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	const struct edgeq_type_traits *tt;
+	struct edgeq_threadpool *tp = NULL;
+	struct fill_job fj;
+	enum edgeq_type t;
+	size_t rs, as;
+	unsigned char *w = NULL, *a = NULL;
+	float *x = NULL, *y = NULL;
+	uint64_t *times = NULL;
+	int ret;
+
+	ret = edgeq_type_from_name(type, &t);
+	if (ret)
+		return edgeq_error_set(err, EINVAL, "type %s: %s", type,
+				       ret == -ENOENT ? "unknown" :
+							"not supported");
+	tt = edgeq_type_traits(t);
+	rs = edgeq_row_size(t, cols);
+	if (!tt->weight || rows < 1 || !rs || rows > (1 << 16) || nb < 1 ||
+	    nb > 4096)
+		return edgeq_error_set(err, EINVAL,
+				       "bad shape %lld x %lld x %lld for %s",
+				       (long long)rows, (long long)cols,
+				       (long long)nb, tt->name);
+	if (!iters)
+		iters = 64;
+	as = edgeq_row_size(tt->vec_dot_type, cols);
+	w = malloc(rs * (size_t)rows);
+	a = malloc(as * (size_t)nb);
+	x = malloc((size_t)cols * sizeof(float));
+	y = malloc((size_t)(rows * nb) * sizeof(float));
+	times = calloc((size_t)iters, sizeof(*times));
+	if (!w || !a || !x || !y || !times) {
+		ret = edgeq_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	ret = edgeq_threadpool_new(nthreads, EDGEQ_THREADPOOL_PIN_CALLER, &tp,
+				   err);
+	if (ret)
+		goto out;
+	fj = (struct fill_job){ w, rs * (size_t)rows, tt, rs };
+	edgeq_threadpool_run(tp, fill_task, &fj);
+	for (int64_t b = 0; b < nb; b++) {
+		for (int64_t j = 0; j < cols; j++)
+			x[j] = (float)(((j + b) * 7919) % 257) / 128.0f - 1.0f;
+		ops->quantize_act(tt->vec_dot_type, x, a + (size_t)b * as,
+				  cols);
+	}
+	edgeq_par_matmul(tp, ops, t, w, cols, rows, a, as, nb, y, rows);
+	for (int i = 0; i < iters; i++) {
+		uint64_t t0 = edgeq_now_ns();
+
+		edgeq_par_matmul(tp, ops, t, w, cols, rows, a, as, nb, y, rows);
+		times[i] = edgeq_now_ns() - t0;
+	}
+	qsort(times, (size_t)iters, sizeof(*times), cmp_u64);
+	out->us_per_matmul = (double)times[iters / 2] / 1e3;
+	out->gflops = 2.0 * (double)rows * (double)cols * (double)nb /
+		      (double)times[iters / 2];
+	for (int i = 0; i < iters; i++) {
+		uint64_t t0 = edgeq_now_ns();
+
+		edgeq_threadpool_run(tp, empty_task, NULL);
+		times[i] = edgeq_now_ns() - t0;
+	}
+	qsort(times, (size_t)iters, sizeof(*times), cmp_u64);
+	out->dispatch_us = (double)times[iters / 2] / 1e3;
+	out->kernels = ops->name;
+out:
+	edgeq_threadpool_free(tp);
+	free(w);
+	free(a);
+	free(x);
+	free(y);
+	free(times);
+	return ret;
+}

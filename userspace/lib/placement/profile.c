@@ -306,6 +306,52 @@ int edgeq_devprofs_load(const char *path, struct edgeq_device_profile *out,
 	return (int)lc.n;
 }
 
+const char *edgeq_devprofs_calibration_path(void)
+{
+	static const char def[] = "/var/lib/edgeq/calibration.ini";
+	const char *env = getenv("EDGEQ_CALIBRATION");
+
+	if (env)
+		return *env ? env : NULL;
+	return access(def, R_OK) ? NULL : def;
+}
+
+int edgeq_devprofs_load_all(const char *path, struct edgeq_device_profile *out,
+			    size_t max, const char **calibrated,
+			    struct edgeq_error *err)
+{
+	struct load_ctx lc = { .out = out, .max = max };
+	const char *cal = edgeq_devprofs_calibration_path();
+	int n, line;
+
+	if (calibrated)
+		*calibrated = NULL;
+	n = edgeq_devprofs_load(path, out, max, err);
+	if (n < 0 || !cal)
+		return n;
+	lc.n = (size_t)n;
+	line = ini_parse(cal, profile_ini_line, &lc);
+	if (line == -1)
+		return edgeq_error_set(err, errno ? errno : ENOENT,
+				       "calibration %s: cannot open: %s", cal,
+				       strerror(errno ? errno : ENOENT));
+	if (line == -2)
+		return edgeq_error_set(err, ENOMEM, "%s: out of memory", cal);
+	if (lc.bad)
+		return edgeq_error_set(err, -lc.bad, "calibration %s:%d: %s",
+				       cal, line, lc.what);
+	if (line > 0)
+		return edgeq_error_set(err, EINVAL,
+				       "calibration %s:%d: not an INI line",
+				       cal, line);
+	if (check_profiles(&lc))
+		return edgeq_error_set(err, EINVAL, "calibration %s: %s", cal,
+				       lc.what);
+	if (calibrated)
+		*calibrated = cal;
+	return (int)lc.n;
+}
+
 const char *edgeq_devprofs_default_path(void)
 {
 	static const char *const candidates[] = {

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# edgeq calibrate: this machine's CPU profile measured (memory bandwidth,
+# cached matmul GFLOP/s, one parallel op's cost) and written as
+# [device.cpu], which `edgeq plan --placement` then plans with; a profile
+# it cannot write, a bad calibration file and bad arguments fail clearly
+# and leave nothing behind.
+# timeout: 180
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+C=$T/cal/dir/calibration.ini
+
+"$EDGEQ" calibrate --quick -t 2 -o "$C" --json >"$T/j" 2>"$T/e"
+check "calibrate --quick: exits 0 ($(head -c 200 "$T/e"))" test $? -eq 0
+check "  ... the figures, plausible, and where they went" python3 - "$T/j" "$C" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['threads'] == 2 and d['kernels'], d
+assert 0.2 < d['mem_gbs'] < 5000, d
+assert 0.5 < d['gflops'] < 1e6 and d['gflops'] == min(d['gflops_q4_0'], d['gflops_q8_0']), d
+assert 0 < d['op_us'] < 10000, d
+assert d['written'] == sys.argv[2], d
+assert d['builtin_mem_gbs'] == 20 and d['builtin_gflops'] == 50, d
+PY
+check "  ... a [device.cpu] section of the three keys" python3 - "$T/j" "$C" <<'PY'
+import configparser, json, sys
+d = json.load(open(sys.argv[1]))
+c = configparser.ConfigParser()
+c.read(sys.argv[2])
+assert c.sections() == ['device.cpu'], c.sections()
+s = c['device.cpu']
+assert set(s) == {'gflops', 'mem_gbs', 'op_us'}, dict(s)
+assert abs(float(s['mem_gbs']) - d['mem_gbs']) < 0.01, (dict(s), d)
+assert abs(float(s['gflops']) - d['gflops']) < 0.1, (dict(s), d)
+PY
+check "  ... no temporary file left" bash -c '[ "$(ls "$1" | wc -l)" -eq 1 ]' _ "$(dirname "$C")"
+
+# the planner reads it over devices.ini: the cpu's numbers are the measured
+EDGEQ_CALIBRATION=$C "$EDGEQ" plan --placement --shape 1b --sysfs "$T/nosysfs" --json >"$T/p.json" 2>"$T/e"
+check "plan --placement with the calibration: exits 0" test $? -eq 0
+check "  ... names it" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["cpu_calibration"] == sys.argv[2], d["cpu_calibration"]' "$T/p.json" "$C"
+EDGEQ_CALIBRATION=$C "$EDGEQ" plan --placement --shape 1b --sysfs "$T/nosysfs" >"$T/p.txt" 2>&1
+gb=$(python3 -c 'import configparser,sys; c=configparser.ConfigParser(); c.read(sys.argv[1]); print(c["device.cpu"]["mem_gbs"])' "$C")
+check "  ... the cpu at the measured $gb GB/s" grep -q "cpu .*, $gb GB/s)" "$T/p.txt"
+check "  ... and says so" grep -q "cpu profile: measured, $C" "$T/p.txt"
+EDGEQ_CALIBRATION= "$EDGEQ" plan --placement --shape 1b --sysfs "$T/nosysfs" >"$T/p0.txt" 2>&1
+check "without one: the built-in 20 GB/s, said so" bash -c 'grep -q "cpu .*, 20 GB/s)" "$1" && grep -q "configured (no edgeq calibrate)" "$1"' _ "$T/p0.txt"
+
+printf '[device.cpu]\nmem_gbs = fast\n' >"$T/bad.ini"
+EDGEQ_CALIBRATION=$T/bad.ini "$EDGEQ" plan --placement --shape 1b --sysfs "$T/nosysfs" >/dev/null 2>"$T/e"
+check "a bad calibration file: fails (exit $?)" test -s "$T/e"
+check "  ... naming the file, line and key" grep -q "calibration $T/bad.ini:2: \[device.cpu\] mem_gbs = fast: bad value" "$T/e"
+EDGEQ_CALIBRATION=$T/none.ini "$EDGEQ" plan --placement --shape 1b --sysfs "$T/nosysfs" >/dev/null 2>"$T/e"
+check "a missing calibration file named: fails, naming it" grep -q "calibration $T/none.ini: cannot open" "$T/e"
+
+"$EDGEQ" calibrate --quick -o /dev/full/x.ini >/dev/null 2>"$T/e"
+rc=$?
+check "an unwritable place: fails (exit $rc)" test $rc -ne 0
+check "  ... naming it" grep -q "/dev/full/x.ini" "$T/e"
+"$EDGEQ" calibrate --quick -t 0 -o "$T/x.ini" >/dev/null 2>&1
+check "-t 0 is one per CPU, not an error" test $? -eq 0
+"$EDGEQ" calibrate -t 5000 -o "$T/y.ini" >/dev/null 2>"$T/e"
+check "-t 5000: usage error (exit 2)" test $? -eq 2
+check "  ... nothing written" test ! -e "$T/y.ini"
+"$EDGEQ" calibrate --quick --dry-run -o "$T/z.ini" >"$T/out" 2>&1
+check "--dry-run: measures, writes nothing" bash -c 'grep -q "not written" "$1" && [ ! -e "$2" ]' _ "$T/out" "$T/z.ini"
+summary
