@@ -63,4 +63,51 @@ check "-t 5000: usage error (exit 2)" test $? -eq 2
 check "  ... nothing written" test ! -e "$T/y.ini"
 "$EDGEQ" calibrate --quick --dry-run -o "$T/z.ini" >"$T/out" 2>&1
 check "--dry-run: measures, writes nothing" bash -c 'grep -q "not written" "$1" && [ ! -e "$2" ]' _ "$T/out" "$T/z.ini"
+# an agent's execution backend, into the same file: the cpu backend always,
+# Vulkan where a device is (lavapipe in CI)
+cp "$C" "$T/before.ini"
+"$EDGEQ" calibrate --quick --backend cpu -P npu -o "$C" --json >"$T/bj" 2>"$T/e"
+check "--backend cpu -P npu: exits 0 ($(head -c 200 "$T/e"))" test $? -eq 0
+check "  ... [device.npu] added, [device.cpu] kept as it was" python3 - "$C" "$T/before.ini" "$T/bj" <<'PY'
+import configparser, json, sys
+c, b = configparser.ConfigParser(), configparser.ConfigParser()
+c.read(sys.argv[1]); b.read(sys.argv[2])
+d = json.load(open(sys.argv[3]))
+assert c.sections() == ['device.cpu', 'device.npu'], c.sections()
+assert dict(c['device.cpu']) == dict(b['device.cpu'])
+n = c['device.npu']
+assert set(n) == {'gflops', 'mem_gbs', 'launch_us', 'op_us'}, dict(n)
+assert float(n['mem_gbs']) > 0 and float(n['gflops']) > 0 and float(n['launch_us']) > 0, dict(n)
+assert d['profile'] == 'npu' and d['device'] and abs(float(n['mem_gbs']) - d['mem_gbs']) < 0.01, d
+PY
+"$EDGEQ" calibrate --quick --backend cpu -P npu -o "$C" >/dev/null 2>&1
+check "  ... again: the section replaced, not repeated" bash -c '[ "$(grep -c "^\[device.npu\]" "$1")" -eq 1 ]' _ "$C"
+EDGEQ_CALIBRATION=$C "$EDGEQ" plan --placement --shape 1b --sysfs "$T/nosysfs" >/dev/null 2>"$T/e"
+check "  ... the file still loads" test $? -eq 0
+if "$EDGEQ" agent --list-devices 2>/dev/null | grep -q '^vulkan 0:'; then
+	"$EDGEQ" calibrate --quick --backend vulkan -o "$C" --json >"$T/vj" 2>"$T/e"
+	check "--backend vulkan: exits 0 ($(head -c 200 "$T/e"))" test $? -eq 0
+	check "  ... [device.gpu] from the device it names" python3 - "$C" "$T/vj" <<'PY'
+import configparser, json, sys
+c = configparser.ConfigParser(); c.read(sys.argv[1])
+d = json.load(open(sys.argv[2]))
+assert c.sections() == ['device.cpu', 'device.npu', 'device.gpu'], c.sections()
+g = c['device.gpu']
+assert float(g['mem_gbs']) > 0 and float(g['gflops']) > 0 and float(g['launch_us']) > 0, dict(g)
+assert d['kernels'] == 'vulkan' and d['device'], d
+PY
+elif [ "${CI:-}" = true ]; then
+	check "CI=true but no Vulkan device (lavapipe is expected)" false
+else
+	echo "# no Vulkan device here: the vulkan backend's calibration not run"
+fi
+"$EDGEQ" calibrate --backend nosuch -o "$T/n.ini" >/dev/null 2>"$T/e"
+check "--backend nosuch: usage error (exit $?)" grep -q -- "--backend nosuch" "$T/e"
+"$EDGEQ" calibrate --backend cpu --device 7 -o "$T/n.ini" >/dev/null 2>"$T/e"
+check "--device 7 of the cpu backend: no such device, said" grep -q "no such device" "$T/e"
+"$EDGEQ" calibrate --device 0 -o "$T/n.ini" >/dev/null 2>"$T/e"
+check "--device without --backend: exit 2" test $? -eq 2
+"$EDGEQ" calibrate --backend cpu -P 'a]b' -o "$T/n.ini" >/dev/null 2>"$T/e"
+check "a profile name that would break the file: exit 2" test $? -eq 2
+check "  ... nothing written by the failures" test ! -e "$T/n.ini"
 summary
