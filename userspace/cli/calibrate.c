@@ -31,6 +31,7 @@
 #include <edgeq/backend.h>
 #include <edgeq/kernels.h>
 #include <edgeq/kq.h>
+#include <edgeq/ledger.h>
 #include <edgeq/placement.h>
 
 #include "cli.h"
@@ -97,13 +98,6 @@ static int measure(struct figures *f)
 }
 
 /* ---- an execution backend, as an agent runs it */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* A memfd holding one op's tensors (as a client registers them). */
 struct arena {
@@ -199,8 +193,7 @@ static double time_chain(struct edgeq_backend *b, uint64_t rows, uint64_t cols,
 	arena_free(&a);
 	if (ret)
 		return ret;
-	qsort(times, (size_t)reps, sizeof(double), cmp_double);
-	return times[reps / 2];
+	return edgeq_stats_percentile(times, (size_t)reps, 50);
 }
 
 static int measure_backend(struct figures *f)

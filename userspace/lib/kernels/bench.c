@@ -21,6 +21,26 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The median of @n timings (sorts them). */
+static double median_ns(uint64_t *times, int n)
+{
+	qsort(times, (size_t)n, sizeof(*times), cmp_u64);
+	return (double)times[n / 2];
+}
+
+/* @type by name, or -EINVAL saying why. */
+static int bench_type(const char *type, enum edgeq_type *t,
+		      struct edgeq_error *err)
+{
+	int ret = edgeq_type_from_name(type, t);
+
+	if (ret)
+		return edgeq_error_set(err, EINVAL, "type %s: %s", type,
+				       ret == -ENOENT ? "unknown" :
+							"not supported");
+	return 0;
+}
+
 struct fill_job {
 	unsigned char *w;
 	size_t bytes;
@@ -61,13 +81,12 @@ int edgeq_kernels_bench_matvec(const char *type, int64_t rows, int64_t cols,
 	void *a = NULL;
 	float *x = NULL, *y = NULL;
 	uint64_t *times = NULL;
+	double med;
 	int ret;
 
-	ret = edgeq_type_from_name(type, &t);
+	ret = bench_type(type, &t, err);
 	if (ret)
-		return edgeq_error_set(err, EINVAL, "type %s: %s", type,
-				       ret == -ENOENT ? "unknown" :
-							"not supported");
+		return ret;
 	tt = edgeq_type_traits(t);
 	rs = edgeq_row_size(t, cols);
 	if (!tt->weight || rows < 1 || !rs || rows > (1 << 24))
@@ -113,9 +132,9 @@ int edgeq_kernels_bench_matvec(const char *type, int64_t rows, int64_t cols,
 				 rows, a, y);
 		times[i] = edgeq_now_ns() - t0;
 	}
-	qsort(times, (size_t)iters, sizeof(*times), cmp_u64);
-	out->us_per_matvec = (double)times[iters / 2] / 1e3;
-	out->gbps = (double)mbytes / (double)times[iters / 2];
+	med = median_ns(times, iters);
+	out->us_per_matvec = med / 1e3;
+	out->gbps = (double)mbytes / med;
 	out->weight_bytes = mbytes;
 	out->kernels = ops->name;
 out:
@@ -149,13 +168,12 @@ int edgeq_kernels_bench_matmul(const char *type, int64_t rows, int64_t cols,
 	unsigned char *w = NULL, *a = NULL;
 	float *x = NULL, *y = NULL;
 	uint64_t *times = NULL;
+	double med;
 	int ret;
 
-	ret = edgeq_type_from_name(type, &t);
+	ret = bench_type(type, &t, err);
 	if (ret)
-		return edgeq_error_set(err, EINVAL, "type %s: %s", type,
-				       ret == -ENOENT ? "unknown" :
-							"not supported");
+		return ret;
 	tt = edgeq_type_traits(t);
 	rs = edgeq_row_size(t, cols);
 	if (!tt->weight || rows < 1 || !rs || rows > (1 << 16) || nb < 1 ||
@@ -195,18 +213,16 @@ int edgeq_kernels_bench_matmul(const char *type, int64_t rows, int64_t cols,
 		edgeq_par_matmul(tp, ops, t, w, cols, rows, a, as, nb, y, rows);
 		times[i] = edgeq_now_ns() - t0;
 	}
-	qsort(times, (size_t)iters, sizeof(*times), cmp_u64);
-	out->us_per_matmul = (double)times[iters / 2] / 1e3;
-	out->gflops = 2.0 * (double)rows * (double)cols * (double)nb /
-		      (double)times[iters / 2];
+	med = median_ns(times, iters);
+	out->us_per_matmul = med / 1e3;
+	out->gflops = 2.0 * (double)rows * (double)cols * (double)nb / med;
 	for (int i = 0; i < iters; i++) {
 		uint64_t t0 = edgeq_now_ns();
 
 		edgeq_threadpool_run(tp, empty_task, NULL);
 		times[i] = edgeq_now_ns() - t0;
 	}
-	qsort(times, (size_t)iters, sizeof(*times), cmp_u64);
-	out->dispatch_us = (double)times[iters / 2] / 1e3;
+	out->dispatch_us = median_ns(times, iters) / 1e3;
 	out->kernels = ops->name;
 out:
 	edgeq_threadpool_free(tp);

@@ -268,35 +268,46 @@ static int check_profiles(struct load_ctx *lc)
 	return 0;
 }
 
+/* @path's sections over those in @lc; errors name @what@path and the line
+ * (too many profiles is left in lc->bad for the caller). */
+static int parse_file(struct load_ctx *lc, const char *path, const char *what,
+		      struct edgeq_error *err)
+{
+	int line;
+
+	lc->cur_section[0] = '\0';
+	lc->cur = NULL;
+	line = ini_parse(path, profile_ini_line, lc);
+	if (line == -1)
+		return edgeq_error_set(err, errno ? errno : ENOENT,
+				       "%s%s: cannot open: %s", what, path,
+				       strerror(errno ? errno : ENOENT));
+	if (line == -2)
+		return edgeq_error_set(err, ENOMEM, "%s%s: out of memory", what,
+				       path);
+	if (lc->bad && lc->bad != -ENOSPC)
+		return edgeq_error_set(err, EINVAL, "%s%s:%d: %s", what, path,
+				       line, lc->what);
+	if (line > 0)
+		return edgeq_error_set(err, EINVAL, "%s%s:%d: not an INI line",
+				       what, path, line);
+	return 0;
+}
+
 int edgeq_devprofs_load(const char *path, struct edgeq_device_profile *out,
 			size_t max, struct edgeq_error *err)
 {
 	struct load_ctx lc = { .out = out, .max = max };
-	int line;
+	int line, ret;
 
 	line = ini_parse_string(builtin_profiles, profile_ini_line, &lc);
 	if (line || lc.bad)
 		return edgeq_error_set(err, EINVAL, "built-in profiles: %s",
 				       lc.what);
 	if (path) {
-		lc.cur_section[0] = '\0';
-		lc.cur = NULL;
-		line = ini_parse(path, profile_ini_line, &lc);
-		if (line == -1)
-			return edgeq_error_set(err, errno ? errno : ENOENT,
-					       "%s: cannot open: %s", path,
-					       strerror(errno ? errno :
-								ENOENT));
-		if (line == -2)
-			return edgeq_error_set(err, ENOMEM, "%s: out of memory",
-					       path);
-		if (lc.bad && lc.bad != -ENOSPC)
-			return edgeq_error_set(err, EINVAL, "%s:%d: %s", path,
-					       line, lc.what);
-		if (line > 0)
-			return edgeq_error_set(err, EINVAL,
-					       "%s:%d: not an INI line", path,
-					       line);
+		ret = parse_file(&lc, path, "", err);
+		if (ret)
+			return ret;
 	}
 	if (lc.bad)
 		return edgeq_error_set(err, -lc.bad, "%s", lc.what);
@@ -322,7 +333,7 @@ int edgeq_devprofs_load_all(const char *path, struct edgeq_device_profile *out,
 {
 	struct load_ctx lc = { .out = out, .max = max };
 	const char *cal = edgeq_devprofs_calibration_path();
-	int n, line;
+	int n, ret;
 
 	if (calibrated)
 		*calibrated = NULL;
@@ -330,20 +341,12 @@ int edgeq_devprofs_load_all(const char *path, struct edgeq_device_profile *out,
 	if (n < 0 || !cal)
 		return n;
 	lc.n = (size_t)n;
-	line = ini_parse(cal, profile_ini_line, &lc);
-	if (line == -1)
-		return edgeq_error_set(err, errno ? errno : ENOENT,
-				       "calibration %s: cannot open: %s", cal,
-				       strerror(errno ? errno : ENOENT));
-	if (line == -2)
-		return edgeq_error_set(err, ENOMEM, "%s: out of memory", cal);
+	ret = parse_file(&lc, cal, "calibration ", err);
+	if (ret)
+		return ret;
 	if (lc.bad)
-		return edgeq_error_set(err, -lc.bad, "calibration %s:%d: %s",
-				       cal, line, lc.what);
-	if (line > 0)
-		return edgeq_error_set(err, EINVAL,
-				       "calibration %s:%d: not an INI line",
-				       cal, line);
+		return edgeq_error_set(err, -lc.bad, "calibration %s: %s", cal,
+				       lc.what);
 	if (check_profiles(&lc))
 		return edgeq_error_set(err, EINVAL, "calibration %s: %s", cal,
 				       lc.what);
