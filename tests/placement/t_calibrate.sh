@@ -40,7 +40,11 @@ check "plan --placement with the calibration: exits 0" test $? -eq 0
 check "  ... names it" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["cpu_calibration"] == sys.argv[2], d["cpu_calibration"]' "$T/p.json" "$C"
 EDGEQ_CALIBRATION=$C "$EDGEQ" plan --placement --shape 1b --sysfs "$T/nosysfs" >"$T/p.txt" 2>&1
 gb=$(python3 -c 'import configparser,sys; c=configparser.ConfigParser(); c.read(sys.argv[1]); print(c["device.cpu"]["mem_gbs"])' "$C")
-check "  ... the cpu at the measured $gb GB/s" grep -q "cpu .*, $gb GB/s)" "$T/p.txt"
+# the plan prints %g (70.5 for the file's 70.50): compare the numbers
+check "  ... the cpu at the measured $gb GB/s" python3 -c '
+import re, sys
+m = re.search(r"^  cpu .*, ([0-9.e+]+) GB/s\)", open(sys.argv[1]).read(), re.M)
+assert m and float(m.group(1)) == float(sys.argv[2]), (m and m.group(1), sys.argv[2])' "$T/p.txt" "$gb"
 check "  ... and says so" grep -q "cpu profile: measured, $C" "$T/p.txt"
 EDGEQ_CALIBRATION= "$EDGEQ" plan --placement --shape 1b --sysfs "$T/nosysfs" >"$T/p0.txt" 2>&1
 check "without one: the built-in 20 GB/s, said so" bash -c 'grep -q "cpu .*, 20 GB/s)" "$1" && grep -q "configured (no edgeq calibrate)" "$1"' _ "$T/p0.txt"

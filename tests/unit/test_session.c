@@ -958,12 +958,13 @@ static bool wait_level(struct seen *sn, int level, struct seen *out)
 
 static void put_meminfo(const char *root, uint64_t avail_kb)
 {
-	char path[400];
+	char path[400], to[400];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/proc", root);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/proc/meminfo.new", root);
+	snprintf(to, sizeof(to), "%s/proc/meminfo", root);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f,
@@ -971,20 +972,16 @@ static void put_meminfo(const char *root, uint64_t avail_kb)
 		"MemAvailable:   %llu kB\n",
 		(unsigned long long)avail_kb);
 	assert_int_equal(fclose(f), 0);
-	{
-		char to[400];
-
-		snprintf(to, sizeof(to), "%s/proc/meminfo", root);
-		assert_int_equal(rename(path, to), 0);
-	}
+	/* whole: the monitor never reads half a file */
+	assert_int_equal(rename(path, to), 0);
 }
 
 /*
  * One monitor per session (PSI fallback on a fake /proc): its memory level
  * moves a streamed model's weights budget to what memory allows less the
- * 256 MiB reserve, the streamer keeps no more than that resident, and when
- * memory comes back the whole model is allowed again; the hook sees every
- * state with the budget before and after.
+ * 256 MiB reserve, after a token some layers stream instead of staying
+ * resident, and when memory comes back the whole model is resident again;
+ * the hook sees every state with the budget before and after.
  */
 static void test_pressure_budget(void **state)
 {
