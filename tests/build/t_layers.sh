@@ -10,6 +10,12 @@ out=$(tools/file-cycles userspace/lib/server srv_ 2>&1)
 check "userspace/lib/server: no call cycle between files ($(grep cycle: <<<"$out" | head -n 3))" test $? -eq 0
 check "  ... the graph was read (server.c calls local.c)" grep -q '^server.c -> .*local.c' <<<"$out"
 check "  ... local.c calls nothing of server.c" bash -c '! grep -q "^local.c -> .*server.c" <<<"$1"' _ "$out"
+# the engine: the session calls the pressure watch, which reaches the
+# session only through the callbacks it was given (it called the public
+# session API back before)
+out=$(tools/file-cycles userspace/lib/engine edgeq_,eng_ 2>&1)
+check "userspace/lib/engine: no call cycle between files ($(grep cycle: <<<"$out" | head -n 3))" test $? -eq 0
+check "  ... the graph was read (session.c calls watch.c)" grep -q '^session.c -> .*watch.c' <<<"$out"
 mkdir -p "$T/c"
 printf 'int srv_a(void)\n{\n\treturn srv_b();\n}\n' >"$T/c/a.c"
 printf 'int srv_b(void)\n{\n\treturn srv_c();\n}\n' >"$T/c/b.c"

@@ -1004,6 +1004,17 @@ static int session_start(struct edgeq_session *s, struct edgeq_error *err)
 	return 0;
 }
 
+/* the pressure watch's view of the session (engine/watch.h) */
+static int watch_weights(void *arg, struct edgeq_stream_status *st)
+{
+	return edgeq_session_weights_status(arg, st);
+}
+
+static void watch_budget(void *arg, uint64_t bytes)
+{
+	edgeq_session_set_weights_budget(arg, bytes);
+}
+
 int edgeq_session_new(struct edgeq_model *m,
 		      const struct edgeq_session_params *p,
 		      struct edgeq_session **out, struct edgeq_error *err)
@@ -1040,8 +1051,12 @@ int edgeq_session_new(struct edgeq_model *m,
 		}
 	}
 	ret = session_start(s, err);
-	if (!ret)
-		ret = eng_watch_start(s, p, &s->watch, err);
+	if (!ret) {
+		const struct eng_watch_ops ops = { s, watch_weights,
+						   watch_budget };
+
+		ret = eng_watch_start(&ops, p, &s->watch, err);
+	}
 	s->p.pressure = NULL; /* the caller's: read by eng_watch_start only */
 	if (ret)
 		goto fail;

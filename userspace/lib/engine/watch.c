@@ -5,7 +5,7 @@
  *
  * The thread sleeps in poll() on the monitor's fd (ring buffer, PSI
  * triggers, refresh timer) and an eventfd that stops it. On every change it
- * keeps a copy of the state (what edgeq_session_pressure() returns), lets
+ * keeps a copy of the state (what the session's pressure call returns), lets
  * the memory level move the weights budget, and calls the session's
  * on_pressure hook with both.
  *
@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include <edgeq/pressure.h>
-#include <edgeq/session.h>
 #include <edgeq/stream.h>
 
 #include "engine/watch.h"
@@ -37,7 +36,7 @@
 #define WATCH_RESERVE (256ull << 20)
 
 struct eng_watch {
-	struct edgeq_session *s;
+	struct eng_watch_ops ops;
 	struct edgeq_pressure *pm;
 	uint64_t ceiling; /* the configured budget; 0: none */
 	void (*hook)(void *arg, const struct edgeq_pressure_state *st,
@@ -67,7 +66,7 @@ static void adapt_budget(struct eng_watch *w,
 	uint64_t cur, model, want;
 
 	*was = *now = 0;
-	if (edgeq_session_weights_status(w->s, &ws) ||
+	if (w->ops.weights_status(w->ops.arg, &ws) ||
 	    ws.mode == EDGEQ_WEIGHTS_MMAP)
 		return;
 	cur = *was = *now = ws.budget;
@@ -90,7 +89,7 @@ static void adapt_budget(struct eng_watch *w,
 	if (cur >= model && want >= model)
 		return; /* the whole model stays resident either way */
 	if (want && (want > cur + cur / 20 || want + cur / 20 < cur)) {
-		edgeq_session_set_weights_budget(w->s, want);
+		w->ops.set_budget(w->ops.arg, want);
 		*now = want;
 	}
 }
@@ -145,7 +144,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int eng_watch_start(struct edgeq_session *s,
+int eng_watch_start(const struct eng_watch_ops *ops,
 		    const struct edgeq_session_params *p,
 		    struct eng_watch **out, struct edgeq_error *err)
 {
@@ -159,7 +158,7 @@ int eng_watch_start(struct edgeq_session *s,
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return edgeq_error_set(err, ENOMEM, "out of memory");
-	w->s = s;
+	w->ops = *ops;
 	w->ceiling = p->weights_budget;
 	w->hook = p->on_pressure;
 	w->hook_arg = p->pressure_arg;
