@@ -46,6 +46,13 @@ int edgeq_kernels_bench_matvec(const char *type, int64_t rows, int64_t cols,
 			       int nthreads, size_t footprint, int iters,
 			       struct edgeq_matvec_bench *out,
 			       struct edgeq_error *err);
+/* The same on the 16-row packed layout the decoder repacks into at load
+ * (-EOPNOTSUPP where the selected kernels have none for @type). */
+int edgeq_kernels_bench_matvec_packed(const char *type, int64_t rows,
+				      int64_t cols, int nthreads,
+				      size_t footprint, int iters,
+				      struct edgeq_matvec_bench *out,
+				      struct edgeq_error *err);
 
 struct edgeq_matmul_bench {
 	double gflops;	      /* 2 x rows x cols x tokens per second (10^9) */

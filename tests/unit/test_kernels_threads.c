@@ -2,7 +2,8 @@
 /*
  * Kernels' thread pool: every job runs once per thread, back to back and
  * after the workers went to sleep; parallel matvec is bit-identical to the
- * single-threaded one for any thread count; matmul equals repeated matvec.
+ * single-threaded one for any thread count; matmul equals repeated matvec;
+ * the matvec benchmark times either layout and refuses what it cannot.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include <edgeq/edgeq.h>
+#include <edgeq/kernels.h>
 
 #include "kernels/kernels.h"
 
@@ -236,6 +238,58 @@ static void test_par_matmul_equals_matvec(void **state)
 	edgeq_threadpool_free(tp);
 }
 
+/*
+ * kbench's numbers: the file layout streams rows x row size per call, the
+ * packed one the 16-row copy (partial groups padded); a type or table
+ * without that layout and a shape that is not whole blocks are refused.
+ */
+static void test_bench_matvec_layouts(void **state)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	static const enum edgeq_type bench_types[] = { EDGEQ_TYPE_Q4_0,
+						       EDGEQ_TYPE_Q4_K };
+	struct edgeq_matvec_bench b;
+	struct edgeq_error err;
+	int ret;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bench_types) / sizeof(bench_types[0]);
+	     i++) {
+		enum edgeq_type t = bench_types[i];
+		const char *name = edgeq_type_name(t);
+
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(edgeq_kernels_bench_matvec(name, 40, 512, 2,
+							    1u << 20, 3, &b,
+							    &err),
+				 0);
+		assert_int_equal(b.weight_bytes, 40 * edgeq_row_size(t, 512));
+		assert_true(b.gbps > 0 && b.us_per_matvec > 0);
+		ret = edgeq_kernels_bench_matvec_packed(name, 40, 512, 2,
+							1u << 20, 3, &b, &err);
+		if (!ops->pack16[t]) {
+			assert_int_equal(ret, -EOPNOTSUPP);
+			assert_non_null(strstr(err.msg, name));
+			continue;
+		}
+		assert_int_equal(ret, 0);
+		/* 40 rows are 3 groups of 16 */
+		assert_int_equal(b.weight_bytes, edgeq_pack16_size(t, 40, 512));
+		assert_true(b.weight_bytes >= 48 * edgeq_row_size(t, 512));
+		assert_true(b.gbps > 0 && b.us_per_matvec > 0);
+	}
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(edgeq_kernels_bench_matvec_packed(
+				 "F16", 32, 512, 1, 1u << 20, 2, &b, &err),
+			 -EOPNOTSUPP);
+	assert_non_null(strstr(err.msg, "F16"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(edgeq_kernels_bench_matvec_packed(
+				 "Q4_K", 32, 300, 1, 1u << 20, 2, &b, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "300"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_pool_rejects),
 		cmocka_unit_test(test_par_matvec_any_thread_count),
 		cmocka_unit_test(test_par_matmul_equals_matvec),
+		cmocka_unit_test(test_bench_matvec_layouts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

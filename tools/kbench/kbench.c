@@ -5,6 +5,8 @@
  * builds (x86-64 vs aarch64).
  *
  *   kbench [-t 1,2] [-T Q4_0,Q8_0,...] [-r ROWS] [-c COLS] [-f MiB]
+ *   kbench --packed      the same on the 16-row layout weights are repacked
+ *                        into at load
  *   kbench --digest      one line per type: hash of quantizer, dot,
  *                        matvec and matmul outputs (scalar and selected)
  */
@@ -112,7 +114,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kbench [-t THREADS,...] [-T TYPE,...] [-r ROWS] [-c COLS] "
-		"[-f FOOTPRINT_MiB] [-i ITERS] | --digest\n");
+		"[-f FOOTPRINT_MiB] [-i ITERS] [--packed] | --digest\n");
 }
 
 int main(int argc, char **argv)
@@ -125,11 +127,13 @@ int main(int argc, char **argv)
 		{ "footprint", required_argument, NULL, 'f' },
 		{ "iters", required_argument, NULL, 'i' },
 		{ "digest", no_argument, NULL, 'd' },
+		{ "packed", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char threads[64] = "1,2", types[256] = "Q4_0,Q8_0,Q4_K,Q6_K,F16";
 	long rows = 2048, cols = 8192, fp_mib = 1024, iters = 0;
+	bool packed = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "t:T:r:c:f:i:h", longopts, NULL)) !=
@@ -155,6 +159,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			return digest();
+		case 'p':
+			packed = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -163,8 +170,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	printf("kernels: %s   matrix %ld x %ld, footprint %ld MiB\n",
-	       edgeq_kernels_select()->name, rows, cols, fp_mib);
+	printf("kernels: %s   matrix %ld x %ld, footprint %ld MiB, %s layout\n",
+	       edgeq_kernels_select()->name, rows, cols, fp_mib,
+	       packed ? "packed 16-row" : "file");
 	printf("%-6s %3s %10s %10s %8s %8s\n", "type", "t", "us/matvec", "GB/s",
 	       "membw", "eff");
 	for (char *ts = strtok(threads, ","); ts; ts = strtok(NULL, ",")) {
@@ -183,9 +191,10 @@ int main(int argc, char **argv)
 			struct edgeq_matvec_bench b;
 			struct edgeq_error err = { 0 };
 
-			ret = edgeq_kernels_bench_matvec(ty, rows, cols, nt,
-							 (size_t)fp_mib << 20,
-							 (int)iters, &b, &err);
+			ret = (packed ? edgeq_kernels_bench_matvec_packed :
+					edgeq_kernels_bench_matvec)(
+				ty, rows, cols, nt, (size_t)fp_mib << 20,
+				(int)iters, &b, &err);
 			if (ret) {
 				fprintf(stderr, "kbench: %s\n", err.msg);
 				return 1;
