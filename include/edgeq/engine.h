@@ -50,12 +50,6 @@ struct edgeq_model_params {
 	 * kernels have a faster layout for, when the budget has room; the
 	 * environment's EDGEQ_NO_REPACK=1 sets it) */
 	bool no_repack;
-	/* also repack the K-quants (Q4_K, Q5_K, Q6_K): steps of a few tokens
-	 * (decode, continuous batching) get faster, long prompts ~20 %
-	 * slower on AVX-512 (its file-layout prefill tile is the better
-	 * one there); edgeq serve sets it with more than one slot, the
-	 * environment's EDGEQ_REPACK=all always */
-	bool repack_kquants;
 };
 
 /* What a loaded model is; filled by the loader from GGUF metadata. */

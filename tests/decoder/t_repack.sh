@@ -3,7 +3,7 @@
 # Weights repacked at load (16-row groups, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): the logits of
 # every position are bit-identical to the file layout's (--no-repack) and
 # to the scalar oracle's, at 1 and 2 threads, for decode and for prompts
-# past the 8-token tile; the JSON says what was packed, and each case that
+# past the 8-token tile and (30 tokens) the K-quants' prepared tiles; the JSON says what was packed, and each case that
 # keeps the file layout says why (asked not to, streamed weights, a budget
 # the packed copy would exceed, a type with no packed form, kernels
 # without one).
@@ -30,14 +30,9 @@ fi
 for ty in q4_0 q8_0 q4_k q5_k q6_k; do
 	m=$T/$ty.gguf
 	case $ty in q4_k | q5_k | q6_k)
-		"$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline >"$T/$ty-d.j" 2>/dev/null
-		check "$ty: K-quants not packed by default, said" \
-			grep -q '"repack": *"off: K-quants are packed for batching only' "$T/$ty-d.j"
-		export EDGEQ_REPACK=all
 		if ! "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline 2>/dev/null |
 			grep -q '"repack": *"[0-9]* matrices'; then
 			echo "ok - $ty: # skip: the selected kernels do not pack it"
-			unset EDGEQ_REPACK
 			continue
 		fi ;;
 	esac
@@ -52,6 +47,18 @@ for ty in q4_0 q8_0 q4_k q5_k q6_k; do
 		check "$ty -t $t --no-repack: says so" grep -q '"repack": *"off: asked not to"' "$T/$ty-f$t.j"
 		check "$ty -t $t: logits bit-identical packed and not" cmp -s "$T/$ty-p$t" "$T/$ty-f$t"
 	done
+	# a 30-token prompt in one batch: the K-quants' prepared 8-token tiles
+	"$EDGEQ" run -m "$m" -p "$P $P" -n 2 -t 2 -b 64 --temp 0 --no-roofline \
+		--dump-logits "$T/$ty-lp" >/dev/null 2>&1
+	"$EDGEQ" run -m "$m" -p "$P $P" -n 2 -t 2 -b 64 --temp 0 --no-roofline --no-repack \
+		--dump-logits "$T/$ty-lf" >/dev/null 2>&1
+	check "$ty: a long prompt's logits bit-identical packed and not" \
+		cmp -s "$T/$ty-lp" "$T/$ty-lf"
+	check "$ty: the long prompt's logits are not empty" test -s "$T/$ty-lp"
+	EDGEQ_KERNELS=scalar "$EDGEQ" run -m "$m" -p "$P $P" -n 2 -t 2 -b 64 --temp 0 --no-roofline \
+		--dump-logits "$T/$ty-ls" >/dev/null 2>&1
+	check "$ty: a long prompt's packed logits equal the scalar oracle's" \
+		cmp -s "$T/$ty-lp" "$T/$ty-ls"
 	EDGEQ_KERNELS=scalar "$EDGEQ" run -m "$m" -p "$P" -n 12 -t 2 -b 11 --temp 0 --no-roofline \
 		--dump-logits "$T/$ty-s" >/dev/null 2>&1
 	EDGEQ_KERNELS=scalar "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline >"$T/$ty-s.j" 2>/dev/null
@@ -60,7 +67,6 @@ for ty in q4_0 q8_0 q4_k q5_k q6_k; do
 	check "$ty: the logits are not empty" test -s "$T/$ty-s"
 	EDGEQ_NO_REPACK=1 "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline >"$T/e.j" 2>/dev/null
 	check "$ty: EDGEQ_NO_REPACK=1 keeps the layout" grep -q '"repack": *"off: asked not to"' "$T/e.j"
-	unset EDGEQ_REPACK
 done
 
 m=$T/q4_0.gguf

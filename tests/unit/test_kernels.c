@@ -1434,9 +1434,19 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 	static const struct {
 		int n, rows, nb;
 	} shapes[] = {
-		{ 32, 1, 1 },	 { 64, 16, 8 },	  { 96, 17, 9 },
-		{ 2048, 33, 3 }, { 256, 40, 17 }, { 5632, 20, 2 },
-		{ 160, 5, 70 },	 { 512, 64, 1 },
+		{ 32, 1, 1 },
+		{ 64, 16, 8 },
+		{ 96, 17, 9 },
+		{ 2048, 33, 3 },
+		{ 256, 40, 17 },
+		{ 5632, 20, 2 },
+		{ 160, 5, 70 },
+		{ 512, 64, 1 },
+		/* K tiles of 5-8 tokens, and (5632 x 90) two token blocks */
+		{ 256, 21, 70 },
+		{ 512, 16, 13 },
+		{ 768, 18, 7 },
+		{ 5632, 20, 90 },
 	};
 	static const enum edgeq_type types[] = {
 		EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_K,

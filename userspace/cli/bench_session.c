@@ -156,7 +156,6 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	edgeq_model_params_init(&mp);
 	mp.path = path;
 	mp.n_threads = threads;
-	mp.repack_kquants = !mp.no_repack; /* as serve with slots */
 	ret = edgeq_model_load(&mp, &m, &err);
 	if (ret)
 		return cli_error(cli_exit_for(ret), "bench", "%s: %s", path,
@@ -322,7 +321,6 @@ int bench_draft(const char *path, int threads, const char *draft, int max_len,
 	edgeq_model_params_init(&mp);
 	mp.path = path;
 	mp.n_threads = threads;
-	mp.repack_kquants = !mp.no_repack; /* as serve with slots */
 	ret = edgeq_model_load(&mp, &m, &err);
 	if (!ret && dpath) {
 		mp.path = dpath;

@@ -24,8 +24,6 @@ void edgeq_model_params_init(struct edgeq_model_params *p)
 	p->use_io_uring = true;
 	p->no_repack = getenv("EDGEQ_NO_REPACK") &&
 		       strcmp(getenv("EDGEQ_NO_REPACK"), "0");
-	p->repack_kquants = getenv("EDGEQ_REPACK") &&
-			    !strcmp(getenv("EDGEQ_REPACK"), "all");
 }
 
 const struct edgeq_model_info *edgeq_model_info(const struct edgeq_model *m)

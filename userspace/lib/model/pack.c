@@ -80,19 +80,13 @@ static void drop_file_pages(const void *p, size_t len)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-static bool is_kquant(uint32_t t)
-{
-	return t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K ||
-	       t == EDGEQ_TYPE_Q6_K;
-}
-
-/* A matrix this table packs, under the params' policy. */
+/* A matrix this table packs. */
 static bool packable(const struct edgeq_model *m,
 		     const struct edgeq_model_params *p,
 		     const struct edgeq_tensor *t)
 {
-	return m->ops->pack16[t->type] && is_linear(m, t) &&
-	       (p->repack_kquants || !is_kquant(t->type));
+	(void)p;
+	return m->ops->pack16[t->type] && is_linear(m, t);
 }
 
 /* Bytes and count of the matrices packing would take (0: none). */
@@ -171,20 +165,9 @@ int model_pack_weights(struct edgeq_model *m,
 	}
 	total = pack_total(m, p, &n);
 	if (!n) {
-		bool kq = false;
-
-		for (i = 0; i < m->n_tensors; i++)
-			kq |= m->ops->pack16[m->tensors[i].type] &&
-			      is_kquant(m->tensors[i].type) &&
-			      is_linear(m, &m->tensors[i]);
-		if (kq)
-			snprintf(in->repack, sizeof(in->repack),
-				 "off: K-quants are packed for batching only "
-				 "(EDGEQ_REPACK=all, serve with slots)");
-		else
-			snprintf(in->repack, sizeof(in->repack),
-				 "off: no matrix of a type the %s kernels pack",
-				 m->ops->name);
+		snprintf(in->repack, sizeof(in->repack),
+			 "off: no matrix of a type the %s kernels pack",
+			 m->ops->name);
 		return 0;
 	}
 	budget = budget_of(p);

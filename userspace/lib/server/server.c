@@ -1270,10 +1270,6 @@ int srv_load(struct srv *s, struct edgeq_error *err)
 	mp.n_threads = s->cfg.threads;
 	mp.weights = (enum edgeq_weights_mode)s->cfg.weights_mode;
 	mp.weights_budget = s->cfg.weights_budget;
-	/* several slots batch their decode steps: the packed K-quants are
-	 * the faster form for those */
-	if (s->n_slots > 1)
-		mp.repack_kquants = true;
 	/* the vocabulary first (quick): requests that come while the
 	 * weights load are routed with real token counts */
 	{

@@ -8,7 +8,9 @@
  * activation block's sum), so after the block the 16 lanes are the exact
  * signed block sums; one convert, d_w * d_a (exact: two fp16 values) and
  * one fma advance the 16 rows' chains, as the scalar dot does per block.
- * A matmul unpacks a group's block once for up to 8 tokens.
+ * A matmul unpacks a group's block once for up to 8 tokens; prompts of
+ * K-quants of 16 tokens or more take avx512_qk.c's tiles on the form
+ * prepared from the packed group.
  */
 #include <immintrin.h>
 #include <stdbool.h>
@@ -18,6 +20,8 @@
 #include "kernels/kernels.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")
+
+#include "kernels/x86/avx512_qk.h"
 
 /* Per activation block: its scale and bias (-8 or -128 times its sum). */
 struct act {
@@ -88,7 +92,10 @@ static void *act_bytes(size_t n)
 }
 
 #define AI __attribute__((always_inline)) static inline
+/* prefetch distance: whole blocks at their start (Q4_0, Q8_0, Q6_K decode)
+ * or spread over the K super-block's sub-blocks */
 #define PF_AHEAD 4096
+#define PF_K 4096
 
 /*
  * One group of 16 rows against NT tokens (a compile-time constant at each
@@ -255,10 +262,6 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			_mm256_loadu_si256((const __m256i *)(sb + 32)));
 		__m512i isum[8], summ[8];
 
-#pragma GCC unroll 45
-		for (size_t o = 0; o < GB; o += 64)
-			_mm_prefetch((const char *)sb + PF_AHEAD + o,
-				     _MM_HINT_T0);
 #pragma GCC unroll 8
 		for (k = 0; k < NT; k++)
 			isum[k] = _mm512_setzero_si512();
@@ -268,6 +271,15 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		for (int j = 0; j < 8; j++) {
 			const int jj = j >> 1, hf = j & 1;
 			const uint8_t *qp = sb + 320 + 512 * jj;
+
+			/* an eighth of the super-block's lines per
+			 * sub-block: a burst of all of them at once fills
+			 * the miss buffers and stalls the loads behind */
+#pragma GCC unroll 6
+			for (size_t o = (GB / 64 * j / 8) * 64;
+			     o < (GB / 64 * (j + 1) / 8) * 64; o += 64)
+				_mm_prefetch((const char *)sb + PF_K + o,
+					     _MM_HINT_T0);
 			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(
 				(const __m128i *)(sb + 64 + 16 * j)));
 			__m512i w[8];
@@ -358,26 +370,135 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		acc[k] = c_[k];
 }
 
+/*
+ * The same for 5-8 tokens (a prompt's tiles), chunk by chunk: each unpacked
+ * chunk meets every token before the next one is made, so one weight
+ * vector is live instead of eight and the tokens' sums stay in registers.
+ * The integer sums are exact, so the order of their adds is free; the
+ * float steps per token are tile_k's.
+ */
+AI void tile_kw(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		size_t as, const struct actk *ap, int64_t aps, const int NT,
+		const bool Q5, __m512 *acc)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+	const size_t GB = Q5 ? GB_Q5_K : GB_Q4_K;
+	int k;
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB;
+		__m512i isum[8];
+
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++)
+			isum[k] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++) {
+			const int hf = j & 1;
+			const uint8_t *qp = sb + 320 + 512 * (j >> 1);
+			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+				(const __m128i *)(sb + 64 + 16 * j)));
+			__m512i sd[8];
+
+#pragma GCC unroll 6
+			for (size_t o = (GB / 64 * j / 8) * 64;
+			     o < (GB / 64 * (j + 1) / 8) * 64; o += 64)
+				_mm_prefetch((const char *)sb + PF_K + o,
+					     _MM_HINT_T0);
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++) {
+				__m512i v = _mm512_loadu_si512(qp + 64 * c);
+				__m512i w = _mm512_and_si512(
+					hf ? _mm512_srli_epi16(v, 4) : v, m4);
+
+				if (Q5) {
+					__m512i h = _mm512_loadu_si512(
+						sb + GB_Q4_K + 64 * c);
+
+					h = j <= 4 ?
+						    _mm512_slli_epi16(h,
+								      4 - j) :
+						    _mm512_srli_epi16(h, j - 4);
+					w = _mm512_ternarylogic_epi32(m10, h, w,
+								      0xea);
+				}
+#pragma GCC unroll 8
+				for (k = 0; k < NT; k++)
+					sd[k] = _mm512_dpbusd_epi32(
+						c ? sd[k] :
+						    _mm512_setzero_si512(),
+						w,
+						bcast4(((const struct edgeq_block_q8_K
+								 *)(a +
+								    k * as))[i]
+							       .qs +
+						       32 * j + 4 * c));
+			}
+#pragma GCC unroll 8
+			for (k = 0; k < NT; k++)
+				isum[k] = _mm512_add_epi32(
+					isum[k], _mm512_mullo_epi32(sd[k], sc));
+		}
+		__m512i mp[4];
+
+#pragma GCC unroll 4
+		for (int jj = 0; jj < 4; jj++)
+			mp[jj] = _mm512_or_si512(
+				_mm512_cvtepu8_epi32(_mm_loadu_si128(
+					(const __m128i *)(sb + 192 + 32 * jj))),
+				_mm512_slli_epi32(
+					_mm512_cvtepu8_epi32(_mm_loadu_si128(
+						(const __m128i *)(sb + 208 +
+								  32 * jj))),
+					16));
+		__m512 dw = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)sb));
+		__m512 dm = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)(sb + 32)));
+
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++) {
+			const struct actk *ak = &ap[k * aps + i - i0];
+			__m512 da = _mm512_set1_ps(ak->d);
+			__m512i summ = _mm512_setzero_si512();
+
+#pragma GCC unroll 4
+			for (int jj = 0; jj < 4; jj++)
+				summ = _mm512_add_epi32(
+					summ,
+					_mm512_madd_epi16(
+						mp[jj],
+						_mm512_set1_epi32(ak->bp[jj])));
+			acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da),
+						 _mm512_cvtepi32_ps(isum[k]),
+						 acc[k]);
+			acc[k] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, da),
+						  _mm512_cvtepi32_ps(summ),
+						  acc[k]);
+		}
+	}
+}
+
 static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		       int64_t i1, const char *a, size_t as, const void *ap,
 		       int64_t aps, int nt, __m512 *acc)
 {
-#define T(N)                                                               \
-	case N:                                                            \
-		if (t == EDGEQ_TYPE_Q5_K)                                  \
-			tile_k(gp, i0, i1, a, as, ap, aps, N, true, acc);  \
-		else                                                       \
-			tile_k(gp, i0, i1, a, as, ap, aps, N, false, acc); \
+#define T(F, N)                                                       \
+	case N:                                                       \
+		if (t == EDGEQ_TYPE_Q5_K)                             \
+			F(gp, i0, i1, a, as, ap, aps, N, true, acc);  \
+		else                                                  \
+			F(gp, i0, i1, a, as, ap, aps, N, false, acc); \
 		return
 	switch (nt) {
-		T(1);
-		T(2);
-		T(3);
-		T(4);
-		T(5);
-		T(6);
-		T(7);
-		T(8);
+		T(tile_k, 1);
+		T(tile_k, 2);
+		T(tile_k, 3);
+		T(tile_k, 4);
+		T(tile_kw, 5);
+		T(tile_kw, 6);
+		T(tile_kw, 7);
+		T(tile_kw, 8);
 	}
 #undef T
 }
@@ -528,6 +649,94 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		acc[k] = c_[k];
 }
 
+/*
+ * The same for 5-8 tokens, one sub-block at a time: its 4 weight vectors
+ * are made from their chunks (ql at n or n + 32 bytes, and qh) as each
+ * meets every token, so the tokens' sums stay in registers (tile_q6 keeps
+ * 4 sub-blocks per token in flight, too many for 8 tokens).
+ */
+AI void tile_q6w(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		 size_t as, const struct act6 *ap, int64_t aps, const int NT,
+		 __m512 *acc)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+	int k;
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
+		__m512i isum[8];
+
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++)
+			isum[k] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+		for (int u = 0; u < 16; u++) {
+			/* sub-block 8n + c4 + 2j, from quarter q4 = 2n + c4 */
+			const int q4 = u >> 2, j = u & 3, n = q4 >> 1,
+				  c4 = q4 & 1, g = 8 * n + c4 + 2 * j;
+			__m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(
+				(const __m128i *)(sb + 32 + 16 * g)));
+			__m512i sd[8];
+
+#pragma GCC unroll 4
+			for (size_t o = (GB_Q6_K / 64 * (size_t)u / 16) * 64;
+			     o < (GB_Q6_K / 64 * (size_t)(u + 1) / 16) * 64;
+			     o += 64)
+				_mm_prefetch((const char *)sb + PF_K + o,
+					     _MM_HINT_T0);
+#pragma GCC unroll 8
+			for (k = 0; k < NT; k++)
+				sd[k] = _mm512_set1_epi32(
+					ap[k * aps + i - i0].nb32[g]);
+#pragma GCC unroll 4
+			for (int cc = 0; cc < 4; cc++) {
+				const int c = 4 * c4 + cc;
+				__m512i Q = _mm512_loadu_si512(
+					sb + 288 +
+					64 * (16 * n + (j & 1) * 8 + c));
+				__m512i H = _mm512_loadu_si512(
+					sb + 2336 + 64 * (8 * n + c));
+				__m512i lo =
+					j < 2 ? _mm512_and_si512(Q, m4) :
+						_mm512_and_si512(
+							_mm512_srli_epi16(Q, 4),
+							m4);
+				__m512i hb = j == 0 ? _mm512_slli_epi16(H, 4) :
+					     j == 1 ? _mm512_slli_epi16(H, 2) :
+					     j == 2 ? H :
+						      _mm512_srli_epi16(H, 2);
+				__m512i w = _mm512_ternarylogic_epi32(m30, hb,
+								      lo, 0xea);
+
+#pragma GCC unroll 8
+				for (k = 0; k < NT; k++)
+					sd[k] = _mm512_dpbusd_epi32(
+						sd[k], w,
+						bcast4(((const struct edgeq_block_q8_K
+								 *)(a +
+								    k * as))[i]
+							       .qs +
+						       128 * n + 4 * c +
+						       32 * j));
+			}
+#pragma GCC unroll 8
+			for (k = 0; k < NT; k++)
+				isum[k] = _mm512_add_epi32(
+					isum[k], _mm512_mullo_epi32(sd[k], sc));
+		}
+		__m512 dw = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)sb));
+
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++)
+			acc[k] = _mm512_fmadd_ps(
+				_mm512_mul_ps(
+					dw,
+					_mm512_set1_ps(ap[k * aps + i - i0].d)),
+				_mm512_cvtepi32_ps(isum[k]), acc[k]);
+	}
+}
+
 static void tile_q6_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 			int64_t i1, const char *a, size_t as, const void *ap,
 			int64_t aps, int nt, __m512 *acc)
@@ -542,11 +751,147 @@ static void tile_q6_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 	case 3:
 		tile_q6(gp, i0, i1, a, as, ap, aps, 3, acc);
 		return;
-	default:
+	case 4:
 		tile_q6(gp, i0, i1, a, as, ap, aps, 4, acc);
+		return;
+	case 5:
+		tile_q6w(gp, i0, i1, a, as, ap, aps, 5, acc);
+		return;
+	case 6:
+		tile_q6w(gp, i0, i1, a, as, ap, aps, 6, acc);
+		return;
+	case 7:
+		tile_q6w(gp, i0, i1, a, as, ap, aps, 7, acc);
+		return;
+	default:
+		tile_q6w(gp, i0, i1, a, as, ap, aps, 8, acc);
 		return;
 	}
 }
+
+/* ---- long prompts: the file layout's prefill tiles ---- */
+
+/*
+ * A prompt of many tokens goes through avx512_qk.c's 16-row x 8-token
+ * tiles (bytes ready in their prepared form, one weight vector per 4
+ * bytes, no unpacking in the tile), the form prepared here from the
+ * packed group, a copy and a few shifts per chunk: cheaper than from the
+ * file's rows.
+ */
+struct grp {
+	enum edgeq_type t;
+	const uint8_t *w;
+	size_t gsz;
+};
+
+static void prep_k4_packed(struct q4k_prep *P, const uint8_t *sb)
+{
+	P->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sb));
+	P->dmin =
+		_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sb + 32)));
+	for (int j = 0; j < 8; j++)
+		P->sc[j] = _mm512_cvtepu8_epi32(
+			_mm_loadu_si128((const __m128i *)(sb + 64 + 16 * j)));
+	for (int jj = 0; jj < 4; jj++)
+		P->mp[jj] = _mm512_or_si512(
+			_mm512_cvtepu8_epi32(_mm_loadu_si128(
+				(const __m128i *)(sb + 192 + 32 * jj))),
+			_mm512_slli_epi32(
+				_mm512_cvtepu8_epi32(_mm_loadu_si128(
+					(const __m128i *)(sb + 208 + 32 * jj))),
+				16));
+}
+
+static void prep_group(void *Pv, int64_t g, int64_t nsb, const void *arg)
+{
+	const struct grp *G = arg;
+	const uint8_t *gp = G->w + (size_t)g * G->gsz;
+	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10),
+		      m30 = _mm512_set1_epi8(0x30);
+
+	for (int64_t i = 0; i < nsb; i++) {
+		if (G->t == EDGEQ_TYPE_Q4_K) {
+			const uint8_t *sb = gp + (size_t)i * GB_Q4_K;
+			struct q4k_prep *P = (struct q4k_prep *)Pv + i;
+
+			prep_k4_packed(P, sb);
+			for (int c = 0; c < 32; c++)
+				P->qs[c] =
+					_mm512_loadu_si512(sb + 320 + 64 * c);
+		} else if (G->t == EDGEQ_TYPE_Q5_K) {
+			const uint8_t *sb = gp + (size_t)i * GB_Q5_K;
+			struct q5k_prep *P = (struct q5k_prep *)Pv + i;
+
+			prep_k4_packed((struct q4k_prep *)P, sb);
+			for (int j = 0; j < 8; j++)
+				for (int c = 0; c < 8; c++) {
+					__m512i v = _mm512_loadu_si512(
+						sb + 320 + 512 * (j >> 1) +
+						64 * c);
+					__m512i h = _mm512_loadu_si512(
+						sb + GB_Q4_K + 64 * c);
+
+					v = _mm512_and_si512(
+						(j & 1) ? _mm512_srli_epi16(v,
+									    4) :
+							  v,
+						m4);
+					h = j <= 4 ?
+						    _mm512_slli_epi16(h,
+								      4 - j) :
+						    _mm512_srli_epi16(h, j - 4);
+					P->q[8 * j + c] =
+						_mm512_ternarylogic_epi32(
+							m10, h, v, 0xea);
+				}
+		} else {
+			const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
+			struct q6k_prep *P = (struct q6k_prep *)Pv + i;
+
+			P->d = _mm512_cvtph_ps(
+				_mm256_loadu_si256((const __m256i *)sb));
+			/* sub-block 8n + c4 + 2j, as tile_q6w */
+			for (int u = 0; u < 16; u++) {
+				const int q4 = u >> 2, j = u & 3, n = q4 >> 1,
+					  c4 = q4 & 1, sg = 8 * n + c4 + 2 * j;
+
+				P->sc[sg] = _mm512_cvtepi8_epi32(_mm_loadu_si128(
+					(const __m128i *)(sb + 32 + 16 * sg)));
+				for (int cc = 0; cc < 4; cc++) {
+					const int c = 4 * c4 + cc;
+					__m512i Q = _mm512_loadu_si512(
+						sb + 288 +
+						64 * (16 * n + (j & 1) * 8 +
+						      c));
+					__m512i H = _mm512_loadu_si512(
+						sb + 2336 + 64 * (8 * n + c));
+					__m512i lo =
+						j < 2 ? _mm512_and_si512(Q,
+									 m4) :
+							_mm512_and_si512(
+								_mm512_srli_epi16(
+									Q, 4),
+								m4);
+					__m512i hb =
+						j == 0 ? _mm512_slli_epi16(H,
+									   4) :
+						j == 1 ? _mm512_slli_epi16(H,
+									   2) :
+						j == 2 ? H :
+							 _mm512_srli_epi16(H,
+									   2);
+
+					P->q[4 * sg + cc] =
+						_mm512_ternarylogic_epi32(
+							m30, hb, lo, 0xea);
+				}
+			}
+		}
+	}
+}
+
+/* Prompts of at least this many tokens take the prepared tiles. */
+#define PREP_MIN_TOKENS 16
 
 /* ---- one driver for every packed type ---- */
 
@@ -585,14 +930,17 @@ static const struct kind k_q8_0 = {
 	32, 32 + 8 * 64, 34, sizeof(struct act), 8, prep_q80, tile_any
 };
 static const struct kind k_q4_K = {
-	256, GB_Q4_K, 292, sizeof(struct actk), 4, prep_k, tile_k_any
+	256, GB_Q4_K, 292, sizeof(struct actk), 8, prep_k, tile_k_any
 };
 static const struct kind k_q5_K = {
-	256, GB_Q5_K, 292, sizeof(struct actk), 4, prep_k, tile_k_any
+	256, GB_Q5_K, 292, sizeof(struct actk), 8, prep_k, tile_k_any
 };
 static const struct kind k_q6_K = {
-	256, GB_Q6_K, 292, sizeof(struct act6), 4, prep_q6, tile_q6_any
+	256, GB_Q6_K, 292, sizeof(struct act6), 8, prep_q6, tile_q6_any
 };
+
+/* Bytes of a token block's activations (of a 1 MiB L2). */
+#define ACT_L2 (512 << 10)
 
 /* Without heap scratch, this many blocks are prepared on the stack. */
 #define SEG 16
@@ -607,51 +955,73 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
 			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
 						      &k_q6_K;
-	int64_t nblk = n / k->bs, g, b0;
+	int64_t nblk = n / k->bs, g, b0, t0, tb;
 	size_t gsz = (size_t)nblk * k->gb;
 	char *ab = act_bytes((size_t)(nb * nblk) * k->act);
 	_Alignas(64) char st[8 * SEG * sizeof(struct act6)];
 	__m512 acc[8];
 
+	if (k->bs == 256 && nb >= PREP_MIN_TOKENS) {
+		const struct grp G = { t, w, gsz };
+
+		if (edgeq_avx512_matmul_qk_groups(t, n, row0, row1, a, a_stride,
+						  nb, y, ldy, prep_group, &G))
+			return;
+	}
 	for (b0 = 0; ab && b0 < nb; b0++)
 		k->prep(t, (const char *)a + b0 * a_stride, nblk,
 			ab + (size_t)(b0 * nblk) * k->act);
-	for (g = row0 / 16; 16 * g < row1; g++) {
-		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
-		__mmask16 m = lanes(g, row0, row1);
+	/* tokens in blocks whose activations stay in L2 while every group
+	 * of rows meets them */
+	tb = (int64_t)(ACT_L2 / ((size_t)nblk * k->ablk)) / k->tmax * k->tmax;
+	if (tb < k->tmax)
+		tb = k->tmax;
+	for (t0 = 0; t0 < nb; t0 += tb)
+		for (g = row0 / 16; 16 * g < row1; g++) {
+			const uint8_t *gp =
+				(const uint8_t *)w + (size_t)g * gsz;
+			__mmask16 m = lanes(g, row0, row1);
+			int64_t t1 = t0 + tb < nb ? t0 + tb : nb;
 
-		for (b0 = 0; b0 < nb; b0 += k->tmax) {
-			int nt = nb - b0 < k->tmax ? (int)(nb - b0) : k->tmax;
-			const char *ak = (const char *)a + b0 * a_stride;
+			for (b0 = t0; b0 < t1; b0 += k->tmax) {
+				int nt = t1 - b0 < k->tmax ? (int)(t1 - b0) :
+							     k->tmax;
+				const char *ak =
+					(const char *)a + b0 * a_stride;
 
-			for (int j = 0; j < nt; j++)
-				acc[j] = _mm512_setzero_ps();
-			if (ab)
-				k->tile(t, gp, 0, nblk, ak, a_stride,
-					ab + (size_t)(b0 * nblk) * k->act, nblk,
-					nt, acc);
-			else /* each segment's blocks prepared on the way */
-				for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
-					int64_t i1 = i0 + SEG < nblk ?
-							     i0 + SEG :
-							     nblk;
+				for (int j = 0; j < nt; j++)
+					acc[j] = _mm512_setzero_ps();
+				if (ab)
+					k->tile(t, gp, 0, nblk, ak, a_stride,
+						ab + (size_t)(b0 * nblk) *
+								k->act,
+						nblk, nt, acc);
+				else /* each segment's blocks prepared on the way */
+					for (int64_t i0 = 0; i0 < nblk;
+					     i0 += SEG) {
+						int64_t i1 = i0 + SEG < nblk ?
+								     i0 + SEG :
+								     nblk;
 
-					for (int j = 0; j < nt; j++)
-						k->prep(t,
-							ak + j * a_stride +
-								(size_t)i0 *
-									k->ablk,
-							i1 - i0,
-							st + (size_t)j * SEG *
-									k->act);
-					k->tile(t, gp, i0, i1, ak, a_stride, st,
-						SEG, nt, acc);
-				}
-			for (int j = 0; j < nt; j++)
-				_mm512_mask_storeu_ps(
-					y + (b0 + j) * ldy + 16 * g, m, acc[j]);
+						for (int j = 0; j < nt; j++)
+							k->prep(t,
+								ak + j * a_stride +
+									(size_t)i0 *
+										k->ablk,
+								i1 - i0,
+								st + (size_t)j *
+										SEG *
+										k->act);
+						k->tile(t, gp, i0, i1, ak,
+							a_stride, st, SEG, nt,
+							acc);
+					}
+				for (int j = 0; j < nt; j++)
+					_mm512_mask_storeu_ps(
+						y + (b0 + j) * ldy + 16 * g, m,
+						acc[j]);
+			}
 		}
-	}
 }
 
 void edgeq_avx512_matvec_packed(enum edgeq_type t, const void *w, int64_t n,

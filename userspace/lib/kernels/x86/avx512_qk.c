@@ -33,29 +33,6 @@
 #define ROWS 16 /* output rows per group: one per 32-bit lane */
 #define NT 8	/* tokens in flight */
 
-/* One Q4_K super-block of 16 rows, transposed. */
-struct q4k_prep {
-	__m512i sc[8]; /* sub-block scales */
-	__m512i mp[4]; /* mins pairs (m[2p], m[2p + 1]) as int16 */
-	__m512 d, dmin;
-	__m512i qs[32]; /* word k of the 128 nibble bytes, per row */
-};
-
-/* One Q5_K super-block of 16 rows, transposed: the scale part first, as
- * Q4_K's (prep_k4_scales fills both). */
-struct q5k_prep {
-	__m512i sc[8], mp[4];
-	__m512 d, dmin;
-	__m512i q[64]; /* elements 4k..4k+3, per row */
-};
-
-/* One Q6_K super-block of 16 rows, transposed. */
-struct q6k_prep {
-	__m512i q[64];	/* elements 4k..4k+3 as q + 32, per row */
-	__m512i sc[16]; /* sub-block scales (signed) */
-	__m512 d;
-};
-
 /* One Q2_K super-block: Q6_K's fields first, then the mins. */
 struct q2k_prep {
 	__m512i q[64], sc[16];
@@ -855,6 +832,75 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 				else
 					tiles_q6_K(nt, wp, nsb, at, as, apb, yt,
 						   ldy, mask);
+			}
+		}
+	}
+	free(wp);
+	free(ap);
+	return true;
+}
+
+bool edgeq_avx512_matmul_qk_groups(enum edgeq_type type, int64_t n,
+				   int64_t row0, int64_t row1, const void *a,
+				   size_t as, int64_t nb, float *y, int64_t ldy,
+				   void (*prep)(void *P, int64_t g, int64_t nsb,
+						const void *arg),
+				   const void *arg)
+{
+	bool q4 = type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q5_K;
+	int64_t nsb = n / EDGEQ_QK_K, aps = q4 ? APS_Q4K : APS_Q6K;
+	size_t psz = type == EDGEQ_TYPE_Q4_K ? sizeof(struct q4k_prep) :
+		     type == EDGEQ_TYPE_Q5_K ? sizeof(struct q5k_prep) :
+					       sizeof(struct q6k_prep);
+	int64_t cap = (int64_t)(ACT_BYTES / as) / NT * NT, tb = nb;
+	void *wp;
+	int32_t *ap;
+
+	if (nb <= 0 || row1 <= row0)
+		return true;
+	if (cap < NT)
+		cap = NT;
+	if (nb > cap) { /* equal blocks, multiples of NT */
+		int64_t nblk = (nb + cap - 1) / cap;
+
+		tb = ((nb + nblk - 1) / nblk + NT - 1) / NT * NT;
+	}
+	wp = aligned_alloc(64, psz * (size_t)nsb);
+	ap = aligned_alloc(64, (sizeof(int32_t) * (size_t)(tb * nsb * aps) +
+				63) & ~(size_t)63);
+	if (!wp || !ap) {
+		free(wp);
+		free(ap);
+		return false;
+	}
+	for (int64_t b0 = 0; b0 < nb; b0 += tb) {
+		int64_t b1 = b0 + tb < nb ? b0 + tb : nb;
+
+		prep_act(type, ap, (const char *)a + b0 * as, as, b1 - b0, nsb);
+		for (int64_t g = row0 / ROWS; ROWS * g < row1; g++) {
+			int64_t lo = row0 - ROWS * g, hi = row1 - ROWS * g;
+			uint32_t m = 0xffff;
+
+			if (lo > 0)
+				m &= 0xffffu << lo;
+			if (hi < ROWS)
+				m &= (1u << hi) - 1;
+			prep(wp, g, nsb, arg);
+			for (int64_t b = b0; b < b1; b += NT) {
+				int nt = b1 - b < NT ? (int)(b1 - b) : NT;
+				const int32_t *apb = ap + (b - b0) * nsb * aps;
+				const char *at = (const char *)a + b * as;
+				float *yt = y + b * ldy + ROWS * g;
+
+				if (type == EDGEQ_TYPE_Q4_K)
+					tiles_q4_K(nt, wp, nsb, at, as, apb, yt,
+						   ldy, (__mmask16)m);
+				else if (type == EDGEQ_TYPE_Q5_K)
+					tiles_q5_K(nt, wp, nsb, at, as, apb, yt,
+						   ldy, (__mmask16)m);
+				else
+					tiles_q6_K(nt, wp, nsb, at, as, apb, yt,
+						   ldy, (__mmask16)m);
 			}
 		}
 	}
