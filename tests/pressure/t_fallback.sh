@@ -61,7 +61,10 @@ check "no thermal tree: still a state, zero zones" test "$(jget "$T/s4.json" 'le
 # --watch: one JSON line per change, driven by the refresh timer
 EDGEQ_NO_BPF=1 "$EDGEQ" status --json --watch --refresh-ms 100 --duration 3 >"$T/w.json" &
 wp=$!
-sleep 1
+# the change must come after the first state (a loaded machine can take
+# over a second to start it; a zone already at 90 C has no rise to see)
+for _ in $(seq 100); do [ -s "$T/w.json" ] && break; sleep 0.05; done
+sleep 0.3
 put "$F/sys/class/thermal/thermal_zone0/temp" 90000
 sleep 0.6
 put "$F/sys/class/thermal/cooling_device0/cur_state" 6
