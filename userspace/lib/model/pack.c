@@ -81,17 +81,13 @@ static void drop_file_pages(const void *p, size_t len)
 }
 
 /* A matrix this table packs. */
-static bool packable(const struct edgeq_model *m,
-		     const struct edgeq_model_params *p,
-		     const struct edgeq_tensor *t)
+static bool packable(const struct edgeq_model *m, const struct edgeq_tensor *t)
 {
-	(void)p;
 	return m->ops->pack16[t->type] && is_linear(m, t);
 }
 
 /* Bytes and count of the matrices packing would take (0: none). */
-static uint64_t pack_total(const struct edgeq_model *m,
-			   const struct edgeq_model_params *p, size_t *count)
+static uint64_t pack_total(const struct edgeq_model *m, size_t *count)
 {
 	uint64_t total = 0;
 	size_t n = 0;
@@ -100,7 +96,7 @@ static uint64_t pack_total(const struct edgeq_model *m,
 		const struct edgeq_tensor *t = &m->tensors[i];
 		size_t sz;
 
-		if (!packable(m, p, t))
+		if (!packable(m, t))
 			continue;
 		sz = edgeq_pack16_size((enum edgeq_type)t->type,
 				       (int64_t)t->ne[1], (int64_t)t->ne[0]);
@@ -128,7 +124,7 @@ static uint64_t budget_of(const struct edgeq_model_params *p)
 bool model_pack_wants_mmap(const struct edgeq_model *m,
 			   const struct edgeq_model_params *p)
 {
-	uint64_t total = pack_total(m, p, NULL), budget = budget_of(p);
+	uint64_t total = pack_total(m, NULL), budget = budget_of(p);
 
 	return !p->no_repack && total && (!budget || total <= budget);
 }
@@ -163,7 +159,7 @@ int model_pack_weights(struct edgeq_model *m,
 							   "preloaded");
 		return 0;
 	}
-	total = pack_total(m, p, &n);
+	total = pack_total(m, &n);
 	if (!n) {
 		snprintf(in->repack, sizeof(in->repack),
 			 "off: no matrix of a type the %s kernels pack",
@@ -202,7 +198,7 @@ int model_pack_weights(struct edgeq_model *m,
 		struct edgeq_tensor *t = &m->tensors[i];
 		size_t sz;
 
-		if (!packable(m, p, t))
+		if (!packable(m, t))
 			continue;
 		sz = edgeq_pack16_size((enum edgeq_type)t->type,
 				       (int64_t)t->ne[1], (int64_t)t->ne[0]);
