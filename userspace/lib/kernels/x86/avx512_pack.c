@@ -234,6 +234,41 @@ static void actk_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
 }
 
 /*
+ * Sub-block j's weights in chunk c of the packed Q4_K/Q5_K super-block at
+ * sb: the low (j even) or high nibbles of pair j / 2's chunk c; Q5_K gets
+ * bit j of each qh byte as bit 4 (a 16-bit shift, then the mask keeps
+ * only bits of the same byte; (m10 & h) | w = imm 0xea).
+ */
+AI __m512i k_weights(const uint8_t *sb, int j, int c, bool Q5)
+{
+	__m512i v = _mm512_loadu_si512(sb + 320 + 512 * (j >> 1) + 64 * c);
+	__m512i w = _mm512_and_si512((j & 1) ? _mm512_srli_epi16(v, 4) : v,
+				     _mm512_set1_epi8(0x0f));
+
+	if (Q5) {
+		__m512i h = _mm512_loadu_si512(sb + GB_Q4_K + 64 * c);
+
+		h = j <= 4 ? _mm512_slli_epi16(h, 4 - j) :
+			     _mm512_srli_epi16(h, j - 4);
+		w = _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x10), h, w,
+					      0xea);
+	}
+	return w;
+}
+
+/* The 16 rows' mins 2 jj and 2 jj + 1 as int16 pairs. */
+AI __m512i k_mins(const uint8_t *sb, int jj)
+{
+	return _mm512_or_si512(
+		_mm512_cvtepu8_epi32(
+			_mm_loadu_si128((const __m128i *)(sb + 192 + 32 * jj))),
+		_mm512_slli_epi32(
+			_mm512_cvtepu8_epi32(_mm_loadu_si128(
+				(const __m128i *)(sb + 208 + 32 * jj))),
+			16));
+}
+
+/*
  * One group of 16 rows against NT Q8_K tokens, super-blocks [i0, i1):
  * per pair of sub-blocks the 8 chunks are unpacked once (low nibbles:
  * sub-block 2jj, high: 2jj+1); each token's sub-block sums (vpdpbusd, in
@@ -246,7 +281,6 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	       size_t as, const struct actk *ap, int64_t aps, const int NT,
 	       const bool Q5, __m512 *acc)
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
 	const size_t GB = Q5 ? GB_Q5_K : GB_Q4_K;
 	__m512 c_[8];
 	int k;
@@ -269,9 +303,6 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		 * pair jj's 8 chunks, unpacked once for the NT tokens */
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++) {
-			const int jj = j >> 1, hf = j & 1;
-			const uint8_t *qp = sb + 320 + 512 * jj;
-
 			/* an eighth of the super-block's lines per
 			 * sub-block: a burst of all of them at once fills
 			 * the miss buffers and stalls the loads behind */
@@ -285,27 +316,8 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			__m512i w[8];
 
 #pragma GCC unroll 8
-			for (int c = 0; c < 8; c++) {
-				__m512i v = _mm512_loadu_si512(qp + 64 * c);
-
-				w[c] = _mm512_and_si512(
-					hf ? _mm512_srli_epi16(v, 4) : v, m4);
-				if (Q5) {
-					/* bit j of each qh byte to bit 4: a
-					 * 16-bit shift, then the mask keeps
-					 * only bits of the same byte;
-					 * (m10 & x) | w = imm 0xea */
-					__m512i h = _mm512_loadu_si512(
-						sb + GB_Q4_K + 64 * c);
-
-					h = j <= 4 ?
-						    _mm512_slli_epi16(h,
-								      4 - j) :
-						    _mm512_srli_epi16(h, j - 4);
-					w[c] = _mm512_ternarylogic_epi32(
-						m10, h, w[c], 0xea);
-				}
-			}
+			for (int c = 0; c < 8; c++)
+				w[c] = k_weights(sb, j, c, Q5);
 #pragma GCC unroll 8
 			for (k = 0; k < NT; k++) {
 				const int8_t *q =
@@ -335,14 +347,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			summ[k] = _mm512_setzero_si512();
 #pragma GCC unroll 4
 		for (int jj = 0; jj < 4; jj++) {
-			__m512i mp = _mm512_or_si512(
-				_mm512_cvtepu8_epi32(_mm_loadu_si128(
-					(const __m128i *)(sb + 192 + 32 * jj))),
-				_mm512_slli_epi32(
-					_mm512_cvtepu8_epi32(_mm_loadu_si128(
-						(const __m128i *)(sb + 208 +
-								  32 * jj))),
-					16));
+			__m512i mp = k_mins(sb, jj);
 
 #pragma GCC unroll 8
 			for (k = 0; k < NT; k++)
@@ -381,7 +386,6 @@ AI void tile_kw(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		size_t as, const struct actk *ap, int64_t aps, const int NT,
 		const bool Q5, __m512 *acc)
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
 	const size_t GB = Q5 ? GB_Q5_K : GB_Q4_K;
 	int k;
 
@@ -394,8 +398,6 @@ AI void tile_kw(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			isum[k] = _mm512_setzero_si512();
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++) {
-			const int hf = j & 1;
-			const uint8_t *qp = sb + 320 + 512 * (j >> 1);
 			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(
 				(const __m128i *)(sb + 64 + 16 * j)));
 			__m512i sd[8];
@@ -407,21 +409,8 @@ AI void tile_kw(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					     _MM_HINT_T0);
 #pragma GCC unroll 8
 			for (int c = 0; c < 8; c++) {
-				__m512i v = _mm512_loadu_si512(qp + 64 * c);
-				__m512i w = _mm512_and_si512(
-					hf ? _mm512_srli_epi16(v, 4) : v, m4);
+				__m512i w = k_weights(sb, j, c, Q5);
 
-				if (Q5) {
-					__m512i h = _mm512_loadu_si512(
-						sb + GB_Q4_K + 64 * c);
-
-					h = j <= 4 ?
-						    _mm512_slli_epi16(h,
-								      4 - j) :
-						    _mm512_srli_epi16(h, j - 4);
-					w = _mm512_ternarylogic_epi32(m10, h, w,
-								      0xea);
-				}
 #pragma GCC unroll 8
 				for (k = 0; k < NT; k++)
 					sd[k] = _mm512_dpbusd_epi32(
@@ -443,14 +432,7 @@ AI void tile_kw(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 
 #pragma GCC unroll 4
 		for (int jj = 0; jj < 4; jj++)
-			mp[jj] = _mm512_or_si512(
-				_mm512_cvtepu8_epi32(_mm_loadu_si128(
-					(const __m128i *)(sb + 192 + 32 * jj))),
-				_mm512_slli_epi32(
-					_mm512_cvtepu8_epi32(_mm_loadu_si128(
-						(const __m128i *)(sb + 208 +
-								  32 * jj))),
-					16));
+			mp[jj] = k_mins(sb, jj);
 		__m512 dw = _mm512_cvtph_ps(
 			_mm256_loadu_si256((const __m256i *)sb));
 		__m512 dm = _mm512_cvtph_ps(
@@ -507,6 +489,28 @@ static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 
 #define GB_Q6_K (32 + 256 + 32 * 64 + 16 * 64)
 
+/*
+ * Sub-block 8 n + c4 + 2 j's weights (q + 32) in chunk c = 4 c4 + cc of
+ * the packed Q6_K super-block at sb: the low (j < 2) or high nibbles of
+ * ql at n (j even) or n + 32 bytes (j odd), and qh's bit pair j moved to
+ * bits 4-5 (a 16-bit shift; the mask keeps the byte's own).
+ */
+AI __m512i q6_weights(const uint8_t *sb, int n, int c, int j)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	__m512i Q =
+		_mm512_loadu_si512(sb + 288 + 64 * (16 * n + (j & 1) * 8 + c));
+	__m512i H = _mm512_loadu_si512(sb + 2336 + 64 * (8 * n + c));
+	__m512i lo = j < 2 ? _mm512_and_si512(Q, m4) :
+			     _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
+	__m512i hb = j == 0 ? _mm512_slli_epi16(H, 4) :
+		     j == 1 ? _mm512_slli_epi16(H, 2) :
+		     j == 2 ? H :
+			      _mm512_srli_epi16(H, 2);
+
+	return _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x30), hb, lo, 0xea);
+}
+
 /* Per Q8_K super-block: its scale and -32 times each 16-byte group's sum
  * (the start value that turns the stored q + 32 back into q). */
 struct act6 {
@@ -538,7 +542,6 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		size_t as, const struct act6 *ap, int64_t aps, const int NT,
 		__m512 *acc)
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
 	__m512 c_[4];
 	int k;
 
@@ -580,30 +583,11 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #pragma GCC unroll 4
 			for (int cc = 0; cc < 4; cc++) {
 				const int c = 4 * c4 + cc;
-				__m512i A = _mm512_loadu_si512(
-					sb + 288 + 64 * (16 * n + c));
-				__m512i B = _mm512_loadu_si512(
-					sb + 288 + 64 * (16 * n + 8 + c));
-				__m512i H = _mm512_loadu_si512(
-					sb + 2336 + 64 * (8 * n + c));
 				__m512i w[4];
 
-				w[0] = _mm512_ternarylogic_epi32(
-					m30, _mm512_slli_epi16(H, 4),
-					_mm512_and_si512(A, m4), 0xea);
-				w[1] = _mm512_ternarylogic_epi32(
-					m30, _mm512_slli_epi16(H, 2),
-					_mm512_and_si512(B, m4), 0xea);
-				w[2] = _mm512_ternarylogic_epi32(
-					m30, H,
-					_mm512_and_si512(
-						_mm512_srli_epi16(A, 4), m4),
-					0xea);
-				w[3] = _mm512_ternarylogic_epi32(
-					m30, _mm512_srli_epi16(H, 2),
-					_mm512_and_si512(
-						_mm512_srli_epi16(B, 4), m4),
-					0xea);
+#pragma GCC unroll 4
+				for (int j = 0; j < 4; j++)
+					w[j] = q6_weights(sb, n, c, j);
 #pragma GCC unroll 4
 				for (k = 0; k < NT; k++) {
 					const int8_t *q =
@@ -659,7 +643,6 @@ AI void tile_q6w(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		 size_t as, const struct act6 *ap, int64_t aps, const int NT,
 		 __m512 *acc)
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
 	int k;
 
 	for (int64_t i = i0; i < i1; i++) {
@@ -691,22 +674,7 @@ AI void tile_q6w(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #pragma GCC unroll 4
 			for (int cc = 0; cc < 4; cc++) {
 				const int c = 4 * c4 + cc;
-				__m512i Q = _mm512_loadu_si512(
-					sb + 288 +
-					64 * (16 * n + (j & 1) * 8 + c));
-				__m512i H = _mm512_loadu_si512(
-					sb + 2336 + 64 * (8 * n + c));
-				__m512i lo =
-					j < 2 ? _mm512_and_si512(Q, m4) :
-						_mm512_and_si512(
-							_mm512_srli_epi16(Q, 4),
-							m4);
-				__m512i hb = j == 0 ? _mm512_slli_epi16(H, 4) :
-					     j == 1 ? _mm512_slli_epi16(H, 2) :
-					     j == 2 ? H :
-						      _mm512_srli_epi16(H, 2);
-				__m512i w = _mm512_ternarylogic_epi32(m30, hb,
-								      lo, 0xea);
+				__m512i w = q6_weights(sb, n, c, j);
 
 #pragma GCC unroll 8
 				for (k = 0; k < NT; k++)
@@ -793,21 +761,13 @@ static void prep_k4_packed(struct q4k_prep *P, const uint8_t *sb)
 		P->sc[j] = _mm512_cvtepu8_epi32(
 			_mm_loadu_si128((const __m128i *)(sb + 64 + 16 * j)));
 	for (int jj = 0; jj < 4; jj++)
-		P->mp[jj] = _mm512_or_si512(
-			_mm512_cvtepu8_epi32(_mm_loadu_si128(
-				(const __m128i *)(sb + 192 + 32 * jj))),
-			_mm512_slli_epi32(
-				_mm512_cvtepu8_epi32(_mm_loadu_si128(
-					(const __m128i *)(sb + 208 + 32 * jj))),
-				16));
+		P->mp[jj] = k_mins(sb, jj);
 }
 
-static void prep_group(void *Pv, int64_t g, int64_t nsb, const void *arg)
+static void prep_group(void *Pv, int64_t r, int64_t nsb, const void *arg)
 {
 	const struct grp *G = arg;
-	const uint8_t *gp = G->w + (size_t)g * G->gsz;
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10),
-		      m30 = _mm512_set1_epi8(0x30);
+	const uint8_t *gp = G->w + (size_t)(r / 16) * G->gsz;
 
 	for (int64_t i = 0; i < nsb; i++) {
 		if (G->t == EDGEQ_TYPE_Q4_K) {
@@ -824,26 +784,9 @@ static void prep_group(void *Pv, int64_t g, int64_t nsb, const void *arg)
 
 			prep_k4_packed((struct q4k_prep *)P, sb);
 			for (int j = 0; j < 8; j++)
-				for (int c = 0; c < 8; c++) {
-					__m512i v = _mm512_loadu_si512(
-						sb + 320 + 512 * (j >> 1) +
-						64 * c);
-					__m512i h = _mm512_loadu_si512(
-						sb + GB_Q4_K + 64 * c);
-
-					v = _mm512_and_si512(
-						(j & 1) ? _mm512_srli_epi16(v,
-									    4) :
-							  v,
-						m4);
-					h = j <= 4 ?
-						    _mm512_slli_epi16(h,
-								      4 - j) :
-						    _mm512_srli_epi16(h, j - 4);
+				for (int c = 0; c < 8; c++)
 					P->q[8 * j + c] =
-						_mm512_ternarylogic_epi32(
-							m10, h, v, 0xea);
-				}
+						k_weights(sb, j, c, true);
 		} else {
 			const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
 			struct q6k_prep *P = (struct q6k_prep *)Pv + i;
@@ -857,34 +800,9 @@ static void prep_group(void *Pv, int64_t g, int64_t nsb, const void *arg)
 
 				P->sc[sg] = _mm512_cvtepi8_epi32(_mm_loadu_si128(
 					(const __m128i *)(sb + 32 + 16 * sg)));
-				for (int cc = 0; cc < 4; cc++) {
-					const int c = 4 * c4 + cc;
-					__m512i Q = _mm512_loadu_si512(
-						sb + 288 +
-						64 * (16 * n + (j & 1) * 8 +
-						      c));
-					__m512i H = _mm512_loadu_si512(
-						sb + 2336 + 64 * (8 * n + c));
-					__m512i lo =
-						j < 2 ? _mm512_and_si512(Q,
-									 m4) :
-							_mm512_and_si512(
-								_mm512_srli_epi16(
-									Q, 4),
-								m4);
-					__m512i hb =
-						j == 0 ? _mm512_slli_epi16(H,
-									   4) :
-						j == 1 ? _mm512_slli_epi16(H,
-									   2) :
-						j == 2 ? H :
-							 _mm512_srli_epi16(H,
-									   2);
-
-					P->q[4 * sg + cc] =
-						_mm512_ternarylogic_epi32(
-							m30, hb, lo, 0xea);
-				}
+				for (int cc = 0; cc < 4; cc++)
+					P->q[4 * sg + cc] = q6_weights(
+						sb, n, 4 * c4 + cc, j);
 			}
 		}
 	}

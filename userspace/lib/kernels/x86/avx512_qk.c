@@ -757,15 +757,23 @@ static void tiles_q2_K(int nt, const void *P, int64_t nsb, const char *a,
 /* Tokens per block: their Q8_K activations within ACT_BYTES (of L2). */
 #define ACT_BYTES (640 << 10)
 
-bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
-			    int64_t row0, int64_t row1, const void *a,
-			    size_t as, int64_t nb, float *y, int64_t ldy)
+/*
+ * Both entry points: rows [row0, row1) in groups of 16 from @base0 (each
+ * group's lanes those of its rows inside the range), tokens in blocks
+ * whose activations fit ACT_BYTES; @prep prepares the group starting at
+ * row r.
+ */
+static bool run_groups(enum edgeq_type type, int64_t n, int64_t base0,
+		       int64_t row0, int64_t row1, const void *a, size_t as,
+		       int64_t nb, float *y, int64_t ldy,
+		       void (*prep)(void *P, int64_t r, int64_t nsb,
+				    const void *arg),
+		       const void *arg)
 {
 	bool q4 = type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q5_K;
 	int64_t nsb = n / EDGEQ_QK_K, aps = q4			    ? APS_Q4K :
 					    type == EDGEQ_TYPE_Q2_K ? APS_Q2K :
 								      APS_Q6K;
-	size_t rs = edgeq_row_size(type, n);
 	size_t psz = type == EDGEQ_TYPE_Q4_K ? sizeof(struct q4k_prep) :
 		     type == EDGEQ_TYPE_Q5_K ? sizeof(struct q5k_prep) :
 		     type == EDGEQ_TYPE_Q2_K ? sizeof(struct q2k_prep) :
@@ -794,31 +802,23 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 	}
 	for (int64_t b0 = 0; b0 < nb; b0 += tb) {
 		int64_t b1 = b0 + tb < nb ? b0 + tb : nb;
-		const char *ab = (const char *)a + b0 * as;
 
-		prep_act(type, ap, ab, as, b1 - b0, nsb);
-		for (int64_t r = row0; r < row1; r += ROWS) {
-			int64_t nr = row1 - r < ROWS ? row1 - r : ROWS;
-			__mmask16 mask = (__mmask16)((1u << nr) - 1);
-			const char *wr = (const char *)w + r * rs;
+		prep_act(type, ap, (const char *)a + b0 * as, as, b1 - b0, nsb);
+		for (int64_t r = base0; r < row1; r += ROWS) {
+			int64_t lo = row0 - r, hi = row1 - r;
+			uint32_t m = 0xffff;
 
-			if (type == EDGEQ_TYPE_Q4_K)
-				prep_q4_K(wp, wr, rs, nsb, (int)nr);
-			else if (type == EDGEQ_TYPE_Q5_K)
-				prep_q5_K(wp, wr, rs, nsb, (int)nr);
-			else if (type == EDGEQ_TYPE_Q3_K)
-				prep_q3_K(wp, wr, rs, nsb, (int)nr);
-			else if (type == EDGEQ_TYPE_Q2_K)
-				prep_q2_K(wp, wr, rs, nsb, (int)nr);
-			else if (type == EDGEQ_TYPE_IQ4_XS)
-				prep_iq4_xs(wp, wr, rs, nsb, (int)nr);
-			else
-				prep_q6_K(wp, wr, rs, nsb, (int)nr);
+			if (lo > 0)
+				m &= 0xffffu << lo;
+			if (hi < ROWS)
+				m &= (1u << hi) - 1;
+			prep(wp, r, nsb, arg);
 			for (int64_t b = b0; b < b1; b += NT) {
 				int nt = b1 - b < NT ? (int)(b1 - b) : NT;
 				const int32_t *apb = ap + (b - b0) * nsb * aps;
 				const char *at = (const char *)a + b * as;
 				float *yt = y + b * ldy + r;
+				__mmask16 mask = (__mmask16)m;
 
 				if (type == EDGEQ_TYPE_Q4_K)
 					tiles_q4_K(nt, wp, nsb, at, as, apb, yt,
@@ -840,71 +840,51 @@ bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
 	return true;
 }
 
+/* The file's rows: the group at row r from the matrix at w. */
+struct file_rows {
+	enum edgeq_type type;
+	const char *w;
+	size_t rs;
+	int64_t row1;
+};
+
+static void prep_file(void *wp, int64_t r, int64_t nsb, const void *arg)
+{
+	const struct file_rows *f = arg;
+	int nr = (int)(f->row1 - r < ROWS ? f->row1 - r : ROWS);
+	const char *wr = f->w + r * f->rs;
+
+	if (f->type == EDGEQ_TYPE_Q4_K)
+		prep_q4_K(wp, wr, f->rs, nsb, nr);
+	else if (f->type == EDGEQ_TYPE_Q5_K)
+		prep_q5_K(wp, wr, f->rs, nsb, nr);
+	else if (f->type == EDGEQ_TYPE_Q3_K)
+		prep_q3_K(wp, wr, f->rs, nsb, nr);
+	else if (f->type == EDGEQ_TYPE_Q2_K)
+		prep_q2_K(wp, wr, f->rs, nsb, nr);
+	else if (f->type == EDGEQ_TYPE_IQ4_XS)
+		prep_iq4_xs(wp, wr, f->rs, nsb, nr);
+	else
+		prep_q6_K(wp, wr, f->rs, nsb, nr);
+}
+
+bool edgeq_avx512_matmul_qk(enum edgeq_type type, const void *w, int64_t n,
+			    int64_t row0, int64_t row1, const void *a,
+			    size_t as, int64_t nb, float *y, int64_t ldy)
+{
+	const struct file_rows f = { type, w, edgeq_row_size(type, n), row1 };
+
+	return run_groups(type, n, row0, row0, row1, a, as, nb, y, ldy,
+			  prep_file, &f);
+}
+
 bool edgeq_avx512_matmul_qk_groups(enum edgeq_type type, int64_t n,
 				   int64_t row0, int64_t row1, const void *a,
 				   size_t as, int64_t nb, float *y, int64_t ldy,
-				   void (*prep)(void *P, int64_t g, int64_t nsb,
+				   void (*prep)(void *P, int64_t r, int64_t nsb,
 						const void *arg),
 				   const void *arg)
 {
-	bool q4 = type == EDGEQ_TYPE_Q4_K || type == EDGEQ_TYPE_Q5_K;
-	int64_t nsb = n / EDGEQ_QK_K, aps = q4 ? APS_Q4K : APS_Q6K;
-	size_t psz = type == EDGEQ_TYPE_Q4_K ? sizeof(struct q4k_prep) :
-		     type == EDGEQ_TYPE_Q5_K ? sizeof(struct q5k_prep) :
-					       sizeof(struct q6k_prep);
-	int64_t cap = (int64_t)(ACT_BYTES / as) / NT * NT, tb = nb;
-	void *wp;
-	int32_t *ap;
-
-	if (nb <= 0 || row1 <= row0)
-		return true;
-	if (cap < NT)
-		cap = NT;
-	if (nb > cap) { /* equal blocks, multiples of NT */
-		int64_t nblk = (nb + cap - 1) / cap;
-
-		tb = ((nb + nblk - 1) / nblk + NT - 1) / NT * NT;
-	}
-	wp = aligned_alloc(64, psz * (size_t)nsb);
-	ap = aligned_alloc(64, (sizeof(int32_t) * (size_t)(tb * nsb * aps) +
-				63) & ~(size_t)63);
-	if (!wp || !ap) {
-		free(wp);
-		free(ap);
-		return false;
-	}
-	for (int64_t b0 = 0; b0 < nb; b0 += tb) {
-		int64_t b1 = b0 + tb < nb ? b0 + tb : nb;
-
-		prep_act(type, ap, (const char *)a + b0 * as, as, b1 - b0, nsb);
-		for (int64_t g = row0 / ROWS; ROWS * g < row1; g++) {
-			int64_t lo = row0 - ROWS * g, hi = row1 - ROWS * g;
-			uint32_t m = 0xffff;
-
-			if (lo > 0)
-				m &= 0xffffu << lo;
-			if (hi < ROWS)
-				m &= (1u << hi) - 1;
-			prep(wp, g, nsb, arg);
-			for (int64_t b = b0; b < b1; b += NT) {
-				int nt = b1 - b < NT ? (int)(b1 - b) : NT;
-				const int32_t *apb = ap + (b - b0) * nsb * aps;
-				const char *at = (const char *)a + b * as;
-				float *yt = y + b * ldy + ROWS * g;
-
-				if (type == EDGEQ_TYPE_Q4_K)
-					tiles_q4_K(nt, wp, nsb, at, as, apb, yt,
-						   ldy, (__mmask16)m);
-				else if (type == EDGEQ_TYPE_Q5_K)
-					tiles_q5_K(nt, wp, nsb, at, as, apb, yt,
-						   ldy, (__mmask16)m);
-				else
-					tiles_q6_K(nt, wp, nsb, at, as, apb, yt,
-						   ldy, (__mmask16)m);
-			}
-		}
-	}
-	free(wp);
-	free(ap);
-	return true;
+	return run_groups(type, n, row0 / ROWS * ROWS, row0, row1, a, as, nb, y,
+			  ldy, prep, arg);
 }

@@ -61,15 +61,15 @@ bool edgeq_avx512_matvec_qk(enum edgeq_type type, const void *w, int64_t n,
 
 /*
  * The same prefill for Q4_K, Q5_K or Q6_K with the rows in groups of 16
- * (lane r of group g: row 16 g + r, as edgeq_pack16() groups them):
- * @prep writes group g's @nsb prepared super-blocks into @P (struct
- * q4k_prep, q5k_prep or q6k_prep). Returns false (nothing written) when
- * its buffers cannot be allocated.
+ * (lane l of a group: its row 16 g + l, as edgeq_pack16() groups them):
+ * @prep writes the @nsb prepared super-blocks (struct q4k_prep, q5k_prep
+ * or q6k_prep) of the group whose first row is @r into @P. Returns false
+ * (nothing written) when its buffers cannot be allocated.
  */
 bool edgeq_avx512_matmul_qk_groups(
 	enum edgeq_type type, int64_t n, int64_t row0, int64_t row1,
 	const void *a, size_t a_stride, int64_t nb, float *y, int64_t ldy,
-	void (*prep)(void *P, int64_t g, int64_t nsb, const void *arg),
+	void (*prep)(void *P, int64_t r, int64_t nsb, const void *arg),
 	const void *arg);
 
 #endif /* EDGEQ_KERNELS_X86_AVX512_QK_H */
