@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -103,6 +105,74 @@ static void test_pool_wakes_sleepers(void **state)
 	edgeq_threadpool_run(NULL, count_task, &j);
 	assert_int_equal(atomic_load(&j.total), 1);
 	edgeq_threadpool_free(NULL);
+}
+
+struct bind_probe {
+	struct edgeq_threadpool *tp;
+	int before, after; /* CPUs the thread may run on */
+};
+
+static int allowed_cpus(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	return CPU_COUNT(&set);
+}
+
+static void *bind_thread(void *arg)
+{
+	struct bind_probe *b = arg;
+	struct count_job j;
+
+	memset(&j, 0, sizeof(j));
+	b->before = allowed_cpus();
+	edgeq_threadpool_run(b->tp, count_task, &j);
+	b->after = allowed_cpus();
+	return NULL;
+}
+
+/* probe on a thread of its own, so the test runner's thread stays free */
+static struct bind_probe probe_bind(struct edgeq_threadpool *tp)
+{
+	struct bind_probe b = { tp, 0, 0 };
+	pthread_t th;
+
+	assert_int_equal(pthread_create(&th, NULL, bind_thread, &b), 0);
+	pthread_join(th, NULL);
+	return b;
+}
+
+/*
+ * A thread that runs a job on a pinned pool is bound to one CPU (thread
+ * 0's), every such thread, not only the pool's creator; with NO_PIN the
+ * caller keeps the CPUs it had.
+ */
+static void test_pool_binds_callers(void **state)
+{
+	struct edgeq_threadpool *tp;
+	struct bind_probe b;
+
+	assert_int_equal(
+		edgeq_threadpool_new(2, EDGEQ_THREADPOOL_NO_PIN, &tp, NULL), 0);
+	b = probe_bind(tp);
+	assert_true(b.before >= 1);
+	assert_int_equal(b.after, b.before);
+	edgeq_threadpool_free(tp);
+
+	assert_int_equal(edgeq_threadpool_new(2, 0, &tp, NULL), 0);
+	if (!edgeq_threadpool_pinned(tp)) {
+		edgeq_threadpool_free(tp);
+		skip(); /* hwloc found no topology here */
+	}
+	assert_int_equal(edgeq_threadpool_pinned(tp), 2);
+	for (int i = 0; i < 2; i++) {
+		b = probe_bind(tp);
+		assert_int_equal(b.after, 1);
+	}
+	edgeq_threadpool_free(tp);
 }
 
 static void test_pool_rejects(void **state)
@@ -295,6 +365,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pool_runs_each_thread_once),
 		cmocka_unit_test(test_pool_wakes_sleepers),
+		cmocka_unit_test(test_pool_binds_callers),
 		cmocka_unit_test(test_pool_rejects),
 		cmocka_unit_test(test_par_matvec_any_thread_count),
 		cmocka_unit_test(test_par_matmul_equals_matvec),

@@ -37,6 +37,7 @@ struct phase {
 	double itl_ms;	  /* mean over streams of decode time per token */
 	double ttft_ms[2 * MAX_STREAMS];
 	double req_ms; /* mean time from submit to the last token */
+	double ttft_mean_ms;
 	int n;
 	uint64_t steps;
 };
@@ -59,7 +60,7 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 	struct edgeq_gen_stats st;
 	struct edgeq_session_status ss;
 	uint64_t t0, t1;
-	double itl = 0, req = 0;
+	double itl = 0, req = 0, ttft = 0;
 	long total = 0;
 	int i, ret, n_itl = 0;
 
@@ -97,6 +98,7 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 	for (i = 0; i < clients; i++) {
 		edgeq_gen_get_stats(g[i], &st);
 		ph->ttft_ms[i] = st.ttft_ns / 1e6;
+		ttft += ph->ttft_ms[i];
 		total += st.n_gen;
 		if (st.n_eval) {
 			itl += st.decode_ns / 1e6 / st.n_eval;
@@ -112,6 +114,7 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 	ph->agg_tok_s = total * 1e9 / (double)(t1 - t0);
 	ph->itl_ms = n_itl ? itl / n_itl : 0;
 	ph->req_ms = req / clients;
+	ph->ttft_mean_ms = ttft / clients;
 	ret = 0;
 out:
 	for (i = 0; i < clients; i++)
@@ -198,15 +201,16 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	qsort(sorted, (size_t)q.n, sizeof(double), cmp_double);
 	if (json) {
 		json_t *j = json_pack(
-			"{s:i,s:i,s:i,s:{s:f,s:f,s:f},s:{s:f,s:f,s:I,s:f},s:{s:f,s:f,s:I},"
+			"{s:i,s:i,s:i,s:{s:f,s:f,s:f},s:{s:f,s:f,s:I,s:f,s:f},s:{s:f,s:f,s:I},"
 			"s:{s:f,s:f,s:f,s:f,s:f},s:{s:f,s:f,s:f,s:f}}",
 			"streams", streams, "threads", threads, "gen", n_gen,
 			"single", "tok_s", one.agg_tok_s, "itl_ms", one.itl_ms,
 			"ttft_ms", one.ttft_ms[0], "batched", "tok_s",
 			bat.agg_tok_s, "itl_ms", bat.itl_ms, "steps",
 			(json_int_t)bat.steps, "request_ms", bat.req_ms,
-			"timeshare", "tok_s", ts.agg_tok_s, "itl_ms", ts.itl_ms,
-			"steps", (json_int_t)ts.steps, "queue", "ttft_p50_ms",
+			"ttft_ms", bat.ttft_mean_ms, "timeshare", "tok_s",
+			ts.agg_tok_s, "itl_ms", ts.itl_ms, "steps",
+			(json_int_t)ts.steps, "queue", "ttft_p50_ms",
 			pct(sorted, q.n, 0.5), "ttft_p90_ms",
 			pct(sorted, q.n, 0.9), "ttft_p99_ms",
 			pct(sorted, q.n, 0.99), "ttft_max_ms", sorted[q.n - 1],

@@ -128,8 +128,7 @@ static int bench_matvec(const char *type, int64_t rows, int64_t cols,
 		ret = edgeq_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	ret = edgeq_threadpool_new(nthreads, EDGEQ_THREADPOOL_PIN_CALLER, &tp,
-				   err);
+	ret = edgeq_threadpool_new(nthreads, 0, &tp, err);
 	if (ret)
 		goto out;
 	fj = (struct fill_job){ w, nmat * mbytes, tt, rs };
@@ -252,8 +251,7 @@ int edgeq_kernels_bench_matmul(const char *type, int64_t rows, int64_t cols,
 		ret = edgeq_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	ret = edgeq_threadpool_new(nthreads, EDGEQ_THREADPOOL_PIN_CALLER, &tp,
-				   err);
+	ret = edgeq_threadpool_new(nthreads, 0, &tp, err);
 	if (ret)
 		goto out;
 	fj = (struct fill_job){ w, rs * (size_t)rows, tt, rs };

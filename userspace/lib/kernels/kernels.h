@@ -325,13 +325,14 @@ struct edgeq_threadpool;
 typedef void (*edgeq_task_fn)(void *arg, int ith, int nth);
 
 #define EDGEQ_THREADPOOL_MAX 256
-#define EDGEQ_THREADPOOL_NO_PIN (1u << 0)     /* leave threads unpinned */
-#define EDGEQ_THREADPOOL_PIN_CALLER (1u << 1) /* pin the caller as thread 0 */
+#define EDGEQ_THREADPOOL_NO_PIN (1u << 0) /* leave threads unpinned */
 
 /*
  * A pool of @nthreads threads counting the caller (nthreads - 1 workers).
  * Workers are pinned with hwloc, performance cores first, one per core
- * before SMT siblings; pinning is skipped silently when hwloc fails.
+ * before SMT siblings, and a thread that runs a job is bound to thread 0's
+ * CPU on its first job (it stays bound); pinning is skipped silently when
+ * hwloc fails.
  * Returns 0 or -EINVAL (count out of 1..EDGEQ_THREADPOOL_MAX), -ENOMEM,
  * -EAGAIN (thread creation).
  */
