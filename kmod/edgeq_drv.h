@@ -21,6 +21,7 @@
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/spinlock.h>
+#include <linux/thermal.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/wait.h>
@@ -61,6 +62,7 @@ enum edgeq_req_state {
 };
 
 struct edgeq_sensor;
+struct device_node;
 
 struct edgeq_queue {
 	/* /sys/class/edgeq/<name>; its refcount keeps the queue (files hold one) */
@@ -108,9 +110,15 @@ struct edgeq_queue {
 
 	/* thermal */
 	struct thermal_cooling_device *cooling;
+	struct device_node *cooling_np; /* its device-tree node, or NULL */
 	struct edgeq_sensor *sensor; /* set and cleared under both locks */
 	struct mutex sensor_mutex;
 	int sim_ambient_mc, sim_rise_mc, sim_tau_ms, sim_trip_mc;
+	/* cooling bound to another zone (bind.c, under its lock) */
+	struct thermal_zone_device *bind_tz;
+	int bind_trips;
+	char bind_zone[THERMAL_NAME_LENGTH];
+	bool bind_closed; /* going: no new binding */
 };
 
 /*
@@ -227,5 +235,12 @@ int edgeq_sensor_register(struct edgeq_queue *q);
 void edgeq_sensor_unregister(struct edgeq_queue *q);
 int edgeq_sensor_temp(struct edgeq_queue *q);
 void edgeq_sensor_set_trips(struct edgeq_queue *q);
+struct thermal_zone_device *edgeq_sensor_zone(struct edgeq_queue *q);
+
+/* bind.c */
+int edgeq_bind(struct edgeq_queue *q, const char *type);
+ssize_t edgeq_bind_show(struct edgeq_queue *q, char *buf);
+void edgeq_bind_queue_gone(struct edgeq_queue *q, struct edgeq_queue **all,
+			   int n);
 
 #endif /* EDGEQ_DRV_H */

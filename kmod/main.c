@@ -29,6 +29,7 @@ static struct edgeq_queue *edgeq_queues[EDGEQ_MAX_QUEUES];
 /* Module parameters; registered, with their bounds, at the end of the file. */
 static char *queues;
 static bool sim_sensor;
+static char *bind;
 static u32 max_inflight = 8;
 static u32 timeout_ms = 5000;
 static u32 node_uid, node_gid;
@@ -288,7 +289,8 @@ static void edgeq_queue_kill(struct edgeq_queue *q)
 	bool detached;
 
 	lockdep_assert_held(&edgeq_mutex);
-	edgeq_sensor_unregister(q);
+	/* bindings to or of its cooling go with its zone */
+	edgeq_bind_queue_gone(q, edgeq_queues, EDGEQ_MAX_QUEUES);
 	edgeq_cooling_unregister(q);
 	spin_lock(&q->lock);
 	q->dead = true;
@@ -432,6 +434,46 @@ static int __init edgeq_create_param_queues(void)
 	return ret;
 }
 
+/* bind=QUEUE:TYPE[,QUEUE:TYPE]: each queue's cooling to a zone by type */
+static int __init edgeq_bind_param_queues(void)
+{
+	char *list, *p, *pair, *type;
+	struct edgeq_queue *q;
+	int ret = 0;
+
+	if (!bind || !*bind)
+		return 0;
+	list = kstrdup(bind, GFP_KERNEL);
+	if (!list)
+		return -ENOMEM;
+	p = list;
+	mutex_lock(&edgeq_mutex);
+	while (!ret && (pair = strsep(&p, ",")) != NULL) {
+		if (!*pair)
+			continue;
+		type = strchr(pair, ':');
+		if (!type || type == pair || !type[1]) {
+			pr_err("bind=%s: want QUEUE:ZONE_TYPE\n", pair);
+			ret = -EINVAL;
+			break;
+		}
+		*type++ = '\0';
+		q = edgeq_find(pair);
+		if (!q) {
+			pr_err("bind: no queue \"%s\" (queues=%s)\n", pair,
+			       queues ? queues : "");
+			ret = -EINVAL;
+			break;
+		}
+		ret = edgeq_bind(q, type);
+		if (ret)
+			pr_err("bind=%s:%s: %d\n", pair, type, ret);
+	}
+	mutex_unlock(&edgeq_mutex);
+	kfree(list);
+	return ret;
+}
+
 static int __init edgeq_init(void)
 {
 	int ret;
@@ -448,6 +490,8 @@ static int __init edgeq_init(void)
 	if (ret)
 		goto out_class;
 	ret = edgeq_create_param_queues();
+	if (!ret)
+		ret = edgeq_bind_param_queues();
 	if (ret)
 		goto out_queues;
 	return 0;
@@ -475,6 +519,10 @@ static void __exit edgeq_exit(void)
 module_param(queues, charp, 0444);
 MODULE_PARM_DESC(queues,
 		 "queues to create at load, comma separated (e.g. npu0,gpu0)");
+
+module_param(bind, charp, 0444);
+MODULE_PARM_DESC(bind,
+		 "cooling devices to bind at load to thermal zones found by type, QUEUE:TYPE comma separated (e.g. gpu0:gpu-thermal)");
 
 module_param(sim_sensor, bool, 0444);
 MODULE_PARM_DESC(sim_sensor,

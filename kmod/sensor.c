@@ -249,6 +249,18 @@ out_free:
 	return ret;
 }
 
+/* The zone of @q's simulated sensor, or NULL. */
+struct thermal_zone_device *edgeq_sensor_zone(struct edgeq_queue *q)
+{
+	struct thermal_zone_device *tz = NULL;
+
+	mutex_lock(&q->sensor_mutex);
+	if (q->sensor)
+		tz = q->sensor->tz;
+	mutex_unlock(&q->sensor_mutex);
+	return tz;
+}
+
 void edgeq_sensor_unregister(struct edgeq_queue *q)
 {
 	struct edgeq_sensor *s = q->sensor;

@@ -266,6 +266,32 @@ static ssize_t sim_temp_mC_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(sim_temp_mC);
 
+static ssize_t cooling_zone_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	return edgeq_bind_show(to_q(dev), buf);
+}
+
+/* a zone type binds the queue's cooling to it; an empty line unbinds */
+static ssize_t cooling_zone_store(struct device *dev,
+				  struct device_attribute *attr,
+				  const char *buf, size_t len)
+{
+	char type[THERMAL_NAME_LENGTH];
+	size_t n = len;
+	int ret;
+
+	if (n && buf[n - 1] == '\n')
+		n--;
+	if (n >= sizeof(type))
+		return -ENAMETOOLONG;
+	memcpy(type, buf, n);
+	type[n] = '\0';
+	ret = edgeq_bind(to_q(dev), type);
+	return ret ? ret : (ssize_t)len;
+}
+static DEVICE_ATTR_RW(cooling_zone);
+
 static struct attribute *edgeq_queue_attrs[] = {
 	&dev_attr_id.attr,
 	&dev_attr_max_inflight.attr,
@@ -275,6 +301,7 @@ static struct attribute *edgeq_queue_attrs[] = {
 	&dev_attr_sched.attr,
 	&dev_attr_cooling_state.attr,
 	&dev_attr_cooling_max_state.attr,
+	&dev_attr_cooling_zone.attr,
 	&dev_attr_busy_ns.attr,
 	&dev_attr_ops.attr,
 	&dev_attr_bytes.attr,

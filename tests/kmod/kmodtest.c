@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <linux/netlink.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1767,6 +1768,131 @@ static int t_trips(void)
 	return 0;
 }
 
+/* The text of @q's attribute @attr, its newline dropped; "" if unreadable. */
+static void sysfs_text(const char *q, const char *attr, char *buf, size_t len)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/%s", q, attr);
+	buf[0] = 0;
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+/* Whether thermal zone @zone (a sysfs dir) lists a cooling device of @type. */
+static bool zone_has_cdev(const char *zone, const char *type)
+{
+	char path[256], buf[64];
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/cdev%d/type", zone, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+		buf[strcspn(buf, "\n")] = 0;
+		if (!strcmp(buf, type))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * cooling_zone binds a queue's cooling device to a zone that is not its
+ * own, found by type: gpu0 to npu0's simulated zone. Heating npu0's zone
+ * (its ambient above its trip, gpu0's own zone cool) makes step_wise raise
+ * gpu0's state and lift it when it cools; unknown, duplicate and over-long
+ * zones are refused; destroying the zone's queue drops the binding. On
+ * 6.12, which binds only through the zone's own ops, the write is refused.
+ */
+static int t_bind(void)
+{
+	char zone[128], buf[64];
+	struct utsname u;
+	int i, hot = 0;
+
+	if (find_zone("edgeq-npu0", zone, sizeof(zone))) {
+		printf("no edgeq-npu0 thermal zone (load with sim_sensor=1)\n");
+		return 77;
+	}
+	reset_queue("gpu0");
+	sysfs_text("gpu0", "cooling_zone", buf, sizeof(buf));
+	CHECK(!strcmp(buf, ""));
+	CHECK(!uname(&u));
+	if (strverscmp(u.release, "6.12") >= 0) {
+		CHECK_EQ(sysfs_set("gpu0", "cooling_zone", "edgeq-npu0"),
+			 -EOPNOTSUPP);
+		sysfs_text("gpu0", "cooling_zone", buf, sizeof(buf));
+		CHECK(!strcmp(buf, ""));
+		return 0;
+	}
+	CHECK_EQ(sysfs_set("gpu0", "cooling_zone", "no-such-zone"), -ENODEV);
+	CHECK_EQ(sysfs_set("gpu0", "cooling_zone", "edgeq-gpu0"), -EEXIST);
+	CHECK_EQ(sysfs_set("gpu0", "cooling_zone",
+			   "a-zone-type-longer-than-the-kernel-keeps"),
+		 -ENAMETOOLONG);
+	sysfs_text("gpu0", "cooling_zone", buf, sizeof(buf));
+	CHECK(!strcmp(buf, ""));
+	CHECK(!zone_has_cdev(zone, "edgeq-gpu0"));
+	CHECK(!sysfs_set("gpu0", "cooling_zone", "edgeq-npu0\n"));
+	sysfs_text("gpu0", "cooling_zone", buf, sizeof(buf));
+	CHECK(!strcmp(buf, "edgeq-npu0"));
+	CHECK(zone_has_cdev(zone, "edgeq-npu0"));
+	CHECK(zone_has_cdev(zone, "edgeq-gpu0"));
+
+	sysfs_set("npu0", "sim_tau_ms", "100");
+	sysfs_set("npu0", "sim_trip_mC", "50000");
+	CHECK(!sysfs_set("npu0", "sim_ambient_mC", "90000"));
+	for (i = 0; i < 200 && !hot; i++) {
+		hot = sysfs_get("gpu0", "cooling_state") >= 1;
+		msleep(50);
+	}
+	printf("bind: npu0 zone %ld mC, gpu0 zone %ld mC, gpu0 state %ld\n",
+	       sysfs_get("npu0", "sim_temp_mC"),
+	       sysfs_get("gpu0", "sim_temp_mC"),
+	       sysfs_get("gpu0", "cooling_state"));
+	CHECK(hot);
+	CHECK(sysfs_get("gpu0", "sim_temp_mC") < 70000);
+	sysfs_set("npu0", "sim_ambient_mC", "40000");
+	CHECK(wait_sysfs("gpu0", "cooling_state", 0, 20000));
+	CHECK(wait_sysfs("npu0", "cooling_state", 0, 20000));
+	sysfs_set("npu0", "sim_tau_ms", "2000");
+	sysfs_set("npu0", "sim_trip_mC", "70000");
+
+	/* an empty write unbinds */
+	CHECK(!sysfs_set("gpu0", "cooling_zone", "\n"));
+	sysfs_text("gpu0", "cooling_zone", buf, sizeof(buf));
+	CHECK(!strcmp(buf, ""));
+	CHECK(!zone_has_cdev(zone, "edgeq-gpu0"));
+
+	/* the zone's queue goes: the binding goes with it */
+	CHECK(!edgeq_kq_queue_create("hot0", 0, 0, NULL));
+	CHECK(!sysfs_set("gpu0", "cooling_zone", "edgeq-hot0"));
+	sysfs_text("gpu0", "cooling_zone", buf, sizeof(buf));
+	CHECK(!strcmp(buf, "edgeq-hot0"));
+	CHECK(!edgeq_kq_queue_destroy("hot0"));
+	sysfs_text("gpu0", "cooling_zone", buf, sizeof(buf));
+	CHECK(!strcmp(buf, ""));
+	CHECK_EQ(sysfs_set("gpu0", "cooling_zone", "edgeq-hot0"), -ENODEV);
+	/* and a bound queue may go itself */
+	CHECK(!edgeq_kq_queue_create("hot1", 0, 0, NULL));
+	CHECK(!sysfs_set("hot1", "cooling_zone", "edgeq-npu0"));
+	CHECK(!edgeq_kq_queue_destroy("hot1"));
+	CHECK(!zone_has_cdev(zone, "edgeq-hot1"));
+	return 0;
+}
+
 /* Node owner, group and mode come from the node_* parameters. */
 static int t_node_mode(void)
 {
@@ -2048,6 +2174,7 @@ static const struct {
 	{ "names", t_names },
 	{ "agent_scope", t_agent_scope },
 	{ "trips", t_trips },
+	{ "bind", t_bind },
 	{ "node_mode", t_node_mode },
 	{ "unprivileged", t_unprivileged },
 	{ "shapes", t_shapes },
