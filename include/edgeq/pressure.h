@@ -74,6 +74,16 @@ struct edgeq_pressure_opts {
 	uint64_t rate_window_ns;
 	uint32_t psi_stall_us; /* PSI trigger: some stall of this many us ... */
 	uint32_t psi_window_us; /* ... within this window */
+	/*
+	 * "QUEUE:ZONE_TYPE[,...]": at every refresh, step each queue's
+	 * cooling_state (/sys/class/edgeq/QUEUE) from the zone of that type
+	 * the way the kernel's step_wise does: one state up while the zone is
+	 * at or above its lowest passive/active trip, one down once it is
+	 * below that trip less its hysteresis (temp_hyst_mc when the zone has
+	 * none). For kernels that cannot bind the cooling device to the zone
+	 * (6.12 without a device tree). NULL: none.
+	 */
+	const char *cool_bind;
 };
 
 /* One thermal zone (thermal_zone<id> in sysfs). */
@@ -149,6 +159,20 @@ struct edgeq_pressure_queue {
 	uint64_t submits, completes, throttles, timeouts;
 };
 
+#define EDGEQ_PRESSURE_MAX_COOL 8
+
+/* One binding of opts.cool_bind, as its last step left it. */
+struct edgeq_pressure_cool {
+	char queue[16];
+	char zone[EDGEQ_PRESSURE_NAME];
+	int32_t temp_mc, trip_mc, hyst_mc; /* EDGEQ_PRESSURE_NONE: unknown */
+	uint32_t state, max_state;
+	/* 0, or why the last step did nothing: -ENODEV (no such zone or
+	 * queue), -ENOENT (the zone has no passive or active trip), or the
+	 * write's error (-EACCES: cooling_state is root's) */
+	int error;
+};
+
 struct edgeq_pressure_state {
 	enum edgeq_pressure_source source;
 	uint64_t seq; /* bumps on every change */
@@ -161,6 +185,8 @@ struct edgeq_pressure_state {
 	struct edgeq_pressure_queue queues[EDGEQ_PRESSURE_MAX_DEVICES];
 	struct edgeq_pressure_mem mem;
 	uint64_t events, dropped; /* ring-buffer records seen / suppressed */
+	uint32_t n_cool;
+	struct edgeq_pressure_cool cool[EDGEQ_PRESSURE_MAX_COOL];
 };
 
 /* One ring-buffer record or fallback change, for callers that want them. */

@@ -15,6 +15,7 @@ struct pressure_cli_opts {
 	const char *proc_root;
 	const char *devices_conf;
 	const char *cgroup;
+	const char *cool_bind;
 	int refresh_ms;
 	int stall_warn_us;
 	int rate_burst;
@@ -51,6 +52,12 @@ struct pressure_cli_opts {
 		  &(po).cgroup,                                                       \
 		  "DIR",                                                              \
 		  "memory cgroup counted as edgeq's own (default: this process's)" }, \
+		{ "cool-bind",                                                        \
+		  0,                                                                  \
+		  CLI_STR,                                                            \
+		  &(po).cool_bind,                                                    \
+		  "Q:ZONE,...",                                                       \
+		  "step queue Q's cooling_state from the zone of type ZONE" },        \
 		{ "refresh-ms",                                                       \
 		  0,                                                                  \
 		  CLI_INT,                                                            \

@@ -44,6 +44,7 @@ static const char *opt_socket_mode = "0660", *opt_api_key_file;
 static uint64_t opt_max_body = 1 << 20;
 static bool opt_no_prefix_cache;
 static const char *opt_pressure = "auto";
+static const char *opt_cool_bind;
 static const char *opt_weights = "auto", *opt_weights_budget;
 static const char *opt_device_queue;
 static const char *opt_kv_type = "f16";
@@ -147,6 +148,8 @@ static const struct cli_option serve_opts[] = {
 	  "run decode-step matrix ops on these edgeq queues as placement decides (as edgeq run --queue)" },
 	{ "pressure", 0, CLI_STR, &opt_pressure, "SOURCE",
 	  "pressure monitor: auto (BPF, else PSI), psi or off" },
+	{ "cool-bind", 0, CLI_STR, &opt_cool_bind, "Q:ZONE,...",
+	  "the pressure monitor steps queue Q's cooling_state from the thermal zone of type ZONE (where edgeq.ko cannot bind it: 6.12)" },
 	{ "log-prompts", 0, CLI_FLAG, &cfg.log_prompts, NULL,
 	  "write prompts and completions to the log (off)" },
 	{ "log-target", 0, CLI_STR, &cfg.log_target, "WHERE",
@@ -594,7 +597,12 @@ static int serve_main(int argc, char **argv)
 	if (strcmp(opt_pressure, "off")) {
 		edgeq_pressure_opts_init(&popts);
 		popts.no_bpf = !strcmp(opt_pressure, "psi");
+		popts.cool_bind = opt_cool_bind;
 		cfg.pressure = &popts;
+	} else if (opt_cool_bind) {
+		return cli_error(
+			EXIT_USAGE, "serve",
+			"--cool-bind needs the pressure monitor (not --pressure off)");
 	}
 	cfg.on_pressure = hook_pressure;
 	cfg.on_ctx = hook_ctx;

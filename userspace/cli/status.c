@@ -32,6 +32,7 @@ int pressure_cli_start(const char *cmd, const struct pressure_cli_opts *po,
 	o.proc_root = po->proc_root;
 	o.devices_conf = po->devices_conf;
 	o.cgroup = po->cgroup;
+	o.cool_bind = po->cool_bind;
 	if (po->refresh_ms > 0)
 		o.refresh_ms = (uint32_t)po->refresh_ms;
 	if (po->rate_burst > 0)
@@ -215,6 +216,31 @@ void pressure_cli_json(FILE *out, const struct edgeq_pressure *p,
 			(unsigned long long)q->throttles,
 			(unsigned long long)q->timeouts);
 	}
+	/* bindings stepped from userspace (--cool-bind); null: unknown */
+	fputs("], \"cool_bindings\": [", out);
+	for (i = 0; i < s->n_cool; i++) {
+		const struct edgeq_pressure_cool *c = &s->cool[i];
+		const int32_t mc[3] = { c->temp_mc, c->trip_mc, c->hyst_mc };
+		const char *k[3] = { "temp_mc", "trip_mc", "hyst_mc" };
+
+		fprintf(out, "%s{\"queue\": ", i ? ", " : "");
+		json_str(out, c->queue);
+		fputs(", \"zone\": ", out);
+		json_str(out, c->zone);
+		for (int j = 0; j < 3; j++) {
+			if (mc[j] == EDGEQ_PRESSURE_NONE)
+				fprintf(out, ", \"%s\": null", k[j]);
+			else
+				fprintf(out, ", \"%s\": %d", k[j], mc[j]);
+		}
+		fprintf(out, ", \"state\": %u, \"max_state\": %u, \"error\": ",
+			c->state, c->max_state);
+		if (c->error)
+			json_str(out, strerror(-c->error));
+		else
+			fputs("null", out);
+		fputc('}', out);
+	}
 	fprintf(out, "], \"events\": %llu, \"dropped\": %llu, \"probes\": [",
 		(unsigned long long)s->events, (unsigned long long)s->dropped);
 	n = edgeq_pressure_probes(p, &pr);
@@ -317,6 +343,16 @@ static void print_human(const struct edgeq_pressure *p,
 		       s->cdevs[i].device[0] ? s->cdevs[i].device : "-",
 		       (unsigned long long)s->cdevs[i].cur_state,
 		       (unsigned long long)s->cdevs[i].max_state);
+	for (i = 0; i < s->n_cool; i++) {
+		const struct edgeq_pressure_cool *c = &s->cool[i];
+
+		printf("%s  %s <- %s: state %u/%u",
+		       i ? "" : "cooling bound here:\n", c->queue, c->zone,
+		       c->state, c->max_state);
+		if (c->error)
+			printf(" (%s)", strerror(-c->error));
+		putchar('\n');
+	}
 	if (s->n_freqs)
 		printf("frequencies:\n");
 	for (i = 0; i < s->n_freqs; i++)

@@ -151,6 +151,7 @@ int eng_watch_start(const struct eng_watch_ops *ops,
 	struct edgeq_error perr = { 0 };
 	struct eng_watch *w;
 	const char *fr;
+	int ret;
 
 	*out = NULL;
 	if (!p->pressure)
@@ -165,7 +166,15 @@ int eng_watch_start(const struct eng_watch_ops *ops,
 	w->last_level = -1;
 	w->efd = -1;
 	pthread_mutex_init(&w->lock, NULL);
-	if (edgeq_pressure_new(p->pressure, &w->pm, &perr)) {
+	ret = edgeq_pressure_new(p->pressure, &w->pm, &perr);
+	if (ret == -EINVAL) {
+		/* bad options (a cooling binding, a devices.conf asked
+		 * for) are the caller's error, not a missing monitor */
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return edgeq_error_set(err, EINVAL, "%s", perr.msg);
+	}
+	if (ret) {
 		/* no monitor is no error: the session runs unthrottled */
 		snprintf(w->why, sizeof(w->why), "%s", perr.msg);
 		*out = w;

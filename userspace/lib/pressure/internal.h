@@ -25,11 +25,21 @@ struct pm_zone_sys {
 	int n_trips;
 	int32_t trip_mc[PM_MAX_TRIPS];
 	char trip_type[PM_MAX_TRIPS][12];
-	uint64_t sampled_ns; /* for the fallback's own trend */
-	bool from_bpf;	     /* temp/trend/level came from the zones map */
+	int32_t trip_hyst_mc[PM_MAX_TRIPS]; /* -1: the zone has none */
+	uint64_t sampled_ns;		    /* for the fallback's own trend */
+	bool from_bpf; /* temp/trend/level came from the zones map */
+};
+
+/* One queue:zone binding of cool.c, and what it last did. */
+struct pm_cool {
+	char queue[16];
+	char zone[EDGEQ_PRESSURE_NAME];
+	uint32_t state; /* what the binding asks for */
+	bool written;	/* state has been written once */
 };
 
 struct pm_bpf;
+struct edgeq_error;
 
 struct edgeq_pressure {
 	struct edgeq_pressure_opts o;
@@ -61,12 +71,16 @@ struct edgeq_pressure {
 	edgeq_pressure_event_fn fn;
 	void *fn_ctx;
 
+	struct pm_cool cool[EDGEQ_PRESSURE_MAX_COOL];
+	unsigned int n_cool;
+
 	struct pm_bpf *bpf;
 	struct edgeq_pressure_probe probes[EDGEQ_PRESSURE_MAX_PROBES];
 	unsigned int n_probes;
 };
 
 /* sysfs.c: the fallback's sources, also the static info in BPF mode. */
+int pm_read_s64(const char *path, int64_t *out);
 int pm_sysfs_scan(struct edgeq_pressure *p, struct edgeq_pressure_state *st);
 int pm_read_meminfo(const struct edgeq_pressure *p, uint64_t *avail,
 		    uint64_t *total);
@@ -85,6 +99,11 @@ int pm_bpf_consume(struct edgeq_pressure *p);
 void pm_bpf_overlay(struct edgeq_pressure *p, struct edgeq_pressure_state *st);
 void pm_bpf_configure(struct edgeq_pressure *p,
 		      const struct edgeq_pressure_state *st);
+
+/* cool.c: cooling states stepped from userspace (opts.cool_bind) */
+int pm_cool_parse(struct edgeq_pressure *p, const char *spec,
+		  struct edgeq_error *err);
+void pm_cool_step(struct edgeq_pressure *p, struct edgeq_pressure_state *n);
 
 /* monitor.c */
 void pm_zone_limits(const struct edgeq_pressure *p,

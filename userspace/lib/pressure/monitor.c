@@ -456,6 +456,12 @@ static bool differs(const struct edgeq_pressure_state *a,
 	for (i = 0; i < a->n_queues; i++)
 		if (memcmp(&a->queues[i], &b->queues[i], sizeof(a->queues[i])))
 			return true;
+	if (a->n_cool != b->n_cool)
+		return true;
+	for (i = 0; i < a->n_cool; i++)
+		if (a->cool[i].state != b->cool[i].state ||
+		    a->cool[i].error != b->cool[i].error)
+			return true;
 	if (a->mem.level != b->mem.level ||
 	    a->mem.direct.count != b->mem.direct.count ||
 	    a->mem.memcg.count != b->mem.memcg.count ||
@@ -542,6 +548,7 @@ int edgeq_pressure_refresh(struct edgeq_pressure *p)
 		pm_bpf_overlay(p, n);
 	}
 	derive(p, &p->st, n, now, true);
+	pm_cool_step(p, n);
 	ret = publish(p, n, now);
 	free(n);
 	return ret;
@@ -683,6 +690,9 @@ int edgeq_pressure_new(const struct edgeq_pressure_opts *o,
 				   getenv("EDGEQ_DEVICES_CONF");
 	ret = load_rules(p, conf && *conf ? conf : "/etc/edgeq/devices.conf",
 			 conf && *conf, err);
+	if (ret)
+		goto fail;
+	ret = pm_cool_parse(p, p->o.cool_bind, err);
 	if (ret)
 		goto fail;
 	pm_own_cgroup(p);

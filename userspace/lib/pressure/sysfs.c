@@ -20,7 +20,7 @@
 #include "core/readfile.h"
 #include "internal.h"
 
-static int read_s64(const char *path, int64_t *out)
+int pm_read_s64(const char *path, int64_t *out)
 {
 	char buf[64], *end;
 	long long v;
@@ -93,14 +93,14 @@ static void scan_zones(struct edgeq_pressure *p,
 			continue;
 		snprintf(path, sizeof(path), "%s/thermal_zone%d/temp", dir,
 			 ids[i]);
-		z->temp_mc = read_s64(path, &v) ? EDGEQ_PRESSURE_NONE :
-						  (int32_t)v;
+		z->temp_mc = pm_read_s64(path, &v) ? EDGEQ_PRESSURE_NONE :
+						     (int32_t)v;
 		zs->n_trips = 0;
 		for (k = 0; k < PM_MAX_TRIPS; k++) {
 			snprintf(path, sizeof(path),
 				 "%s/thermal_zone%d/trip_point_%d_temp", dir,
 				 ids[i], k);
-			if (read_s64(path, &v))
+			if (pm_read_s64(path, &v))
 				break;
 			zs->trip_mc[k] = (int32_t)v;
 			snprintf(path, sizeof(path),
@@ -109,6 +109,11 @@ static void scan_zones(struct edgeq_pressure *p,
 			if (eq_read_trimmed(path, zs->trip_type[k],
 					    sizeof(zs->trip_type[k])))
 				strcpy(zs->trip_type[k], "passive");
+			snprintf(path, sizeof(path),
+				 "%s/thermal_zone%d/trip_point_%d_hyst", dir,
+				 ids[i], k);
+			zs->trip_hyst_mc[k] =
+				pm_read_s64(path, &v) ? -1 : (int32_t)v;
 			zs->n_trips++;
 		}
 		st->n_zones++;
@@ -136,10 +141,10 @@ static void scan_cdevs(struct edgeq_pressure *p,
 			continue;
 		snprintf(path, sizeof(path), "%s/cooling_device%d/cur_state",
 			 dir, ids[i]);
-		read_s64(path, &cur);
+		pm_read_s64(path, &cur);
 		snprintf(path, sizeof(path), "%s/cooling_device%d/max_state",
 			 dir, ids[i]);
-		read_s64(path, &max);
+		pm_read_s64(path, &max);
 		c->cur_state = cur > 0 ? (uint64_t)cur : 0;
 		c->max_state = max > 0 ? (uint64_t)max : 0;
 		st->n_cdevs++;
@@ -154,7 +159,7 @@ static int read_cpu(const struct edgeq_pressure *p, int cpu, const char *file,
 
 	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/%s", p->sysfs,
 		 cpu, file);
-	return read_s64(path, v);
+	return pm_read_s64(path, v);
 }
 
 /* The highest entry of a devfreq device's available_frequencies, or 0. */
@@ -236,10 +241,10 @@ static void scan_freqs(struct edgeq_pressure *p,
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/cur_freq", dir, de->d_name);
-		if (read_s64(path, &c))
+		if (pm_read_s64(path, &c))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/max_freq", dir, de->d_name);
-		if (read_s64(path, &m) || m < 0)
+		if (pm_read_s64(path, &m) || m < 0)
 			m = 0;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		hw = devfreq_hw_max(path);
