@@ -1105,6 +1105,14 @@ static void test_pressure_none(void **state)
 	assert_int_equal(edgeq_session_pressure(s, st, &why), -ENODEV);
 	assert_non_null(strstr(why, "edgeq-devices.conf"));
 	edgeq_session_free(s);
+
+	/* a malformed cooling binding is the caller's error: no session */
+	o.devices_conf = NULL;
+	o.cool_bind = "gpu0";
+	s = NULL;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "cooling binding 'gpu0'"));
 	free(st);
 }
 
