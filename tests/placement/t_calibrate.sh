@@ -105,6 +105,24 @@ elif [ "${CI:-}" = true ]; then
 else
 	echo "# no Vulkan device here: the vulkan backend's calibration not run"
 fi
+# the agent's own flag: the same measurement of the backend it would run
+"$EDGEQ" agent --calibrate --backend cpu -P npu --quick -o "$T/a.ini" >"$T/ao" 2>"$T/e"
+check "agent --calibrate --backend cpu -P npu: exits 0 ($(head -c 200 "$T/e"))" test $? -eq 0
+check "  ... writes [device.npu] with the four figures" python3 - "$T/a.ini" <<'PY'
+import configparser, sys
+c = configparser.ConfigParser(); c.read(sys.argv[1])
+assert c.sections() == ['device.npu'], c.sections()
+assert all(float(c['device.npu'][k]) > 0 for k in ('gflops', 'mem_gbs', 'launch_us', 'op_us')), dict(c['device.npu'])
+PY
+"$EDGEQ" agent --calibrate --backend cpu -P cpu -o "$T/a2.ini" >/dev/null 2>"$T/e"
+check "agent --calibrate -P cpu: usage error (exit $?)" grep -q "the cpu profile is the CPU's own" "$T/e"
+check "  ... and nothing written" test ! -e "$T/a2.ini"
+"$EDGEQ" agent --calibrate --backend nosuch -o "$T/a2.ini" >/dev/null 2>"$T/e"
+check "agent --calibrate --backend nosuch: refused" grep -q "unknown backend 'nosuch'" "$T/e"
+if "$EDGEQ" agent --list-devices 2>/dev/null | grep -q '^vulkan 0:'; then
+	"$EDGEQ" agent --calibrate --quick -o "$T/a3.ini" >/dev/null 2>"$T/e"
+	check "agent --calibrate (auto: vulkan): [device.gpu] ($(head -c 200 "$T/e"))" grep -q '^\[device.gpu\]' "$T/a3.ini"
+fi
 "$EDGEQ" calibrate --backend nosuch -o "$T/n.ini" >/dev/null 2>"$T/e"
 check "--backend nosuch: usage error (exit $?)" grep -q -- "--backend nosuch" "$T/e"
 "$EDGEQ" calibrate --backend cpu --device 7 -o "$T/n.ini" >/dev/null 2>"$T/e"

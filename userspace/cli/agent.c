@@ -31,6 +31,8 @@ static const char *opt_profile;
 static const char *opt_backend = "auto";
 static const char *opt_device;
 static bool opt_list;
+static bool opt_calibrate, opt_quick;
+static const char *opt_output;
 static double opt_speed;
 static uint64_t opt_count;
 static int opt_delay_us;
@@ -45,6 +47,12 @@ static const struct cli_option agent_opts[] = {
 	  "backend device: index or part of its name" },
 	{ "list-devices", 'L', CLI_FLAG, &opt_list, NULL,
 	  "list the devices of every backend and exit" },
+	{ "calibrate", 0, CLI_FLAG, &opt_calibrate, NULL,
+	  "measure the backend (as edgeq calibrate --backend) and exit" },
+	{ "quick", 0, CLI_FLAG, &opt_quick, NULL,
+	  "with --calibrate: fewer repetitions" },
+	{ "output", 'o', CLI_STR, &opt_output, "FILE",
+	  "with --calibrate: where the profile goes (edgeq calibrate's default)" },
 	{ "profile", 'P', CLI_STR, &opt_profile, "npu|gpu|cpu",
 	  "ops accepted and default speed (cpu backend: cpu, vulkan: gpu)" },
 	{ "speed", 's', CLI_DOUBLE, &opt_speed, "X",
@@ -364,6 +372,50 @@ static int agent_open_backend(struct agent *ag)
 	return 0;
 }
 
+/*
+ * --calibrate: the backend the options pick (auto: Vulkan when a device
+ * is there), measured by `edgeq calibrate --backend` into [device.PROFILE]
+ * (-P, default gpu; the cpu profile is the CPU's own, which `edgeq
+ * calibrate` alone measures).
+ */
+static int agent_calibrate(struct agent *ag)
+{
+	const struct cli_command *cal = cli_find("calibrate");
+	char *av[12];
+	int ac = 0, ret;
+
+	if (opt_profile && !strcmp(opt_profile, "cpu"))
+		return cli_error(
+			EXIT_USAGE, "agent",
+			"--calibrate -P cpu: the cpu profile is the "
+			"CPU's own (edgeq calibrate); name the agent's "
+			"profile (npu or gpu)");
+	ret = agent_open_backend(ag);
+	if (ret)
+		return ret;
+	edgeq_backend_free(ag->be);
+	edgeq_backend_free(ag->cpu);
+	if (!cal)
+		return cli_error(EXIT_FAIL, "agent", "no calibrate command");
+	av[ac++] = (char *)"calibrate";
+	av[ac++] = (char *)"--backend";
+	av[ac++] = (char *)opt_backend;
+	if (opt_device) {
+		av[ac++] = (char *)"--device";
+		av[ac++] = (char *)opt_device;
+	}
+	av[ac++] = (char *)"-P";
+	av[ac++] = (char *)(opt_profile ? opt_profile : "gpu");
+	if (opt_output) {
+		av[ac++] = (char *)"-o";
+		av[ac++] = (char *)opt_output;
+	}
+	if (opt_quick)
+		av[ac++] = (char *)"--quick";
+	av[ac] = NULL;
+	return cal->main(ac, av);
+}
+
 /* Where `edgeq status` finds what each agent runs on. */
 static void agent_write_state(const struct edgeq_backend_info *info)
 {
@@ -423,6 +475,8 @@ static int cmd_agent(int argc, char **argv)
 				 "unexpected argument '%s'", argv[first]);
 	if (opt_list)
 		return agent_list_devices();
+	if (opt_calibrate)
+		return agent_calibrate(&ag);
 	if (!opt_queue)
 		return cli_error(EXIT_USAGE, "agent",
 				 "--queue NAME is required");
