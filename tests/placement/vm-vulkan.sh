@@ -89,6 +89,29 @@ log "kq and stream runs done"
 # does not fit this VM's time)
 stop_agent
 
+# --- 3. staging copies (no host import) under critical memory pressure
+# (a fake /proc: 2 % of memory available): the agent releases them after
+# each batch and makes them again; the tokens do not change
+mkdir -p "$T/proc/pressure"
+printf 'MemTotal:        8000000 kB\nMemFree:          100000 kB\nMemAvailable:     160000 kB\n' >"$T/proc/meminfo"
+EDGEQ_VK_IMPORT=0 EDGEQ_PROC_ROOT=$T/proc "$EDGEQ" agent --queue gpu0 \
+	--backend vulkan >"$T/agent3.log" 2>&1 &
+agent=$!
+what="staging agent attached ($T/agent3.log)" ok agent_up
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 4 "${R[@]}" --backend kq --queue gpu0 >"$T/mem.json" 2>"$T/mem.err"
+stats "$T/mem.json"
+log "pressure run generated"
+stop_agent
+what="staging under pressure: the agent says so" ok \
+	grep -q 'memory staging copies' "$T/agent3.log"
+what="critical memory: device copies released" ok \
+	grep -q 'memory pressure critical: released' "$T/agent3.log"
+what="critical memory: the totals at exit" ok \
+	grep -Eq 'MiB of device copies released under memory pressure \([0-9]+ times\)' "$T/agent3.log"
+what="critical memory: succeeded, tokens equal the all-CPU run" ok \
+	test "$(toks "$T/mem.json")" = "$(toks "$T/cpu.json" | cut -d, -f1-4)"
+log "pressure run done"
+
 # --- 4. the agent SIGKILLed mid-generation
 start_agent "$T/agent2.log"
 "$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend kq --queue gpu0 \

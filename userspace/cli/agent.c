@@ -9,6 +9,7 @@
  * Documentation/gpu-agent.rst.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <edgeq/backend.h>
 #include <edgeq/edgeq.h>
 #include <edgeq/kq.h>
+#include <edgeq/pressure.h>
 
 #include "cli.h"
 
@@ -38,6 +40,7 @@ static uint64_t opt_count;
 static int opt_delay_us;
 static bool opt_verbose;
 static uint64_t opt_device_budget;
+static const char *opt_pressure = "psi";
 
 static const struct cli_option agent_opts[] = {
 	{ "queue", 'q', CLI_STR, &opt_queue, "NAME", "queue to serve (npu0)" },
@@ -63,6 +66,8 @@ static const struct cli_option agent_opts[] = {
 	{ "verbose", 'v', CLI_FLAG, &opt_verbose, NULL, "a line per op" },
 	{ "device-budget", 0, CLI_SIZE, &opt_device_budget, "SIZE",
 	  "most device copies to keep (staging path), LRU released beyond" },
+	{ "pressure", 0, CLI_STR, &opt_pressure, "auto|psi|off",
+	  "memory pressure (psi: MemAvailable and PSI; auto: BPF too) releases device copies: half at medium, all at critical" },
 	CLI_OPTIONS_END
 };
 
@@ -103,9 +108,12 @@ static void sleep_ns(uint64_t ns)
 
 struct agent {
 	struct edgeq_kq *kq;
-	struct edgeq_backend *be;  /* the chosen backend */
-	struct edgeq_backend *cpu; /* ops @be does not run; NULL when be is */
-	bool vulkan_lost;	   /* the device failed: the CPU runs all */
+	struct edgeq_backend *be;    /* the chosen backend */
+	struct edgeq_backend *cpu;   /* ops @be does not run; NULL when be is */
+	bool vulkan_lost;	     /* the device failed: the CPU runs all */
+	struct edgeq_pressure *pm;   /* memory pressure, or NULL */
+	enum edgeq_mem_level level;  /* the monitor's last memory level */
+	uint64_t released, releases; /* device-copy bytes and times freed */
 };
 
 static void agent_forget(void *arg, uint64_t id)
@@ -268,17 +276,105 @@ static int agent_warmup(struct agent *ag)
 	return ret;
 }
 
-/* Keeps the backend's device copies within --device-budget. */
+/*
+ * Keeps the backend's device copies within --device-budget and what
+ * memory allows: at the monitor's medium level half of them go (least
+ * recently used first), at critical all; they are made again as ops need
+ * them. On unified memory (a Jetson) a staging copy is a second copy of a
+ * weight in the same RAM, so under pressure it is what goes first.
+ */
 static void agent_trim(struct agent *ag)
 {
 	struct edgeq_backend_info info;
+	struct edgeq_pressure_state *st;
+	uint64_t want = UINT64_MAX, freed;
 
-	if (!opt_device_budget)
-		return;
+	if (ag->pm && edgeq_pressure_consume(ag->pm) > 0) {
+		st = malloc(sizeof(*st));
+		if (st) {
+			edgeq_pressure_get(ag->pm, st);
+			if (st->mem.level != ag->level)
+				fprintf(stderr,
+					"edgeq agent: memory pressure %s\n",
+					edgeq_mem_level_name(st->mem.level));
+			ag->level = st->mem.level;
+			free(st);
+		}
+	}
 	edgeq_backend_get_info(ag->be, &info);
-	if (info.device_bytes > opt_device_budget)
-		edgeq_backend_release(ag->be,
-				      info.device_bytes - opt_device_budget);
+	if (opt_device_budget)
+		want = opt_device_budget;
+	if (ag->level >= EDGEQ_MEM_CRITICAL)
+		want = 0;
+	else if (ag->level >= EDGEQ_MEM_MEDIUM && info.device_bytes / 2 < want)
+		want = info.device_bytes / 2;
+	if (info.device_bytes <= want)
+		return;
+	freed = edgeq_backend_release(ag->be, info.device_bytes - want);
+	if (freed && ag->level >= EDGEQ_MEM_MEDIUM) {
+		ag->released += freed;
+		ag->releases++;
+		if (opt_verbose || ag->releases == 1)
+			fprintf(stderr,
+				"edgeq agent: memory pressure %s: released %.1f MiB of device copies\n",
+				edgeq_mem_level_name(ag->level),
+				freed / 1048576.0);
+	}
+}
+
+/* The monitor that drives agent_trim(); none is no error. */
+static int agent_pressure(struct agent *ag)
+{
+	struct edgeq_pressure_opts o;
+	struct edgeq_error err = { 0 };
+	struct edgeq_pressure_state *st;
+
+	if (!strcmp(opt_pressure, "off"))
+		return 0;
+	if (strcmp(opt_pressure, "auto") && strcmp(opt_pressure, "psi"))
+		return cli_error(EXIT_USAGE, "agent",
+				 "--pressure must be auto, psi or off");
+	edgeq_pressure_opts_init(&o);
+	o.no_bpf = !strcmp(opt_pressure, "psi");
+	if (edgeq_pressure_new(&o, &ag->pm, &err)) {
+		fprintf(stderr,
+			"edgeq agent: no pressure monitor (%s): device copies "
+			"are not released under memory pressure\n",
+			err.msg);
+		return 0;
+	}
+	st = malloc(sizeof(*st));
+	if (st) {
+		edgeq_pressure_get(ag->pm, st);
+		ag->level = st->mem.level;
+		free(st);
+	}
+	if (ag->level >= EDGEQ_MEM_MEDIUM)
+		fprintf(stderr, "edgeq agent: memory pressure %s\n",
+			edgeq_mem_level_name(ag->level));
+	return 0;
+}
+
+/* Waits for the queue's next ops, following the monitor meanwhile. */
+static int agent_wait(struct agent *ag)
+{
+	struct pollfd pfd[2] = { { edgeq_kq_fd(ag->kq), POLLIN, 0 },
+				 { ag->pm ? edgeq_pressure_fd(ag->pm) : -1,
+				   POLLIN, 0 } };
+
+	if (!ag->pm)
+		return 0;
+	for (;;) {
+		/* a stop signal may land between the loop's check and poll */
+		if (agent_stop)
+			return -EINTR;
+		if (poll(pfd, 2, 200) < 0)
+			return errno == EINTR ? -EINTR : -errno;
+		if (pfd[0].revents)
+			return 0; /* ops, or an error the read reports */
+		if (pfd[1].revents & POLLIN)
+			agent_trim(ag);
+	}
 }
 
 static int agent_list_devices(void)
@@ -497,6 +593,12 @@ static int cmd_agent(int argc, char **argv)
 	ret = agent_open_backend(&ag);
 	if (ret)
 		return ret;
+	ret = agent_pressure(&ag);
+	if (ret) {
+		edgeq_backend_free(ag.be);
+		edgeq_backend_free(ag.cpu);
+		return ret;
+	}
 	sim = !strcmp(opt_backend, "cpu");
 	if (!prof)
 		prof = &profiles[sim ? 0 : 1];
@@ -519,6 +621,7 @@ static int cmd_agent(int argc, char **argv)
 	if (ret) {
 		edgeq_backend_free(ag.be);
 		edgeq_backend_free(ag.cpu);
+		edgeq_pressure_free(ag.pm);
 		return cli_error(
 			cli_exit_for(ret), "agent",
 			"cannot open queue %s: %s (is edgeq.ko loaded?)",
@@ -530,6 +633,7 @@ static int cmd_agent(int argc, char **argv)
 		edgeq_kq_close(ag.kq);
 		edgeq_backend_free(ag.be);
 		edgeq_backend_free(ag.cpu);
+		edgeq_pressure_free(ag.pm);
 		return cli_error(
 			cli_exit_for(ret), "agent", "cannot attach to %s: %s%s",
 			opt_queue, strerror(-ret),
@@ -553,7 +657,9 @@ static int cmd_agent(int argc, char **argv)
 	while (!agent_stop && (!opt_count || served < opt_count)) {
 		uint64_t t0, dt;
 
-		n = edgeq_kq_agent_next(ag.kq, ops, 32);
+		n = agent_wait(&ag);
+		if (!n)
+			n = edgeq_kq_agent_next(ag.kq, ops, 32);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
@@ -597,6 +703,7 @@ static int cmd_agent(int argc, char **argv)
 	edgeq_backend_get_info(ag.be, &info);
 	edgeq_backend_free(ag.be);
 	edgeq_backend_free(ag.cpu);
+	edgeq_pressure_free(ag.pm);
 	agent_remove_state();
 	if (ret < 0 && !agent_stop)
 		return cli_error(cli_exit_for(ret), "agent", "queue %s: %s",
@@ -604,6 +711,11 @@ static int cmd_agent(int argc, char **argv)
 	fprintf(stderr, "edgeq agent: %llu ops served (%s: %llu chains)\n",
 		(unsigned long long)served, info.backend,
 		(unsigned long long)info.chains);
+	if (ag.releases)
+		fprintf(stderr,
+			"edgeq agent: %.1f MiB of device copies released under memory pressure (%llu times)\n",
+			ag.released / 1048576.0,
+			(unsigned long long)ag.releases);
 	return EXIT_OK;
 }
 
