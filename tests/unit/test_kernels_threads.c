@@ -9,6 +9,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -138,10 +139,22 @@ static void *bind_thread(void *arg)
 static struct bind_probe probe_bind(struct edgeq_threadpool *tp)
 {
 	struct bind_probe b = { tp, 0, 0 };
+	size_t sz = 1u << 20;
+	pthread_attr_t attr;
 	pthread_t th;
+	void *stk;
 
-	assert_int_equal(pthread_create(&th, NULL, bind_thread, &b), 0);
+	/* a stack of our own, as the pool's workers have: qemu-user 7.2 (the
+	 * cross tests) hangs in pthread_create when glibc maps it */
+	stk = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	assert_true(stk != MAP_FAILED);
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstack(&attr, stk, sz), 0);
+	assert_int_equal(pthread_create(&th, &attr, bind_thread, &b), 0);
 	pthread_join(th, NULL);
+	pthread_attr_destroy(&attr);
+	munmap(stk, sz);
 	return b;
 }
 
