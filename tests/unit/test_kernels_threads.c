@@ -159,14 +159,15 @@ static struct bind_probe probe_bind(struct edgeq_threadpool *tp)
 }
 
 /*
- * A thread that runs a job on a pinned pool is bound to one CPU (thread
- * 0's), every such thread, not only the pool's creator; with NO_PIN the
- * caller keeps the CPUs it had.
+ * A thread that runs a job on a pinned pool with a CPU to spare is bound
+ * to one CPU (thread 0's), every such thread, not only the pool's creator;
+ * a pool that takes every CPU leaves its callers free, and so does NO_PIN.
  */
 static void test_pool_binds_callers(void **state)
 {
 	struct edgeq_threadpool *tp;
 	struct bind_probe b;
+	int ncpu = allowed_cpus();
 
 	assert_int_equal(
 		edgeq_threadpool_new(2, EDGEQ_THREADPOOL_NO_PIN, &tp, NULL), 0);
@@ -175,11 +176,24 @@ static void test_pool_binds_callers(void **state)
 	assert_int_equal(b.after, b.before);
 	edgeq_threadpool_free(tp);
 
-	assert_int_equal(edgeq_threadpool_new(2, 0, &tp, NULL), 0);
+	if (ncpu < 2 || ncpu > EDGEQ_THREADPOOL_MAX)
+		skip();
+	/* every CPU taken: the caller stays free, the workers are pinned */
+	assert_int_equal(edgeq_threadpool_new(ncpu, 0, &tp, NULL), 0);
 	if (!edgeq_threadpool_pinned(tp)) {
 		edgeq_threadpool_free(tp);
 		skip(); /* hwloc found no topology here */
 	}
+	assert_int_equal(edgeq_threadpool_pinned(tp), ncpu - 1);
+	b = probe_bind(tp);
+	assert_int_equal(b.after, b.before);
+	edgeq_threadpool_free(tp);
+	if (ncpu < 3) {
+		print_message(
+			"2 CPUs: no pool smaller than the machine to bind\n");
+		return;
+	}
+	assert_int_equal(edgeq_threadpool_new(2, 0, &tp, NULL), 0);
 	assert_int_equal(edgeq_threadpool_pinned(tp), 2);
 	for (int i = 0; i < 2; i++) {
 		b = probe_bind(tp);

@@ -330,9 +330,9 @@ typedef void (*edgeq_task_fn)(void *arg, int ith, int nth);
 /*
  * A pool of @nthreads threads counting the caller (nthreads - 1 workers).
  * Workers are pinned with hwloc, performance cores first, one per core
- * before SMT siblings, and a thread that runs a job is bound to thread 0's
- * CPU on its first job (it stays bound); pinning is skipped silently when
- * hwloc fails.
+ * before SMT siblings; with fewer threads than CPUs, a thread that runs a
+ * job is bound to thread 0's CPU on its first job (it stays bound).
+ * Pinning is skipped silently when hwloc fails.
  * Returns 0 or -EINVAL (count out of 1..EDGEQ_THREADPOOL_MAX), -ENOMEM,
  * -EAGAIN (thread creation).
  */

@@ -10,11 +10,15 @@
  * on, then sleeps on, the same way. Sleepers are counted so the common case
  * (everyone spinning) makes no system call.
  *
- * With pinning, the thread that runs a job is bound to thread 0's CPU on its
- * first job on the pool (each thread, once): a caller left free shares a
- * worker's CPU whenever the scheduler wakes it there, and then the two spin
- * against each other for a time slice (a 1 ms pass took 5-11 ms, one in
- * four session runs at 2 threads on 2 CPUs, before this).
+ * With pinning and a CPU to spare, the thread that runs a job is bound to
+ * thread 0's CPU on its first job on the pool (each thread, once): a caller
+ * left free shares a worker's CPU whenever the scheduler wakes it there,
+ * and then the two spin against each other for a time slice (a 1 ms pass
+ * took 5-11 ms, one in four session runs at 2 threads on 2 CPUs). When the
+ * pool takes every CPU the caller stays free: bound, it would leave the
+ * process's other threads (a server's HTTP threads, a session's consumers)
+ * only what preemption gives them, and a fast model's tokens would reach a
+ * stream in one piece.
  *
  * Parallel matvec/matmul hand out row chunks from an atomic counter; every
  * output row is computed whole by one thread with the same kernel, so
@@ -58,11 +62,12 @@ struct edgeq_threadpool {
 	_Atomic bool stop;
 	edgeq_task_fn fn; /* the current job */
 	void *arg;
-	bool timing;	  /* count the caller's wait (profiles) */
-	uint64_t wait_ns; /* caller's time waiting for the workers */
-	int pinned;	  /* threads pinned to a CPU */
-	uint64_t id;	  /* unique per pool: which one a caller is bound to */
-	void **stacks;	  /* per worker, mapped by us (see STACK_SIZE) */
+	bool timing;	   /* count the caller's wait (profiles) */
+	uint64_t wait_ns;  /* caller's time waiting for the workers */
+	int pinned;	   /* threads pinned to a CPU */
+	uint64_t id;	   /* unique per pool: which one a caller is bound to */
+	bool bind_callers; /* fewer threads than CPUs: callers are bound */
+	void **stacks;	   /* per worker, mapped by us (see STACK_SIZE) */
 	hwloc_topology_t topo; /* NULL when hwloc failed */
 	hwloc_bitmap_t *sets;  /* per thread, NULL entries: unpinned */
 };
@@ -169,7 +174,7 @@ void edgeq_threadpool_run(struct edgeq_threadpool *tp, edgeq_task_fn fn,
 		fn(arg, 0, 1);
 		return;
 	}
-	if (bound_to != tp->id) {
+	if (tp->bind_callers && bound_to != tp->id) {
 		/* once per thread and pool; a failure leaves it free */
 		bound_to = tp->id;
 		if (tp->topo && tp->sets[0])
@@ -288,8 +293,11 @@ static void setup_pinning(struct edgeq_threadpool *tp, unsigned flags)
 	for (int i = 0; i < n; i++)
 		hwloc_bitmap_free(order[i]);
 	free(order);
-	for (int i = 0; i < tp->n; i++)
+	tp->bind_callers = tp->n <
+			   hwloc_get_nbobjs_by_type(tp->topo, HWLOC_OBJ_PU);
+	for (int i = 1; i < tp->n; i++)
 		tp->pinned += tp->sets[i] != NULL;
+	tp->pinned += tp->bind_callers && tp->sets[0];
 	return;
 fail_topo:
 	hwloc_topology_destroy(tp->topo);
