@@ -408,69 +408,56 @@ static void edgeq_destroy_all(void)
 	mutex_unlock(&edgeq_mutex);
 }
 
-static int __init edgeq_create_param_queues(void)
+/* @fn on each non-empty item of the comma-separated @val, to the first error */
+static int __init edgeq_param_each(const char *val, int (*fn)(char *item))
 {
-	char *list, *p, *name;
-	struct edgeq_queue *q;
+	char *list, *p, *item;
 	int ret = 0;
 
-	if (!queues || !*queues)
+	if (!val || !*val)
 		return 0;
-	list = kstrdup(queues, GFP_KERNEL);
+	list = kstrdup(val, GFP_KERNEL);
 	if (!list)
 		return -ENOMEM;
 	p = list;
-	while ((name = strsep(&p, ",")) != NULL) {
-		if (!*name)
-			continue;
-		q = edgeq_queue_create(name, 0, 0);
-		if (IS_ERR(q)) {
-			ret = PTR_ERR(q);
-			pr_err("queue \"%s\": %d\n", name, ret);
-			break;
-		}
-	}
+	while (!ret && (item = strsep(&p, ",")) != NULL)
+		if (*item)
+			ret = fn(item);
 	kfree(list);
 	return ret;
 }
 
-/* bind=QUEUE:TYPE[,QUEUE:TYPE]: each queue's cooling to a zone by type */
-static int __init edgeq_bind_param_queues(void)
+/* queues=NAME[,NAME]: a queue created at load */
+static int __init edgeq_param_queue(char *name)
 {
-	char *list, *p, *pair, *type;
-	struct edgeq_queue *q;
-	int ret = 0;
+	int ret = PTR_ERR_OR_ZERO(edgeq_queue_create(name, 0, 0));
 
-	if (!bind || !*bind)
-		return 0;
-	list = kstrdup(bind, GFP_KERNEL);
-	if (!list)
-		return -ENOMEM;
-	p = list;
-	mutex_lock(&edgeq_mutex);
-	while (!ret && (pair = strsep(&p, ",")) != NULL) {
-		if (!*pair)
-			continue;
-		type = strchr(pair, ':');
-		if (!type || type == pair || !type[1]) {
-			pr_err("bind=%s: want QUEUE:ZONE_TYPE\n", pair);
-			ret = -EINVAL;
-			break;
-		}
-		*type++ = '\0';
-		q = edgeq_find(pair);
-		if (!q) {
-			pr_err("bind: no queue \"%s\" (queues=%s)\n", pair,
-			       queues ? queues : "");
-			ret = -EINVAL;
-			break;
-		}
-		ret = edgeq_bind(q, type);
-		if (ret)
-			pr_err("bind=%s:%s: %d\n", pair, type, ret);
+	if (ret)
+		pr_err("queue \"%s\": %d\n", name, ret);
+	return ret;
+}
+
+/* bind=QUEUE:TYPE[,QUEUE:TYPE]: a queue's cooling bound to a zone by type */
+static int __init edgeq_param_bind(char *pair)
+{
+	char *type = strchr(pair, ':');
+	struct edgeq_queue *q;
+	int ret;
+
+	if (!type || type == pair || !type[1]) {
+		pr_err("bind=%s: want QUEUE:ZONE_TYPE\n", pair);
+		return -EINVAL;
 	}
+	*type++ = '\0';
+	mutex_lock(&edgeq_mutex);
+	q = edgeq_find(pair);
+	ret = q ? edgeq_bind(q, type) : -EINVAL;
 	mutex_unlock(&edgeq_mutex);
-	kfree(list);
+	if (!q)
+		pr_err("bind: no queue \"%s\" (queues=%s)\n", pair,
+		       queues ? queues : "");
+	else if (ret)
+		pr_err("bind=%s:%s: %d\n", pair, type, ret);
 	return ret;
 }
 
@@ -489,9 +476,9 @@ static int __init edgeq_init(void)
 	ret = misc_register(&edgeq_ctl_dev);
 	if (ret)
 		goto out_class;
-	ret = edgeq_create_param_queues();
+	ret = edgeq_param_each(queues, edgeq_param_queue);
 	if (!ret)
-		ret = edgeq_bind_param_queues();
+		ret = edgeq_param_each(bind, edgeq_param_bind);
 	if (ret)
 		goto out_queues;
 	return 0;

@@ -276,6 +276,20 @@ static int agent_warmup(struct agent *ag)
 	return ret;
 }
 
+/* The monitor's memory level now (the last one known without memory). */
+static enum edgeq_mem_level agent_mem_level(struct agent *ag)
+{
+	struct edgeq_pressure_state *st = malloc(sizeof(*st));
+	enum edgeq_mem_level level = ag->level;
+
+	if (st) {
+		edgeq_pressure_get(ag->pm, st);
+		level = st->mem.level;
+		free(st);
+	}
+	return level;
+}
+
 /*
  * Keeps the backend's device copies within --device-budget and what
  * memory allows: at the monitor's medium level half of them go (least
@@ -286,20 +300,15 @@ static int agent_warmup(struct agent *ag)
 static void agent_trim(struct agent *ag)
 {
 	struct edgeq_backend_info info;
-	struct edgeq_pressure_state *st;
+	enum edgeq_mem_level level;
 	uint64_t want = UINT64_MAX, freed;
 
 	if (ag->pm && edgeq_pressure_consume(ag->pm) > 0) {
-		st = malloc(sizeof(*st));
-		if (st) {
-			edgeq_pressure_get(ag->pm, st);
-			if (st->mem.level != ag->level)
-				fprintf(stderr,
-					"edgeq agent: memory pressure %s\n",
-					edgeq_mem_level_name(st->mem.level));
-			ag->level = st->mem.level;
-			free(st);
-		}
+		level = agent_mem_level(ag);
+		if (level != ag->level)
+			fprintf(stderr, "edgeq agent: memory pressure %s\n",
+				edgeq_mem_level_name(level));
+		ag->level = level;
 	}
 	edgeq_backend_get_info(ag->be, &info);
 	if (opt_device_budget)
@@ -327,7 +336,6 @@ static int agent_pressure(struct agent *ag)
 {
 	struct edgeq_pressure_opts o;
 	struct edgeq_error err = { 0 };
-	struct edgeq_pressure_state *st;
 
 	if (!strcmp(opt_pressure, "off"))
 		return 0;
@@ -343,12 +351,7 @@ static int agent_pressure(struct agent *ag)
 			err.msg);
 		return 0;
 	}
-	st = malloc(sizeof(*st));
-	if (st) {
-		edgeq_pressure_get(ag->pm, st);
-		ag->level = st->mem.level;
-		free(st);
-	}
+	ag->level = agent_mem_level(ag);
 	if (ag->level >= EDGEQ_MEM_MEDIUM)
 		fprintf(stderr, "edgeq agent: memory pressure %s\n",
 			edgeq_mem_level_name(ag->level));

@@ -170,8 +170,7 @@ int eng_watch_start(const struct eng_watch_ops *ops,
 	if (ret == -EINVAL) {
 		/* bad options (a cooling binding, a devices.conf asked
 		 * for) are the caller's error, not a missing monitor */
-		pthread_mutex_destroy(&w->lock);
-		free(w);
+		eng_watch_stop(w);
 		return edgeq_error_set(err, EINVAL, "%s", perr.msg);
 	}
 	if (ret) {
