@@ -231,12 +231,17 @@ static void test_matvec_types(void **state)
 		check_matmul(types[i], 67, 512, 1);
 		check_matmul(types[i], 5, 2304, 1); /* long rows, few of them */
 	}
+	/* an odd block count: every other row and block starts 2 bytes
+	 * into a word (Q8_0 and Q4_0 read whole words) */
+	check_matmul(EDGEQ_DTYPE_Q8_0, 97, 96, 1);
+	check_matmul(EDGEQ_DTYPE_Q4_0, 97, 96, 1);
 }
 
 static void test_matmul_types(void **state)
 {
 	NEED_VK();
 	check_matmul(EDGEQ_DTYPE_Q8_0, 33, 256, 3);
+	check_matmul(EDGEQ_DTYPE_Q4_0, 65, 160, 3);
 	check_matmul(EDGEQ_DTYPE_Q4_K, 40, 512, 4);
 	check_matmul(EDGEQ_DTYPE_Q6_K, 17, 256, 2);
 	check_matmul(EDGEQ_DTYPE_F16, 9, 96, 5);
