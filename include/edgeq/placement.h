@@ -393,7 +393,8 @@ struct edgeq_place_weight {
 	uint64_t bytes;
 };
 
-/* How a device other than the CPU runs a matrix op. */
+/* How a device other than the CPU runs a matrix op (the constructors
+ * below fill the whole struct; one filled by hand starts zeroed). */
 struct edgeq_place_backend {
 	const char *name;
 	/*
@@ -407,6 +408,16 @@ struct edgeq_place_backend {
 	 */
 	int (*matvec)(void *arg, int dev, const struct edgeq_place_weight *w,
 		      uint64_t rows, uint64_t cols, const float *x, float *y);
+	/*
+	 * Optional: the @n products of one placed op that share x (q, k and
+	 * v; gate and up), y[i] = W_i x with W_i (@w[i]) @rows[i] x @cols,
+	 * submitted together (one queue write, one chain on the device).
+	 * The same results and errors as @n matvec calls; on an error none
+	 * of the y[i] is to be used.
+	 */
+	int (*matvec_n)(void *arg, int dev, const struct edgeq_place_weight *w,
+			const uint64_t *rows, unsigned int n, uint64_t cols,
+			const float *x, float *const *y);
 	void *arg;
 };
 

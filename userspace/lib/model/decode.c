@@ -549,6 +549,24 @@ static void linear(struct fw *f, enum edgeq_prof_part part,
 		f->hooks->linear_done(f->hooks_arg, t, nb);
 }
 
+/*
+ * linear() for @n matrices of the same input: where the hooks place them
+ * on a device, one submission for all of them (they are one op of the
+ * plan); otherwise each its own linear().
+ */
+static void linear_n(struct fw *f, const enum edgeq_prof_part *part,
+		     const struct edgeq_tensor *const *t, int n, const float *x,
+		     int nb, int ldx, float *const *y, const int *ldy)
+{
+	if (f->hooks && f->hooks->linear_n &&
+	    !f->hooks->linear_n(f->hooks_arg, t, n, x, nb, ldx, y, ldy)) {
+		lap(f->w->m, EDGEQ_PROF_DEVICE, 0);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		linear(f, part[i], t[i], x, nb, ldx, y[i], ldy[i]);
+}
+
 static void add_bias(float *y, const float *bias, int nb, uint32_t n)
 {
 	int b;
@@ -988,12 +1006,17 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		lap(m, EDGEQ_PROF_NORM, 0);
 		f->qa_src = NULL;
 		if (L->wk) {
-			linear(f, EDGEQ_PROF_ATTN_Q, L->wq, c->xb, nb, (int)E,
-			       c->q, (int)q_dim);
-			linear(f, EDGEQ_PROF_ATTN_K, L->wk, c->xb, nb, (int)E,
-			       c->k, (int)kv_dim);
-			linear(f, EDGEQ_PROF_ATTN_V, L->wv, c->xb, nb, (int)E,
-			       c->v, (int)kv_dim);
+			static const enum edgeq_prof_part pq[3] = {
+				EDGEQ_PROF_ATTN_Q, EDGEQ_PROF_ATTN_K,
+				EDGEQ_PROF_ATTN_V
+			};
+			const struct edgeq_tensor *tq[3] = { L->wq, L->wk,
+							     L->wv };
+			float *yq[3] = { c->q, c->k, c->v };
+			const int lq[3] = { (int)q_dim, (int)kv_dim,
+					    (int)kv_dim };
+
+			linear_n(f, pq, tq, 3, c->xb, nb, (int)E, yq, lq);
 		} else { /* phi3: one matrix, rows q | k | v */
 			uint32_t n3 = q_dim + 2 * kv_dim;
 
@@ -1052,10 +1075,15 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		lap(m, EDGEQ_PROF_NORM, 0);
 		f->qa_src = NULL;
 		if (L->w_gate) {
-			linear(f, EDGEQ_PROF_FFN_GATE, L->w_gate, c->xb, nb,
-			       (int)E, c->hb, (int)F);
-			linear(f, EDGEQ_PROF_FFN_UP, L->w_up, c->xb, nb, (int)E,
-			       c->hb2, (int)F);
+			static const enum edgeq_prof_part pg[2] = {
+				EDGEQ_PROF_FFN_GATE, EDGEQ_PROF_FFN_UP
+			};
+			const struct edgeq_tensor *tg[2] = { L->w_gate,
+							     L->w_up };
+			float *yg[2] = { c->hb, c->hb2 };
+			const int lg[2] = { (int)F, (int)F };
+
+			linear_n(f, pg, tg, 2, c->xb, nb, (int)E, yg, lg);
 		} else { /* phi3: one matrix, rows gate | up */
 			linear(f, EDGEQ_PROF_FFN_UP, L->w_up, c->xb, nb, (int)E,
 			       c->fused, (int)(2 * F));

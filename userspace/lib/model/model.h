@@ -185,6 +185,12 @@ struct edgeq_ctx_hooks {
 		      int nb, int ldx, float *y, int ldy);
 	/* after the CPU ran a linear() the hook left to it */
 	void (*linear_done)(void *arg, const struct edgeq_tensor *t, int nb);
+	/* Optional: @n linears of the same input (q, k and v; gate and up),
+	 * y[i] rows ldy[i] apart; 0 when it ran them all, else the decoder
+	 * runs each through linear() (and the hook above). */
+	int (*linear_n)(void *arg, const struct edgeq_tensor *const *t, int n,
+			const float *x, int nb, int ldx, float *const *y,
+			const int *ldy);
 	void (*step_end)(void *arg, int nb);
 };
 

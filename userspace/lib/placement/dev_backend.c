@@ -54,47 +54,76 @@ static int stage_ensure(struct edgeq_place_dev *d, size_t size)
 	return 0;
 }
 
-static int dev_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
-		      uint64_t rows, uint64_t cols, const float *x, float *y)
+/* Outputs after the input in the staging memfd, each 64-byte aligned. */
+static size_t out_off(uint64_t cols, const uint64_t *rows, unsigned int i)
+{
+	size_t o = ((size_t)cols * 4 + 63) & ~(size_t)63;
+
+	for (unsigned int k = 0; k < i; k++)
+		o += ((size_t)rows[k] * 4 + 63) & ~(size_t)63;
+	return o;
+}
+
+/* @n MATVEC ops of one input as one chain (n = 1: a single op). */
+static int dev_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
+			const uint64_t *rows, unsigned int n, uint64_t cols,
+			const float *x, float *const *y)
 {
 	struct edgeq_place_dev *d = arg;
-	struct edgeq_backend_tensor t[1][EDGEQ_MAX_TENSORS];
-	size_t yoff = ((size_t)cols * 4 + 63) & ~(size_t)63;
-	struct edgeq_op_desc op;
-	struct place_wslot *ws;
-	bool created;
-	int ret, st;
+	struct edgeq_backend_tensor t[4][EDGEQ_MAX_TENSORS];
+	struct edgeq_op_desc op[4];
+	int ret, st[4];
 
+	if (!n || n > 4)
+		return -EINVAL;
 	if (d->fail_after && d->ops >= d->fail_after)
 		return -ENODEV; /* the agent is gone */
-	ret = stage_ensure(d, yoff + (size_t)rows * 4);
-	if (!ret)
-		ret = place_wset_get(&d->w, w, &ws, &created);
+	ret = stage_ensure(d, out_off(cols, rows, n));
 	if (ret)
 		return ret;
 	memcpy(d->stage, x, (size_t)cols * 4);
-	edgeq_op_desc_init(&op, EDGEQ_OP_MATVEC, d->ops);
-	op.dtype = w->type;
-	op.shape[0] = rows;
-	op.shape[1] = cols;
-	edgeq_op_desc_tensor(&op, 0, 0, 0, w->bytes);
-	edgeq_op_desc_tensor(&op, 1, 0, 0, cols * 4);
-	edgeq_op_desc_tensor(&op, 2, 0, yoff, rows * 4);
-	t[0][0] = (struct edgeq_backend_tensor){ ws->map, ws->bytes, 0,
-						 w->bytes, ws->id };
-	for (int i = 1; i < 3; i++)
-		t[0][i] = (struct edgeq_backend_tensor){
-			d->stage, d->stage_size, op.tensors[i].offset,
-			op.tensors[i].length, STAGE_ID | d->stage_id
-		};
-	ret = edgeq_backend_run(d->b, &op, t, &st, 1);
+	for (unsigned int i = 0; i < n; i++) {
+		struct place_wslot *ws;
+		bool created;
+
+		/* the slot's fields now: a later get may move the slots */
+		ret = place_wset_get(&d->w, &w[i], &ws, &created);
+		if (ret)
+			return ret;
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_MATVEC, d->ops + i);
+		op[i].dtype = w[i].type;
+		op[i].shape[0] = rows[i];
+		op[i].shape[1] = cols;
+		edgeq_op_desc_tensor(&op[i], 0, 0, 0, w[i].bytes);
+		edgeq_op_desc_tensor(&op[i], 1, 0, 0, cols * 4);
+		edgeq_op_desc_tensor(&op[i], 2, 0, out_off(cols, rows, i),
+				     rows[i] * 4);
+		t[i][0] = (struct edgeq_backend_tensor){ ws->map, ws->bytes, 0,
+							 w[i].bytes, ws->id };
+		for (int k = 1; k < 3; k++)
+			t[i][k] = (struct edgeq_backend_tensor){
+				d->stage, d->stage_size,
+				op[i].tensors[k].offset,
+				op[i].tensors[k].length, STAGE_ID | d->stage_id
+			};
+	}
+	ret = edgeq_backend_run(d->b, op, t, st, n);
 	if (ret)
 		return ret;
-	if (st)
-		return st;
-	memcpy(y, (char *)d->stage + yoff, (size_t)rows * 4);
-	d->ops++;
+	for (unsigned int i = 0; i < n; i++)
+		if (st[i])
+			return st[i];
+	for (unsigned int i = 0; i < n; i++)
+		memcpy(y[i], (char *)d->stage + out_off(cols, rows, i),
+		       (size_t)rows[i] * 4);
+	d->ops += n;
 	return 0;
+}
+
+static int dev_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
+		      uint64_t rows, uint64_t cols, const float *x, float *y)
+{
+	return dev_matvec_n(arg, dev, w, &rows, 1, cols, x, &y);
 }
 
 int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
@@ -117,8 +146,10 @@ int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 					       strerror(-ret));
 	}
 	d->fail_after = p->fail_after;
+	memset(be, 0, sizeof(*be));
 	be->name = "dev";
 	be->matvec = dev_matvec;
+	be->matvec_n = dev_matvec_n;
 	be->arg = d;
 	*out = d;
 	return 0;

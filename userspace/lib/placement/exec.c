@@ -171,6 +171,30 @@ static void hook_step_begin(void *arg, int nb)
 	}
 }
 
+/* Device @dev failed an op (ret): lose it now; the CPU runs the op and,
+ * by the new plan, the rest of the step. */
+static void op_failed(struct edgeq_place_exec *x, int dev, int ret)
+{
+	x->st.fallbacks++;
+	x->st.last_error = ret;
+	edgeq_placer_device_lost(x->pl, dev);
+	x->st.replans++;
+	x->st.last_replan_token = x->st.tokens;
+	x->st.last_reason = EDGEQ_REPLAN_LOST;
+	count_on_devices(x);
+}
+
+static void weight_of(const struct edgeq_place_exec *x,
+		      const struct edgeq_tensor *t,
+		      struct edgeq_place_weight *w)
+{
+	w->name = t->name;
+	w->layer = t->layer < 0 ? -1 : t->layer;
+	w->type = t->type;
+	w->data = edgeq_weights_get(x->m->weights, t);
+	w->bytes = t->size;
+}
+
 static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 		       int nb, int ldx, float *y, int ldy)
 {
@@ -193,21 +217,10 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 		x->st.dev_ops[0]++;
 		return -EAGAIN;
 	}
-	w.name = t->name;
-	w.layer = t->layer < 0 ? -1 : t->layer;
-	w.type = t->type;
-	w.data = edgeq_weights_get(x->m->weights, t);
-	w.bytes = t->size;
+	weight_of(x, t, &w);
 	ret = x->be.matvec(x->be.arg, dev, &w, t->ne[1], t->ne[0], in, y);
 	if (ret) {
-		/* the device failed this op: lose it now, the CPU runs it */
-		x->st.fallbacks++;
-		x->st.last_error = ret;
-		edgeq_placer_device_lost(x->pl, dev);
-		x->st.replans++;
-		x->st.last_replan_token = x->st.tokens;
-		x->st.last_reason = EDGEQ_REPLAN_LOST;
-		count_on_devices(x);
+		op_failed(x, dev, ret);
 		x->cpu_t0 = edgeq_now_ns();
 		x->st.dev_ops[0]++;
 		return -EAGAIN;
@@ -215,6 +228,52 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 	x->st.offloaded++;
 	if (dev < EDGEQ_MAX_DEVICES)
 		x->st.dev_ops[dev]++;
+	x->acc_ns[i] += edgeq_now_ns() - t0;
+	x->acc_dev[i] = (int8_t)dev;
+	return 0;
+}
+
+/*
+ * The matrices of one placed op that share an input (q, k, v; gate, up),
+ * placed on a device: one submission through the backend's matvec_n. On
+ * the CPU, or without matvec_n, the decoder runs them one by one
+ * (hook_linear); a failed device is lost and the decoder runs them all
+ * on the CPU by the new plan.
+ */
+static int hook_linear_n(void *arg, const struct edgeq_tensor *const *t, int n,
+			 const float *in, int nb, int ldx, float *const *y,
+			 const int *ldy)
+{
+	struct edgeq_place_exec *x = arg;
+	struct edgeq_place_weight w[4];
+	uint64_t rows[4], t0;
+	int i, k, dev, ret;
+
+	if (!x->be.matvec_n || !x->decoding || nb != 1 || n < 2 || n > 4)
+		return -EAGAIN;
+	i = op_of(x, t[0]);
+	if (i < 0)
+		return -EAGAIN;
+	for (k = 1; k < n; k++)
+		if (op_of(x, t[k]) != i || t[k]->ne[0] != t[0]->ne[0])
+			return -EAGAIN;
+	dev = edgeq_placer_plan(x->pl)->dev[i];
+	if (dev == 0)
+		return -EAGAIN;
+	for (k = 0; k < n; k++) {
+		weight_of(x, t[k], &w[k]);
+		rows[k] = t[k]->ne[1];
+	}
+	t0 = edgeq_now_ns();
+	ret = x->be.matvec_n(x->be.arg, dev, w, rows, (unsigned int)n,
+			     t[0]->ne[0], in, y);
+	if (ret) {
+		op_failed(x, dev, ret);
+		return -EAGAIN;
+	}
+	x->st.offloaded += (uint64_t)n;
+	if (dev < EDGEQ_MAX_DEVICES)
+		x->st.dev_ops[dev] += (uint64_t)n;
 	x->acc_ns[i] += edgeq_now_ns() - t0;
 	x->acc_dev[i] = (int8_t)dev;
 	return 0;
@@ -315,6 +374,7 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	x->hooks.step_begin = hook_step_begin;
 	x->hooks.linear = hook_linear;
 	x->hooks.linear_done = hook_linear_done;
+	x->hooks.linear_n = hook_linear_n;
 	x->hooks.step_end = hook_step_end;
 	count_on_devices(x);
 	ctx_set_hooks(c, &x->hooks, x);
@@ -433,6 +493,7 @@ void edgeq_place_backend_inline(struct edgeq_place_backend *be,
 				struct edgeq_place_inline *st)
 {
 	memset(st, 0, sizeof(*st));
+	memset(be, 0, sizeof(*be));
 	be->name = "inline";
 	be->matvec = inline_matvec;
 	be->arg = st;

@@ -154,51 +154,81 @@ static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
 	}
 }
 
-static int kq_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
-		     uint64_t rows, uint64_t cols, const float *x, float *y)
+/* Outputs after the input in the staging memfd, each 64-byte aligned. */
+static size_t out_off(uint64_t cols, const uint64_t *rows, unsigned int i)
+{
+	size_t o = ((size_t)cols * 4 + 63) & ~(size_t)63;
+
+	for (unsigned int k = 0; k < i; k++)
+		o += ((size_t)rows[k] * 4 + 63) & ~(size_t)63;
+	return o;
+}
+
+/*
+ * @n MATVEC ops of one input, written to the queue in one write() (so the
+ * agent reads them as one batch and runs them as one chain), then their
+ * completions collected; n = 1 is a single op.
+ */
+static int kq_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
+		       const uint64_t *rows, unsigned int n, uint64_t cols,
+		       const float *x, float *const *y)
 {
 	struct edgeq_place_kq *k = arg;
 	struct kq_dev *d;
-	struct edgeq_op_desc op;
+	struct edgeq_op_desc op[4];
 	struct edgeq_completion cpl;
 	struct io_uring_sqe *sqe;
-	size_t xoff = 0, yoff = ((size_t)cols * 4 + 63) & ~(size_t)63;
-	uint32_t wh;
-	int ret, res;
+	uint64_t first;
+	unsigned int done = 0;
+	int ret, res, status = 0;
 
 	if (dev <= 0 || (size_t)dev >= k->n || !k->dev[dev].kq)
 		return -ENODEV;
+	if (!n || n > 4)
+		return -EINVAL;
 	d = &k->dev[dev];
-	ret = stage_ensure(d, yoff + (size_t)rows * 4);
+	ret = stage_ensure(d, out_off(cols, rows, n));
 	if (ret)
 		return ret;
-	ret = weight_handle(d, w, &wh);
-	if (ret)
-		return ret;
-	memcpy((char *)d->stage + xoff, x, (size_t)cols * 4);
-	edgeq_op_desc_init(&op, EDGEQ_OP_MATVEC, ++k->cookie);
-	op.dtype = w->type;
-	op.shape[0] = rows;
-	op.shape[1] = cols;
-	edgeq_op_desc_tensor(&op, 0, wh, 0, w->bytes);
-	edgeq_op_desc_tensor(&op, 1, d->stage_handle, xoff, cols * 4);
-	edgeq_op_desc_tensor(&op, 2, d->stage_handle, yoff, rows * 4);
+	memcpy(d->stage, x, (size_t)cols * 4);
+	first = k->cookie + 1;
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t wh;
 
-	/* the descriptor: refused at once without an agent (-ENODEV) */
+		ret = weight_handle(d, &w[i], &wh);
+		if (ret)
+			return ret;
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_MATVEC, ++k->cookie);
+		op[i].dtype = w[i].type;
+		op[i].shape[0] = rows[i];
+		op[i].shape[1] = cols;
+		edgeq_op_desc_tensor(&op[i], 0, wh, 0, w[i].bytes);
+		edgeq_op_desc_tensor(&op[i], 1, d->stage_handle, 0, cols * 4);
+		edgeq_op_desc_tensor(&op[i], 2, d->stage_handle,
+				     out_off(cols, rows, i), rows[i] * 4);
+	}
+
+	/* the descriptors: refused at once without an agent (-ENODEV) */
 	sqe = io_uring_get_sqe(&k->ring);
-	io_uring_prep_write(sqe, edgeq_kq_fd(d->kq), &op, sizeof(op), 0);
+	io_uring_prep_write(sqe, edgeq_kq_fd(d->kq), op, n * sizeof(op[0]), 0);
 	ret = ring_wait_one(k, sqe, &res);
 	if (ret)
 		return ret;
 	if (res < 0)
 		return res;
-	/* the completion: POLL_ADD on the same ring until it is readable */
-	for (;;) {
+	if ((size_t)res != n * sizeof(op[0]))
+		return -EIO; /* some taken: their completions go stale */
+	/* the completions: POLL_ADD on the same ring until all are in */
+	while (done != (1u << n) - 1) {
 		ret = edgeq_kq_complete(d->kq, &cpl, 1);
-		if (ret == 1 && cpl.cookie == op.cookie)
-			break;
-		if (ret == 1)
-			continue; /* a stale completion (an op given up on) */
+		if (ret == 1) {
+			if (cpl.cookie >= first && cpl.cookie < first + n) {
+				done |= 1u << (cpl.cookie - first);
+				if (cpl.status && !status)
+					status = cpl.status;
+			}
+			continue; /* else a stale one (an op given up on) */
+		}
 		if (ret != -EAGAIN)
 			return ret < 0 ? ret : -EIO;
 		sqe = io_uring_get_sqe(&k->ring);
@@ -209,10 +239,18 @@ static int kq_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
 		if (res < 0)
 			return res;
 	}
-	if (cpl.status)
-		return cpl.status;
-	memcpy(y, (char *)d->stage + yoff, (size_t)rows * 4);
+	if (status)
+		return status;
+	for (unsigned int i = 0; i < n; i++)
+		memcpy(y[i], (char *)d->stage + out_off(cols, rows, i),
+		       (size_t)rows[i] * 4);
 	return 0;
+}
+
+static int kq_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
+		     uint64_t rows, uint64_t cols, const float *x, float *y)
+{
+	return kq_matvec_n(arg, dev, w, &rows, 1, cols, x, &y);
 }
 
 void edgeq_place_kq_free(struct edgeq_place_kq *k)
@@ -261,8 +299,10 @@ int edgeq_place_kq_new(const struct edgeq_devices *devs,
 					       strerror(-ret));
 		}
 	}
+	memset(be, 0, sizeof(*be));
 	be->name = "kq";
 	be->matvec = kq_matvec;
+	be->matvec_n = kq_matvec_n;
 	be->arg = k;
 	*out = k;
 	return 0;
