@@ -62,6 +62,7 @@ struct edgeq_backend_info {
 	uint64_t imported;     /* mappings imported (import path) */
 	uint64_t chains, ops;  /* chains and ops run */
 	uint64_t slow_chains;  /* chains that outlasted the device wait */
+	uint64_t dispatches;   /* device dispatches recorded (Vulkan) */
 };
 
 /* A tensor of an op: bytes [offset, offset + length) of a mapping. */

@@ -418,6 +418,55 @@ static void test_chain(void **state)
 }
 
 /*
+ * Matrix products of one input in one chain (q, k and v of a layer) share
+ * its quantization: one quantizing dispatch for the three, and the
+ * results as each alone. An op that writes over that input in between
+ * makes the next one quantize again (it must read the new values).
+ */
+static void test_shared_act(void **state)
+{
+	const uint64_t n = 256, rows[5] = { 40, 24, 24, 256, 24 };
+	size_t wrow = edgeq_row_size(EDGEQ_TYPE_Q4_0, n);
+	struct edgeq_op_desc op[5];
+	struct edgeq_backend_info i0, i1;
+	const unsigned int out[5] = { 2, 2, 2, 2, 2 };
+	struct arena a;
+	float *wf = malloc(n * n * 4);
+	uint64_t xo;
+
+	NEED_VK();
+	arena_init(&a, 5 * n * wrow + 16 * n * 4, 16);
+	for (int i = 0; i < 5; i++) {
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_MATVEC, (uint64_t)i + 1);
+		op[i].dtype = EDGEQ_DTYPE_Q4_0;
+		op[i].shape[0] = rows[i];
+		op[i].shape[1] = n;
+		fill(wf, rows[i] * n, 40u + (unsigned int)i);
+		edgeq_type_traits(EDGEQ_TYPE_Q4_0)
+			->from_float(wf,
+				     arena_take(&a, &op[i], 0, rows[i] * wrow),
+				     (int64_t)(rows[i] * n));
+		if (!i)
+			fill(arena_take(&a, &op[i], 1, n * 4), n, 39);
+		xo = op[0].tensors[1].offset;
+		edgeq_op_desc_tensor(&op[i], 1, 1, xo, n * 4);
+		if (i == 3) /* x = W3 x: the input overwritten */
+			edgeq_op_desc_tensor(&op[i], 2, 1, xo, n * 4);
+		else
+			arena_take(&a, &op[i], 2, rows[i] * 4);
+	}
+	edgeq_backend_get_info(vk, &i0);
+	print_message("shared activations: max |d| = %.3g\n",
+		      run_compare(vk, &a, op, 5, out, 1e-3, 1e-3, NULL));
+	edgeq_backend_get_info(vk, &i1);
+	/* ops 0-2 share one quantization, op 3 shares it too (it reads x
+	 * before writing it), op 4 quantizes the new x: 5 + 2 dispatches */
+	assert_int_equal(i1.dispatches - i0.dispatches, 7);
+	arena_fini(&a);
+	free(wf);
+}
+
+/*
  * A chain over more mappings than the backend's first table holds (each
  * op's tensors in a memfd of their own), on both memory paths: the
  * buffers of the first ops must survive the table's growth.
@@ -727,6 +776,7 @@ int main(void)
 		cmocka_unit_test(test_softmax_ew),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_chain),
+		cmocka_unit_test(test_shared_act),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_staging),
 		cmocka_unit_test(test_float_only),

@@ -717,6 +717,7 @@ static void vk_info(void *priv, struct edgeq_backend_info *info)
 	info->chains = v->chains;
 	info->ops = v->ops;
 	info->slow_chains = v->slow_chains;
+	info->dispatches = v->dispatches;
 }
 
 const struct edgeq_backend_ops edgeq_backend_vulkan = {

@@ -78,6 +78,7 @@ struct vk_ctx {
 	VkCommandBuffer cmd;
 	VkFence fence;
 	uint64_t slow_chains; /* took longer than the wait (then waited for) */
+	uint64_t dispatches;  /* vkCmdDispatch calls recorded */
 	struct vk_buf scratch;
 	struct vk_buf **bufs; /* each allocated alone: pointers stay valid */
 	size_t nbufs, capbufs;

@@ -39,7 +39,9 @@ static const uint8_t weight_mask[EDGEQ_OP_COUNT] = {
 
 /* One op, ready to record. */
 struct op_plan {
-	int pre; /* quantizing pass before the main one, or -1 */
+	int pre;   /* quantizing pass before the main one, or -1 */
+	int qpass; /* the pass of the activations it reads (pre, or the
+		    * previous op's when it shares them), or -1 */
 	int pipe;
 	uint32_t pre_groups;
 	uint32_t groups[3];
@@ -151,7 +153,7 @@ static int plan_matmul(const struct edgeq_op_desc *op, struct op_plan *p)
 	if (!quant)
 		return 0;
 	/* activations quantized into scratch first (shaders/q8_*.comp) */
-	p->pre = k_quant ? VK_PIPE_Q8_K : VK_PIPE_Q8_0;
+	p->pre = p->qpass = k_quant ? VK_PIPE_Q8_K : VK_PIPE_Q8_0;
 	p->pre_pc.n[0] = (uint32_t)cols;
 	p->pre_pc.n[1] = (uint32_t)nb;
 	if (k_quant) {
@@ -274,7 +276,7 @@ static int plan_simple(const struct edgeq_op_desc *op, struct op_plan *p)
 static int plan_op(const struct edgeq_op_desc *op, struct op_plan *p)
 {
 	memset(p, 0, sizeof(*p));
-	p->pre = -1;
+	p->pre = p->qpass = -1;
 	p->pipe = -1;
 	p->groups[0] = p->groups[1] = p->groups[2] = 1;
 	for (unsigned int i = 0; i < op->ntensors; i++)
@@ -391,6 +393,7 @@ static void dispatch(struct vk_ctx *v, int pipe, const struct vk_push *pc,
 	vkCmdPushConstants(v->cmd, v->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
 			   sizeof(*pc), pc);
 	vkCmdDispatch(v->cmd, g[0], g[1], g[2]);
+	v->dispatches++;
 	barrier(v, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
 		VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
@@ -469,6 +472,39 @@ static int submit_wait(struct vk_ctx *v)
 	return ret;
 }
 
+/* Whether a byte range [o, o + l) of mapping @b overlaps @x's. */
+static bool overlaps(const struct edgeq_backend_tensor *x, const void *b,
+		     uint64_t o, uint64_t l)
+{
+	return x->base == b && x->offset < o + l && o < x->offset + x->length;
+}
+
+/*
+ * Whether op @i quantizes the same activations as op i - 1 did (q, k and
+ * v of one input; gate and up): the same pass over the same input range,
+ * which op i - 1 did not write. Op i then reads i - 1's scratch.
+ */
+static bool
+shares_act(const struct edgeq_op_desc *ops,
+	   const struct edgeq_backend_tensor (*t)[EDGEQ_MAX_TENSORS],
+	   const struct op_plan *plan, unsigned int i)
+{
+	const struct edgeq_backend_tensor *a = &t[i][1], *b = &t[i - 1][1];
+
+	if (plan[i].qpass < 0 || plan[i - 1].qpass != plan[i].qpass ||
+	    plan[i].pre_pc.n[0] != plan[i - 1].pre_pc.n[0] ||
+	    plan[i].pre_pc.n[1] != plan[i - 1].pre_pc.n[1])
+		return false;
+	if (a->base != b->base || a->offset != b->offset ||
+	    a->length != b->length)
+		return false;
+	for (unsigned int k = 0; k < ops[i - 1].ntensors; k++)
+		if ((out_mask[ops[i - 1].opcode] & (1u << k)) &&
+		    overlaps(&t[i - 1][k], a->base, a->offset, a->length))
+			return false;
+	return true;
+}
+
 /* Record and run @n (<= VK_CHAIN_MAX) planned ops. */
 static int
 run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
@@ -484,6 +520,12 @@ run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
 	int ret;
 
 	for (i = 0; i < n; i++) {
+		if (i && shares_act(ops, t, plan, i)) {
+			/* the previous op's quantized activations */
+			plan[i].pc.os = plan[i - 1].pc.os;
+			plan[i].pre = -1;
+			continue;
+		}
 		plan[i].pc.os = plan[i].pre_pc.os = (uint32_t)words;
 		words += (plan[i].scratch_words + 15) & ~15ULL;
 	}
