@@ -104,6 +104,16 @@ edgeq_tz_register(const char *type, struct edgeq_thermal_trip *trips,
 #define EDGEQ_TZ_SET_TRIP_TEMP 1
 #endif
 
+/*
+ * 6.1: devm_thermal_of_zone_register() registers the device-tree zone of a
+ * device's sensor node (trips and cooling-maps from the tree) with the
+ * driver's ops (still so in 6.12, where the non-devm form is no longer
+ * exported); before, a different interface, not used here.
+ */
+#if KERNEL_VERSION(6, 1, 0) <= LINUX_VERSION_CODE
+#define EDGEQ_TZ_OF 1
+#endif
+
 /* 6.4: thermal_zone_device_priv() replaces tz->devdata. */
 #if KERNEL_VERSION(6, 4, 0) <= LINUX_VERSION_CODE
 #define edgeq_tz_priv(tz) thermal_zone_device_priv(tz)

@@ -10,9 +10,20 @@
  * Two passive trips (trip, trip + 10 C, hysteresis 2 C) are bound to the
  * queue's cooling device under the step_wise governor, so the kernel's own
  * governor throttles a busy queue. Parameters: sysfs sim_* attributes.
+ *
+ * Where the device tree has a node for the queue's sensor (compatible
+ * "edgeq,sim-sensor", edgeq,queue = the queue's name, #thermal-sensor-cells
+ * = <0>) and the kernel registers such zones (6.1+), the sensor is that
+ * node's: the zone, its trips and its cooling-maps are the tree's, as a
+ * SoC sensor's are on a Jetson. It exists to test the cooling device's
+ * device-tree binding (tests/cross/edgeq-dt.dtsi); sim_trip_mC does not
+ * move the tree's trips.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/ktime.h>
 #include <linux/math64.h>
+#include <linux/of.h>
 #include <linux/slab.h>
 #include <linux/thermal.h>
 
@@ -30,6 +41,7 @@ struct edgeq_sensor {
 	struct thermal_zone_params tzp;
 	s64 temp_mc; /* model state, under q->lock */
 	u64 last_ns, last_busy;
+	bool of; /* the device tree's zone */
 };
 
 /* Advances the model to now; q->lock held. */
@@ -78,7 +90,7 @@ void edgeq_sensor_set_trips(struct edgeq_queue *q)
 
 	mutex_lock(&q->sensor_mutex);
 	s = q->sensor;
-	if (s && s->tz) {
+	if (s && s->tz && !s->of) {
 #ifdef EDGEQ_TZ_SET_TRIP_TEMP
 		struct edgeq_trip_move m = { .tz = s->tz, .temp = temp };
 
@@ -199,6 +211,54 @@ static struct thermal_zone_device_ops edgeq_tz_ops = {
 #endif
 };
 
+#ifdef EDGEQ_TZ_OF
+static const struct thermal_zone_device_ops edgeq_tz_of_ops = {
+	.get_temp = edgeq_tz_get_temp,
+};
+
+/* The device-tree node of queue @name's sensor (a reference), or NULL. */
+static struct device_node *edgeq_sensor_node(const char *name)
+{
+	struct device_node *np;
+	const char *s;
+
+	for_each_compatible_node(np, NULL, "edgeq,sim-sensor")
+		if (!of_property_read_string(np, "edgeq,queue", &s) &&
+		    !strcmp(s, name))
+			return np; /* the loop's reference is ours */
+	return NULL;
+}
+
+/*
+ * The tree's zone of @q's sensor node, NULL without one, or an error. The
+ * devm form (the one every kernel from 6.1 to 6.12 exports) reads the
+ * sensor's node from the device: the queue's device carries it for the
+ * call; the zone is unregistered explicitly, before the device goes.
+ */
+static struct thermal_zone_device *edgeq_sensor_of_zone(struct edgeq_queue *q)
+{
+	struct device_node *np = edgeq_sensor_node(q->name);
+	struct thermal_zone_device *tz;
+
+	if (!np)
+		return NULL;
+	/* registers and enables it; it keeps no reference to the node */
+	q->dev.of_node = np;
+	tz = devm_thermal_of_zone_register(&q->dev, 0, q, &edgeq_tz_of_ops);
+	q->dev.of_node = NULL;
+	if (!IS_ERR(tz))
+		pr_info("queue %s: sensor of the device tree's zone (%pOF)\n",
+			q->name, np);
+	of_node_put(np);
+	return tz;
+}
+#else
+static struct thermal_zone_device *edgeq_sensor_of_zone(struct edgeq_queue *q)
+{
+	return NULL;
+}
+#endif
+
 int edgeq_sensor_register(struct edgeq_queue *q)
 {
 	char type[THERMAL_NAME_LENGTH];
@@ -223,6 +283,17 @@ int edgeq_sensor_register(struct edgeq_queue *q)
 	q->sensor = s;
 	spin_unlock(&q->lock);
 
+	tz = edgeq_sensor_of_zone(q);
+	if (IS_ERR(tz)) {
+		ret = PTR_ERR(tz);
+		pr_err("queue %s: the device tree's sensor zone: %d\n", q->name,
+		       ret);
+		goto out_free;
+	}
+	if (tz) {
+		s->of = true;
+		goto done;
+	}
 	snprintf(type, sizeof(type), "edgeq-%s", q->name);
 	tz = edgeq_tz_register(type, s->trips, EDGEQ_SIM_TRIPS, q,
 			       &edgeq_tz_ops, &s->tzp, EDGEQ_SIM_PASSIVE_MS,
@@ -236,6 +307,7 @@ int edgeq_sensor_register(struct edgeq_queue *q)
 		thermal_zone_device_unregister(tz);
 		goto out_free;
 	}
+done:
 	mutex_lock(&q->sensor_mutex);
 	s->tz = tz;
 	mutex_unlock(&q->sensor_mutex);
@@ -273,7 +345,12 @@ void edgeq_sensor_unregister(struct edgeq_queue *q)
 	tz = s->tz;
 	s->tz = NULL;
 	mutex_unlock(&q->sensor_mutex);
-	thermal_zone_device_unregister(tz);
+#ifdef EDGEQ_TZ_OF
+	if (s->of)
+		devm_thermal_of_zone_unregister(&q->dev, tz);
+	else
+#endif
+		thermal_zone_device_unregister(tz);
 	mutex_lock(&q->sensor_mutex);
 	spin_lock(&q->lock);
 	q->sensor = NULL;
