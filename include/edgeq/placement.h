@@ -446,6 +446,9 @@ struct edgeq_place_stats {
 	/* decode-step matrix ops run per device (index as in the devices
 	 * given to attach; 0 is the CPU, fallbacks included) */
 	uint64_t dev_ops[EDGEQ_MAX_DEVICES];
+	/* ops a device took but whose weight did not fit its copy budget:
+	 * run on the CPU, the device kept */
+	uint64_t copy_refused;
 };
 
 /*
@@ -485,6 +488,18 @@ int edgeq_place_kq_new(const struct edgeq_devices *d,
 		       struct edgeq_place_kq **out,
 		       struct edgeq_place_backend *be, struct edgeq_error *err);
 void edgeq_place_kq_free(struct edgeq_place_kq *k);
+/*
+ * Bound the weight copies each queue's memfds hold to @bytes (0: no
+ * limit): a new copy drops the least recently used ones first; an op
+ * whose weight cannot fit runs on the CPU (the device stays). The copies
+ * are anonymous shared memory beside the model file's pages, so on a box
+ * with a hard memory ceiling this is the device's share of it.
+ */
+void edgeq_place_kq_set_copy_budget(struct edgeq_place_kq *k, uint64_t bytes);
+/* Bytes of weight copies held and copies dropped for the budget, over all
+ * queues. */
+void edgeq_place_kq_copies(const struct edgeq_place_kq *k, uint64_t *bytes,
+			   uint64_t *dropped);
 
 /*
  * The device backend: ops placed on any device other than the CPU run in
@@ -499,6 +514,8 @@ struct edgeq_place_dev_params {
 	const char *kind;
 	const char *device; /* NULL: the first usable one */
 	uint64_t fail_after;
+	uint64_t copy_budget; /* weight copies, bytes (as the kq backend's
+			       * edgeq_place_kq_set_copy_budget()); 0: none */
 };
 int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 			struct edgeq_place_dev **out,
@@ -508,6 +525,8 @@ int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 void edgeq_place_dev_info(const struct edgeq_place_dev *d,
 			  struct edgeq_backend_info *info,
 			  uint64_t *weight_bytes);
+/* Weight copies dropped for the budget so far. */
+uint64_t edgeq_place_dev_copies_dropped(const struct edgeq_place_dev *d);
 void edgeq_place_dev_free(struct edgeq_place_dev *d);
 
 #ifdef __cplusplus

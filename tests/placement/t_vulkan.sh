@@ -128,6 +128,20 @@ check "top cooling state: on the device before" js "$T/thr.json" "p[3]['off_cpu'
 check "top cooling state: the CPU from the next token on" js "$T/thr.json" "p[4]['off_cpu'] == 0 and p[-1]['offloaded'] == p[4]['offloaded'] and d['error'] is None"
 check "top cooling state: tokens unchanged" test "$(toks "$T/thr.json")" = "$(toks "$T/ref.json")"
 
+# the weight copies under a budget: a third of what they take unbounded
+# keeps them under it (least recently used dropped, re-copied when next
+# used); one under every weight keeps all ops on the CPU, the device kept
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan >"$T/copies.json"
+cap=$(python3 -c "import json; print(json.load(open('$T/copies.json'))['dev']['weight_copies'] // 3)")
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --copy-budget "$cap" >"$T/cap.json"
+check "copy budget $cap: the copies stay under it, some dropped, ops still offloaded" \
+	js "$T/cap.json" "0 < d['dev']['weight_copies'] <= $cap and d['dev']['copies_dropped'] > 0 and s['offloaded'] > 0 and s['fallbacks'] == 0 and d['error'] is None"
+check "copy budget: tokens unchanged" test "$(toks "$T/cap.json")" = "$(toks "$T/ref.json")"
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --copy-budget 1000 >"$T/cap0.json"
+check "copy budget below every weight: all on the CPU, the device not lost" \
+	js "$T/cap0.json" "s['offloaded'] == 0 and s['copy_refused'] > 0 and s['fallbacks'] == 0 and d['dev']['weight_copies'] == 0 and d['error'] is None"
+check "copy budget below every weight: tokens unchanged" test "$(toks "$T/cap0.json")" = "$(toks "$T/ref.json")"
+
 # the staging-copy path
 EDGEQ_VK_IMPORT=0 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan >"$T/stage.json"
 check "staging path in use and counted" js "$T/stage.json" "d['dev']['memory'] == 'staging' and d['dev']['device_bytes'] > d['dev']['weight_copies']"

@@ -80,6 +80,11 @@ EDGEQ_DEVICES=$T/npu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 \
 	--no-roofline --queue npu0 >/dev/null 2>"$T/run-npu.txt"
 what="edgeq run --queue npu0 ran matrix ops on npu0" ok \
 	grep -Eq 'placement: [0-9]+ decode steps, [1-9][0-9]* matrix ops on queues' "$T/run-npu.txt"
+# a copy budget below every weight: the queue takes none, the run goes on
+EDGEQ_DEVICES=$T/npu.ini "$EDGEQ" run -m "$T/tiny.gguf" -p a -n 12 --temp 0 \
+	--no-roofline --queue npu0 --device-copies 1000 >/dev/null 2>"$T/run-cap.txt"
+what="edgeq run --device-copies 1000: succeeded, every op on the CPU" ok \
+	grep -Eq 'placement: [0-9]+ decode steps, 0 matrix ops on queues' "$T/run-cap.txt"
 kill $agent 2>/dev/null; wait $agent 2>/dev/null
 log "edgeq run done"
 

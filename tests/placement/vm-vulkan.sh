@@ -83,6 +83,19 @@ what="stream + gpu0: tokens equal the all-CPU run" ok \
 	test "$(toks "$T/stream.json")" = "$(toks "$T/deep-cpu.json")"
 log "kq and stream runs done"
 
+# --- 2b. the weight copies under a budget (a third of the unbounded run's):
+# copies dropped (their queue handles unregistered, the agent's mappings
+# going with them) and made again; tokens unchanged
+cap=$(python3 -c "import json; print(json.load(open('$T/kq.json'))['kq']['weight_copies'] // 3)")
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend kq --queue gpu0 \
+	--copy-budget "$cap" >"$T/cap.json" 2>"$T/cap.err"
+stats "$T/cap.json"
+what="copy budget $cap through gpu0: under it, some dropped, offloaded" ok \
+	js "$T/cap.json" "d['error'] is None and 0 < d['kq']['weight_copies'] <= $cap and d['kq']['copies_dropped'] > 0 and s['offloaded'] > 0 and s['fallbacks'] == 0"
+what="copy budget through gpu0: tokens equal the all-CPU run" ok \
+	test "$(toks "$T/cap.json")" = "$(toks "$T/cpu.json")"
+log "copy budget run done"
+
 # (the top cooling state mid-generation with the Vulkan backend is
 # tests/placement/t_vulkan.sh; the governor's throttle through BPF with a
 # queue is t_vm.sh: under emulation a Vulkan run long enough to throttle

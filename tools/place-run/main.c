@@ -14,6 +14,8 @@
  *                                                 logits (f32) to FILE
  *             [--throttle-at K --cooling S/MAX]   set npu0's state after token K
  *             [--fail-after N]                    inline: the agent dies at op N
+ *             [--copy-budget BYTES]               kq, vulkan, cpudev: bound the
+ *                                                 weight copies (memfds)
  *             [--inline-delay-us N]               inline: a slower device
  *             [--kill-agent-at K --agent-pid PID] kq: SIGKILL the agent after token K
  *             [--watch] [--sysfs DIR]             consume the pressure monitor
@@ -180,7 +182,8 @@ static void usage(void)
 		"  [--agent-pid PID] [--watch] [--sysfs DIR] [--threads N]\n"
 		"  [--no-calib] [--margin F] [--save-calib FILE]\n"
 		"  [--inline-delay-us N] [--device N|NAME] [--weights MODE]\n"
-		"  [--weights-budget BYTES] [--force TOKS --dump-logits FILE]\n");
+		"  [--weights-budget BYTES] [--force TOKS --dump-logits FILE]\n"
+		"  [--copy-budget BYTES]\n");
 	exit(2);
 }
 
@@ -212,7 +215,7 @@ int main(int argc, char **argv)
 	size_t perlen = 0;
 	int n = 16, n_profs, ret, threads = 1;
 	unsigned cs = 3, cmax = 4;
-	uint64_t fail_after = 0, delay_us = 0;
+	uint64_t fail_after = 0, delay_us = 0, copy_budget = 0;
 	bool watch = false;
 
 	memset(&r, 0, sizeof(r));
@@ -251,6 +254,8 @@ int main(int argc, char **argv)
 				usage();
 		} else if (!strcmp(a, "--fail-after"))
 			fail_after = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--copy-budget"))
+			copy_budget = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--kill-agent-at"))
 			r.kill_at = atoi(v);
 		else if (!strcmp(a, "--agent-pid"))
@@ -327,11 +332,14 @@ int main(int argc, char **argv)
 				strerror(-ret));
 			goto fail;
 		}
+		edgeq_place_kq_set_copy_budget((struct edgeq_place_kq *)kqb,
+					       copy_budget);
 	} else if (!strcmp(backend, "vulkan") || !strcmp(backend, "cpudev")) {
 		struct edgeq_place_dev_params dp = {
 			.kind = backend[0] == 'v' ? "vulkan" : "cpu",
 			.device = device,
 			.fail_after = fail_after,
+			.copy_budget = copy_budget,
 		};
 
 		ret = edgeq_place_dev_new(&dp, &pdev, &be, &err);
@@ -406,23 +414,34 @@ int main(int argc, char **argv)
 		printf("{\"dev\": {\"device\": \"%s\", \"memory\": \"%s\", "
 		       "\"device_bytes\": %llu, \"weight_copies\": %llu, "
 		       "\"weights\": \"%s\", \"stream_reads\": %llu, "
-		       "\"chains\": %llu}, ",
+		       "\"chains\": %llu, \"copies_dropped\": %llu}, ",
 		       bi.device, edgeq_backend_mem_name(bi.mem),
 		       (unsigned long long)bi.device_bytes,
 		       (unsigned long long)wb, edgeq_weights_mode_name(ws.mode),
 		       (unsigned long long)ws.reads,
-		       (unsigned long long)bi.chains);
+		       (unsigned long long)bi.chains,
+		       (unsigned long long)edgeq_place_dev_copies_dropped(
+			       pdev));
+	} else if (kqb) {
+		uint64_t cb, cd;
+
+		edgeq_place_kq_copies((struct edgeq_place_kq *)kqb, &cb, &cd);
+		printf("{\"kq\": {\"weight_copies\": %llu, "
+		       "\"copies_dropped\": %llu}, ",
+		       (unsigned long long)cb, (unsigned long long)cd);
 	} else {
 		putchar('{');
 	}
 	printf("\"backend\": \"%s\", \"per_token\": [%s], \"stats\": "
 	       "{\"tokens\": %llu, \"replans\": %llu, \"offloaded\": %llu, "
 	       "\"fallbacks\": %llu, \"last_error\": %d, \"pressure_events\": "
-	       "%llu, \"monitor\": \"%s\"}, \"error\": ",
+	       "%llu, \"copy_refused\": %llu, \"monitor\": \"%s\"}, "
+	       "\"error\": ",
 	       backend, perbuf ? perbuf : "", (unsigned long long)st.tokens,
 	       (unsigned long long)st.replans, (unsigned long long)st.offloaded,
 	       (unsigned long long)st.fallbacks, st.last_error,
 	       (unsigned long long)st.pressure_events,
+	       (unsigned long long)st.copy_refused,
 	       pm ? edgeq_pressure_source_name(edgeq_pressure_source(pm)) : "");
 	if (ret)
 		printf("\"%s\"}\n", err.msg);

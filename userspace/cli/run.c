@@ -22,6 +22,7 @@
 
 static const char *o_model, *o_prompt = "", *o_kv = "f16", *o_weights = "auto";
 static const char *o_budget, *o_dump, *o_queue, *o_draft;
+static uint64_t o_copies;
 static int o_draft_max = 4;
 static bool o_draft_fixed, o_shift;
 static int o_keep;
@@ -67,6 +68,8 @@ static const struct cli_option run_opts[] = {
 	{ "no-bos", 0, CLI_FLAG, &o_no_bos, NULL, "do not prepend BOS" },
 	{ "queue", 0, CLI_STR, &o_queue, "NAME[=PROFILE],...",
 	  "also use these edgeq queues, placed op by op (Documentation/placement.rst)" },
+	{ "device-copies", 0, CLI_SIZE, &o_copies, "SIZE",
+	  "bound the weight copies handed to the queues' agents (memfds beside the model's pages; default: no bound): an op whose weight does not fit runs on the CPU" },
 	{ "draft", 0, CLI_STR, &o_draft, "lookup|layers:L|MODEL",
 	  "speculative decoding: prompt-lookup n-grams, the model's first L layers, or a draft model with the same vocabulary" },
 	{ "draft-max", 0, CLI_INT, &o_draft_max, "N",
@@ -362,7 +365,11 @@ static int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (o_queue) {
-		status = run_placement_start(c, o_queue, &rp);
+		const struct run_placement_opts po = {
+			.who = "run", .opt = "--queue", .copy_budget = o_copies
+		};
+
+		status = run_placement_start_opts(c, o_queue, &po, &rp);
 		if (status)
 			goto out;
 	}

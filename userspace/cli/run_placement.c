@@ -27,14 +27,6 @@ struct run_placement {
 	struct edgeq_pressure *pm;
 };
 
-int run_placement_start(struct edgeq_ctx *c, const char *queues,
-			struct run_placement **out)
-{
-	const struct run_placement_opts o = { .who = "run", .opt = "--queue" };
-
-	return run_placement_start_opts(c, queues, &o, out);
-}
-
 int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 			     const struct run_placement_opts *o,
 			     struct run_placement **out)
@@ -74,6 +66,8 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 		ret = 0;
 	} else {
 		ret = edgeq_place_kq_new(&d, &rp->kq, &be, &err);
+		if (!ret)
+			edgeq_place_kq_set_copy_budget(rp->kq, o->copy_budget);
 	}
 	if (ret) {
 		free(rp);
@@ -118,12 +112,13 @@ void run_placement_stop(struct run_placement *rp, bool quiet)
 		fprintf(stderr,
 			"placement: %llu decode steps, %llu matrix ops on "
 			"queues, %llu re-placements, %llu ops fallen back to "
-			"the cpu%s\n",
+			"the cpu%s, %llu over the --device-copies bound\n",
 			(unsigned long long)st.tokens,
 			(unsigned long long)st.offloaded,
 			(unsigned long long)st.replans,
 			(unsigned long long)st.fallbacks,
-			st.fallbacks ? " (a queue lost its agent)" : "");
+			st.fallbacks ? " (a queue lost its agent)" : "",
+			(unsigned long long)st.copy_refused);
 	edgeq_place_detach(rp->x);
 	if (rp->kq)
 		edgeq_place_kq_free(rp->kq);

@@ -15,20 +15,19 @@ struct edgeq_pressure_state;
  * Place @c's ops on the CPU and the queues of @queues ("npu0[=PROFILE],..."):
  * the kq backend, the module's sysfs for their state and the pressure
  * monitor for throttling. Prints the problem and returns an exit status
- * (EXIT_UNAVAIL when a queue is not there), or 0.
+ * (EXIT_UNAVAIL when a queue is not there), or 0. @who and @opt name the
+ * command and option in messages; @inline_be runs the queues in-process
+ * (no edgeq.ko: a test hook), whose ops fail with -ENODEV from the
+ * @fail_after'th on (0: never), as a dying agent's would; @no_pressure
+ * skips the monitor; @copy_budget bounds the weight copies handed to the
+ * queues (edgeq_place_kq_set_copy_budget()). @queues NULL or "": the CPU
+ * only, still counted.
  */
-int run_placement_start(struct edgeq_ctx *c, const char *queues,
-			struct run_placement **out);
-/* How edgeq serve uses it: @who and @opt name the command and option in
- * messages; @inline_be
- * runs the queues in-process (no edgeq.ko: a test hook), whose ops fail
- * with -ENODEV from the @fail_after'th on (0: never), as a dying agent's
- * would; @no_pressure skips the monitor. @queues NULL or "": the CPU only,
- * still counted. */
 struct run_placement_opts {
 	const char *who, *opt; /* command and option, for messages */
 	bool inline_be, no_pressure;
 	uint64_t fail_after;
+	uint64_t copy_budget; /* the queues' weight copies, bytes; 0: no bound */
 };
 int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 			     const struct run_placement_opts *o,

@@ -47,6 +47,7 @@ static const char *opt_pressure = "auto";
 static const char *opt_cool_bind;
 static const char *opt_weights = "auto", *opt_weights_budget;
 static const char *opt_device_queue;
+static uint64_t opt_device_copies;
 static const char *opt_kv_type = "f16";
 
 static const struct cli_option serve_opts[] = {
@@ -146,6 +147,8 @@ static const struct cli_option serve_opts[] = {
 	  "fixed local decode speed for the router (0: measure)" },
 	{ "device-queue", 0, CLI_STR, &opt_device_queue, "Q[=PROFILE],...",
 	  "run decode-step matrix ops on these edgeq queues as placement decides (as edgeq run --queue)" },
+	{ "device-copies", 0, CLI_SIZE, &opt_device_copies, "SIZE",
+	  "bound the weight copies handed to the queues' agents, per slot (as edgeq run --device-copies)" },
 	{ "pressure", 0, CLI_STR, &opt_pressure, "SOURCE",
 	  "pressure monitor: auto (BPF, else PSI), psi or off" },
 	{ "cool-bind", 0, CLI_STR, &opt_cool_bind, "Q:ZONE,...",
@@ -179,7 +182,8 @@ static int hook_ctx(void *arg, struct edgeq_ctx *c, int slot,
 		    struct edgeq_error *err)
 {
 	struct run_placement_opts o = { .who = "serve",
-					.opt = "--device-queue" };
+					.opt = "--device-queue",
+					.copy_budget = opt_device_copies };
 	const char *t = getenv("EDGEQ_TEST_INLINE_AGENT");
 	struct run_placement *rp = NULL;
 	int ret;

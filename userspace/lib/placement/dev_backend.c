@@ -78,6 +78,7 @@ static int dev_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 		return -EINVAL;
 	if (d->fail_after && d->ops >= d->fail_after)
 		return -ENODEV; /* the agent is gone */
+	place_wset_begin(&d->w);
 	ret = stage_ensure(d, out_off(cols, rows, n));
 	if (ret)
 		return ret;
@@ -126,6 +127,19 @@ static int dev_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
 	return dev_matvec_n(arg, dev, w, &rows, 1, cols, x, &y);
 }
 
+/* A copy dropped for the budget: the device lets go of its mapping. */
+static void dev_drop(void *arg, const struct place_wslot *ws)
+{
+	struct edgeq_place_dev *d = arg;
+
+	edgeq_backend_forget(d->b, ws->id);
+}
+
+uint64_t edgeq_place_dev_copies_dropped(const struct edgeq_place_dev *d)
+{
+	return d->w.dropped;
+}
+
 int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 			struct edgeq_place_dev **out,
 			struct edgeq_place_backend *be, struct edgeq_error *err)
@@ -146,6 +160,9 @@ int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 					       strerror(-ret));
 	}
 	d->fail_after = p->fail_after;
+	d->w.budget = p->copy_budget;
+	d->w.on_drop = dev_drop;
+	d->w.drop_arg = d;
 	memset(be, 0, sizeof(*be));
 	be->name = "dev";
 	be->matvec = dev_matvec;

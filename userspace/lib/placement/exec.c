@@ -220,7 +220,12 @@ static int hook_linear(void *arg, const struct edgeq_tensor *t, const float *in,
 	weight_of(x, t, &w);
 	ret = x->be.matvec(x->be.arg, dev, &w, t->ne[1], t->ne[0], in, y);
 	if (ret) {
-		op_failed(x, dev, ret);
+		/* no room for its weight: this op on the CPU, the device kept;
+		 * else the device failed it: lose it */
+		if (ret == -ENOSPC)
+			x->st.copy_refused++;
+		else
+			op_failed(x, dev, ret);
 		x->cpu_t0 = edgeq_now_ns();
 		x->st.dev_ops[0]++;
 		return -EAGAIN;
@@ -268,7 +273,9 @@ static int hook_linear_n(void *arg, const struct edgeq_tensor *const *t, int n,
 	ret = x->be.matvec_n(x->be.arg, dev, w, rows, (unsigned int)n,
 			     t[0]->ne[0], in, y);
 	if (ret) {
-		op_failed(x, dev, ret);
+		/* no room for all of them: each on its own (some may fit) */
+		if (ret != -ENOSPC)
+			op_failed(x, dev, ret);
 		return -EAGAIN;
 	}
 	x->st.offloaded += (uint64_t)n;

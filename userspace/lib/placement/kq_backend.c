@@ -191,6 +191,7 @@ static int kq_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 	if (ret)
 		return ret;
 	memcpy(d->stage, x, (size_t)cols * 4);
+	place_wset_begin(&d->w);
 	first = k->cookie + 1;
 	for (unsigned int i = 0; i < n; i++) {
 		uint32_t wh;
@@ -251,6 +252,34 @@ static int kq_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
 		     uint64_t rows, uint64_t cols, const float *x, float *y)
 {
 	return kq_matvec_n(arg, dev, w, &rows, 1, cols, x, &y);
+}
+
+/* A copy dropped for the budget: its queue handle goes (the agent then
+ * drops its mapping, edgeq_kq_agent_on_unmap()). */
+static void kq_drop(void *arg, const struct place_wslot *ws)
+{
+	struct kq_dev *d = arg;
+
+	edgeq_kq_tensor_unregister(d->kq, ws->handle);
+}
+
+void edgeq_place_kq_set_copy_budget(struct edgeq_place_kq *k, uint64_t bytes)
+{
+	for (size_t i = 1; i < k->n; i++) {
+		k->dev[i].w.budget = bytes;
+		k->dev[i].w.on_drop = kq_drop;
+		k->dev[i].w.drop_arg = &k->dev[i];
+	}
+}
+
+void edgeq_place_kq_copies(const struct edgeq_place_kq *k, uint64_t *bytes,
+			   uint64_t *dropped)
+{
+	*bytes = *dropped = 0;
+	for (size_t i = 1; i < k->n; i++) {
+		*bytes += k->dev[i].w.bytes;
+		*dropped += k->dev[i].w.dropped;
+	}
 }
 
 void edgeq_place_kq_free(struct edgeq_place_kq *k)

@@ -19,6 +19,35 @@ static uint64_t name_hash(const char *s)
 	return h;
 }
 
+static void slot_free(struct place_wslot *ws);
+
+/* Drop least recently used copies not used by this call until @need more
+ * bytes fit the budget; -ENOSPC when they cannot. */
+static int make_room(struct place_wset *s, uint64_t need)
+{
+	if (!s->budget)
+		return 0;
+	if (need > s->budget)
+		return -ENOSPC;
+	while (s->bytes + need > s->budget) {
+		size_t v = s->n;
+
+		for (size_t i = 0; i < s->n; i++)
+			if (s->w[i].used != s->tick &&
+			    (v == s->n || s->w[i].used < s->w[v].used))
+				v = i;
+		if (v == s->n)
+			return -ENOSPC; /* all of them in use by this call */
+		if (s->on_drop)
+			s->on_drop(s->drop_arg, &s->w[v]);
+		s->bytes -= s->w[v].bytes;
+		slot_free(&s->w[v]);
+		s->w[v] = s->w[--s->n];
+		s->dropped++;
+	}
+	return 0;
+}
+
 int place_wset_get(struct place_wset *s, const struct edgeq_place_weight *w,
 		   struct place_wslot **out, bool *created)
 {
@@ -32,10 +61,14 @@ int place_wset_get(struct place_wset *s, const struct edgeq_place_weight *w,
 		if (ws->hash == h && !strcmp(ws->name, w->name)) {
 			if (ws->bytes != w->bytes)
 				return -EINVAL; /* one name, two tensors */
+			ws->used = s->tick;
 			*out = ws;
 			return 0;
 		}
 	}
+	ret = make_room(s, w->bytes);
+	if (ret)
+		return ret;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 64;
 		struct place_wslot *nw = realloc(s->w, cap * sizeof(*nw));
@@ -58,7 +91,9 @@ int place_wset_get(struct place_wset *s, const struct edgeq_place_weight *w,
 	memcpy(ws->map, w->data, w->bytes);
 	ws->hash = h;
 	ws->bytes = w->bytes;
-	ws->id = ++s->n;
+	ws->id = ++s->next_id;
+	ws->used = s->tick;
+	s->n++;
 	s->bytes += w->bytes;
 	*out = ws;
 	*created = true;

@@ -4,6 +4,13 @@
  * for the backends that hand weights to a device (kq_backend.c,
  * dev_backend.c). Never keyed by address: with --weights stream the same
  * slot buffer carries different layers.
+ *
+ * A budget bounds the copies (they are anonymous shared memory: on an edge
+ * box's hard ceiling, a second copy of the offloaded weights beside the
+ * file's pages): a new copy that would exceed it drops the least recently
+ * used ones first, never one the current call (place_wset_begin()) uses;
+ * a weight that cannot fit is refused with -ENOSPC (the caller runs that
+ * op on the CPU).
  */
 #ifndef EDGEQ_PLACEMENT_WSET_H
 #define EDGEQ_PLACEMENT_WSET_H
@@ -20,14 +27,29 @@ struct place_wslot {
 	void *map;     /* its mapping, @bytes long */
 	uint64_t bytes;
 	uint32_t handle; /* the queue's handle for it (kq) */
-	uint64_t id;	 /* 1, 2 ...: its index + 1 */
+	uint64_t id;	 /* 1, 2 ...: never reused */
+	uint64_t used;	 /* the call that used it last */
 };
 
 struct place_wset {
 	struct place_wslot *w;
 	size_t n, cap;
-	uint64_t bytes; /* of all copies */
+	uint64_t bytes;	  /* of all copies */
+	uint64_t budget;  /* most bytes of copies; 0: no limit */
+	uint64_t tick;	  /* the current call */
+	uint64_t next_id; /* the last id given */
+	uint64_t dropped; /* copies dropped for the budget */
+	/* called before a copy is dropped for the budget (the backend lets
+	 * go of it: the queue's handle, the device's import) */
+	void (*on_drop)(void *arg, const struct place_wslot *ws);
+	void *drop_arg;
 };
+
+/* A new call: the slots it gets are kept until the next one. */
+static inline void place_wset_begin(struct place_wset *s)
+{
+	s->tick++;
+}
 
 /*
  * The slot of @w: found by name (-EINVAL when that name had another size),
