@@ -140,6 +140,10 @@ struct edgeq_gen_event {
 	const int32_t *toks; /* tokens sampled since the last event */
 	size_t n_toks;
 	enum edgeq_finish finish; /* set on the last event */
+	/* when the engine pass that gave each token ended (edgeq_now_ns()):
+	 * the tokens of one pass (a speculative one gives several) share it;
+	 * gaps between passes, not between the caller's reads */
+	const uint64_t *tok_ns;
 };
 
 /*

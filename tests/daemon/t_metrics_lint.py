@@ -88,7 +88,10 @@ def lint(text):
 
 def main(t):
     d = Daemon("--slots", "1")
-    d.post("/v1/completions", {"prompt": "a", "max_tokens": 2})
+    # greedy and 4 tokens: at least 3 gaps between passes, whatever the
+    # sampler or this thread's timing does
+    d.post("/v1/completions", {"prompt": "a", "max_tokens": 4,
+                               "temperature": 0})
     d.post("/v1/chat/completions",
            {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
     d.post("/v1/completions", {"frobnicate": 1})

@@ -57,13 +57,15 @@ static int buf_add(struct eng_buf *b, const void *d, size_t n)
 
 struct tok_buf {
 	int32_t *t;
+	uint64_t *ns; /* when each token's pass ended */
 	size_t n, cap;
 };
 
-static int toks_add(struct tok_buf *b, int32_t tok)
+static int toks_add(struct tok_buf *b, int32_t tok, uint64_t ns)
 {
 	size_t nc;
 	int32_t *t;
+	uint64_t *tn;
 
 	if (b->n == b->cap) {
 		nc = b->cap ? b->cap * 2 : 64;
@@ -71,8 +73,13 @@ static int toks_add(struct tok_buf *b, int32_t tok)
 		if (!t)
 			return -ENOMEM;
 		b->t = t;
+		tn = realloc(b->ns, nc * sizeof(*tn));
+		if (!tn)
+			return -ENOMEM;
+		b->ns = tn;
 		b->cap = nc;
 	}
+	b->ns[b->n] = ns;
 	b->t[b->n++] = tok;
 	return 0;
 }
@@ -147,9 +154,10 @@ struct edgeq_session {
 	int n_slots;
 	struct edgeq_ctx *ws; /* batch workspace; NULL: one pass per slot */
 	struct edgeq_draft_params draft;
-	double t_plain;	 /* EWMA ns of a decode pass without drafts */
-	double cost;	 /* EWMA: a draft token's cost over a plain pass */
-	uint64_t n_cost; /* measurements in cost */
+	double t_plain;	     /* EWMA ns of a decode pass without drafts */
+	uint64_t t_pass_end; /* when the last engine pass ended (its tokens') */
+	double cost;	     /* EWMA: a draft token's cost over a plain pass */
+	uint64_t n_cost;     /* measurements in cost */
 	uint64_t drafted, accepted, rejected, passes;
 
 	pthread_mutex_t lock;
@@ -201,8 +209,10 @@ static void gen_free_mem(struct edgeq_gen *g)
 	free(g->prompt);
 	free(g->out.p);
 	free(g->out_toks.t);
+	free(g->out_toks.ns);
 	free(g->ev.p);
 	free(g->ev_toks.t);
+	free(g->ev_toks.ns);
 	free(g->pend.p);
 	pthread_cond_destroy(&g->cond);
 	free(g);
@@ -357,7 +367,8 @@ static int deliver(struct edgeq_session *s, struct edgeq_gen *g,
 	if (len)
 		ret = buf_add(&g->out, text, len);
 	if (!ret && tok)
-		ret = toks_add(&g->out_toks, *tok);
+		ret = toks_add(&g->out_toks, *tok,
+			       s->t_pass_end ? s->t_pass_end : edgeq_now_ns());
 	if (tok && s->p.lockstep)
 		g->held = true;
 	pthread_cond_broadcast(&g->cond);
@@ -776,6 +787,7 @@ static int step(struct edgeq_session *s)
 	t0 = edgeq_now_ns();
 	ret = run_work(s, w, nw, &err, &failed);
 	t_pass = edgeq_now_ns() - t0;
+	s->t_pass_end = t0 + t_pass; /* the stamp of the tokens it gives */
 	pthread_mutex_lock(&s->lock);
 	s->steps++;
 	if (!ret && !npre) {
@@ -1282,6 +1294,7 @@ int edgeq_gen_next(struct edgeq_gen *g, struct edgeq_gen_event *ev,
 	ev->text = g->ev.p ? g->ev.p : "";
 	ev->len = g->ev.len;
 	ev->toks = g->ev_toks.t;
+	ev->tok_ns = g->ev_toks.ns;
 	ev->n_toks = g->ev_toks.n;
 	ret = 1;
 	if (g->state == GEN_DONE) {

@@ -91,23 +91,33 @@ static int local_step(struct srv_req *r)
 		ret = edgeq_gen_next(r->gen, ev, &err);
 	}
 	now = edgeq_now_ns();
-	for (i = 0; i < ev->n_toks; i++) {
-		if (!r->t_first) {
-			r->t_first = now;
-			srv_metrics_observe(s->metrics, SRV_H_TTFT,
-					    (now - r->t0) / 1e9);
-		} else if (r->t_last) {
-			/* the gap since the last event, shared by the tokens
-			 * that came together (a speculative pass gives several);
-			 * tokens that came with the first have no gap */
-			srv_metrics_observe(s->metrics, SRV_H_ITL,
-					    (now - r->t_last) / 1e9 /
-						    (double)ev->n_toks);
+	for (i = 0; i < ev->n_toks;) {
+		/* the tokens of one engine pass (a speculative one gives
+		 * several) share the gap since the pass before; tokens of the
+		 * first token's pass have none. The passes' own times, so
+		 * tokens that reach this thread together (it was late) still
+		 * count their gaps. */
+		uint64_t t = ev->tok_ns ? ev->tok_ns[i] : now;
+		size_t k = 1, j;
+
+		while (ev->tok_ns && i + k < ev->n_toks &&
+		       ev->tok_ns[i + k] == t)
+			k++;
+		for (j = 0; j < k; j++) {
+			if (!r->t_first) {
+				r->t_first = now;
+				srv_metrics_observe(s->metrics, SRV_H_TTFT,
+						    (now - r->t0) / 1e9);
+			} else if (r->t_last && t > r->t_last) {
+				srv_metrics_observe(s->metrics, SRV_H_ITL,
+						    (t - r->t_last) / 1e9 /
+							    (double)k);
+			}
+			r->n_gen++;
 		}
-		r->n_gen++;
+		r->t_last = t;
+		i += k;
 	}
-	if (ev->n_toks)
-		r->t_last = now;
 	if (ev->len) {
 		srv_utf8_sanitize(ev->text, ev->len, &r->delta);
 		srv_buf_add(&r->text, r->delta.p ? r->delta.p : "",
