@@ -65,13 +65,17 @@ static const struct thermal_cooling_device_ops edgeq_cool_ops = {
 	.set_cur_state = edgeq_cool_set_cur,
 };
 
-/* The device-tree node of queue @name (a reference), or NULL. */
-static struct device_node *edgeq_queue_node(const char *name)
+/*
+ * The device-tree node compatible with @compatible whose edgeq,queue is
+ * @name (a reference), or NULL: the queue's own ("edgeq,queue") or its
+ * simulated sensor's ("edgeq,sim-sensor", sensor.c).
+ */
+struct device_node *edgeq_queue_node(const char *compatible, const char *name)
 {
 	struct device_node *np;
 	const char *s;
 
-	for_each_compatible_node(np, NULL, "edgeq,queue")
+	for_each_compatible_node(np, NULL, compatible)
 		if (!of_property_read_string(np, "edgeq,queue", &s) &&
 		    !strcmp(s, name))
 			return np; /* the loop's reference is ours */
@@ -82,7 +86,7 @@ int edgeq_cooling_register(struct edgeq_queue *q)
 {
 	char type[THERMAL_NAME_LENGTH];
 	struct thermal_cooling_device *cdev;
-	struct device_node *np = edgeq_queue_node(q->name);
+	struct device_node *np = edgeq_queue_node("edgeq,queue", q->name);
 
 	snprintf(type, sizeof(type), "edgeq-%s", q->name);
 	cdev = thermal_of_cooling_device_register(np, type, q, &edgeq_cool_ops);

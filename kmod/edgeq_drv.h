@@ -229,6 +229,7 @@ extern const struct attribute_group *edgeq_queue_groups[];
 int edgeq_cooling_register(struct edgeq_queue *q);
 void edgeq_cooling_unregister(struct edgeq_queue *q);
 int edgeq_set_cool_state(struct edgeq_queue *q, unsigned long state);
+struct device_node *edgeq_queue_node(const char *compatible, const char *name);
 
 /* sensor.c */
 int edgeq_sensor_register(struct edgeq_queue *q);

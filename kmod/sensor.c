@@ -216,19 +216,6 @@ static const struct thermal_zone_device_ops edgeq_tz_of_ops = {
 	.get_temp = edgeq_tz_get_temp,
 };
 
-/* The device-tree node of queue @name's sensor (a reference), or NULL. */
-static struct device_node *edgeq_sensor_node(const char *name)
-{
-	struct device_node *np;
-	const char *s;
-
-	for_each_compatible_node(np, NULL, "edgeq,sim-sensor")
-		if (!of_property_read_string(np, "edgeq,queue", &s) &&
-		    !strcmp(s, name))
-			return np; /* the loop's reference is ours */
-	return NULL;
-}
-
 /*
  * The tree's zone of @q's sensor node, NULL without one, or an error. The
  * devm form (the one every kernel from 6.1 to 6.12 exports) reads the
@@ -237,7 +224,7 @@ static struct device_node *edgeq_sensor_node(const char *name)
  */
 static struct thermal_zone_device *edgeq_sensor_of_zone(struct edgeq_queue *q)
 {
-	struct device_node *np = edgeq_sensor_node(q->name);
+	struct device_node *np = edgeq_queue_node("edgeq,sim-sensor", q->name);
 	struct thermal_zone_device *tz;
 
 	if (!np)
