@@ -18,6 +18,7 @@
 #include <edgeq/kq.h>
 #include <edgeq/placement.h>
 
+#include "placement/stage.h"
 #include "placement/wset.h"
 
 #define STAGE_ID (1ULL << 63) /* mapping ids above the weights' */
@@ -54,16 +55,6 @@ static int stage_ensure(struct edgeq_place_dev *d, size_t size)
 	return 0;
 }
 
-/* Outputs after the input in the staging memfd, each 64-byte aligned. */
-static size_t out_off(uint64_t cols, const uint64_t *rows, unsigned int i)
-{
-	size_t o = ((size_t)cols * 4 + 63) & ~(size_t)63;
-
-	for (unsigned int k = 0; k < i; k++)
-		o += ((size_t)rows[k] * 4 + 63) & ~(size_t)63;
-	return o;
-}
-
 /* @n MATVEC ops of one input as one chain (n = 1: a single op). */
 static int dev_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 			const uint64_t *rows, unsigned int n, uint64_t cols,
@@ -79,7 +70,7 @@ static int dev_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 	if (d->fail_after && d->ops >= d->fail_after)
 		return -ENODEV; /* the agent is gone */
 	place_wset_begin(&d->w);
-	ret = stage_ensure(d, out_off(cols, rows, n));
+	ret = stage_ensure(d, place_stage_out_off(cols, rows, n));
 	if (ret)
 		return ret;
 	memcpy(d->stage, x, (size_t)cols * 4);
@@ -91,14 +82,8 @@ static int dev_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 		ret = place_wset_get(&d->w, &w[i], &ws, &created);
 		if (ret)
 			return ret;
-		edgeq_op_desc_init(&op[i], EDGEQ_OP_MATVEC, d->ops + i);
-		op[i].dtype = w[i].type;
-		op[i].shape[0] = rows[i];
-		op[i].shape[1] = cols;
-		edgeq_op_desc_tensor(&op[i], 0, 0, 0, w[i].bytes);
-		edgeq_op_desc_tensor(&op[i], 1, 0, 0, cols * 4);
-		edgeq_op_desc_tensor(&op[i], 2, 0, out_off(cols, rows, i),
-				     rows[i] * 4);
+		place_stage_matvec(&op[i], d->ops + i, &w[i], rows, i, cols, 0,
+				   0);
 		t[i][0] = (struct edgeq_backend_tensor){ ws->map, ws->bytes, 0,
 							 w[i].bytes, ws->id };
 		for (int k = 1; k < 3; k++)
@@ -115,7 +100,8 @@ static int dev_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 		if (st[i])
 			return st[i];
 	for (unsigned int i = 0; i < n; i++)
-		memcpy(y[i], (char *)d->stage + out_off(cols, rows, i),
+		memcpy(y[i],
+		       (char *)d->stage + place_stage_out_off(cols, rows, i),
 		       (size_t)rows[i] * 4);
 	d->ops += n;
 	return 0;

@@ -30,6 +30,7 @@
 #include <edgeq/placement.h>
 
 #include "edgeq_config.h"
+#include "placement/stage.h"
 #include "placement/wset.h"
 
 struct kq_dev {
@@ -154,16 +155,6 @@ static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
 	}
 }
 
-/* Outputs after the input in the staging memfd, each 64-byte aligned. */
-static size_t out_off(uint64_t cols, const uint64_t *rows, unsigned int i)
-{
-	size_t o = ((size_t)cols * 4 + 63) & ~(size_t)63;
-
-	for (unsigned int k = 0; k < i; k++)
-		o += ((size_t)rows[k] * 4 + 63) & ~(size_t)63;
-	return o;
-}
-
 /*
  * @n MATVEC ops of one input, written to the queue in one write() (so the
  * agent reads them as one batch and runs them as one chain), then their
@@ -187,7 +178,7 @@ static int kq_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 	if (!n || n > 4)
 		return -EINVAL;
 	d = &k->dev[dev];
-	ret = stage_ensure(d, out_off(cols, rows, n));
+	ret = stage_ensure(d, place_stage_out_off(cols, rows, n));
 	if (ret)
 		return ret;
 	memcpy(d->stage, x, (size_t)cols * 4);
@@ -199,14 +190,8 @@ static int kq_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 		ret = weight_handle(d, &w[i], &wh);
 		if (ret)
 			return ret;
-		edgeq_op_desc_init(&op[i], EDGEQ_OP_MATVEC, ++k->cookie);
-		op[i].dtype = w[i].type;
-		op[i].shape[0] = rows[i];
-		op[i].shape[1] = cols;
-		edgeq_op_desc_tensor(&op[i], 0, wh, 0, w[i].bytes);
-		edgeq_op_desc_tensor(&op[i], 1, d->stage_handle, 0, cols * 4);
-		edgeq_op_desc_tensor(&op[i], 2, d->stage_handle,
-				     out_off(cols, rows, i), rows[i] * 4);
+		place_stage_matvec(&op[i], ++k->cookie, &w[i], rows, i, cols,
+				   wh, d->stage_handle);
 	}
 
 	/* the descriptors: refused at once without an agent (-ENODEV) */
@@ -243,7 +228,8 @@ static int kq_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 	if (status)
 		return status;
 	for (unsigned int i = 0; i < n; i++)
-		memcpy(y[i], (char *)d->stage + out_off(cols, rows, i),
+		memcpy(y[i],
+		       (char *)d->stage + place_stage_out_off(cols, rows, i),
 		       (size_t)rows[i] * 4);
 	return 0;
 }
