@@ -19,7 +19,12 @@ static uint64_t name_hash(const char *s)
 	return h;
 }
 
-static void slot_free(struct place_wslot *ws);
+static void slot_free(struct place_wslot *ws)
+{
+	munmap(ws->map, ws->bytes);
+	close(ws->fd);
+	free(ws->name);
+}
 
 /* Drop least recently used copies not used by this call until @need more
  * bytes fit the budget; -ENOSPC when they cannot. */
@@ -98,13 +103,6 @@ int place_wset_get(struct place_wset *s, const struct edgeq_place_weight *w,
 	*out = ws;
 	*created = true;
 	return 0;
-}
-
-static void slot_free(struct place_wslot *ws)
-{
-	munmap(ws->map, ws->bytes);
-	close(ws->fd);
-	free(ws->name);
 }
 
 void place_wset_drop_last(struct place_wset *s)
