@@ -30,7 +30,7 @@ static const struct {
 	[EDGEQ_OP_MATMUL] = { 3, 3 },	 [EDGEQ_OP_RMSNORM] = { 3, 1 },
 	[EDGEQ_OP_ROPE] = { 1, 2 },	 [EDGEQ_OP_SOFTMAX] = { 1, 2 },
 	[EDGEQ_OP_ATTENTION] = { 4, 4 }, [EDGEQ_OP_SILU_MUL] = { 3, 1 },
-	[EDGEQ_OP_ADD] = { 3, 1 },
+	[EDGEQ_OP_ADD] = { 3, 1 },	 [EDGEQ_OP_STORE] = { 2, 1 },
 };
 
 static bool edgeq_dtype_valid(u32 dtype)
@@ -117,6 +117,13 @@ static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
 		return 0;
 	case EDGEQ_OP_SOFTMAX:
 		return edgeq_fits(op, 0, d[1], d[0] * 4) ? 0 : -EINVAL;
+	case EDGEQ_OP_STORE:
+		if (op->dtype != EDGEQ_DTYPE_F32 && op->dtype != EDGEQ_DTYPE_F16)
+			return -EINVAL;
+		if (!edgeq_fits(op, 0, 1, d[0] * 4) ||
+		    !edgeq_fits(op, 1, 1, edgeq_row_bytes(op->dtype, d[0])))
+			return -EINVAL;
+		return 0;
 	case EDGEQ_OP_ATTENTION:
 		/* {heads, kv_heads, head_dim, n_pos}; K and V F32, F16, Q8_0 */
 		if (op->dtype != EDGEQ_DTYPE_F32 &&

@@ -347,6 +347,12 @@ static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 		len[0] = len[3] = 2 * a * 32 * 4;
 		len[1] = len[2] = b * a * (op->dtype ? 34 : 128);
 		break;
+	case EDGEQ_OP_STORE:
+		op->dtype = pick(2) ? EDGEQ_DTYPE_F32 : EDGEQ_DTYPE_F16;
+		op->shape[0] = a * 16;
+		len[0] = a * 64;
+		len[1] = a * (op->dtype ? 32 : 64);
+		break;
 	}
 	if (!c->nt)
 		return false;

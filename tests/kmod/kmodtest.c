@@ -2143,6 +2143,23 @@ static int t_shapes(void)
 	edgeq_op_desc_tensor(&op, 2, t.handle, 80, 40);
 	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
 	BAD(bad.tensors[1].length = 39, -EINVAL);
+	/* STORE {n}: F32 into an F16 (or F32) row; no other types. */
+	{
+		struct edgeq_features f;
+
+		CHECK(!edgeq_kq_features(kq, &f));
+		CHECK(f.features & EDGEQ_F_OP_STORE);
+	}
+	edgeq_op_desc_init(&op, EDGEQ_OP_STORE, 6);
+	op.dtype = EDGEQ_DTYPE_F16;
+	op.shape[0] = 10;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 40);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 4096, 20);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[1].length = 19, -EINVAL);
+	BAD(bad.tensors[0].length = 36, -EINVAL);
+	BAD(bad.dtype = EDGEQ_DTYPE_Q8_0, -EINVAL);
+	BAD(bad.ntensors = 3, -EINVAL);
 	edgeq_kq_close(kq);
 	edgeq_kq_close(agent);
 	tensor_free(&t);

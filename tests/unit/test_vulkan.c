@@ -317,7 +317,7 @@ static void test_softmax_ew(void **state)
 }
 
 static void check_attention(uint32_t dtype, uint64_t heads, uint64_t kvh,
-			    uint64_t hd, uint64_t npos)
+			    uint64_t hd, uint64_t npos, float scale)
 {
 	struct edgeq_op_desc op;
 	struct arena a;
@@ -336,6 +336,7 @@ static void check_attention(uint32_t dtype, uint64_t heads, uint64_t kvh,
 	op.shape[1] = kvh;
 	op.shape[2] = hd;
 	op.shape[3] = npos;
+	op.param[0] = scale ? bitsf(scale) : 0; /* 0: 1/sqrt(head_dim) */
 	fill(arena_take(&a, &op, 0, heads * hd * 4), heads * hd, 21);
 	for (int i = 1; i < 3; i++) {
 		fill(tmp, npos * kvh * hd, 22 + i);
@@ -355,9 +356,90 @@ static void check_attention(uint32_t dtype, uint64_t heads, uint64_t kvh,
 static void test_attention(void **state)
 {
 	NEED_VK();
-	check_attention(EDGEQ_DTYPE_F32, 8, 2, 64, 37);
-	check_attention(EDGEQ_DTYPE_F16, 6, 6, 48, 300);
-	check_attention(EDGEQ_DTYPE_Q8_0, 8, 4, 64, 129);
+	check_attention(EDGEQ_DTYPE_F32, 8, 2, 64, 37, 0);
+	check_attention(EDGEQ_DTYPE_F16, 6, 6, 48, 300, 0);
+	check_attention(EDGEQ_DTYPE_Q8_0, 8, 4, 64, 129, 0);
+	/* a model's own scale (Gemma's query_pre_attn_scalar) */
+	check_attention(EDGEQ_DTYPE_F16, 4, 2, 32, 20, 0.3f);
+}
+
+/*
+ * STORE: a K/V row into a cache, bit for bit the CPU's conversion
+ * (kv_store()): ties to even, subnormal halves, underflow to a signed
+ * zero, overflow to infinity, NaN payloads; F32 copied; an odd F16 row
+ * refused on the device (two halves per word), not miswritten.
+ */
+static void test_store(void **state)
+{
+	static const uint32_t special[] = {
+		0x3f800000, 0x3f801000, 0x3f803000, 0x3f800fff, /* ties */
+		0x387fc000, 0x38000000, 0x33000000, 0x33000001, /* subnormal */
+		0x32ffffff, 0x80000001, 0x80000000, 0x477fe000, /* tiny, max */
+		0x477ff000, 0x7f800000, 0xff800000, 0x7fc12345, /* inf, nan */
+		0xffa00001, 0x387fe000,
+	};
+	const unsigned int n = 256, ns = sizeof(special) / sizeof(special[0]);
+	struct edgeq_backend_tensor t[2][EDGEQ_MAX_TENSORS];
+	struct edgeq_op_desc op[2];
+	uint16_t want[256];
+	float *x;
+	uint16_t *y16;
+	float *y32;
+	struct arena a;
+	int st[2];
+
+	NEED_VK();
+	arena_init(&a, 65536, 19);
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_STORE, 1);
+	op[0].dtype = EDGEQ_DTYPE_F16;
+	op[0].shape[0] = n;
+	x = arena_take(&a, &op[0], 0, n * 4);
+	fill(x, n, 5);
+	for (unsigned int i = 0; i < n; i++)
+		x[i] *= 1000.0f; /* rounding happens */
+	memcpy(x, special, sizeof(special));
+	y16 = arena_take(&a, &op[0], 1, n * 2);
+	memset(y16, 0xa5, n * 2);
+	edgeq_op_desc_init(&op[1], EDGEQ_OP_STORE, 2);
+	op[1].dtype = EDGEQ_DTYPE_F32;
+	op[1].shape[0] = n;
+	op[1].tensors[0] = op[0].tensors[0];
+	y32 = arena_take(&a, &op[1], 1, n * 4);
+	for (unsigned int i = 0; i < n; i++)
+		want[i] = edgeq_fp32_to_fp16(x[i]);
+	tensors_of(&a, &op[0], t[0]);
+	tensors_of(&a, &op[1], t[1]);
+	assert_int_equal(edgeq_backend_run(vk, op, t, st, 2), 0);
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[1], 0);
+	for (unsigned int i = 0; i < n; i++)
+		if (y16[i] != want[i])
+			fail_msg("element %u (%s): x %08x gpu %04x cpu %04x", i,
+				 i < ns ? "special" : "random",
+				 (unsigned int)bitsf(x[i]), y16[i], want[i]);
+	assert_memory_equal(y32, x, n * 4);
+	/* the CPU's own op: the same bits (the oracle is kv_store's) */
+	{
+		void *p[EDGEQ_MAX_TENSORS] = { x, y16 };
+
+		memset(y16, 0, n * 2);
+		assert_int_equal(edgeq_kq_exec(&op[0], p), 0);
+		assert_memory_equal(y16, want, n * 2);
+	}
+	/* an odd F16 row: refused (-EINVAL), nothing written */
+	op[0].shape[0] = 7;
+	op[0].tensors[0].length = 28;
+	op[0].tensors[1].length = 14;
+	memset(y16, 0x5a, n * 2);
+	tensors_of(&a, &op[0], t[0]);
+	assert_int_equal(edgeq_backend_run(vk, op, t, st, 1), 0);
+	assert_int_equal(st[0], -EINVAL);
+	assert_int_equal(y16[0], 0x5a5a);
+	/* no other types */
+	op[0].shape[0] = 8;
+	op[0].dtype = EDGEQ_DTYPE_Q8_0;
+	assert_false(edgeq_backend_supports(vk, &op[0]));
+	arena_fini(&a);
 }
 
 /*
@@ -674,7 +756,7 @@ static void test_float_only(void **state)
 	check_matmul(EDGEQ_DTYPE_Q4_0, 67, 2304, 1);
 	check_matmul(EDGEQ_DTYPE_Q4_K, 40, 512, 4);
 	check_matmul(EDGEQ_DTYPE_Q6_K, 17, 256, 2);
-	check_attention(EDGEQ_DTYPE_Q8_0, 8, 4, 64, 129);
+	check_attention(EDGEQ_DTYPE_Q8_0, 8, 4, 64, 129, 0);
 	test_rmsnorm(state);
 	edgeq_backend_free(vk);
 	vk = keep;
@@ -775,6 +857,7 @@ int main(void)
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_softmax_ew),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_store),
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_shared_act),
 		cmocka_unit_test(test_errors),

@@ -50,12 +50,15 @@
 #define EDGEQ_F_USER_LIMITS (1ULL << 11)
 /* AGENT_TENSOR_FD only for handles of ops the agent holds in flight. */
 #define EDGEQ_F_AGENT_FD_SCOPED (1ULL << 12)
+/* EDGEQ_OP_STORE exists, and ATTENTION takes its score scale in param[0]
+ * (whole decoder layers as one chain: the KV write is an op). */
+#define EDGEQ_F_OP_STORE (1ULL << 13)
 #define EDGEQ_F_ALL                                                      \
 	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL |    \
 	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |           \
 	 EDGEQ_F_SIM_SENSOR | EDGEQ_F_REQUEUE | EDGEQ_F_TIMEOUT |        \
 	 EDGEQ_F_DESTROY_WAKE | EDGEQ_F_SHAPE_CHECK | EDGEQ_F_USER_LIMITS | \
-	 EDGEQ_F_AGENT_FD_SCOPED)
+	 EDGEQ_F_AGENT_FD_SCOPED | EDGEQ_F_OP_STORE)
 
 /*
  * Op codes. Tensor roles and shape per op (all activations F32, row-major):
@@ -73,10 +76,14 @@
  *  ATTENTION t0 q [heads][head_dim] F32, t1 K and t2 V
  *            [n_pos][kv_heads][head_dim] of @dtype (F32, F16 or Q8_0),
  *            t3 out [heads][head_dim] F32; shape {heads, kv_heads,
- *            head_dim, n_pos}
+ *            head_dim, n_pos}; param[0] = score scale as float bits
+ *            (0: 1/sqrt(head_dim); EDGEQ_F_OP_STORE)
  *  SILU_MUL  t0 gate [n], t1 up [n], t2 out [n]: out = silu(gate) * up;
  *            shape {n}
  *  ADD       t0 a [n], t1 b [n], t2 out [n]; shape {n}
+ *  STORE     t0 x [n] F32, t1 y [n] of @dtype (F32 or F16, rounded to
+ *            nearest even): y = x, a K or V row into a cache; shape {n}
+ *            (EDGEQ_F_OP_STORE)
  *  NOP       no tensors; completes at once (latency probes, tests)
  */
 enum edgeq_opcode {
@@ -89,7 +96,8 @@ enum edgeq_opcode {
 	EDGEQ_OP_ATTENTION = 6,
 	EDGEQ_OP_SILU_MUL = 7,
 	EDGEQ_OP_ADD = 8,
-	EDGEQ_OP_COUNT = 9,
+	EDGEQ_OP_STORE = 9,
+	EDGEQ_OP_COUNT = 10,
 };
 
 /* Tensor element types: the GGUF/ggml type ids. */

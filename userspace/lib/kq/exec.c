@@ -201,7 +201,8 @@ static int exec_attention(const struct edgeq_op_desc *op, void *const t[])
 	if (!scores)
 		return -ENOMEM;
 	qh = scores + npos;
-	scale = 1.0f / sqrtf((float)hd);
+	scale = op->param[0] ? bits_to_float(op->param[0]) :
+			       1.0f / sqrtf((float)hd);
 	/* As the decoder's att_task(). */
 	for (h = 0; h < heads; h++) {
 		const float *q = (const float *)t[0] + h * hd;
@@ -261,6 +262,24 @@ static int exec_elementwise(const struct edgeq_op_desc *op, void *const t[])
 	return 0;
 }
 
+/* A K or V row into its cache: the decoder's kv_store() conversion. */
+static int exec_store(const struct edgeq_op_desc *op, void *const t[])
+{
+	uint64_t n = op->shape[0];
+
+	if (op->dtype != EDGEQ_DTYPE_F32 && op->dtype != EDGEQ_DTYPE_F16)
+		return -EOPNOTSUPP;
+	if (!fits(op->tensors[0].length, n, 1, 1, sizeof(float)) ||
+	    !fits(op->tensors[1].length, n, 1, 1,
+		  op->dtype == EDGEQ_DTYPE_F16 ? 2 : 4))
+		return -EINVAL;
+	if (op->dtype == EDGEQ_DTYPE_F16)
+		edgeq_fp32_to_fp16_row(t[0], t[1], (int64_t)n);
+	else
+		memmove(t[1], t[0], n * sizeof(float));
+	return 0;
+}
+
 int edgeq_kq_exec(const struct edgeq_op_desc *op, void *const t[])
 {
 	unsigned int nt, nd, i;
@@ -289,6 +308,8 @@ int edgeq_kq_exec(const struct edgeq_op_desc *op, void *const t[])
 	case EDGEQ_OP_SILU_MUL:
 	case EDGEQ_OP_ADD:
 		return exec_elementwise(op, t);
+	case EDGEQ_OP_STORE:
+		return exec_store(op, t);
 	}
 	return -EOPNOTSUPP;
 }

@@ -48,7 +48,7 @@ static const struct {
 	[EDGEQ_OP_MATMUL] = { 3, 3 },	 [EDGEQ_OP_RMSNORM] = { 3, 1 },
 	[EDGEQ_OP_ROPE] = { 1, 2 },	 [EDGEQ_OP_SOFTMAX] = { 1, 2 },
 	[EDGEQ_OP_ATTENTION] = { 4, 4 }, [EDGEQ_OP_SILU_MUL] = { 3, 1 },
-	[EDGEQ_OP_ADD] = { 3, 1 },
+	[EDGEQ_OP_ADD] = { 3, 1 },	 [EDGEQ_OP_STORE] = { 2, 1 },
 };
 
 int edgeq_op_arity(uint16_t opcode, unsigned int *ntensors, unsigned int *ndims)

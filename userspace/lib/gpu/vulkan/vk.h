@@ -27,6 +27,7 @@ enum vk_pipe {
 	VK_PIPE_ATTN_F32,
 	VK_PIPE_ATTN_F16,
 	VK_PIPE_ATTN_Q8_0,
+	VK_PIPE_STORE,
 	VK_PIPE_COUNT,
 };
 

@@ -24,12 +24,14 @@ static const uint8_t out_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_RMSNORM] = 1u << 2,  [EDGEQ_OP_ROPE] = 1u << 0,
 	[EDGEQ_OP_SOFTMAX] = 1u << 0,  [EDGEQ_OP_ATTENTION] = 1u << 3,
 	[EDGEQ_OP_SILU_MUL] = 1u << 2, [EDGEQ_OP_ADD] = 1u << 2,
+	[EDGEQ_OP_STORE] = 1u << 1,
 };
 static const uint8_t in_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_MATVEC] = 3u,	  [EDGEQ_OP_MATMUL] = 3u,
 	[EDGEQ_OP_RMSNORM] = 3u,  [EDGEQ_OP_ROPE] = 1u,
 	[EDGEQ_OP_SOFTMAX] = 1u,  [EDGEQ_OP_ATTENTION] = 7u,
 	[EDGEQ_OP_SILU_MUL] = 3u, [EDGEQ_OP_ADD] = 3u,
+	[EDGEQ_OP_STORE] = 1u,
 };
 static const uint8_t weight_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_MATVEC] = 1u,
@@ -118,6 +120,9 @@ bool vk_supports(void *priv, const struct edgeq_op_desc *op)
 		return mv_pipe(op->dtype) >= 0;
 	case EDGEQ_OP_ATTENTION:
 		return attn_pipe(op->dtype) >= 0;
+	case EDGEQ_OP_STORE:
+		return op->dtype == EDGEQ_DTYPE_F32 ||
+		       op->dtype == EDGEQ_DTYPE_F16;
 	default:
 		return op->opcode < EDGEQ_OP_COUNT;
 	}
@@ -226,12 +231,33 @@ static int plan_attention(const struct edgeq_op_desc *op, struct op_plan *p)
 	    !fits(op->tensors[2].length, npos, kvh, hrow, 1) ||
 	    !fits(op->tensors[3].length, heads, hd, 1, 4))
 		return -EINVAL;
-	scale = 1.0f / sqrtf((float)hd);
+	scale = op->param[0] ? bits_to_float(op->param[0]) :
+			       1.0f / sqrtf((float)hd);
 	for (int i = 0; i < 4; i++)
 		p->pc.n[i] = (uint32_t)op->shape[i];
 	memcpy(&p->pc.p[0], &scale, sizeof(scale));
 	p->scratch_words = heads * npos;
 	p->groups[0] = (uint32_t)heads;
+	return 0;
+}
+
+/* STORE into an F16 row two halves a word: n even, the row word-aligned
+ * (bind_tensor() checks the offset). */
+static int plan_store(const struct edgeq_op_desc *op, struct op_plan *p)
+{
+	uint64_t n = op->shape[0];
+	bool f16 = op->dtype == EDGEQ_DTYPE_F16;
+
+	if (!f16 && op->dtype != EDGEQ_DTYPE_F32)
+		return -EOPNOTSUPP;
+	if ((f16 && n % 2) || n > (uint64_t)MAX_GROUPS * 64 ||
+	    !fits(op->tensors[0].length, n, 1, 1, 4) ||
+	    !fits(op->tensors[1].length, n, 1, 1, f16 ? 2 : 4))
+		return -EINVAL;
+	p->pipe = VK_PIPE_STORE;
+	p->pc.n[0] = (uint32_t)n;
+	p->pc.p[0] = f16;
+	p->groups[0] = div_up(f16 ? n / 2 : n, 64);
 	return 0;
 }
 
@@ -282,7 +308,8 @@ static int plan_op(const struct edgeq_op_desc *op, struct op_plan *p)
 	for (unsigned int i = 0; i < op->ntensors; i++)
 		if (op->tensors[i].length % 4 &&
 		    !(weight_mask[op->opcode] & (1u << i)) &&
-		    op->opcode != EDGEQ_OP_ATTENTION)
+		    op->opcode != EDGEQ_OP_ATTENTION &&
+		    op->opcode != EDGEQ_OP_STORE)
 			return -EINVAL; /* f32 tensors are whole floats */
 	switch (op->opcode) {
 	case EDGEQ_OP_NOP:
@@ -294,6 +321,8 @@ static int plan_op(const struct edgeq_op_desc *op, struct op_plan *p)
 		return plan_rope(op, p);
 	case EDGEQ_OP_ATTENTION:
 		return plan_attention(op, p);
+	case EDGEQ_OP_STORE:
+		return plan_store(op, p);
 	default:
 		return plan_simple(op, p);
 	}
