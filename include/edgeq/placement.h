@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include <edgeq/edgeq.h>
+#include <linux/edgeq.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -393,6 +394,48 @@ struct edgeq_place_weight {
 	uint64_t bytes;
 };
 
+/* Where a tensor of a chained op lives (struct edgeq_place_chain). */
+enum edgeq_place_mem {
+	EDGEQ_PLACE_MEM_WEIGHT = 0, /* chain->w[index], from its start */
+	EDGEQ_PLACE_MEM_ACT = 1,    /* the backend's activation area */
+	EDGEQ_PLACE_MEM_KV = 2,	    /* the ctx's KV cache mapping */
+};
+
+struct edgeq_place_tref {
+	uint32_t mem;	/* enum edgeq_place_mem */
+	uint32_t index; /* the weight (EDGEQ_PLACE_MEM_WEIGHT) */
+	uint64_t offset, length;
+};
+
+/* One op of a chain: the descriptor without its tensor handles. */
+struct edgeq_place_cop {
+	struct edgeq_op_desc op;
+	struct edgeq_place_tref t[EDGEQ_MAX_TENSORS];
+};
+
+/*
+ * Whole decoder blocks of one token as one chain of dependent ops: the
+ * backend copies @in_len bytes of @in into its activation area at offset 0,
+ * runs the ops in order as one submission, and copies @out_len bytes from
+ * offset 0 back to @out. The KV cache rows the STORE ops write go straight
+ * into the ctx's shared mapping (@kv_fd, @kv_base; unified memory: no copy).
+ */
+struct edgeq_place_chain {
+	const struct edgeq_place_cop *ops;
+	unsigned int n_ops;
+	const struct edgeq_place_weight *w;
+	unsigned int n_w;
+	uint64_t act_bytes; /* of the activation area the ops use */
+	const void *in;
+	uint64_t in_len;
+	void *out;
+	uint64_t out_len;
+	int kv_fd;
+	void *kv_base;
+	uint64_t kv_len;
+	uint64_t kv_id; /* that mapping's identity (forget_kv()) */
+};
+
 /* How a device other than the CPU runs a matrix op (the constructors
  * below fill the whole struct; one filled by hand starts zeroed). */
 struct edgeq_place_backend {
@@ -418,6 +461,17 @@ struct edgeq_place_backend {
 	int (*matvec_n)(void *arg, int dev, const struct edgeq_place_weight *w,
 			const uint64_t *rows, unsigned int n, uint64_t cols,
 			const float *x, float *const *y);
+	/*
+	 * Optional: run @c on device @dev (whole blocks: the executor hands
+	 * every op of the blocks the plan puts on @dev in one call). 0, or
+	 * -errno: -ENOSPC a weight did not fit the copy budget (the device
+	 * is kept), -EINVAL/-EOPNOTSUPP an op the device cannot run (chains
+	 * are not tried again), else the device failed (lost); on an error
+	 * @out is untouched.
+	 */
+	int (*chain)(void *arg, int dev, const struct edgeq_place_chain *c);
+	/* With chain: the KV mapping @kv_id goes away (the ctx detaches). */
+	void (*forget_kv)(void *arg, uint64_t kv_id);
 	void *arg;
 };
 
@@ -449,6 +503,11 @@ struct edgeq_place_stats {
 	/* ops a device took but whose weight did not fit its copy budget:
 	 * run on the CPU, the device kept */
 	uint64_t copy_refused;
+	/* decoder blocks run whole on a device, and the submissions (chains)
+	 * that carried them */
+	uint64_t blocks, block_chains;
+	/* why blocks are not chained, "" while they are (or may be) */
+	char blocks_off[64];
 };
 
 /*

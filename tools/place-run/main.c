@@ -183,7 +183,7 @@ static void usage(void)
 		"  [--no-calib] [--margin F] [--save-calib FILE]\n"
 		"  [--inline-delay-us N] [--device N|NAME] [--weights MODE]\n"
 		"  [--weights-budget BYTES] [--force TOKS --dump-logits FILE]\n"
-		"  [--copy-budget BYTES]\n");
+		"  [--copy-budget BYTES] [--kv-type f16|f32|q8_0]\n");
 	exit(2);
 }
 
@@ -217,6 +217,7 @@ int main(int argc, char **argv)
 	unsigned cs = 3, cmax = 4;
 	uint64_t fail_after = 0, delay_us = 0, copy_budget = 0;
 	bool watch = false;
+	enum edgeq_kv_type kvt = EDGEQ_KV_F16;
 
 	memset(&r, 0, sizeof(r));
 	edgeq_placer_params_init(&pp);
@@ -280,6 +281,11 @@ int main(int argc, char **argv)
 			force = v;
 		else if (!strcmp(a, "--dump-logits"))
 			dump = v;
+		else if (!strcmp(a, "--kv-type"))
+			kvt = !strcmp(v, "f32")	 ? EDGEQ_KV_F32 :
+			      !strcmp(v, "q8_0") ? EDGEQ_KV_Q8_0 :
+			      !strcmp(v, "f16")	 ? EDGEQ_KV_F16 :
+						   (usage(), EDGEQ_KV_F16);
 		else
 			usage();
 	}
@@ -315,6 +321,7 @@ int main(int argc, char **argv)
 	}
 	edgeq_ctx_params_init(&cp);
 	cp.n_ctx = 512;
+	cp.kv_type = kvt;
 	ret = edgeq_ctx_new(m, &cp, &c, &err);
 	if (ret) {
 		fprintf(stderr, "place-run: %s\n", err.msg);
@@ -414,12 +421,14 @@ int main(int argc, char **argv)
 		printf("{\"dev\": {\"device\": \"%s\", \"memory\": \"%s\", "
 		       "\"device_bytes\": %llu, \"weight_copies\": %llu, "
 		       "\"weights\": \"%s\", \"stream_reads\": %llu, "
-		       "\"chains\": %llu, \"copies_dropped\": %llu}, ",
+		       "\"chains\": %llu, \"dispatches\": %llu, "
+		       "\"copies_dropped\": %llu}, ",
 		       bi.device, edgeq_backend_mem_name(bi.mem),
 		       (unsigned long long)bi.device_bytes,
 		       (unsigned long long)wb, edgeq_weights_mode_name(ws.mode),
 		       (unsigned long long)ws.reads,
 		       (unsigned long long)bi.chains,
+		       (unsigned long long)bi.dispatches,
 		       (unsigned long long)edgeq_place_dev_copies_dropped(
 			       pdev));
 	} else if (kqb) {
@@ -435,13 +444,16 @@ int main(int argc, char **argv)
 	printf("\"backend\": \"%s\", \"per_token\": [%s], \"stats\": "
 	       "{\"tokens\": %llu, \"replans\": %llu, \"offloaded\": %llu, "
 	       "\"fallbacks\": %llu, \"last_error\": %d, \"pressure_events\": "
-	       "%llu, \"copy_refused\": %llu, \"monitor\": \"%s\"}, "
-	       "\"error\": ",
+	       "%llu, \"copy_refused\": %llu, \"blocks\": %llu, "
+	       "\"block_chains\": %llu, \"blocks_off\": \"%s\", "
+	       "\"monitor\": \"%s\"}, \"error\": ",
 	       backend, perbuf ? perbuf : "", (unsigned long long)st.tokens,
 	       (unsigned long long)st.replans, (unsigned long long)st.offloaded,
 	       (unsigned long long)st.fallbacks, st.last_error,
 	       (unsigned long long)st.pressure_events,
 	       (unsigned long long)st.copy_refused,
+	       (unsigned long long)st.blocks,
+	       (unsigned long long)st.block_chains, st.blocks_off,
 	       pm ? edgeq_pressure_source_name(edgeq_pressure_source(pm)) : "");
 	if (ret)
 		printf("\"%s\"}\n", err.msg);

@@ -33,7 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <edgeq/engine.h>
+#include <edgeq/kq.h>
 
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -48,6 +52,9 @@ struct edgeq_ctx {
 	enum edgeq_kv_type kv_type;
 	size_t kv_row; /* bytes of one position's K (or V) per layer */
 	uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][kv_row] */
+	void *kv_map; /* ctx_kv_share(): both caches in one memfd, or NULL */
+	size_t kv_map_len;
+	int kv_fd;
 	float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* [n_batch][dim] */
 	float *logits;				    /* [n_vocab] */
 	float *att;  /* [n_threads][ATT_G][n_ctx] */
@@ -197,8 +204,13 @@ void edgeq_ctx_free(struct edgeq_ctx *c)
 {
 	if (!c)
 		return;
-	free(c->k_cache);
-	free(c->v_cache);
+	if (c->kv_map) {
+		munmap(c->kv_map, c->kv_map_len);
+		close(c->kv_fd);
+	} else {
+		free(c->k_cache);
+		free(c->v_cache);
+	}
 	free(c->x);
 	free(c->xb);
 	free(c->xb2);
@@ -998,6 +1010,20 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		ret = edgeq_weights_layer_begin(w, l, err);
 		if (ret)
 			return ret;
+		if (f->hooks && f->hooks->blocks && nb == 1 && c->tc[0] == c) {
+			/* whole blocks elsewhere: several at once where every
+			 * layer's weights are at hand without layer_begin */
+			int done = f->hooks->blocks(
+				f->hooks_arg, l,
+				w->ops->resident ? n_layer - l : 1);
+
+			if (done > 0) {
+				edgeq_weights_layer_end(w, l);
+				l += done - 1;
+				lap(m, EDGEQ_PROF_DEVICE, 0);
+				continue;
+			}
+		}
 		an = edgeq_weights_get(w, L->attn_norm);
 		fn = edgeq_weights_get(w, L->ffn_norm);
 		lap(m, EDGEQ_PROF_WEIGHTS, 0);
@@ -1324,6 +1350,48 @@ int ctx_shift(struct edgeq_ctx *c, uint32_t keep, uint32_t n_discard,
 		(c->pos - keep - n_discard) * sizeof(int32_t));
 	c->pos -= n_discard;
 	free(tmp);
+	return 0;
+}
+
+void ctx_block_view(struct edgeq_ctx *c, struct ctx_block_view *v)
+{
+	v->x = c->x;
+	v->k_cache = c->k_cache;
+	v->v_cache = c->v_cache;
+	v->kv_row = c->kv_row;
+	v->n_ctx = c->n_ctx;
+	v->pos = c->tpos[0];
+	v->kv_type = c->kv_type;
+	v->kv_map = c->kv_map;
+	v->kv_map_len = c->kv_map_len;
+	v->kv_fd = c->kv_map ? c->kv_fd : -1;
+}
+
+int ctx_kv_share(struct edgeq_ctx *c, struct edgeq_error *err)
+{
+	size_t half = (size_t)c->m->hp.n_layer * c->n_ctx * c->kv_row;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE),
+	       hp = (half + pg - 1) & ~(pg - 1);
+	void *map;
+	int fd, ret;
+
+	if (c->kv_map)
+		return 0;
+	ret = edgeq_kq_memfd("edgeq-kv", 2 * hp, &fd, &map);
+	if (ret)
+		return edgeq_error_set(
+			err, -ret,
+			"KV cache: %zu MiB of shared memory for a device: %s",
+			(2 * hp) >> 20, strerror(-ret));
+	memcpy(map, c->k_cache, half);
+	memcpy((char *)map + hp, c->v_cache, half);
+	free(c->k_cache);
+	free(c->v_cache);
+	c->k_cache = map;
+	c->v_cache = (uint8_t *)map + hp;
+	c->kv_map = map;
+	c->kv_map_len = 2 * hp;
+	c->kv_fd = fd;
 	return 0;
 }
 

@@ -95,6 +95,9 @@ struct edgeq_weights_ops {
 	const void *(*get)(struct edgeq_weights *w,
 			   const struct edgeq_tensor *t);
 	void (*layer_end)(struct edgeq_weights *w, int layer);
+	/* get() answers for every layer without layer_begin (mapped or
+	 * preloaded, not streamed) */
+	bool resident;
 	int (*embed_rows)(struct edgeq_weights *w, const int32_t *toks,
 			  size_t n, void *dst, size_t row_size,
 			  struct edgeq_error *err);
@@ -191,8 +194,38 @@ struct edgeq_ctx_hooks {
 	int (*linear_n)(void *arg, const struct edgeq_tensor *const *t, int n,
 			const float *x, int nb, int ldx, float *const *y,
 			const int *ldy);
+	/*
+	 * Optional, one-token passes of a ctx (not batches): run decoder
+	 * blocks l .. l + n - 1, n <= @n_max, whole elsewhere (both norms,
+	 * the products, RoPE, the KV writes at the token's position,
+	 * attention, both residual adds), reading and writing the ctx's
+	 * hidden state (ctx_block_view()). Returns n, or 0 (or an error)
+	 * when the CPU runs block l, with the hidden state as it was.
+	 */
+	int (*blocks)(void *arg, int l, int n_max);
 	void (*step_end)(void *arg, int nb);
 };
+
+/* What a blocks() hook reads and writes. */
+struct ctx_block_view {
+	float *x;		    /* the token's hidden state [n_embd] */
+	uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][kv_row] */
+	size_t kv_row;
+	uint32_t n_ctx, pos; /* the token's position */
+	enum edgeq_kv_type kv_type;
+	/* ctx_kv_share(): the memfd and mapping both caches live in */
+	int kv_fd; /* -1: not shared */
+	void *kv_map;
+	size_t kv_map_len;
+};
+
+void ctx_block_view(struct edgeq_ctx *c, struct ctx_block_view *v);
+/*
+ * Move the KV cache into one memfd (K, then V at a page boundary) that a
+ * device or an agent can map: zero-copy KV for offloaded blocks. Once per
+ * ctx; the contents are kept.
+ */
+int ctx_kv_share(struct edgeq_ctx *c, struct edgeq_error *err);
 
 /*
  * Continuous batching: one forward pass over the tokens of several contexts

@@ -55,6 +55,7 @@ static void mm_free(struct edgeq_weights *w)
 
 static const struct edgeq_weights_ops mmap_ops = {
 	.layer_begin = mm_layer_begin,
+	.resident = true,
 	.get = mm_get,
 	.layer_end = mm_layer_end,
 	.embed_rows = mm_embed_rows,

@@ -22,6 +22,7 @@
 #include "placement/wset.h"
 
 #define STAGE_ID (1ULL << 63) /* mapping ids above the weights' */
+#define KV_ID (1ULL << 62)    /* and the KV caches' between them */
 
 struct edgeq_place_dev {
 	struct edgeq_backend *b;
@@ -30,6 +31,7 @@ struct edgeq_place_dev {
 	void *stage;
 	size_t stage_size;
 	uint64_t stage_id;
+	uint64_t kv_id; /* the KV mapping last used (KV_ID | chain's id) */
 	uint64_t fail_after, ops;
 };
 
@@ -113,6 +115,105 @@ static int dev_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
 	return dev_matvec_n(arg, dev, w, &rows, 1, cols, x, &y);
 }
 
+/*
+ * Whole blocks (blocks.c) as one backend chain: the hidden state through
+ * the staging memfd, each weight from its copy, the KV rows straight in
+ * the ctx's shared mapping.
+ */
+static int dev_chain(void *arg, int dev, const struct edgeq_place_chain *c)
+{
+	struct edgeq_place_dev *d = arg;
+	struct edgeq_backend_tensor(*t)[EDGEQ_MAX_TENSORS] = NULL;
+	struct edgeq_backend_tensor *wt = NULL;
+	struct edgeq_op_desc *ops = NULL;
+	int *st = NULL, ret;
+	unsigned int i, k;
+
+	if (d->fail_after && d->ops >= d->fail_after)
+		return -ENODEV;
+	if (!c->n_ops || c->in_len > c->act_bytes || c->out_len > c->act_bytes)
+		return -EINVAL;
+	ret = stage_ensure(d, c->act_bytes);
+	if (ret)
+		return ret;
+	if (d->kv_id && d->kv_id != (KV_ID | c->kv_id))
+		edgeq_backend_forget(d->b, d->kv_id);
+	d->kv_id = KV_ID | c->kv_id;
+	wt = calloc(c->n_w ? c->n_w : 1, sizeof(*wt));
+	ops = calloc(c->n_ops, sizeof(*ops));
+	t = calloc(c->n_ops, sizeof(*t));
+	st = calloc(c->n_ops, sizeof(*st));
+	ret = -ENOMEM;
+	if (!wt || !ops || !t || !st)
+		goto out;
+	place_wset_begin(&d->w);
+	for (i = 0; i < c->n_w; i++) {
+		struct place_wslot *ws;
+		bool created;
+
+		ret = place_wset_get(&d->w, &c->w[i], &ws, &created);
+		if (ret)
+			goto out;
+		wt[i] = (struct edgeq_backend_tensor){ ws->map, ws->bytes, 0, 0,
+						       ws->id };
+	}
+	for (i = 0; i < c->n_ops; i++) {
+		ops[i] = c->ops[i].op;
+		ops[i].cookie = d->ops + i;
+		for (k = 0; k < ops[i].ntensors; k++) {
+			const struct edgeq_place_tref *r = &c->ops[i].t[k];
+			struct edgeq_backend_tensor *bt = &t[i][k];
+
+			ret = -EINVAL;
+			if (r->mem == EDGEQ_PLACE_MEM_WEIGHT) {
+				if (r->index >= c->n_w)
+					goto out;
+				*bt = wt[r->index];
+			} else if (r->mem == EDGEQ_PLACE_MEM_KV) {
+				*bt = (struct edgeq_backend_tensor){
+					c->kv_base, c->kv_len, 0, 0, d->kv_id
+				};
+			} else {
+				*bt = (struct edgeq_backend_tensor){
+					d->stage, d->stage_size, 0, 0,
+					STAGE_ID | d->stage_id
+				};
+			}
+			if (r->offset > bt->map_len ||
+			    r->length > bt->map_len - r->offset)
+				goto out;
+			bt->offset = r->offset;
+			bt->length = r->length;
+			edgeq_op_desc_tensor(&ops[i], k, 1, r->offset,
+					     r->length);
+		}
+	}
+	memcpy(d->stage, c->in, c->in_len);
+	ret = edgeq_backend_run(d->b, ops, t, st, c->n_ops);
+	for (i = 0; !ret && i < c->n_ops; i++)
+		ret = st[i];
+	if (!ret) {
+		memcpy(c->out, d->stage, c->out_len);
+		d->ops += c->n_ops;
+	}
+out:
+	free(wt);
+	free(ops);
+	free(t);
+	free(st);
+	return ret;
+}
+
+static void dev_forget_kv(void *arg, uint64_t kv_id)
+{
+	struct edgeq_place_dev *d = arg;
+
+	if (d->kv_id == (KV_ID | kv_id)) {
+		edgeq_backend_forget(d->b, d->kv_id);
+		d->kv_id = 0;
+	}
+}
+
 /* A copy dropped for the budget: the device lets go of its mapping. */
 static void dev_drop(void *arg, const struct place_wslot *ws)
 {
@@ -153,6 +254,8 @@ int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 	be->name = "dev";
 	be->matvec = dev_matvec;
 	be->matvec_n = dev_matvec_n;
+	be->chain = dev_chain;
+	be->forget_kv = dev_forget_kv;
 	be->arg = d;
 	*out = d;
 	return 0;

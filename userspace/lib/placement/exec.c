@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "placement/blocks.h"
 
 enum { OP_QKV, OP_OUT, OP_GATE_UP, OP_DOWN, OP_N };
 
@@ -53,6 +55,11 @@ struct edgeq_place_exec {
 	int8_t *acc_dev;       /* the device it ran on, -1 none */
 	bool decoding;	       /* the current pass is one token */
 	uint64_t cpu_t0;       /* start of the matrix op the CPU is running */
+	/* whole blocks as device chains (backend chain(), blocks.c) */
+	bool blocks_ok;
+	int (*layer_ops)[2]; /* per layer: its first and last op of the plan */
+	struct place_blocks blk;
+	uint64_t kv_id;
 	struct edgeq_place_stats st;
 };
 
@@ -286,6 +293,86 @@ static int hook_linear_n(void *arg, const struct edgeq_tensor *const *t, int n,
 	return 0;
 }
 
+/* Whether the plan in force puts every op of block @l on @dev. */
+static bool block_on(const struct edgeq_place_exec *x,
+		     const struct edgeq_placement *p, int l, int dev)
+{
+	for (int i = x->layer_ops[l][0]; i <= x->layer_ops[l][1]; i++)
+		if (p->dev[i] != dev)
+			return false;
+	return true;
+}
+
+static void blocks_off(struct edgeq_place_exec *x, const char *why, int ret)
+{
+	x->blocks_ok = false;
+	snprintf(x->st.blocks_off, sizeof(x->st.blocks_off), "%s%s%s", why,
+		 ret ? ": " : "", ret ? strerror(-ret) : "");
+}
+
+/*
+ * Blocks the plan puts whole on one device, from @l on: one chain (all of
+ * them where the weights are resident, else this one), the hidden state
+ * in and out once. 0 leaves block @l to the CPU op by op (and the linear
+ * hooks): another placement, a weight over the copy budget, a device
+ * that cannot run an op of it (chains stop), or one that failed (lost).
+ */
+static int hook_blocks(void *arg, int l, int n_max)
+{
+	struct edgeq_place_exec *x = arg;
+	const struct edgeq_placement *p;
+	struct edgeq_place_chain ch;
+	struct ctx_block_view v;
+	uint64_t t0, dt;
+	int dev, n, ret;
+
+	if (!x->blocks_ok || !x->decoding)
+		return 0;
+	p = edgeq_placer_plan(x->pl);
+	dev = p->dev[x->layer_ops[l][0]];
+	if (dev == 0 || !block_on(x, p, l, dev))
+		return 0;
+	for (n = 1; n < n_max && block_on(x, p, l + n, dev); n++)
+		;
+	ctx_block_view(x->c, &v);
+	ret = place_blocks_build(&x->blk, x->m, &v, l, n, &ch);
+	if (ret) {
+		blocks_off(x, "no chain for these blocks", ret);
+		return 0;
+	}
+	ch.kv_id = x->kv_id;
+	t0 = edgeq_now_ns();
+	ret = x->be.chain(x->be.arg, dev, &ch);
+	if (ret == -ENOSPC) {
+		x->st.copy_refused++;
+		return 0;
+	}
+	if (ret == -EINVAL || ret == -EOPNOTSUPP) {
+		blocks_off(x, "the device refused a block's op", ret);
+		return 0;
+	}
+	if (ret) {
+		op_failed(x, dev, ret);
+		return 0;
+	}
+	dt = edgeq_now_ns() - t0;
+	x->st.blocks += (uint64_t)n;
+	x->st.block_chains++;
+	x->st.offloaded += (uint64_t)n * 7; /* q k v o gate up down */
+	if (dev < EDGEQ_MAX_DEVICES)
+		x->st.dev_ops[dev] += (uint64_t)n * 7;
+	/* the chain's time over its ops, for the calibration */
+	for (int k = l; k < l + n; k++) {
+		int i0 = x->layer_ops[k][0], i1 = x->layer_ops[k][1];
+
+		for (int i = i0; i <= i1; i++) {
+			x->acc_ns[i] += dt / ((uint64_t)n * (i1 - i0 + 1));
+			x->acc_dev[i] = (int8_t)dev;
+		}
+	}
+	return n;
+}
+
 /* The CPU ran a matrix op: time it for calibration too. */
 static void hook_linear_done(void *arg, const struct edgeq_tensor *t, int nb)
 {
@@ -331,15 +418,38 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	const struct edgeq_op_chain *ch;
 	int ret;
 
+	const char *why = NULL;
+	uint32_t runs = 1u << EDGEQ_OPK_MATMUL;
+	struct edgeq_error kv_err = { 0 };
+
 	if (!be || !be->matvec)
 		return edgeq_error_set(err, EINVAL, "placement: no backend");
 	ret = shape_from_model(m, &s);
 	if (ret)
 		return edgeq_error_set(err, EINVAL,
 				       "placement: model shape unusable");
+	/* whole blocks where the backend chains and the ops express them,
+	 * over a KV cache the device shares */
+	if (!be->chain)
+		why = "the backend runs matrix ops only";
+	if (!why)
+		why = place_blocks_unsupported(m);
+	if (!why) {
+		struct ctx_block_view v;
+
+		ctx_block_view(c, &v);
+		if (v.kv_type == EDGEQ_KV_Q8_0)
+			why = "a Q8_0 KV cache (no STORE into Q8_0)";
+	}
+	if (!why && ctx_kv_share(c, &kv_err))
+		why = "no shared KV cache";
+	if (!why)
+		runs |= 1u << EDGEQ_OPK_RMSNORM | 1u << EDGEQ_OPK_ROPE |
+			1u << EDGEQ_OPK_ATTN | 1u << EDGEQ_OPK_SOFTMAX |
+			1u << EDGEQ_OPK_SWIGLU | 1u << EDGEQ_OPK_ADD;
 	/* devices other than the CPU run what the backend executes */
 	for (size_t k = 1; k < dd.n; k++)
-		dd.dev[k].prof.ops_mask &= 1u << EDGEQ_OPK_MATMUL;
+		dd.dev[k].prof.ops_mask &= runs;
 	ret = edgeq_op_chain_llama(&s, &chain);
 	if (ret)
 		return edgeq_error_set(err, -ret, "placement: op chain: %s",
@@ -352,6 +462,14 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	x->c = c;
 	x->m = m;
 	x->be = *be;
+	x->blocks_ok = !why;
+	if (why)
+		snprintf(x->st.blocks_off, sizeof(x->st.blocks_off), "%s", why);
+	{
+		static _Atomic uint64_t kv_ids;
+
+		x->kv_id = ++kv_ids;
+	}
 	pthread_mutex_init(&x->push_lock, NULL);
 	ret = edgeq_placer_new(&dd, &chain, pp, &x->pl);
 	edgeq_op_chain_free(&chain);
@@ -359,11 +477,14 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 		goto err_free;
 	ch = edgeq_placer_chain(x->pl);
 	x->op_index = calloc(s.n_layer, sizeof(*x->op_index));
+	x->layer_ops = calloc(s.n_layer, sizeof(*x->layer_ops));
 	x->acc_ns = calloc(ch->n, sizeof(*x->acc_ns));
 	x->acc_dev = malloc(ch->n);
 	ret = -ENOMEM;
-	if (!x->op_index || !x->acc_ns || !x->acc_dev)
+	if (!x->op_index || !x->layer_ops || !x->acc_ns || !x->acc_dev)
 		goto err_free;
+	for (uint32_t l = 0; l < s.n_layer; l++)
+		x->layer_ops[l][0] = -1;
 	memset(x->acc_dev, -1, ch->n);
 	x->out_index = -1;
 	for (size_t i = 0; i < ch->n; i++) {
@@ -374,6 +495,9 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 				x->out_index = (int)i;
 			continue;
 		}
+		if (x->layer_ops[op->layer][0] < 0)
+			x->layer_ops[op->layer][0] = (int)i;
+		x->layer_ops[op->layer][1] = (int)i;
 		for (int k = 0; k < OP_N; k++)
 			if (!strcmp(op->name, op_names[k]))
 				x->op_index[op->layer][k] = (int)i;
@@ -382,6 +506,8 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	x->hooks.linear = hook_linear;
 	x->hooks.linear_done = hook_linear_done;
 	x->hooks.linear_n = hook_linear_n;
+	if (x->blocks_ok)
+		x->hooks.blocks = hook_blocks;
 	x->hooks.step_end = hook_step_end;
 	count_on_devices(x);
 	ctx_set_hooks(c, &x->hooks, x);
@@ -392,6 +518,7 @@ err_free:
 	edgeq_placer_free(x->pl);
 	pthread_mutex_destroy(&x->push_lock);
 	free(x->op_index);
+	free(x->layer_ops);
 	free(x->acc_ns);
 	free(x->acc_dev);
 	free(x);
@@ -403,11 +530,15 @@ void edgeq_place_detach(struct edgeq_place_exec *x)
 	if (!x)
 		return;
 	ctx_set_hooks(x->c, NULL, NULL);
+	if (x->be.forget_kv)
+		x->be.forget_kv(x->be.arg, x->kv_id);
 	edgeq_placer_free(x->pl);
 	pthread_mutex_destroy(&x->push_lock);
 	free(x->pushed);
 	free(x->sysfs_dir);
 	free(x->op_index);
+	free(x->layer_ops);
+	place_blocks_free(&x->blk);
 	free(x->acc_ns);
 	free(x->acc_dev);
 	free(x);

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Decoder blocks as device ops. One block of a one-token step is 17 ops
+ * in the decoder's order (decode.c forward_layers()):
+ *
+ *   RMSNORM x -> xb; MATVEC q, k, v; ROPE q, k; STORE k, v into the
+ *   layer's cache rows at the position; ATTENTION over the rows so far;
+ *   MATVEC o -> xb; ADD x += xb; RMSNORM x -> xb; MATVEC gate, up;
+ *   SILU_MUL; MATVEC down -> xb; ADD x += xb
+ *
+ * over an activation area (x at 0, then xb, q, k, v, the attention's
+ * output, gate and up: a few KiB) and the ctx's own KV cache, shared with
+ * the device, so the CPU can take over any step with the cache as the
+ * device left it. Consecutive blocks chain through x; only x crosses the
+ * boundary, once in and once out per chain.
+ *
+ * What the ops cannot express is refused up front (the CPU runs those
+ * models' blocks op by op): fused q|k|v or gate|up (phi3), biases,
+ * per-head and post norms, GELU, score caps, RoPE other than the plain
+ * base^(-2i/n) frequencies (the ROPE op computes its own table), a
+ * Q8_0 cache.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <edgeq/kq.h>
+
+#include "placement/blocks.h"
+
+const char *place_blocks_unsupported(const struct edgeq_model *m)
+{
+	const struct edgeq_hparams *hp = &m->hp;
+
+	if (hp->gelu)
+		return "GELU feed-forward";
+	if (hp->attn_softcap > 0)
+		return "attention score cap";
+	if (hp->rope_llama3 || m->rope_freqs || m->rope_long || m->rope_short ||
+	    hp->rope_linear_scale != 1.0f || hp->rope_attn_factor != 1.0f ||
+	    hp->rope_base_swa > 0)
+		return "scaled RoPE";
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct edgeq_layer *L = &m->layers[l];
+
+		if (!L->wk || !L->w_gate)
+			return "fused q|k|v or gate|up";
+		if (L->bq || L->bk || L->bv)
+			return "attention biases";
+		if (L->q_norm || L->k_norm || L->post_attn_norm ||
+		    L->post_ffn_norm)
+			return "per-head or post norms";
+	}
+	return NULL;
+}
+
+static uint64_t fbits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/* Building one block: the next op and weight slots. */
+struct bb {
+	struct edgeq_place_cop *op;
+	struct edgeq_place_weight *w;
+	unsigned int nw;
+	struct edgeq_model *m;
+};
+
+static uint32_t weight(struct bb *b, const struct edgeq_tensor *t)
+{
+	struct edgeq_place_weight *w = &b->w[b->nw];
+
+	w->name = t->name;
+	w->layer = t->layer < 0 ? -1 : t->layer;
+	w->type = t->type;
+	w->data = edgeq_weights_get(b->m->weights, t);
+	w->bytes = t->size;
+	return b->nw++;
+}
+
+static struct edgeq_place_cop *op(struct bb *b, uint16_t code)
+{
+	struct edgeq_place_cop *o = b->op++;
+
+	memset(o, 0, sizeof(*o));
+	edgeq_op_desc_init(&o->op, code, 0);
+	return o;
+}
+
+static void act(struct edgeq_place_cop *o, int i, uint64_t off, uint64_t len)
+{
+	o->t[i] = (struct edgeq_place_tref){ EDGEQ_PLACE_MEM_ACT, 0, off, len };
+}
+
+static void kvref(struct edgeq_place_cop *o, int i, uint64_t off, uint64_t len)
+{
+	o->t[i] = (struct edgeq_place_tref){ EDGEQ_PLACE_MEM_KV, 0, off, len };
+}
+
+static void wref(struct edgeq_place_cop *o, int i, struct bb *b,
+		 const struct edgeq_tensor *t)
+{
+	uint32_t k = weight(b, t);
+
+	o->t[i] = (struct edgeq_place_tref){ EDGEQ_PLACE_MEM_WEIGHT, k, 0,
+					     b->w[k].bytes };
+}
+
+static void matvec(struct bb *b, const struct edgeq_tensor *t, uint64_t x,
+		   uint64_t y)
+{
+	struct edgeq_place_cop *o = op(b, EDGEQ_OP_MATVEC);
+
+	o->op.dtype = t->type;
+	o->op.shape[0] = (uint64_t)t->ne[1];
+	o->op.shape[1] = (uint64_t)t->ne[0];
+	wref(o, 0, b, t);
+	act(o, 1, x, (uint64_t)t->ne[0] * 4);
+	act(o, 2, y, (uint64_t)t->ne[1] * 4);
+}
+
+static void norm(struct bb *b, const struct edgeq_tensor *t, uint64_t x,
+		 uint64_t y, uint32_t n)
+{
+	struct edgeq_place_cop *o = op(b, EDGEQ_OP_RMSNORM);
+
+	o->op.shape[0] = n;
+	o->op.param[0] = fbits(b->m->hp.rms_eps);
+	act(o, 0, x, (uint64_t)n * 4);
+	wref(o, 1, b, t);
+	act(o, 2, y, (uint64_t)n * 4);
+}
+
+static void ew(struct bb *b, uint16_t code, uint64_t a, uint64_t c,
+	       uint64_t y, uint32_t n)
+{
+	struct edgeq_place_cop *o = op(b, code);
+
+	o->op.shape[0] = n;
+	act(o, 0, a, (uint64_t)n * 4);
+	act(o, 1, c, (uint64_t)n * 4);
+	act(o, 2, y, (uint64_t)n * 4);
+}
+
+static void rope(struct bb *b, uint64_t x, uint32_t heads, uint32_t pos)
+{
+	const struct edgeq_hparams *hp = &b->m->hp;
+	struct edgeq_place_cop *o = op(b, EDGEQ_OP_ROPE);
+
+	o->op.shape[0] = heads;
+	o->op.shape[1] = hp->head_dim;
+	o->op.param[0] = pos;
+	o->op.param[1] = (uint64_t)hp->n_rot << 32 | fbits(hp->rope_base);
+	if (hp->rope_neox)
+		o->op.flags = EDGEQ_OPF_ROPE_NEOX;
+	act(o, 0, x, (uint64_t)heads * hp->head_dim * 4);
+}
+
+static void store(struct bb *b, uint32_t dtype, uint64_t x, uint64_t row,
+		  uint32_t n, size_t kv_row)
+{
+	struct edgeq_place_cop *o = op(b, EDGEQ_OP_STORE);
+
+	o->op.dtype = dtype;
+	o->op.shape[0] = n;
+	act(o, 0, x, (uint64_t)n * 4);
+	kvref(o, 1, row, kv_row);
+}
+
+static uint64_t al(uint64_t v)
+{
+	return (v + 255) & ~255ULL;
+}
+
+int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
+		       const struct ctx_block_view *v, int l0, int n,
+		       struct edgeq_place_chain *ch)
+{
+	const struct edgeq_hparams *hp = &m->hp;
+	uint32_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
+	uint32_t q_dim = hp->n_head * hd, kv_dim = hp->n_head_kv * hd;
+	uint64_t x = 0, xb = al(x + E * 4), q = al(xb + E * 4);
+	uint64_t k = al(q + q_dim * 4), vv = al(k + kv_dim * 4);
+	uint64_t ao = al(vv + kv_dim * 4), g = al(ao + q_dim * 4);
+	uint64_t u = al(g + (uint64_t)F * 4), end = al(u + (uint64_t)F * 4);
+	uint64_t v_off = (uint64_t)(v->v_cache - (uint8_t *)v->kv_map);
+	uint32_t dtype;
+	struct bb bb;
+
+	if (v->kv_type == EDGEQ_KV_F16)
+		dtype = EDGEQ_DTYPE_F16;
+	else if (v->kv_type == EDGEQ_KV_F32)
+		dtype = EDGEQ_DTYPE_F32;
+	else
+		return -EOPNOTSUPP;
+	if (!v->kv_map || v->k_cache != v->kv_map)
+		return -EOPNOTSUPP;
+	if ((unsigned int)n > b->cap) {
+		struct edgeq_place_cop *o =
+			realloc(b->ops, (size_t)n * PLACE_BLOCK_OPS * sizeof(*o));
+		struct edgeq_place_weight *w;
+
+		if (!o)
+			return -ENOMEM;
+		b->ops = o;
+		w = realloc(b->w, (size_t)n * PLACE_BLOCK_WEIGHTS * sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		b->w = w;
+		b->cap = (unsigned int)n;
+	}
+	bb = (struct bb){ b->ops, b->w, 0, m };
+	for (int l = l0; l < l0 + n; l++) {
+		const struct edgeq_layer *L = &m->layers[l];
+		uint64_t row = ((uint64_t)l * v->n_ctx + v->pos) * v->kv_row;
+		uint64_t first = 0;
+		struct edgeq_place_cop *o;
+
+		if (hp_layer_swa(hp, (uint32_t)l) && v->pos + 1 > hp->n_swa)
+			first = v->pos + 1 - hp->n_swa;
+		norm(&bb, L->attn_norm, x, xb, E);
+		matvec(&bb, L->wq, xb, q);
+		matvec(&bb, L->wk, xb, k);
+		matvec(&bb, L->wv, xb, vv);
+		rope(&bb, q, hp->n_head, v->pos);
+		rope(&bb, k, hp->n_head_kv, v->pos);
+		store(&bb, dtype, k, row, kv_dim, v->kv_row);
+		store(&bb, dtype, vv, v_off + row, kv_dim, v->kv_row);
+		o = op(&bb, EDGEQ_OP_ATTENTION);
+		o->op.dtype = dtype;
+		o->op.shape[0] = hp->n_head;
+		o->op.shape[1] = hp->n_head_kv;
+		o->op.shape[2] = hd;
+		o->op.shape[3] = v->pos + 1 - first;
+		o->op.param[0] = fbits(hp->attn_scale);
+		act(o, 0, q, (uint64_t)q_dim * 4);
+		row = ((uint64_t)l * v->n_ctx + first) * v->kv_row;
+		kvref(o, 1, row, o->op.shape[3] * v->kv_row);
+		kvref(o, 2, v_off + row, o->op.shape[3] * v->kv_row);
+		act(o, 3, ao, (uint64_t)q_dim * 4);
+		matvec(&bb, L->wo, ao, xb);
+		ew(&bb, EDGEQ_OP_ADD, x, xb, x, E);
+		norm(&bb, L->ffn_norm, x, xb, E);
+		matvec(&bb, L->w_gate, xb, g);
+		matvec(&bb, L->w_up, xb, u);
+		ew(&bb, EDGEQ_OP_SILU_MUL, g, u, g, F);
+		matvec(&bb, L->w_down, g, xb);
+		ew(&bb, EDGEQ_OP_ADD, x, xb, x, E);
+	}
+	*ch = (struct edgeq_place_chain){
+		.ops = b->ops,
+		.n_ops = (unsigned int)(bb.op - b->ops),
+		.w = b->w,
+		.n_w = bb.nw,
+		.act_bytes = end,
+		.in = v->x,
+		.in_len = (uint64_t)E * 4,
+		.out = v->x,
+		.out_len = (uint64_t)E * 4,
+		.kv_fd = v->kv_fd,
+		.kv_base = v->kv_map,
+		.kv_len = v->kv_map_len,
+	};
+	return 0;
+}
+
+void place_blocks_free(struct place_blocks *b)
+{
+	free(b->ops);
+	free(b->w);
+	b->ops = NULL;
+	b->w = NULL;
+	b->cap = 0;
+}

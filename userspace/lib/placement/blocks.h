@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Whole decoder blocks as one chain of device ops (blocks.c): what the
+ * executor hands a backend's chain() when the plan puts every op of a
+ * block on one device.
+ */
+#ifndef EDGEQ_PLACEMENT_BLOCKS_H
+#define EDGEQ_PLACEMENT_BLOCKS_H
+
+#include <edgeq/placement.h>
+
+#include "model/model.h"
+
+/* Ops and weights of one block (blocks.c's list, in order). */
+#define PLACE_BLOCK_OPS 17
+#define PLACE_BLOCK_WEIGHTS 9
+
+/* The storage of a built chain, reused from step to step. */
+struct place_blocks {
+	struct edgeq_place_cop *ops;
+	struct edgeq_place_weight *w;
+	unsigned int cap; /* blocks there is room for */
+};
+
+/* Why @m's blocks cannot run as device chains, or NULL when they can. */
+const char *place_blocks_unsupported(const struct edgeq_model *m);
+
+/*
+ * The chain of blocks [@l0, @l0 + @n) for the token @v describes (its
+ * hidden state in, out; its K and V rows written at its position), into
+ * @ch, with its ops and weights in @b. -ENOMEM, or -EOPNOTSUPP for a KV
+ * cache type the ops do not write (Q8_0) or a cache not shared.
+ */
+int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
+		       const struct ctx_block_view *v, int l0, int n,
+		       struct edgeq_place_chain *ch);
+void place_blocks_free(struct place_blocks *b);
+
+#endif /* EDGEQ_PLACEMENT_BLOCKS_H */
