@@ -140,21 +140,11 @@ static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
 	return 0;
 }
 
+/* As the decoder's attention (kernels.h edgeq_softmax_ref()): edgeq_expf,
+ * the 16-lane sum and its fold, one reciprocal. */
 static void softmax_row(float *x, uint64_t n)
 {
-	float max = -INFINITY, sum = 0, inv;
-	uint64_t i;
-
-	/* As the decoder's attention: float sum, one reciprocal. */
-	for (i = 0; i < n; i++)
-		max = x[i] > max ? x[i] : max;
-	for (i = 0; i < n; i++) {
-		x[i] = expf(x[i] - max);
-		sum += x[i];
-	}
-	inv = 1.0f / sum;
-	for (i = 0; i < n; i++)
-		x[i] *= inv;
+	edgeq_softmax_ref(x, (int64_t)n);
 }
 
 static int exec_softmax(const struct edgeq_op_desc *op, void *const t[])
@@ -256,8 +246,9 @@ static int exec_elementwise(const struct edgeq_op_desc *op, void *const t[])
 		for (i = 0; i < n; i++)
 			y[i] = a[i] + b[i];
 	} else {
+		/* edgeq_silu_mul_ref(), out of place */
 		for (i = 0; i < n; i++)
-			y[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+			y[i] = a[i] / (1.0f + edgeq_expf(-a[i])) * b[i];
 	}
 	return 0;
 }

@@ -7,8 +7,8 @@
 // In the CPU's order (kq/exec.c exec_attention()): each score is one
 // thread's dot product with the reference's lanes and fold (F32, F16) or
 // block chain over the query quantized to Q8_0 (Q8_0); the softmax is
-// sequential; each output element accumulates positions in order. Only
-// exp() differs from the CPU's expf().
+// the decoder's (edgeq_softmax_ref(): exp_ref, 16 lanes, one reciprocal);
+// each output element accumulates positions in order.
 layout(local_size_x = 32) in;
 
 #define MAXQB 16u /* Q8_0 blocks of a head: head_dim <= 512 */
@@ -113,17 +113,21 @@ void main()
 	barrier();
 	if (tid == 0u) {
 		float mx = uintBitsToFloat(0xff800000u);
-		precise float sum = 0.0;
+		precise float l[16];
 
 		for (p = 0u; p < npos; p++)
-			mx = max(mx, uintBitsToFloat(sc[s0 + p]));
+			if (uintBitsToFloat(sc[s0 + p]) > mx)
+				mx = uintBitsToFloat(sc[s0 + p]);
+		for (p = 0u; p < 16u; p++)
+			l[p] = 0.0;
 		for (p = 0u; p < npos; p++) {
-			float e = exp(uintBitsToFloat(sc[s0 + p]) - mx);
+			precise float dd = uintBitsToFloat(sc[s0 + p]) - mx;
+			float e = exp_ref(dd);
 
 			sc[s0 + p] = floatBitsToUint(e);
-			sum += e;
+			l[p % 16u] += e;
 		}
-		inv_sum = 1.0 / sum;
+		inv_sum = div_rn(1.0, softmax_fold(l));
 	}
 	memoryBarrierBuffer();
 	barrier();

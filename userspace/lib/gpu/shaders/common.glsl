@@ -97,3 +97,54 @@ float fma_rn(float a, float b, float c)
 	return fma(a, b, c);
 #endif
 }
+
+// The CPU's exp (kernels/scalar.c edgeq_expf()), step for step: n by the
+// 1.5 * 2^23 trick, r = x - n ln 2 in two fmas, a degree-7 Horner
+// polynomial, 2^n as two exact powers of two. With float64's exact fma
+// the bits are the CPU's (subnormal results aside, where a device flushes
+// them); the float-only twins are within a few ulp.
+float exp_ref(float x)
+{
+	if (isnan(x))
+		return x;
+	if (x < -104.0)
+		return 0.0;
+	if (x > 89.0)
+		return uintBitsToFloat(0x7f800000u);
+	precise float z = x * uintBitsToFloat(0x3fb8aa3bu);
+	precise float n = (z + uintBitsToFloat(0x4b400000u)) -
+			  uintBitsToFloat(0x4b400000u);
+	precise float r = fma_rn(-n, uintBitsToFloat(0x3f317200u), x);
+
+	r = fma_rn(-n, uintBitsToFloat(0x35bfbe8eu), r);
+	precise float p = uintBitsToFloat(0x39500d01u);
+
+	p = fma_rn(p, r, uintBitsToFloat(0x3ab60b61u));
+	p = fma_rn(p, r, uintBitsToFloat(0x3c088889u));
+	p = fma_rn(p, r, uintBitsToFloat(0x3d2aaaabu));
+	p = fma_rn(p, r, uintBitsToFloat(0x3e2aaaabu));
+	p = fma_rn(p, r, 0.5);
+	p = fma_rn(p, r, 1.0);
+	p = fma_rn(p, r, 1.0);
+	int ni = int(n), n1 = ni >> 1;
+	float s1 = uintBitsToFloat(uint(n1 + 127) << 23);
+	float s2 = uintBitsToFloat(uint(ni - n1 + 127) << 23);
+	precise float y = (p * s1) * s2;
+
+	return y;
+}
+
+// The attention softmax's sum (kernels.h edgeq_softmax_ref()): the 16
+// lanes l[t % 16] folded as edgeq_reduce8(l[k] + l[k + 8]).
+float softmax_fold(float l[16])
+{
+	precise float v[8];
+
+	for (uint k = 0u; k < 8u; k++)
+		v[k] = l[k] + l[k + 8u];
+	precise float t0 = v[0] + v[4], t1 = v[1] + v[5];
+	precise float t2 = v[2] + v[6], t3 = v[3] + v[7];
+	precise float s = (t0 + t2) + (t1 + t3);
+
+	return s;
+}

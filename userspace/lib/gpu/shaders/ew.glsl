@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Element-wise ops on n0 floats: t0 a, t1 b, t2 out. EW_ADD: a + b;
-// EW_SILU_MUL: a / (1 + exp(-a)) * b.
+// EW_SILU_MUL: a / (1 + exp(-a)) * b, as edgeq_silu_mul_ref() (exp_ref,
+// a correctly rounded division).
 layout(local_size_x = 64) in;
 
 void main()
@@ -13,7 +14,8 @@ void main()
 #ifdef EW_ADD
 	precise float y = a + b;
 #else
-	precise float y = a / (1.0 + exp(-a)) * b;
+	precise float den = 1.0 + exp_ref(-a);
+	precise float y = div_rn(a, den) * b;
 #endif
 	t2[pc.o2 + i] = floatBitsToUint(y);
 }

@@ -3,5 +3,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define EW_SILU_MUL 1
+#define USE_F64 1
 #include "common.glsl"
 #include "ew.glsl"

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Whole decoder blocks on the Vulkan device as one chain per step
+# (placement/blocks.c), without edgeq.ko: a device profile that takes every
+# op of a block, place-run's in-process device backend on lavapipe.
+#  - greedy tokens as the all-CPU run (or a tie within the tolerance) on the
+#    tiny models of every weight type and stories260K, with every block of
+#    every step on the device and one submission per step for all of them
+#    (plus the output's);
+#  - F32 and F16 caches chain, a Q8_0 cache and the architectures the ops
+#    cannot express (phi3, qwen3, gemma3) keep the per-op path and say why;
+#  - --weights stream: one chain per block, tokens unchanged;
+#  - the device lost in the middle of a chain and throttled to its top
+#    cooling state: the CPU finishes (the KV rows as the device left them),
+#    no error, same tokens; a copy budget under a block's weights: the
+#    CPU, the device kept;
+#  - the staging-copy memory path: the same tokens.
+# Skips without a Vulkan device (fails under CI=true: lavapipe is expected).
+# timeout: 400
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+
+B=${EDGEQ_TOP:-.}/${O:-build}
+RUN=$B/tools/place-run
+GEN=$B/tools/gguf-gen
+[ -x "$RUN" ] && [ -x "$GEN" ] || skip_all "place-run or gguf-gen not built"
+"$B/edgeq" agent --list-devices >"$T/devs" 2>&1
+if ! grep -q '^vulkan 0: ' "$T/devs"; then
+	why="no Vulkan device: $(grep '^vulkan' "$T/devs")"
+	if [ "${CI:-}" = true ]; then echo "FAIL - CI=true but $why"; exit 1; fi
+	skip_all "$why"
+fi
+printf '[device.gpu]\nops = rmsnorm matmul rope attn softmax swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/gpu.ini"
+Q=(--queue gpu0 --devices "$T/gpu.ini" --no-calib -p "Once upon a time")
+. "$(dirname "$0")/vk_compare.sh"
+
+# every block of every step on the device, one chain per step for all of
+# them and one for the output: 2 submissions a step
+blocks_all() { # NAME LAYERS
+	check "$1: every block on the device, one chain a step" \
+		js "$T/$1-vk.json" "s['blocks'] == s['tokens'] * $2 and s['block_chains'] == s['tokens'] and d['dev']['chains'] == 2 * s['tokens'] and s['blocks_off'] == ''"
+	# lavapipe has float64: the shaders' rounding is the CPU's, every op
+	# of the block included (exp, softmax order, division), so the
+	# teacher-forced logits are the same bits
+	if grep -q 'llvmpipe' "$T/devs"; then
+		check "$1: blocks on lavapipe give the CPU's logits bit for bit" \
+			cmp -s "$T/$1-cpu.bin" "$T/$1-vk.bin"
+	fi
+}
+for ty in q8_0 q4_0 q4_k f16 f32; do
+	"$GEN" -o "$T/tiny-$ty.gguf" --shape tiny --type "$ty" >/dev/null
+	compare "tiny-$ty" "$T/tiny-$ty.gguf"
+	blocks_all "tiny-$ty" 2
+done
+S=$EDGEQ_TEST_MODELS/stories260K.gguf
+if [ -r "$S" ]; then
+	compare stories260K "$S"
+	blocks_all stories260K 5
+else
+	echo "# stories260K.gguf absent: not compared"
+fi
+# what the ops cannot express: the per-op path, and why
+for a in phi3 qwen3 gemma3; do
+	"$GEN" -o "$T/$a.gguf" --shape tiny --arch "$a" --type q8_0 --layers 4 >/dev/null
+	compare "$a-q8_0" "$T/$a.gguf"
+	check "$a: no blocks chained, the reason given" \
+		js "$T/$a-q8_0-vk.json" "s['blocks'] == 0 and s['blocks_off'] != ''"
+done
+
+M=$T/tiny-q8_0.gguf
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend none >"$T/ref.json"
+# the cache types: F32 chains (its own CPU reference), Q8_0 does not
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend none --kv-type f32 >"$T/f32-cpu.json"
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --kv-type f32 >"$T/f32.json"
+check "F32 cache: blocks chained" js "$T/f32.json" "s['blocks'] == 2 * s['tokens'] and d['error'] is None"
+check "F32 cache: tokens as the CPU's with that cache" test "$(toks "$T/f32.json")" = "$(toks "$T/f32-cpu.json")"
+"$RUN" -m "$M" -n 8 "${Q[@]}" --backend vulkan --kv-type q8_0 >"$T/q8.json"
+check "Q8_0 cache: per op, the reason given" js "$T/q8.json" "s['blocks'] == 0 and 'Q8_0' in s['blocks_off'] and s['offloaded'] > 0 and d['error'] is None"
+
+# --weights stream: a block at a time (its weights are there only then)
+"$GEN" -o "$T/deep.gguf" --shape tiny --type q8_0 --layers 6 >/dev/null
+"$RUN" -m "$T/deep.gguf" -n 16 "${Q[@]}" --backend none >"$T/deep-cpu.json"
+"$RUN" -m "$T/deep.gguf" -n 16 "${Q[@]}" --backend vulkan --weights stream \
+	--weights-budget 1 >"$T/deep-vk.json"
+check "stream: weights streamed, one chain per block" \
+	js "$T/deep-vk.json" "d['dev']['weights'] == 'stream' and d['dev']['stream_reads'] > 0 and s['blocks'] == 6 * s['tokens'] and s['block_chains'] == s['blocks']"
+check "stream: tokens as the all-CPU run" test "$(toks "$T/deep-vk.json")" = "$(toks "$T/deep-cpu.json")"
+
+# the device lost at its 40th op: in the second step's chain
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --fail-after 40 >"$T/lost.json"
+check "device lost mid-chain: no error reached the caller" js "$T/lost.json" "d['error'] is None and s['fallbacks'] == 1 and s['last_error'] == -19 and s['blocks'] > 0"
+check "device lost mid-chain: the CPU finished" js "$T/lost.json" "p[-1]['off_cpu'] == 0 and len(p) == 24"
+check "device lost mid-chain: tokens unchanged" test "$(toks "$T/lost.json")" = "$(toks "$T/ref.json")"
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --throttle-at 3 --cooling 4/4 >"$T/thr.json"
+check "top cooling state: blocks on the device before, the CPU after" \
+	js "$T/thr.json" "p[3]['off_cpu'] > 0 and p[4]['off_cpu'] == 0 and s['blocks'] == 2 * 3 and d['error'] is None"
+check "top cooling state: tokens unchanged" test "$(toks "$T/thr.json")" = "$(toks "$T/ref.json")"
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --copy-budget 1000 >"$T/cap0.json"
+check "copy budget under a block's weights: the CPU, the device kept" \
+	js "$T/cap0.json" "s['blocks'] == 0 and s['copy_refused'] > 0 and s['fallbacks'] == 0 and d['error'] is None"
+check "copy budget: tokens unchanged" test "$(toks "$T/cap0.json")" = "$(toks "$T/ref.json")"
+
+# the staging-copy path: the KV rows copied in and back around each chain
+EDGEQ_VK_IMPORT=0 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan >"$T/stage.json"
+check "staging path: blocks chained" js "$T/stage.json" "d['dev']['memory'] == 'staging' and s['blocks'] == 2 * s['tokens']"
+check "staging path: tokens unchanged" test "$(toks "$T/stage.json")" = "$(toks "$T/ref.json")"
+summary
