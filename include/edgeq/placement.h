@@ -430,6 +430,9 @@ struct edgeq_place_chain {
 	uint64_t in_len;
 	void *out;
 	uint64_t out_len;
+	/* with the output head: its logits, from @head_off of the area */
+	void *head_out;
+	uint64_t head_off, head_len;
 	int kv_fd;
 	void *kv_base;
 	uint64_t kv_len;

@@ -74,6 +74,10 @@ int edgeq_stream_layer_begin(struct edgeq_stream *s, int layer,
 /* The bytes of extent @idx; valid until layer_end of its layer. */
 const void *edgeq_stream_get(struct edgeq_stream *s, size_t idx);
 void edgeq_stream_layer_end(struct edgeq_stream *s, int layer);
+/* Whether every extent is in memory now and stays there until the next
+ * layer_begin (mmap, or every layer resident and read): get() answers for
+ * any layer without its layer_begin. */
+bool edgeq_stream_resident(const struct edgeq_stream *s);
 /* Raw rows @toks[0..n) of the EDGEQ_STREAM_EMBED extent into @dst. */
 int edgeq_stream_embed_rows(struct edgeq_stream *s, const int32_t *toks,
 			    size_t n, void *dst, size_t row_size,

@@ -96,6 +96,29 @@ what="copy budget through gpu0: tokens equal the all-CPU run" ok \
 	test "$(toks "$T/cap.json")" = "$(toks "$T/cpu.json")"
 log "copy budget run done"
 
+# --- 2c. whole blocks through gpu0: a profile that takes every op of a
+# block, so each step's blocks go as one write of their 34 descriptors
+# (the agent reads up to max_inflight of them per batch, one chain each),
+# the KV cache the client's own memfd, mapped by the agent and written in
+# place; tokens as on the CPU
+printf '[device.gpu]\nops = rmsnorm matmul rope attn softmax swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/blocks.ini"
+RB=(--devices "$T/blocks.ini" --no-calib -p "Once upon a time")
+inflight=$(cat $Q/max_inflight)
+echo 64 >$Q/max_inflight
+before=$(($(cat $Q/ops)))
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${RB[@]}" --backend kq --queue gpu0 >"$T/blocks.json" 2>"$T/blocks.err"
+stats "$T/blocks.json"
+what="blocks through gpu0: every block of every step in one chain" ok \
+	js "$T/blocks.json" "d['error'] is None and s['blocks'] == 2 * s['tokens'] and s['block_chains'] == s['tokens'] and s['fallbacks'] == 0"
+what="blocks through gpu0: tokens equal the all-CPU run" ok \
+	test "$(toks "$T/blocks.json")" = "$(toks "$T/cpu.json")"
+# 7 steps of 2 blocks of 17 ops and an output op, the first step's
+# prompt on the CPU: at least the blocks' ops went through the queue
+what="blocks through gpu0: the queue carried the blocks' ops" ok \
+	test $(($(cat $Q/ops) - before)) -ge $((7 * (2 * 17 + 1)))
+echo "$inflight" >$Q/max_inflight
+log "blocks run done"
+
 # (the top cooling state mid-generation with the Vulkan backend is
 # tests/placement/t_vulkan.sh; the governor's throttle through BPF with a
 # queue is t_vm.sh: under emulation a Vulkan run long enough to throttle
@@ -137,6 +160,18 @@ what="killed agent: ran on gpu0 before, finished on the CPU" ok \
 	js "$T/kill.json" "p[1]['off_cpu'] > 0 and p[-1]['off_cpu'] == 0 and len(p) == 8"
 what="killed agent: tokens equal the all-CPU run" ok test "$(toks "$T/kill.json")" = "$(toks "$T/cpu.json")"
 log "kill run done"
+
+# --- 4b. killed in the middle of whole-block chains: the CPU takes over
+# with the KV rows the agent wrote into the shared cache
+start_agent "$T/agent4.log"
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${RB[@]}" --backend kq --queue gpu0 \
+	--kill-agent-at 3 --agent-pid $agent >"$T/killb.json" 2>"$T/killb.err"
+stats "$T/killb.json"
+stop_agent
+what="killed agent, blocks: chained before, the CPU after, no error" ok \
+	js "$T/killb.json" "d['error'] is None and s['blocks'] > 0 and s['fallbacks'] >= 1 and p[-1]['off_cpu'] == 0 and len(p) == 8"
+what="killed agent, blocks: tokens equal the all-CPU run" ok test "$(toks "$T/killb.json")" = "$(toks "$T/cpu.json")"
+log "kill blocks run done"
 
 # (edgeq run --queue through a queue is checked with the CPU agent in
 # vm-scenario.sh: the client side is the same; a second Vulkan run here

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * bench-gpu: decode and prompt tok/s of one model with its matrix ops on
- * the CPU, on the Vulkan backend in this process, on the CPU kernels
- * through the backend interface (the op boundary without a device), and,
+ * bench-gpu: decode and prompt tok/s of one model with its decode steps on
+ * the CPU, on the Vulkan backend in this process (whole blocks as one
+ * submission a step, and op by op: the matrix products only), on the CPU
+ * kernels through the backend interface (the op boundary without a
+ * device), and,
  * with --queue, through an edgeq.ko queue to whatever agent serves it;
  * each row against the CPU-only row measured in the same run, plus what
  * each step and each offloaded op costs over the CPU-only run.
@@ -23,13 +25,15 @@
 #include <edgeq/engine.h>
 #include <edgeq/placement.h>
 
-enum mode { M_CPU, M_VULKAN, M_CPUDEV, M_KQ, M_N };
+enum mode { M_CPU, M_VULKAN, M_VULKAN_OPS, M_CPUDEV, M_KQ, M_N };
 static const char *const mode_names[M_N] = { "cpu only", "vulkan",
+					     "vulkan, per op",
 					     "cpu via backend", "kq queue" };
 
 struct result {
-	double pp, tg;	 /* tok/s, best of the reps */
-	double ops_step; /* offloaded ops per decode step */
+	double pp, tg;	  /* tok/s, best of the reps */
+	double ops_step;  /* offloaded ops per decode step */
+	double subs_step; /* device submissions per decode step */
 	bool ran;
 	char what[640];
 };
@@ -83,7 +87,11 @@ static int run_once(struct edgeq_model *m, enum mode mode, const char *device,
 		if (mode == M_KQ) {
 			ret = edgeq_place_kq_new(&d, &kq, &be, &err);
 		} else {
-			dp.kind = mode == M_VULKAN ? "vulkan" : "cpu";
+			dp.kind = mode == M_CPUDEV ? "cpu" : "vulkan";
+			/* per op: the matrix products only, the rest and
+			 * the boundaries of a block on the CPU */
+			if (mode == M_VULKAN_OPS)
+				gpu.ops_mask = 1u << EDGEQ_OPK_MATMUL;
 			ret = edgeq_place_dev_new(&dp, &pd, &be, &err);
 		}
 		if (!ret)
@@ -119,6 +127,7 @@ static int run_once(struct edgeq_model *m, enum mode mode, const char *device,
 		struct edgeq_backend_info bi;
 
 		edgeq_place_dev_info(pd, &bi, NULL);
+		r->subs_step = st.tokens ? (double)bi.chains / st.tokens : 0;
 		snprintf(r->what, sizeof(r->what), "%s, memory %s", bi.device,
 			 edgeq_backend_mem_name(bi.mem));
 	}
@@ -208,9 +217,9 @@ int main(int argc, char **argv)
 	printf("model %s, %d threads, pp%d tg%d, best of %d; load average "
 	       "%.2f %.2f %.2f\n",
 	       model, threads, plen, gen, reps, load[0], load[1], load[2]);
-	printf("%-16s %10s %10s %8s %9s %12s %12s  %s\n", "matmuls on",
-	       "pp tok/s", "tg tok/s", "tg x cpu", "ops/step", "+us/step",
-	       "+us/op", "device");
+	printf("%-16s %10s %10s %8s %9s %9s %12s %12s  %s\n", "decode on",
+	       "pp tok/s", "tg tok/s", "tg x cpu", "ops/step", "subm/step",
+	       "+us/step", "+us/op", "device");
 	for (int k = 0; k < M_N; k++) {
 		const struct result *r = &res[k];
 		double extra;
@@ -218,10 +227,10 @@ int main(int argc, char **argv)
 		if (!r->ran)
 			continue;
 		extra = r->tg && res[0].tg ? 1e6 / r->tg - 1e6 / res[0].tg : 0;
-		printf("%-16s %10.1f %10.1f %8.3f %9.1f %12.1f %12.2f  %s\n",
+		printf("%-16s %10.1f %10.1f %8.3f %9.1f %9.1f %12.1f %12.2f  %s\n",
 		       mode_names[k], r->pp, r->tg,
 		       res[0].tg ? r->tg / res[0].tg : 0, r->ops_step,
-		       k ? extra : 0,
+		       r->subs_step, k ? extra : 0,
 		       k && r->ops_step ? extra / r->ops_step : 0,
 		       k ? r->what : "");
 	}

@@ -1015,7 +1015,7 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			 * layer's weights are at hand without layer_begin */
 			int done = f->hooks->blocks(
 				f->hooks_arg, l,
-				w->ops->resident ? n_layer - l : 1);
+				edgeq_weights_resident(w) ? n_layer - l : 1);
 
 			if (done > 0) {
 				edgeq_weights_layer_end(w, l);
@@ -1155,6 +1155,14 @@ static int forward_head(struct fw *f, const int *idx, int n_out, float *dst,
 	uint32_t E = hp->n_embd;
 	int ret, j;
 
+	if (f->hooks && f->hooks->head && f->nb == 1 && n_out == 1 &&
+	    idx[0] == 0 && c->tc[0] == c &&
+	    !f->hooks->head(f->hooks_arg, dst)) {
+		if (hp->final_softcap > 0)
+			softcap(dst, hp->n_vocab, hp->final_softcap);
+		lap(m, EDGEQ_PROF_DEVICE, 0);
+		return 0;
+	}
 	ret = edgeq_weights_layer_begin(w, EDGEQ_WEIGHTS_GLOBAL, err);
 	if (ret)
 		return ret;

@@ -95,9 +95,10 @@ struct edgeq_weights_ops {
 	const void *(*get)(struct edgeq_weights *w,
 			   const struct edgeq_tensor *t);
 	void (*layer_end)(struct edgeq_weights *w, int layer);
-	/* get() answers for every layer without layer_begin (mapped or
-	 * preloaded, not streamed) */
-	bool resident;
+	/* Optional: whether get() answers for every layer without its
+	 * layer_begin until the next layer_begin (mapped, or preloaded and
+	 * read; not streamed) */
+	bool (*resident)(struct edgeq_weights *w);
 	int (*embed_rows)(struct edgeq_weights *w, const int32_t *toks,
 			  size_t n, void *dst, size_t row_size,
 			  struct edgeq_error *err);
@@ -154,6 +155,10 @@ int edgeq_weights_stream_new(struct edgeq_model *m,
 			     struct edgeq_weights **out,
 			     struct edgeq_error *err);
 void edgeq_weights_free(struct edgeq_weights *w);
+static inline bool edgeq_weights_resident(struct edgeq_weights *w)
+{
+	return w->ops->resident && w->ops->resident(w);
+}
 
 /*
  * Repack the matrices the kernels have a 16-row form of into one anonymous
@@ -203,6 +208,11 @@ struct edgeq_ctx_hooks {
 	 * when the CPU runs block l, with the hidden state as it was.
 	 */
 	int (*blocks)(void *arg, int l, int n_max);
+	/* Optional, with blocks(): the n_vocab logits of the one-token pass
+	 * if the call that ran its last block ran the output head too (the
+	 * output norm and projection); 0 when it did, else the CPU runs the
+	 * head. */
+	int (*head)(void *arg, float *logits);
 	void (*step_end)(void *arg, int nb);
 };
 

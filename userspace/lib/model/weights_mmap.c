@@ -16,6 +16,11 @@ static int mm_layer_begin(struct edgeq_weights *w, int layer,
 	return 0;
 }
 
+static bool mm_resident(struct edgeq_weights *w)
+{
+	return true;
+}
+
 static const void *mm_get(struct edgeq_weights *w, const struct edgeq_tensor *t)
 {
 	return w->model->gguf->base + t->offset;
@@ -55,7 +60,7 @@ static void mm_free(struct edgeq_weights *w)
 
 static const struct edgeq_weights_ops mmap_ops = {
 	.layer_begin = mm_layer_begin,
-	.resident = true,
+	.resident = mm_resident,
 	.get = mm_get,
 	.layer_end = mm_layer_end,
 	.embed_rows = mm_embed_rows,

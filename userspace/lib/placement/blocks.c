@@ -12,7 +12,9 @@
  * output, gate and up: a few KiB) and the ctx's own KV cache, shared with
  * the device, so the CPU can take over any step with the cache as the
  * device left it. Consecutive blocks chain through x; only x crosses the
- * boundary, once in and once out per chain.
+ * boundary, once in and once out per chain; the chain that ends with the
+ * last block may carry the output norm and projection too, the logits
+ * coming back instead of a second submission.
  *
  * What the ops cannot express is refused up front (the CPU runs those
  * models' blocks op by op): fused q|k|v or gate|up (phi3), biases,
@@ -135,8 +137,8 @@ static void norm(struct bb *b, const struct edgeq_tensor *t, uint64_t x,
 	act(o, 2, y, (uint64_t)n * 4);
 }
 
-static void ew(struct bb *b, uint16_t code, uint64_t a, uint64_t c,
-	       uint64_t y, uint32_t n)
+static void ew(struct bb *b, uint16_t code, uint64_t a, uint64_t c, uint64_t y,
+	       uint32_t n)
 {
 	struct edgeq_place_cop *o = op(b, code);
 
@@ -178,7 +180,7 @@ static uint64_t al(uint64_t v)
 
 int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		       const struct ctx_block_view *v, int l0, int n,
-		       struct edgeq_place_chain *ch)
+		       float *head_logits, struct edgeq_place_chain *ch)
 {
 	const struct edgeq_hparams *hp = &m->hp;
 	uint32_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
@@ -186,7 +188,8 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 	uint64_t x = 0, xb = al(x + E * 4), q = al(xb + E * 4);
 	uint64_t k = al(q + q_dim * 4), vv = al(k + kv_dim * 4);
 	uint64_t ao = al(vv + kv_dim * 4), g = al(ao + q_dim * 4);
-	uint64_t u = al(g + (uint64_t)F * 4), end = al(u + (uint64_t)F * 4);
+	uint64_t u = al(g + (uint64_t)F * 4), lg = al(u + (uint64_t)F * 4);
+	uint64_t end = lg + (head_logits ? al((uint64_t)hp->n_vocab * 4) : 0);
 	uint64_t v_off = (uint64_t)(v->v_cache - (uint8_t *)v->kv_map);
 	uint32_t dtype;
 	struct bb bb;
@@ -199,19 +202,21 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		return -EOPNOTSUPP;
 	if (!v->kv_map || v->k_cache != v->kv_map)
 		return -EOPNOTSUPP;
-	if ((unsigned int)n > b->cap) {
-		struct edgeq_place_cop *o =
-			realloc(b->ops, (size_t)n * PLACE_BLOCK_OPS * sizeof(*o));
+	/* room for one block more than asked: the head's two ops fit */
+	if ((unsigned int)n + 1 > b->cap) {
+		struct edgeq_place_cop *o = realloc(
+			b->ops, (size_t)(n + 1) * PLACE_BLOCK_OPS * sizeof(*o));
 		struct edgeq_place_weight *w;
 
 		if (!o)
 			return -ENOMEM;
 		b->ops = o;
-		w = realloc(b->w, (size_t)n * PLACE_BLOCK_WEIGHTS * sizeof(*w));
+		w = realloc(b->w,
+			    (size_t)(n + 1) * PLACE_BLOCK_WEIGHTS * sizeof(*w));
 		if (!w)
 			return -ENOMEM;
 		b->w = w;
-		b->cap = (unsigned int)n;
+		b->cap = (unsigned int)n + 1;
 	}
 	bb = (struct bb){ b->ops, b->w, 0, m };
 	for (int l = l0; l < l0 + n; l++) {
@@ -251,6 +256,10 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		matvec(&bb, L->w_down, g, xb);
 		ew(&bb, EDGEQ_OP_ADD, x, xb, x, E);
 	}
+	if (head_logits) { /* forward_head(): x -> norm -> logits */
+		norm(&bb, m->output_norm, x, xb, E);
+		matvec(&bb, m->output, xb, lg);
+	}
 	*ch = (struct edgeq_place_chain){
 		.ops = b->ops,
 		.n_ops = (unsigned int)(bb.op - b->ops),
@@ -261,6 +270,9 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		.in_len = (uint64_t)E * 4,
 		.out = v->x,
 		.out_len = (uint64_t)E * 4,
+		.head_out = head_logits,
+		.head_off = lg,
+		.head_len = head_logits ? (uint64_t)hp->n_vocab * 4 : 0,
 		.kv_fd = v->kv_fd,
 		.kv_base = v->kv_map,
 		.kv_len = v->kv_map_len,

@@ -28,12 +28,14 @@ const char *place_blocks_unsupported(const struct edgeq_model *m);
 /*
  * The chain of blocks [@l0, @l0 + @n) for the token @v describes (its
  * hidden state in, out; its K and V rows written at its position), into
- * @ch, with its ops and weights in @b. -ENOMEM, or -EOPNOTSUPP for a KV
- * cache type the ops do not write (Q8_0) or a cache not shared.
+ * @ch, with its ops and weights in @b; with @head_logits also the output
+ * norm and projection after the last block, the logits to @head_logits.
+ * -ENOMEM, or -EOPNOTSUPP for a KV cache type the ops do not write (Q8_0)
+ * or a cache not shared.
  */
 int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		       const struct ctx_block_view *v, int l0, int n,
-		       struct edgeq_place_chain *ch);
+		       float *head_logits, struct edgeq_place_chain *ch);
 void place_blocks_free(struct place_blocks *b);
 
 #endif /* EDGEQ_PLACEMENT_BLOCKS_H */

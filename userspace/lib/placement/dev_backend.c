@@ -131,7 +131,9 @@ static int dev_chain(void *arg, int dev, const struct edgeq_place_chain *c)
 
 	if (d->fail_after && d->ops >= d->fail_after)
 		return -ENODEV;
-	if (!c->n_ops || c->in_len > c->act_bytes || c->out_len > c->act_bytes)
+	if (!c->n_ops || c->in_len > c->act_bytes ||
+	    c->out_len > c->act_bytes || c->head_off > c->act_bytes ||
+	    c->head_len > c->act_bytes - c->head_off)
 		return -EINVAL;
 	ret = stage_ensure(d, c->act_bytes);
 	if (ret)
@@ -194,6 +196,9 @@ static int dev_chain(void *arg, int dev, const struct edgeq_place_chain *c)
 		ret = st[i];
 	if (!ret) {
 		memcpy(c->out, d->stage, c->out_len);
+		if (c->head_len)
+			memcpy(c->head_out, (char *)d->stage + c->head_off,
+			       c->head_len);
 		d->ops += c->n_ops;
 	}
 out:

@@ -58,6 +58,9 @@ struct edgeq_place_exec {
 	/* whole blocks as device chains (backend chain(), blocks.c) */
 	bool blocks_ok;
 	int (*layer_ops)[2]; /* per layer: its first and last op of the plan */
+	int out_norm_index;  /* the output norm's op */
+	float *head_logits;  /* [n_vocab] the head a chain ran, */
+	bool head_ready;     /* for this step */
 	struct place_blocks blk;
 	uint64_t kv_id;
 	struct edgeq_place_stats st;
@@ -165,6 +168,7 @@ static void hook_step_begin(void *arg, int nb)
 	enum edgeq_replan_reason r;
 
 	x->decoding = nb == 1;
+	x->head_ready = false;
 	if (!x->decoding)
 		return;
 	watch_pressure(x);
@@ -325,6 +329,7 @@ static int hook_blocks(void *arg, int l, int n_max)
 	struct ctx_block_view v;
 	uint64_t t0, dt;
 	int dev, n, ret;
+	bool head;
 
 	if (!x->blocks_ok || !x->decoding)
 		return 0;
@@ -334,8 +339,15 @@ static int hook_blocks(void *arg, int l, int n_max)
 		return 0;
 	for (n = 1; n < n_max && block_on(x, p, l + n, dev); n++)
 		;
+	/* the head too when the chain ends with the last block, the plan
+	 * puts it on the same device, and its weights are at hand */
+	head = l + n == (int)x->m->hp.n_layer &&
+	       edgeq_weights_resident(x->m->weights) &&
+	       x->out_norm_index >= 0 && x->out_index >= 0 &&
+	       p->dev[x->out_norm_index] == dev && p->dev[x->out_index] == dev;
 	ctx_block_view(x->c, &v);
-	ret = place_blocks_build(&x->blk, x->m, &v, l, n, &ch);
+	ret = place_blocks_build(&x->blk, x->m, &v, l, n,
+				 head ? x->head_logits : NULL, &ch);
 	if (ret) {
 		blocks_off(x, "no chain for these blocks", ret);
 		return 0;
@@ -358,9 +370,17 @@ static int hook_blocks(void *arg, int l, int n_max)
 	dt = edgeq_now_ns() - t0;
 	x->st.blocks += (uint64_t)n;
 	x->st.block_chains++;
-	x->st.offloaded += (uint64_t)n * 7; /* q k v o gate up down */
+	/* q k v o gate up down, and the output's */
+	x->st.offloaded += (uint64_t)n * 7 + head;
 	if (dev < EDGEQ_MAX_DEVICES)
-		x->st.dev_ops[dev] += (uint64_t)n * 7;
+		x->st.dev_ops[dev] += (uint64_t)n * 7 + head;
+	x->head_ready = head;
+	if (head) {
+		x->acc_dev[x->out_norm_index] = x->acc_dev[x->out_index] =
+			(int8_t)dev;
+		x->acc_ns[x->out_norm_index] += dt / 64;
+		x->acc_ns[x->out_index] += dt / 8;
+	}
 	/* the chain's time over its ops, for the calibration */
 	for (int k = l; k < l + n; k++) {
 		int i0 = x->layer_ops[k][0], i1 = x->layer_ops[k][1];
@@ -371,6 +391,18 @@ static int hook_blocks(void *arg, int l, int n_max)
 		}
 	}
 	return n;
+}
+
+/* The logits of a head that ran with the step's last chain. */
+static int hook_head(void *arg, float *logits)
+{
+	struct edgeq_place_exec *x = arg;
+
+	if (!x->head_ready)
+		return -EAGAIN;
+	x->head_ready = false;
+	memcpy(logits, x->head_logits, x->m->hp.n_vocab * sizeof(float));
+	return 0;
 }
 
 /* The CPU ran a matrix op: time it for calibration too. */
@@ -486,13 +518,20 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	for (uint32_t l = 0; l < s.n_layer; l++)
 		x->layer_ops[l][0] = -1;
 	memset(x->acc_dev, -1, ch->n);
-	x->out_index = -1;
+	x->out_index = x->out_norm_index = -1;
+	if (x->blocks_ok) {
+		x->head_logits = malloc(m->hp.n_vocab * sizeof(float));
+		if (!x->head_logits)
+			goto err_free;
+	}
 	for (size_t i = 0; i < ch->n; i++) {
 		const struct edgeq_op *op = &ch->ops[i];
 
 		if (op->layer < 0) {
 			if (!strcmp(op->name, "output"))
 				x->out_index = (int)i;
+			if (!strcmp(op->name, "output_norm"))
+				x->out_norm_index = (int)i;
 			continue;
 		}
 		if (x->layer_ops[op->layer][0] < 0)
@@ -506,8 +545,10 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	x->hooks.linear = hook_linear;
 	x->hooks.linear_done = hook_linear_done;
 	x->hooks.linear_n = hook_linear_n;
-	if (x->blocks_ok)
+	if (x->blocks_ok) {
 		x->hooks.blocks = hook_blocks;
+		x->hooks.head = hook_head;
+	}
 	x->hooks.step_end = hook_step_end;
 	count_on_devices(x);
 	ctx_set_hooks(c, &x->hooks, x);
@@ -519,6 +560,7 @@ err_free:
 	pthread_mutex_destroy(&x->push_lock);
 	free(x->op_index);
 	free(x->layer_ops);
+	free(x->head_logits);
 	free(x->acc_ns);
 	free(x->acc_dev);
 	free(x);
@@ -538,6 +580,7 @@ void edgeq_place_detach(struct edgeq_place_exec *x)
 	free(x->sysfs_dir);
 	free(x->op_index);
 	free(x->layer_ops);
+	free(x->head_logits);
 	place_blocks_free(&x->blk);
 	free(x->acc_ns);
 	free(x->acc_dev);

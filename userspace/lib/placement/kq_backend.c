@@ -40,6 +40,8 @@ struct kq_dev {
 	size_t stage_size;
 	uint32_t stage_handle;
 	struct place_wset w; /* one memfd per weight identity */
+	uint64_t kv_id;	     /* the ctx KV mapping registered, 0: none */
+	uint32_t kv_handle;
 };
 
 struct edgeq_place_kq {
@@ -156,6 +158,63 @@ static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
 }
 
 /*
+ * Write @n descriptors (cookies @first ..) to the queue in one write(), so
+ * the agent reads them as one batch (or as few as its in-flight bound
+ * allows) and runs them as one chain, then collect their completions:
+ * 0, or the first failed op's status.
+ */
+static int submit_collect(struct edgeq_place_kq *k, struct kq_dev *d,
+			  const struct edgeq_op_desc *op, unsigned int n,
+			  uint64_t first)
+{
+	struct edgeq_completion cpl;
+	struct io_uring_sqe *sqe;
+	unsigned int left = n;
+	uint8_t *done;
+	int ret, res, status = 0;
+
+	done = calloc((n + 7) / 8, 1);
+	if (!done)
+		return -ENOMEM;
+	/* the descriptors: refused at once without an agent (-ENODEV) */
+	sqe = io_uring_get_sqe(&k->ring);
+	io_uring_prep_write(sqe, edgeq_kq_fd(d->kq), op, n * sizeof(op[0]), 0);
+	ret = ring_wait_one(k, sqe, &res);
+	if (!ret && res < 0)
+		ret = res;
+	else if (!ret && (size_t)res != n * sizeof(op[0]))
+		ret = -EIO; /* some taken: their completions go stale */
+	/* the completions: POLL_ADD on the same ring until all are in */
+	while (!ret && left) {
+		ret = edgeq_kq_complete(d->kq, &cpl, 1);
+		if (ret == 1) {
+			uint64_t i = cpl.cookie - first;
+
+			ret = 0;
+			if (cpl.cookie < first || i >= n ||
+			    done[i / 8] & (1u << (i % 8)))
+				continue; /* a stale one (an op given up on) */
+			done[i / 8] |= (uint8_t)(1u << (i % 8));
+			left--;
+			if (cpl.status && !status)
+				status = cpl.status;
+			continue;
+		}
+		if (ret != -EAGAIN) {
+			ret = ret < 0 ? ret : -EIO;
+			break;
+		}
+		sqe = io_uring_get_sqe(&k->ring);
+		io_uring_prep_poll_add(sqe, edgeq_kq_fd(d->kq), POLLIN);
+		ret = ring_wait_one(k, sqe, &res);
+		if (!ret && res < 0)
+			ret = res;
+	}
+	free(done);
+	return ret ? ret : status;
+}
+
+/*
  * @n MATVEC ops of one input, written to the queue in one write() (so the
  * agent reads them as one batch and runs them as one chain), then their
  * completions collected; n = 1 is a single op.
@@ -167,11 +226,8 @@ static int kq_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 	struct edgeq_place_kq *k = arg;
 	struct kq_dev *d;
 	struct edgeq_op_desc op[4];
-	struct edgeq_completion cpl;
-	struct io_uring_sqe *sqe;
 	uint64_t first;
-	unsigned int done = 0;
-	int ret, res, status = 0;
+	int ret;
 
 	if (dev <= 0 || (size_t)dev >= k->n || !k->dev[dev].kq)
 		return -ENODEV;
@@ -194,44 +250,105 @@ static int kq_matvec_n(void *arg, int dev, const struct edgeq_place_weight *w,
 				   wh, d->stage_handle);
 	}
 
-	/* the descriptors: refused at once without an agent (-ENODEV) */
-	sqe = io_uring_get_sqe(&k->ring);
-	io_uring_prep_write(sqe, edgeq_kq_fd(d->kq), op, n * sizeof(op[0]), 0);
-	ret = ring_wait_one(k, sqe, &res);
+	ret = submit_collect(k, d, op, n, first);
 	if (ret)
 		return ret;
-	if (res < 0)
-		return res;
-	if ((size_t)res != n * sizeof(op[0]))
-		return -EIO; /* some taken: their completions go stale */
-	/* the completions: POLL_ADD on the same ring until all are in */
-	while (done != (1u << n) - 1) {
-		ret = edgeq_kq_complete(d->kq, &cpl, 1);
-		if (ret == 1) {
-			if (cpl.cookie >= first && cpl.cookie < first + n) {
-				done |= 1u << (cpl.cookie - first);
-				if (cpl.status && !status)
-					status = cpl.status;
-			}
-			continue; /* else a stale one (an op given up on) */
-		}
-		if (ret != -EAGAIN)
-			return ret < 0 ? ret : -EIO;
-		sqe = io_uring_get_sqe(&k->ring);
-		io_uring_prep_poll_add(sqe, edgeq_kq_fd(d->kq), POLLIN);
-		ret = ring_wait_one(k, sqe, &res);
-		if (ret)
-			return ret;
-		if (res < 0)
-			return res;
-	}
-	if (status)
-		return status;
 	for (unsigned int i = 0; i < n; i++)
 		memcpy(y[i],
 		       (char *)d->stage + place_stage_out_off(cols, rows, i),
 		       (size_t)rows[i] * 4);
 	return 0;
+}
+
+/*
+ * Whole blocks (blocks.c) as one write of their descriptors: the hidden
+ * state through the staging memfd, the KV cache as the ctx's own memfd,
+ * registered once per ctx (the agent maps it: its rows are written in
+ * place, the CPU reads them from the same pages).
+ */
+static int kq_chain(void *arg, int dev, const struct edgeq_place_chain *c)
+{
+	struct edgeq_place_kq *k = arg;
+	struct edgeq_op_desc *op;
+	uint32_t *wh;
+	struct kq_dev *d;
+	uint64_t first;
+	int ret;
+
+	if (dev <= 0 || (size_t)dev >= k->n || !k->dev[dev].kq)
+		return -ENODEV;
+	if (!c->n_ops || c->in_len > c->act_bytes ||
+	    c->out_len > c->act_bytes || c->kv_fd < 0 ||
+	    c->head_off > c->act_bytes ||
+	    c->head_len > c->act_bytes - c->head_off)
+		return -EINVAL;
+	d = &k->dev[dev];
+	ret = stage_ensure(d, c->act_bytes);
+	if (ret)
+		return ret;
+	if (d->kv_id != c->kv_id) {
+		if (d->kv_id)
+			edgeq_kq_tensor_unregister(d->kq, d->kv_handle);
+		d->kv_id = 0;
+		ret = edgeq_kq_tensor_register(d->kq, c->kv_fd, &d->kv_handle);
+		if (ret)
+			return ret;
+		d->kv_id = c->kv_id;
+	}
+	op = calloc(c->n_ops, sizeof(*op));
+	wh = calloc(c->n_w ? c->n_w : 1, sizeof(*wh));
+	ret = -ENOMEM;
+	if (!op || !wh)
+		goto out;
+	place_wset_begin(&d->w);
+	for (unsigned int i = 0; i < c->n_w; i++) {
+		ret = weight_handle(d, &c->w[i], &wh[i]);
+		if (ret)
+			goto out;
+	}
+	first = k->cookie + 1;
+	for (unsigned int i = 0; i < c->n_ops; i++) {
+		op[i] = c->ops[i].op;
+		op[i].cookie = ++k->cookie;
+		for (unsigned int t = 0; t < op[i].ntensors; t++) {
+			const struct edgeq_place_tref *r = &c->ops[i].t[t];
+			uint32_t h =
+				r->mem == EDGEQ_PLACE_MEM_WEIGHT ?
+					(r->index < c->n_w ? wh[r->index] : 0) :
+				r->mem == EDGEQ_PLACE_MEM_KV ? d->kv_handle :
+							       d->stage_handle;
+
+			ret = -EINVAL;
+			if (!h)
+				goto out;
+			edgeq_op_desc_tensor(&op[i], t, h, r->offset,
+					     r->length);
+		}
+	}
+	memcpy(d->stage, c->in, c->in_len);
+	ret = submit_collect(k, d, op, c->n_ops, first);
+	if (!ret) {
+		memcpy(c->out, d->stage, c->out_len);
+		if (c->head_len)
+			memcpy(c->head_out, (char *)d->stage + c->head_off,
+			       c->head_len);
+	}
+out:
+	free(op);
+	free(wh);
+	return ret;
+}
+
+static void kq_forget_kv(void *arg, uint64_t kv_id)
+{
+	struct edgeq_place_kq *k = arg;
+
+	for (size_t i = 1; i < k->n; i++)
+		if (k->dev[i].kq && k->dev[i].kv_id == kv_id) {
+			edgeq_kq_tensor_unregister(k->dev[i].kq,
+						   k->dev[i].kv_handle);
+			k->dev[i].kv_id = 0;
+		}
 }
 
 static int kq_matvec(void *arg, int dev, const struct edgeq_place_weight *w,
@@ -318,6 +435,8 @@ int edgeq_place_kq_new(const struct edgeq_devices *devs,
 	be->name = "kq";
 	be->matvec = kq_matvec;
 	be->matvec_n = kq_matvec_n;
+	be->chain = kq_chain;
+	be->forget_kv = kq_forget_kv;
 	be->arg = k;
 	*out = k;
 	return 0;

@@ -632,6 +632,19 @@ const void *edgeq_stream_get(struct edgeq_stream *s, size_t idx)
 	return NULL;
 }
 
+bool edgeq_stream_resident(const struct edgeq_stream *s)
+{
+	if (s->mode == EDGEQ_WEIGHTS_MMAP)
+		return true;
+	for (uint32_t u = 0; u < s->n_cycle + 1; u++) {
+		const struct unit *un = &s->units[u];
+
+		if (!un->res || un->res_load.pending || un->res_load.err)
+			return false;
+	}
+	return true;
+}
+
 void edgeq_stream_layer_end(struct edgeq_stream *s, int layer)
 {
 	uint32_t u;

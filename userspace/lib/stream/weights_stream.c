@@ -53,6 +53,11 @@ static int sw_embed_rows(struct edgeq_weights *w, const int32_t *toks, size_t n,
 				       err);
 }
 
+static bool sw_resident(struct edgeq_weights *w)
+{
+	return edgeq_stream_resident(sw_of(w)->s);
+}
+
 static void sw_free(struct edgeq_weights *w)
 {
 	edgeq_stream_close(sw_of(w)->s);
@@ -63,6 +68,7 @@ static const struct edgeq_weights_ops stream_ops = {
 	.layer_begin = sw_layer_begin,
 	.get = sw_get,
 	.layer_end = sw_layer_end,
+	.resident = sw_resident,
 	.embed_rows = sw_embed_rows,
 	.free = sw_free,
 };
