@@ -83,15 +83,15 @@ static int run_once(struct edgeq_model *m, enum mode mode, const char *device,
 	edgeq_placer_params_init(&pp);
 	pp.calibrate = false;
 	if (mode != M_CPU) {
+		/* per op: the matrix products only, the rest and the
+		 * boundaries of a block on the CPU */
+		if (mode == M_VULKAN_OPS)
+			gpu.ops_mask = 1u << EDGEQ_OPK_MATMUL;
 		edgeq_devices_add(&d, mode == M_KQ ? queue : "gpu0", &gpu);
 		if (mode == M_KQ) {
 			ret = edgeq_place_kq_new(&d, &kq, &be, &err);
 		} else {
 			dp.kind = mode == M_CPUDEV ? "cpu" : "vulkan";
-			/* per op: the matrix products only, the rest and
-			 * the boundaries of a block on the CPU */
-			if (mode == M_VULKAN_OPS)
-				gpu.ops_mask = 1u << EDGEQ_OPK_MATMUL;
 			ret = edgeq_place_dev_new(&dp, &pd, &be, &err);
 		}
 		if (!ret)
