@@ -3,7 +3,7 @@
 # the placement; a throttle re-places within one token; an agent lost
 # mid-generation leaves no error; calibration moves ops off a device slower
 # than its profile claims.
-# timeout: 120
+# timeout: 180
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -73,4 +73,25 @@ check "... naming the queue" grep -q "npu0: no such queue" "$T/err"
 "${EDGEQ:-$B/edgeq}" run -m "$T/tiny.gguf" -p a -n 2 --temp 0 --queue tpu0 \
 	--no-roofline >/dev/null 2>"$T/err"
 check "edgeq run --queue with an unknown profile: exit 2" test $? -eq 2
+# whole blocks through the backend interface on the CPU kernels (what a
+# CPU agent runs, edgeq_kq_exec(): RMSNORM, ROPE, STORE, ATTENTION, SILU_MUL
+# and ADD as well as the products): every block and the head of every step
+# in one chain, the logits the decoder's own bits, 1 and 2 threads
+printf '[device.gpu]\nops = rmsnorm matmul rope attn softmax swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/gpu.ini"
+G=(--queue gpu0 --devices "$T/gpu.ini" --no-calib)
+for ty in q8_0 q4_k f16; do
+	"$GEN" -o "$T/b-$ty.gguf" --shape tiny --type "$ty" --layers 3 >/dev/null
+	"$RUN" -m "$T/b-$ty.gguf" -n 24 -p "Once upon a time" --backend none >"$T/b-$ty-cpu.json"
+	"$RUN" -m "$T/b-$ty.gguf" -n 24 -p "Once upon a time" "${G[@]}" --backend cpudev >"$T/b-$ty.json"
+	check "$ty blocks via the CPU backend: all chained, one chain a step" \
+		js "$T/b-$ty.json" "d['error'] is None and s['blocks'] == 3 * s['tokens'] and s['block_chains'] == s['tokens'] and d['dev']['chains'] == s['tokens']"
+	check "$ty blocks via the CPU backend: tokens unchanged" test "$(toks "$T/b-$ty.json")" = "$(toks "$T/b-$ty-cpu.json")"
+	f="1,$(python3 -c "import json; print(','.join(str(t['tok']) for t in json.load(open('$T/b-$ty-cpu.json'))['per_token']))")"
+	for th in 1 2; do
+		"$RUN" -m "$T/b-$ty.gguf" -p "Once upon a time" --threads $th --backend none --force "$f" --dump-logits "$T/b-$ty-cpu.bin" >/dev/null
+		"$RUN" -m "$T/b-$ty.gguf" -p "Once upon a time" --threads $th "${G[@]}" --backend cpudev --force "$f" --dump-logits "$T/b-$ty-dev.bin" >/dev/null
+		check "$ty blocks via the CPU backend, $th threads: the decoder's logits bit for bit" \
+			cmp -s "$T/b-$ty-cpu.bin" "$T/b-$ty-dev.bin"
+	done
+done
 summary
