@@ -31,6 +31,7 @@ static const struct {
 	[EDGEQ_OP_ROPE] = { 1, 2 },	 [EDGEQ_OP_SOFTMAX] = { 1, 2 },
 	[EDGEQ_OP_ATTENTION] = { 4, 4 }, [EDGEQ_OP_SILU_MUL] = { 3, 1 },
 	[EDGEQ_OP_ADD] = { 3, 1 },	 [EDGEQ_OP_STORE] = { 2, 1 },
+	[EDGEQ_OP_ROPE_FREQ] = { 2, 2 },
 };
 
 static bool edgeq_dtype_valid(u32 dtype)
@@ -110,9 +111,14 @@ static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
 			return -EINVAL;
 		return 0;
 	case EDGEQ_OP_ROPE:
+	case EDGEQ_OP_ROPE_FREQ:
 		rot = op->param[1] >> 32;
 		if (rot > d[1] || rot % 2 || (!rot && d[1] % 2) ||
 		    !edgeq_fits(op, 0, d[0], d[1] * 4))
+			return -EINVAL;
+		/* one frequency per rotated pair */
+		if (op->opcode == EDGEQ_OP_ROPE_FREQ &&
+		    !edgeq_fits(op, 1, 1, (rot ? rot : d[1]) / 2 * 4))
 			return -EINVAL;
 		return 0;
 	case EDGEQ_OP_SOFTMAX:

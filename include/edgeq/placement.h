@@ -176,6 +176,7 @@ struct edgeq_op {
 	double flops;	  /* arithmetic of one decode step */
 	double bytes;	  /* bytes it reads and writes on its device */
 	double out_bytes; /* the activation handed to the next op */
+	double weight_bytes; /* of its weights: what a device keeps a copy of */
 };
 
 /* The ops of one decode step, in execution order. */
@@ -302,6 +303,9 @@ struct edgeq_placer_params {
 	uint32_t min_dwell; /* tokens a plan is kept after a switch (1) */
 	double alpha;	    /* calibration EWMA weight (0.25) */
 	bool calibrate;	    /* feed observations into the model (true) */
+	/* the most weight bytes a plan puts on one device other than the
+	 * CPU: its weight-copy bound; 0: no limit (0) */
+	uint64_t dev_bytes;
 };
 
 void edgeq_placer_params_init(struct edgeq_placer_params *p);
@@ -312,6 +316,7 @@ enum edgeq_replan_reason {
 	EDGEQ_REPLAN_INITIAL,
 	EDGEQ_REPLAN_FASTER, /* capacity or calibration made another plan win */
 	EDGEQ_REPLAN_LOST,   /* a device in the plan lost its agent or paused */
+	EDGEQ_REPLAN_MEMORY, /* the plan no longer fits a device's bound */
 };
 
 struct edgeq_placer;
@@ -368,6 +373,15 @@ void edgeq_placement_states(const struct edgeq_devices *d,
 			    const struct edgeq_pressure_state *ps,
 			    const char *sysfs_dir,
 			    struct edgeq_device_state *out);
+/*
+ * A new bound for params.dev_bytes (memory pressure moves it); takes effect
+ * at the next boundary, at once when the plan in force no longer fits.
+ */
+void edgeq_placer_set_dev_bytes(struct edgeq_placer *p, uint64_t bytes);
+/* The weight bytes plan @pl puts on device @dev (edgeq_op.weight_bytes). */
+uint64_t edgeq_placement_dev_bytes(const struct edgeq_op_chain *c,
+				   const struct edgeq_placement *pl, int dev);
+
 /* Hand the placer every state that differs from the one in force (it takes
  * effect at the next boundary). Returns the number of devices changed. */
 int edgeq_placer_update_pressure(struct edgeq_placer *p,
@@ -475,6 +489,9 @@ struct edgeq_place_backend {
 	int (*chain)(void *arg, int dev, const struct edgeq_place_chain *c);
 	/* With chain: the KV mapping @kv_id goes away (the ctx detaches). */
 	void (*forget_kv)(void *arg, uint64_t kv_id);
+	/* Optional: bound the weight copies of every device to @bytes now
+	 * (0: none), dropping the least recently used ones over it. */
+	void (*set_copy_budget)(void *arg, uint64_t bytes);
 	void *arg;
 };
 
@@ -511,6 +528,9 @@ struct edgeq_place_stats {
 	uint64_t blocks, block_chains;
 	/* why blocks are not chained, "" while they are (or may be) */
 	char blocks_off[64];
+	/* the weight-copy bound in force (memory pressure lowers the
+	 * configured one, placer params.dev_bytes), 0: none; times it moved */
+	uint64_t copy_bound, copy_bound_changes;
 };
 
 /*

@@ -333,6 +333,12 @@ static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 		op->shape[1] = 2 * b;
 		len[0] = a * 2 * b * 4;
 		break;
+	case EDGEQ_OP_ROPE_FREQ:
+		op->shape[0] = a;
+		op->shape[1] = 2 * b;
+		len[0] = a * 2 * b * 4;
+		len[1] = b * 4;
+		break;
 	case EDGEQ_OP_SOFTMAX:
 		op->shape[0] = a;
 		op->shape[1] = b;

@@ -2149,6 +2149,7 @@ static int t_shapes(void)
 
 		CHECK(!edgeq_kq_features(kq, &f));
 		CHECK(f.features & EDGEQ_F_OP_STORE);
+		CHECK(f.features & EDGEQ_F_OP_ROPE_FREQ);
 	}
 	edgeq_op_desc_init(&op, EDGEQ_OP_STORE, 6);
 	op.dtype = EDGEQ_DTYPE_F16;
@@ -2160,6 +2161,18 @@ static int t_shapes(void)
 	BAD(bad.tensors[0].length = 36, -EINVAL);
 	BAD(bad.dtype = EDGEQ_DTYPE_Q8_0, -EINVAL);
 	BAD(bad.ntensors = 3, -EINVAL);
+	/* ROPE_FREQ: a frequency per rotated pair */
+	edgeq_op_desc_init(&op, EDGEQ_OP_ROPE_FREQ, 7);
+	op.shape[0] = 2;
+	op.shape[1] = 8;
+	op.param[1] = 6ULL << 32;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 2 * 8 * 4);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 4096, 3 * 4);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[1].length = 8, -EINVAL);
+	BAD(bad.param[1] = 0, -EINVAL); /* all 8 dims: 4 pairs */
+	BAD(bad.param[1] = 7ULL << 32, -EINVAL);
+	BAD(bad.ntensors = 1, -EINVAL);
 	edgeq_kq_close(kq);
 	edgeq_kq_close(agent);
 	tensor_free(&t);

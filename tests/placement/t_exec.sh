@@ -79,8 +79,13 @@ check "edgeq run --queue with an unknown profile: exit 2" test $? -eq 2
 # in one chain, the logits the decoder's own bits, 1 and 2 threads
 printf '[device.gpu]\nops = rmsnorm matmul rope attn softmax swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/gpu.ini"
 G=(--queue gpu0 --devices "$T/gpu.ini" --no-calib)
-for ty in q8_0 q4_k f16; do
-	"$GEN" -o "$T/b-$ty.gguf" --shape tiny --type "$ty" --layers 3 >/dev/null
+for ty in q8_0 q4_k f16 llama3 qwen2; do
+	case $ty in
+	llama3) a=(--type q8_0 --rope-llama3) ;;
+	qwen2) a=(--type q4_0 --arch qwen2) ;;
+	*) a=(--type "$ty") ;;
+	esac
+	"$GEN" -o "$T/b-$ty.gguf" --shape tiny "${a[@]}" --layers 3 >/dev/null
 	"$RUN" -m "$T/b-$ty.gguf" -n 24 -p "Once upon a time" --backend none >"$T/b-$ty-cpu.json"
 	"$RUN" -m "$T/b-$ty.gguf" -n 24 -p "Once upon a time" "${G[@]}" --backend cpudev >"$T/b-$ty.json"
 	check "$ty blocks via the CPU backend: all chained, one chain a step" \

@@ -77,19 +77,32 @@ check "top cooling state: on the device before" js "$T/thr.json" "p[3]['off_cpu'
 check "top cooling state: the CPU from the next token on" js "$T/thr.json" "p[4]['off_cpu'] == 0 and p[-1]['offloaded'] == p[4]['offloaded'] and d['error'] is None"
 check "top cooling state: tokens unchanged" test "$(toks "$T/thr.json")" = "$(toks "$T/ref.json")"
 
-# the weight copies under a budget: a third of what they take unbounded
-# keeps them under it (least recently used dropped, re-copied when next
-# used); one under every weight keeps all ops on the CPU, the device kept
-"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan >"$T/copies.json"
-cap=$(python3 -c "import json; print(json.load(open('$T/copies.json'))['dev']['weight_copies'] // 3)")
-"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --copy-budget "$cap" >"$T/cap.json"
-check "copy budget $cap: the copies stay under it, some dropped, ops still offloaded" \
-	js "$T/cap.json" "0 < d['dev']['weight_copies'] <= $cap and d['dev']['copies_dropped'] > 0 and s['offloaded'] > 0 and s['fallbacks'] == 0 and d['error'] is None"
-check "copy budget: tokens unchanged" test "$(toks "$T/cap.json")" = "$(toks "$T/ref.json")"
+# the weight copies under a bound: the placer plans within it, giving
+# blocks back to the CPU from the end (the output first), so the copies
+# stay under it and nothing is refused or copied again step after step;
+# a bound under one block keeps every op on the CPU, the device kept
+D=$T/deep.gguf
+"$RUN" -m "$D" -n 12 "${Q[@]}" --backend vulkan >"$T/copies.json"
+cap=$(python3 -c "import json; print(json.load(open('$T/copies.json'))['dev']['weight_copies'] * 5 // 12)")
+"$RUN" -m "$D" -n 12 "${Q[@]}" --backend vulkan --copy-budget "$cap" >"$T/cap.json"
+check "copy bound $cap: planned within it, some blocks still offloaded" \
+	js "$T/cap.json" "0 < d['dev']['weight_copies'] <= $cap and s['copy_refused'] == 0 and d['dev']['copies_dropped'] == 0 and 0 < p[-1]['off_cpu'] < json.load(open('$T/copies.json'))['per_token'][-1]['off_cpu'] and s['fallbacks'] == 0 and d['error'] is None"
+check "copy bound: tokens unchanged" test "$(toks "$T/cap.json")" = "$(toks "$T/deep-cpu.json" | cut -d, -f1-12)"
 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --copy-budget 1000 >"$T/cap0.json"
-check "copy budget below every weight: all on the CPU, the device not lost" \
-	js "$T/cap0.json" "s['offloaded'] == 0 and s['copy_refused'] > 0 and s['fallbacks'] == 0 and d['dev']['weight_copies'] == 0 and d['error'] is None"
-check "copy budget below every weight: tokens unchanged" test "$(toks "$T/cap0.json")" = "$(toks "$T/ref.json")"
+check "copy bound below every block: all on the CPU, the device not lost" \
+	js "$T/cap0.json" "s['offloaded'] == 0 and s['copy_refused'] == 0 and s['fallbacks'] == 0 and d['dev']['weight_copies'] == 0 and d['error'] is None"
+check "copy bound below every block: tokens unchanged" test "$(toks "$T/cap0.json")" = "$(toks "$T/ref.json")"
+# memory pressure moves the bound: critical after token 3 drops every copy
+# and re-places at once (reason 4, memory); medium bounds the copies to a
+# quarter of what is available
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --mem-at 3:3 >"$T/crit.json"
+check "critical memory: every copy dropped, the CPU from the next token" \
+	js "$T/crit.json" "p[3]['off_cpu'] > 0 and p[4]['off_cpu'] == 0 and p[4]['reason'] == 4 and d['dev']['weight_copies'] == 0 and d['dev']['copies_dropped'] > 0 and s['copy_bound'] == 1 and s['fallbacks'] == 0 and d['error'] is None"
+check "critical memory: tokens unchanged" test "$(toks "$T/crit.json")" = "$(toks "$T/ref.json")"
+"$RUN" -m "$D" -n 12 "${Q[@]}" --backend vulkan --mem-at "3:2:$((4 * cap))" >"$T/med.json"
+check "medium memory: the copies bounded to a quarter of what is available" \
+	js "$T/med.json" "s['copy_bound'] == $cap and d['dev']['weight_copies'] <= $cap and p[4]['off_cpu'] < p[3]['off_cpu'] and d['error'] is None"
+check "medium memory: tokens unchanged" test "$(toks "$T/med.json")" = "$(toks "$T/deep-cpu.json" | cut -d, -f1-12)"
 
 # the staging-copy path
 EDGEQ_VK_IMPORT=0 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan >"$T/stage.json"

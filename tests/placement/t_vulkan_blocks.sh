@@ -11,8 +11,9 @@
 #  - --weights stream: one chain per block, tokens unchanged;
 #  - the device lost in the middle of a chain and throttled to its top
 #    cooling state: the CPU finishes (the KV rows as the device left them),
-#    no error, same tokens; a copy budget under a block's weights: the
-#    CPU, the device kept;
+#    no error, same tokens; a copy bound under a block's weights: planned
+#    on the CPU, or, the placer not told, refused by the backend, the
+#    device kept;
 #  - the staging-copy memory path: the same tokens.
 # Skips without a Vulkan device (fails under CI=true: lavapipe is expected).
 # timeout: 400
@@ -51,6 +52,17 @@ for ty in q8_0 q4_0 q4_k f16 f32; do
 	compare "tiny-$ty" "$T/tiny-$ty.gguf"
 	blocks_all "tiny-$ty" 2
 done
+# the model's own RoPE frequencies (Llama 3.1's bands, per-dimension
+# divisors, as ROPE_FREQ) and qwen2's biases (an ADD after the product)
+"$GEN" -o "$T/llama3.gguf" --shape tiny --type q8_0 --rope-llama3 >/dev/null
+compare llama3-rope "$T/llama3.gguf"
+blocks_all llama3-rope 2
+"$GEN" -o "$T/freqs.gguf" --shape tiny --type q4_k --rope-freqs >/dev/null
+compare rope-freqs "$T/freqs.gguf"
+blocks_all rope-freqs 2
+"$GEN" -o "$T/qwen2.gguf" --shape tiny --arch qwen2 --type q8_0 --layers 3 >/dev/null
+compare qwen2-q8_0 "$T/qwen2.gguf"
+blocks_all qwen2-q8_0 3
 S=$EDGEQ_TEST_MODELS/stories260K.gguf
 if [ -r "$S" ]; then
 	compare stories260K "$S"
@@ -94,10 +106,17 @@ check "device lost mid-chain: tokens unchanged" test "$(toks "$T/lost.json")" = 
 check "top cooling state: blocks on the device before, the CPU after" \
 	js "$T/thr.json" "p[3]['off_cpu'] > 0 and p[4]['off_cpu'] == 0 and s['blocks'] == 2 * 3 and d['error'] is None"
 check "top cooling state: tokens unchanged" test "$(toks "$T/thr.json")" = "$(toks "$T/ref.json")"
+# a copy bound under a block's weights: planned, every op on the CPU; the
+# same bound on the backend alone (the placer not told): each block's chain
+# refused (-ENOSPC), the CPU runs it, the device kept
 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --copy-budget 1000 >"$T/cap0.json"
-check "copy budget under a block's weights: the CPU, the device kept" \
-	js "$T/cap0.json" "s['blocks'] == 0 and s['copy_refused'] > 0 and s['fallbacks'] == 0 and d['error'] is None"
-check "copy budget: tokens unchanged" test "$(toks "$T/cap0.json")" = "$(toks "$T/ref.json")"
+check "copy bound under a block: planned on the CPU" \
+	js "$T/cap0.json" "s['blocks'] == 0 and s['offloaded'] == 0 and s['copy_refused'] == 0 and s['fallbacks'] == 0 and d['error'] is None"
+check "copy bound: tokens unchanged" test "$(toks "$T/cap0.json")" = "$(toks "$T/ref.json")"
+"$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --copy-budget-unplanned 1000 >"$T/capu.json"
+check "copy bound on the backend alone: blocks refused, the CPU, the device kept" \
+	js "$T/capu.json" "s['blocks'] == 0 and s['copy_refused'] > 0 and s['fallbacks'] == 0 and d['error'] is None"
+check "copy bound on the backend alone: tokens unchanged" test "$(toks "$T/capu.json")" = "$(toks "$T/ref.json")"
 
 # the staging-copy path: the KV rows copied in and back around each chain
 EDGEQ_VK_IMPORT=0 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan >"$T/stage.json"

@@ -83,18 +83,28 @@ what="stream + gpu0: tokens equal the all-CPU run" ok \
 	test "$(toks "$T/stream.json")" = "$(toks "$T/deep-cpu.json")"
 log "kq and stream runs done"
 
-# --- 2b. the weight copies under a budget (a third of the unbounded run's):
-# copies dropped (their queue handles unregistered, the agent's mappings
-# going with them) and made again; tokens unchanged
+# --- 2b. the weight copies under a bound on the backend alone (a third of
+# the unbounded run's; the placer not told, so it places what does not
+# fit): copies dropped (their queue handles unregistered, the agent's
+# mappings going with them) and made again; tokens unchanged
 cap=$(python3 -c "import json; print(json.load(open('$T/kq.json'))['kq']['weight_copies'] // 3)")
 "$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend kq --queue gpu0 \
-	--copy-budget "$cap" >"$T/cap.json" 2>"$T/cap.err"
+	--copy-budget-unplanned "$cap" >"$T/cap.json" 2>"$T/cap.err"
 stats "$T/cap.json"
 what="copy budget $cap through gpu0: under it, some dropped, offloaded" ok \
 	js "$T/cap.json" "d['error'] is None and 0 < d['kq']['weight_copies'] <= $cap and d['kq']['copies_dropped'] > 0 and s['offloaded'] > 0 and s['fallbacks'] == 0"
 what="copy budget through gpu0: tokens equal the all-CPU run" ok \
 	test "$(toks "$T/cap.json")" = "$(toks "$T/cpu.json")"
-log "copy budget run done"
+# critical memory after token 2: the bound drops every copy (handles
+# unregistered) and the placer moves every op to the CPU at once
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${R[@]}" --backend kq --queue gpu0 \
+	--mem-at 2:3 >"$T/crit.json" 2>"$T/crit.err"
+stats "$T/crit.json"
+what="critical memory through gpu0: copies dropped, the CPU from then on" ok \
+	js "$T/crit.json" "d['error'] is None and p[2]['off_cpu'] > 0 and p[3]['off_cpu'] == 0 and p[3]['reason'] == 4 and d['kq']['weight_copies'] == 0 and d['kq']['copies_dropped'] > 0 and s['fallbacks'] == 0"
+what="critical memory through gpu0: tokens equal the all-CPU run" ok \
+	test "$(toks "$T/crit.json")" = "$(toks "$T/cpu.json")"
+log "copy budget runs done"
 
 # --- 2c. whole blocks through gpu0: a profile that takes every op of a
 # block, so each step's blocks go as one write of their 34 descriptors

@@ -567,6 +567,86 @@ static void test_agent_loss(void **state)
 	edgeq_op_chain_free(&c);
 }
 
+/*
+ * A weight bound on the gpu: the plan keeps whole blocks from the first
+ * within it (the output and the last blocks back on the cpu), never a
+ * block in part; a bound lowered later (memory pressure) re-places at the
+ * next boundary with reason MEMORY even inside the dwell time; one under
+ * any block leaves every op on the cpu; lifting it brings them back.
+ */
+static void test_dev_bytes(void **state)
+{
+	struct edgeq_place_shape s;
+	struct edgeq_op_chain c;
+	struct edgeq_devices d;
+	struct edgeq_placer_params pp;
+	struct edgeq_placer *pl;
+	const struct edgeq_placement *p;
+	double block = 0;
+	uint64_t bound;
+	size_t unbounded;
+
+	shape_1b(&s, 2); /* Q4_0 */
+	assert_int_equal(edgeq_op_chain_llama(&s, &c), 0);
+	for (size_t i = 0; i < c.n; i++)
+		if (c.ops[i].layer == 0)
+			block += c.ops[i].weight_bytes;
+	assert_true(block > 0);
+	edgeq_devices_init(&d, prof("cpu"));
+	assert_int_equal(edgeq_devices_add(&d, "gpu0", prof("gpu")), 1);
+	edgeq_placer_params_init(&pp);
+	pp.min_dwell = 100;
+	/* unbounded: every block's products on the gpu (block 0's norm may
+	 * stay with the embedding: the same boundaries) */
+	assert_int_equal(edgeq_placer_new(&d, &c, &pp, &pl), 0);
+	p = edgeq_placer_plan(pl);
+	for (size_t i = 0; i < c.n; i++)
+		if (c.ops[i].layer >= 0 && c.ops[i].kind == EDGEQ_OPK_MATMUL &&
+		    p->dev[i] != 1)
+			fail_msg("unbounded: op %zu (%s) on %d", i,
+				 c.ops[i].name, p->dev[i]);
+	unbounded = count_on(p, 1);
+	edgeq_placer_free(pl);
+	/* 5.5 blocks' worth: blocks 0..4 whole, the rest on the cpu */
+	pp.dev_bytes = bound = (uint64_t)(block * 5.5);
+	assert_int_equal(edgeq_placer_new(&d, &c, &pp, &pl), 0);
+	p = edgeq_placer_plan(pl);
+	assert_true(edgeq_placement_dev_bytes(&c, p, 1) <= bound);
+	for (size_t i = 0; i < c.n; i++) {
+		int want = c.ops[i].layer >= 0 && c.ops[i].layer < 5;
+
+		if (i == 1 && !want) /* block 0's norm: either */
+			continue;
+		if (p->dev[i] != want && !(i == 1 && p->dev[i] == 0))
+			fail_msg("op %zu (%s, block %d) on %d", i,
+				 c.ops[i].name, c.ops[i].layer, p->dev[i]);
+	}
+	assert_true(isfinite(p->step_ns));
+	/* pressure lowers it: re-placed at once, reason memory */
+	edgeq_placer_set_dev_bytes(pl, (uint64_t)(block * 2.2));
+	assert_int_equal(edgeq_placer_boundary(pl), EDGEQ_REPLAN_MEMORY);
+	p = edgeq_placer_plan(pl);
+	for (size_t i = 0; i < c.n; i++)
+		if (c.ops[i].kind == EDGEQ_OPK_MATMUL &&
+		    p->dev[i] != (c.ops[i].layer >= 0 && c.ops[i].layer < 2))
+			fail_msg("2.2 blocks: op %zu (%s, block %d) on %d", i,
+				 c.ops[i].name, c.ops[i].layer, p->dev[i]);
+	/* under one block: all on the cpu */
+	edgeq_placer_set_dev_bytes(pl, (uint64_t)(block / 2));
+	assert_int_equal(edgeq_placer_boundary(pl), EDGEQ_REPLAN_MEMORY);
+	assert_int_equal(count_on(edgeq_placer_plan(pl), 1), 0);
+	/* the same bound again: nothing to do */
+	edgeq_placer_set_dev_bytes(pl, (uint64_t)(block / 2));
+	assert_int_equal(edgeq_placer_boundary(pl), EDGEQ_REPLAN_NONE);
+	/* lifted: back on the gpu once the dwell time allows */
+	edgeq_placer_set_dev_bytes(pl, 0);
+	for (int k = 0; k < 101; k++)
+		edgeq_placer_boundary(pl);
+	assert_int_equal(count_on(edgeq_placer_plan(pl), 1), unbounded);
+	edgeq_placer_free(pl);
+	edgeq_op_chain_free(&c);
+}
+
 /* Measured times 3x the model on the npu: the ratio converges, predicted
  * meets measured, and the plan follows when the npu is no longer worth it. */
 static void test_calibration(void **state)
@@ -782,6 +862,7 @@ int main(void)
 		cmocka_unit_test(test_llama_chain),
 		cmocka_unit_test(test_hysteresis),
 		cmocka_unit_test(test_agent_loss),
+		cmocka_unit_test(test_dev_bytes),
 		cmocka_unit_test(test_calibration),
 		cmocka_unit_test(test_discover),
 		cmocka_unit_test(test_pressure_states),

@@ -290,6 +290,53 @@ static void test_rope(void **state)
 	arena_fini(&a);
 }
 
+/*
+ * ROPE_FREQ: the model's own frequencies (here Llama 3-like divisors on
+ * some dimensions), a scaled position and a cos/sin factor; partial
+ * rotation; a frequency table shorter than the rotated pairs is refused.
+ */
+static void test_rope_freq(void **state)
+{
+	struct edgeq_op_desc op[2];
+	struct edgeq_backend_tensor t[1][EDGEQ_MAX_TENSORS];
+	struct arena a;
+	const unsigned int out[2] = { 0, 0 };
+	float *f;
+	int st[1];
+
+	NEED_VK();
+	arena_init(&a, 2 * 8 * 64 * 4 + 8192, 20);
+	for (int i = 0; i < 2; i++) {
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_ROPE_FREQ, 1);
+		op[i].shape[0] = 8;
+		op[i].shape[1] = 64;
+		fill(arena_take(&a, &op[i], 0, 8 * 64 * 4), 8 * 64, 9 + i);
+	}
+	f = arena_take(&a, &op[0], 1, 32 * 4);
+	for (int i = 0; i < 32; i++)
+		f[i] = (float)pow(500000.0, -2.0 * i / 64) /
+		       (i > 20 ? 8.0f : 1);
+	op[1].tensors[1] = op[0].tensors[1];
+	op[1].tensors[1].length = 16 * 4;
+	op[0].param[0] = bitsf(123.0f * 0.25f); /* linear scaling */
+	op[0].param[1] = (64ULL << 32) | bitsf(1.19f);
+	op[1].param[0] = bitsf(7.0f);
+	op[1].param[1] = 32ULL << 32; /* partial, factor 1 */
+	op[1].flags = EDGEQ_OPF_ROPE_NEOX;
+	print_message("rope_freq: max |d| = %.3g\n",
+		      run_compare(vk, &a, op, 2, out, 1e-6, 1e-6, NULL));
+	op[0].tensors[1].length = 31 * 4; /* a pair without its frequency */
+	tensors_of(&a, &op[0], t[0]);
+	assert_int_equal(edgeq_backend_run(vk, op, t, st, 1), 0);
+	assert_int_equal(st[0], -EINVAL);
+	{
+		void *p[EDGEQ_MAX_TENSORS] = { a.map, f };
+
+		assert_int_equal(edgeq_kq_exec(&op[0], p), -EINVAL);
+	}
+	arena_fini(&a);
+}
+
 static void test_softmax_ew(void **state)
 {
 	struct edgeq_op_desc op[3];
@@ -855,6 +902,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_types),
 		cmocka_unit_test(test_rmsnorm),
 		cmocka_unit_test(test_rope),
+		cmocka_unit_test(test_rope_freq),
 		cmocka_unit_test(test_softmax_ew),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_store),

@@ -15,9 +15,15 @@
  *             [--throttle-at K --cooling S/MAX]   set npu0's state after token K
  *             [--fail-after N]                    inline: the agent dies at op N
  *             [--copy-budget BYTES]               kq, vulkan, cpudev: bound the
- *                                                 weight copies (memfds)
+ *                                                 weight copies (memfds), the
+ *                                                 placer planning within it
+ *             [--copy-budget-unplanned BYTES]     the same, the placer not told
+ *                                                 (the backend refuses ops)
  *             [--inline-delay-us N]               inline: a slower device
  *             [--kill-agent-at K --agent-pid PID] kq: SIGKILL the agent after token K
+ *             [--mem-at K:LEVEL[:AVAILABLE]]      hand over a memory pressure
+ *                                                 level (0-3) after token K
+ *             [--kv-type f16|f32|q8_0]            the KV cache's type
  *             [--watch] [--sysfs DIR]             consume the pressure monitor
  *             [--no-calib]                        keep the profile's speeds
  *             [--margin F]                        hysteresis margin (0.05)
@@ -53,6 +59,8 @@ struct run {
 	int npu; /* device index of the first queue */
 	int n_tok;
 	int throttle_at, kill_at;
+	int mem_at, mem_level; /* --mem-at K:LEVEL[:AVAIL_BYTES] */
+	uint64_t mem_avail;
 	pid_t agent_pid;
 	struct edgeq_device_state throttle;
 	const char *sysfs, *qname;
@@ -95,6 +103,17 @@ static int on_token(void *user, int32_t tok, const char *piece, size_t len)
 			-1L);
 	if (r->n_tok == r->throttle_at && r->npu > 0)
 		edgeq_placer_set_state(r->pl, r->npu, &r->throttle);
+	if (r->n_tok == r->mem_at) {
+		/* memory pressure as a monitor would hand it over */
+		struct edgeq_pressure_state *ps = calloc(1, sizeof(*ps));
+
+		if (ps) {
+			ps->mem.level = (enum edgeq_mem_level)r->mem_level;
+			ps->mem.available = r->mem_avail;
+			edgeq_place_pressure(r->x, ps);
+			free(ps);
+		}
+	}
 	if (r->n_tok == r->kill_at && r->agent_pid > 0) {
 		kill(r->agent_pid, SIGKILL);
 		usleep(20000); /* let the module see the agent go */
@@ -183,7 +202,8 @@ static void usage(void)
 		"  [--no-calib] [--margin F] [--save-calib FILE]\n"
 		"  [--inline-delay-us N] [--device N|NAME] [--weights MODE]\n"
 		"  [--weights-budget BYTES] [--force TOKS --dump-logits FILE]\n"
-		"  [--copy-budget BYTES] [--kv-type f16|f32|q8_0]\n");
+		"  [--copy-budget[-unplanned] BYTES] [--kv-type f16|f32|q8_0]\n"
+		"  [--mem-at K:LEVEL[:AVAILABLE]]\n");
 	exit(2);
 }
 
@@ -216,12 +236,12 @@ int main(int argc, char **argv)
 	int n = 16, n_profs, ret, threads = 1;
 	unsigned cs = 3, cmax = 4;
 	uint64_t fail_after = 0, delay_us = 0, copy_budget = 0;
-	bool watch = false;
+	bool watch = false, unplanned = false;
 	enum edgeq_kv_type kvt = EDGEQ_KV_F16;
 
 	memset(&r, 0, sizeof(r));
 	edgeq_placer_params_init(&pp);
-	r.throttle_at = r.kill_at = -1;
+	r.throttle_at = r.kill_at = r.mem_at = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -257,7 +277,10 @@ int main(int argc, char **argv)
 			fail_after = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--copy-budget"))
 			copy_budget = strtoull(v, NULL, 0);
-		else if (!strcmp(a, "--kill-agent-at"))
+		else if (!strcmp(a, "--copy-budget-unplanned")) {
+			copy_budget = strtoull(v, NULL, 0);
+			unplanned = true;
+		} else if (!strcmp(a, "--kill-agent-at"))
 			r.kill_at = atoi(v);
 		else if (!strcmp(a, "--agent-pid"))
 			r.agent_pid = atoi(v);
@@ -281,7 +304,14 @@ int main(int argc, char **argv)
 			force = v;
 		else if (!strcmp(a, "--dump-logits"))
 			dump = v;
-		else if (!strcmp(a, "--kv-type"))
+		else if (!strcmp(a, "--mem-at")) {
+			unsigned long long av = 0;
+
+			if (sscanf(v, "%d:%d:%llu", &r.mem_at, &r.mem_level,
+				   &av) < 2)
+				usage();
+			r.mem_avail = av;
+		} else if (!strcmp(a, "--kv-type"))
 			kvt = !strcmp(v, "f32")	 ? EDGEQ_KV_F32 :
 			      !strcmp(v, "q8_0") ? EDGEQ_KV_Q8_0 :
 			      !strcmp(v, "f16")	 ? EDGEQ_KV_F16 :
@@ -362,6 +392,7 @@ int main(int argc, char **argv)
 		usage();
 	}
 	if (strcmp(backend, "none")) {
+		pp.dev_bytes = unplanned ? 0 : copy_budget;
 		ret = edgeq_place_attach(c, &d, &pp, &be, &r.x, &err);
 		if (ret) {
 			fprintf(stderr, "place-run: %s\n", err.msg);
@@ -444,7 +475,8 @@ int main(int argc, char **argv)
 	printf("\"backend\": \"%s\", \"per_token\": [%s], \"stats\": "
 	       "{\"tokens\": %llu, \"replans\": %llu, \"offloaded\": %llu, "
 	       "\"fallbacks\": %llu, \"last_error\": %d, \"pressure_events\": "
-	       "%llu, \"copy_refused\": %llu, \"blocks\": %llu, "
+	       "%llu, \"copy_refused\": %llu, \"copy_bound\": %llu, "
+	       "\"copy_bound_changes\": %llu, \"blocks\": %llu, "
 	       "\"block_chains\": %llu, \"blocks_off\": \"%s\", "
 	       "\"monitor\": \"%s\"}, \"error\": ",
 	       backend, perbuf ? perbuf : "", (unsigned long long)st.tokens,
@@ -452,6 +484,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.fallbacks, st.last_error,
 	       (unsigned long long)st.pressure_events,
 	       (unsigned long long)st.copy_refused,
+	       (unsigned long long)st.copy_bound,
+	       (unsigned long long)st.copy_bound_changes,
 	       (unsigned long long)st.blocks,
 	       (unsigned long long)st.block_chains, st.blocks_off,
 	       pm ? edgeq_pressure_source_name(edgeq_pressure_source(pm)) : "");

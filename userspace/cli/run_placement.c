@@ -76,7 +76,14 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 					 cli_exit_for(ret),
 				 who, "%s", err.msg);
 	}
-	ret = edgeq_place_attach(c, &d, NULL, &be, &rp->x, &err);
+	{
+		struct edgeq_placer_params pp;
+
+		/* the plan within the copy bound, which pressure lowers */
+		edgeq_placer_params_init(&pp);
+		pp.dev_bytes = o->copy_budget;
+		ret = edgeq_place_attach(c, &d, &pp, &be, &rp->x, &err);
+	}
 	if (ret) {
 		if (rp->kq)
 			edgeq_place_kq_free(rp->kq);

@@ -53,12 +53,14 @@
 /* EDGEQ_OP_STORE exists, and ATTENTION takes its score scale in param[0]
  * (whole decoder layers as one chain: the KV write is an op). */
 #define EDGEQ_F_OP_STORE (1ULL << 13)
+/* EDGEQ_OP_ROPE_FREQ exists: RoPE with the model's own frequencies. */
+#define EDGEQ_F_OP_ROPE_FREQ (1ULL << 14)
 #define EDGEQ_F_ALL                                                      \
 	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL |    \
 	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |           \
 	 EDGEQ_F_SIM_SENSOR | EDGEQ_F_REQUEUE | EDGEQ_F_TIMEOUT |        \
 	 EDGEQ_F_DESTROY_WAKE | EDGEQ_F_SHAPE_CHECK | EDGEQ_F_USER_LIMITS | \
-	 EDGEQ_F_AGENT_FD_SCOPED | EDGEQ_F_OP_STORE)
+	 EDGEQ_F_AGENT_FD_SCOPED | EDGEQ_F_OP_STORE | EDGEQ_F_OP_ROPE_FREQ)
 
 /*
  * Op codes. Tensor roles and shape per op (all activations F32, row-major):
@@ -84,6 +86,13 @@
  *  STORE     t0 x [n] F32, t1 y [n] of @dtype (F32 or F16, rounded to
  *            nearest even): y = x, a K or V row into a cache; shape {n}
  *            (EDGEQ_F_OP_STORE)
+ *  ROPE_FREQ t0 x [heads][head_dim] in place, t1 frequencies [rot / 2] F32
+ *            (the model's, scaling and per-dimension divisors applied);
+ *            shape {heads, head_dim}; param[0] bits 0..31 = position as
+ *            float bits (already scaled), param[1] bits 0..31 = the cos and
+ *            sin factor as float bits (0: 1), bits 32..63 = rotated dims
+ *            (0: head_dim); angle i = position * t1[i]; EDGEQ_OPF_ROPE_NEOX
+ *            as ROPE (EDGEQ_F_OP_ROPE_FREQ)
  *  NOP       no tensors; completes at once (latency probes, tests)
  */
 enum edgeq_opcode {
@@ -97,7 +106,8 @@ enum edgeq_opcode {
 	EDGEQ_OP_SILU_MUL = 7,
 	EDGEQ_OP_ADD = 8,
 	EDGEQ_OP_STORE = 9,
-	EDGEQ_OP_COUNT = 10,
+	EDGEQ_OP_ROPE_FREQ = 10,
+	EDGEQ_OP_COUNT = 11,
 };
 
 /* Tensor element types: the GGUF/ggml type ids. */

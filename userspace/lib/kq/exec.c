@@ -96,37 +96,15 @@ static int exec_rmsnorm(const struct edgeq_op_desc *op, void *const t[])
 	return 0;
 }
 
-static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
+/* Rotate @heads rows of @hd in place by the cos/sin pairs @cs (as the
+ * decoder's rope_apply()). */
+static void rope_rotate(float *x, uint64_t heads, uint64_t hd, uint64_t n_rot,
+			const float *cs, bool neox)
 {
-	uint64_t heads = op->shape[0], hd = op->shape[1], h, i;
-	uint64_t n_rot = op->param[1] >> 32;
-	float base = bits_to_float(op->param[1]), *x = t[0];
-	float pos = (float)op->param[0], *cs;
-	bool neox = op->flags & EDGEQ_OPF_ROPE_NEOX;
-
-	if (!n_rot)
-		n_rot = hd;
-	if (n_rot % 2 || n_rot > hd ||
-	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)))
-		return -EINVAL;
-	if (base == 0.0f)
-		base = 10000.0f;
-	cs = malloc(n_rot * sizeof(float));
-	if (!cs)
-		return -ENOMEM;
-	/* As the decoder: inverse frequencies in double, angles in float. */
-	for (i = 0; i < n_rot / 2; i++) {
-		float inv = (float)pow((double)base,
-				       -2.0 * (double)i / (double)n_rot);
-		float th = pos * inv;
-
-		cs[2 * i] = cosf(th);
-		cs[2 * i + 1] = sinf(th);
-	}
-	for (h = 0; h < heads; h++) {
+	for (uint64_t h = 0; h < heads; h++) {
 		float *v = x + h * hd;
 
-		for (i = 0; i < n_rot / 2; i++) {
+		for (uint64_t i = 0; i < n_rot / 2; i++) {
 			float co = cs[2 * i], si = cs[2 * i + 1];
 			uint64_t a = neox ? i : 2 * i;
 			uint64_t b = neox ? i + n_rot / 2 : 2 * i + 1;
@@ -136,6 +114,48 @@ static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
 			v[b] = x0 * si + x1 * co;
 		}
 	}
+}
+
+/* ROPE (base, position) and ROPE_FREQ (the model's frequencies, scaled
+ * position, cos/sin factor): the decoder's rope_tables() per op. */
+static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
+{
+	uint64_t heads = op->shape[0], hd = op->shape[1], i;
+	uint64_t n_rot = op->param[1] >> 32;
+	bool freq = op->opcode == EDGEQ_OP_ROPE_FREQ;
+	float base = bits_to_float(op->param[1]), mul = 1.0f, pos, *cs;
+	const float *inv = freq ? t[1] : NULL;
+
+	if (!n_rot)
+		n_rot = hd;
+	if (n_rot % 2 || n_rot > hd ||
+	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)) ||
+	    (freq && !fits(op->tensors[1].length, n_rot / 2, 1, 1, 4)))
+		return -EINVAL;
+	if (freq) {
+		pos = bits_to_float(op->param[0]);
+		if (op->param[1] & 0xffffffffu)
+			mul = base;
+	} else {
+		pos = (float)op->param[0];
+		if (base == 0.0f)
+			base = 10000.0f;
+	}
+	cs = malloc(n_rot * sizeof(float));
+	if (!cs)
+		return -ENOMEM;
+	/* inverse frequencies in double, angles in float */
+	for (i = 0; i < n_rot / 2; i++) {
+		float f = freq ? inv[i] :
+				 (float)pow((double)base,
+					    -2.0 * (double)i / (double)n_rot);
+		float th = pos * f;
+
+		cs[2 * i] = cosf(th) * mul;
+		cs[2 * i + 1] = sinf(th) * mul;
+	}
+	rope_rotate(t[0], heads, hd, n_rot, cs,
+		    op->flags & EDGEQ_OPF_ROPE_NEOX);
 	free(cs);
 	return 0;
 }
@@ -291,6 +311,7 @@ int edgeq_kq_exec(const struct edgeq_op_desc *op, void *const t[])
 	case EDGEQ_OP_RMSNORM:
 		return exec_rmsnorm(op, t);
 	case EDGEQ_OP_ROPE:
+	case EDGEQ_OP_ROPE_FREQ:
 		return exec_rope(op, t);
 	case EDGEQ_OP_SOFTMAX:
 		return exec_softmax(op, t);

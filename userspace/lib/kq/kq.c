@@ -49,6 +49,7 @@ static const struct {
 	[EDGEQ_OP_ROPE] = { 1, 2 },	 [EDGEQ_OP_SOFTMAX] = { 1, 2 },
 	[EDGEQ_OP_ATTENTION] = { 4, 4 }, [EDGEQ_OP_SILU_MUL] = { 3, 1 },
 	[EDGEQ_OP_ADD] = { 3, 1 },	 [EDGEQ_OP_STORE] = { 2, 1 },
+	[EDGEQ_OP_ROPE_FREQ] = { 2, 2 },
 };
 
 int edgeq_op_arity(uint16_t opcode, unsigned int *ntensors, unsigned int *ndims)

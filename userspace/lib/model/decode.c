@@ -1369,6 +1369,7 @@ void ctx_block_view(struct edgeq_ctx *c, struct ctx_block_view *v)
 	v->kv_row = c->kv_row;
 	v->n_ctx = c->n_ctx;
 	v->pos = c->tpos[0];
+	v->inv_freq = c->inv_freq;
 	v->kv_type = c->kv_type;
 	v->kv_map = c->kv_map;
 	v->kv_map_len = c->kv_map_len;

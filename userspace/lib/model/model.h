@@ -221,7 +221,8 @@ struct ctx_block_view {
 	float *x;		    /* the token's hidden state [n_embd] */
 	uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][kv_row] */
 	size_t kv_row;
-	uint32_t n_ctx, pos; /* the token's position */
+	uint32_t n_ctx, pos;   /* the token's position */
+	const float *inv_freq; /* its RoPE frequencies [n_rot / 2] */
 	enum edgeq_kv_type kv_type;
 	/* ctx_kv_share(): the memfd and mapping both caches live in */
 	int kv_fd; /* -1: not shared */

@@ -16,11 +16,12 @@
  * last block may carry the output norm and projection too, the logits
  * coming back instead of a second submission.
  *
- * What the ops cannot express is refused up front (the CPU runs those
- * models' blocks op by op): fused q|k|v or gate|up (phi3), biases,
- * per-head and post norms, GELU, score caps, RoPE other than the plain
- * base^(-2i/n) frequencies (the ROPE op computes its own table), a
- * Q8_0 cache.
+ * Biases (qwen2) are an ADD after their product. What the ops cannot
+ * express is refused up front (the CPU runs those models' blocks op by
+ * op): fused q|k|v or gate|up (phi3), per-head and post norms, GELU, score caps, a Q8_0 cache. RoPE goes as
+ * ROPE_FREQ with the ctx's own frequencies (Llama 3 bands, per-dimension
+ * factors, phi3's long ones, linear scaling, the sliding layers' base),
+ * so the table is the decoder's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,17 +39,15 @@ const char *place_blocks_unsupported(const struct edgeq_model *m)
 		return "GELU feed-forward";
 	if (hp->attn_softcap > 0)
 		return "attention score cap";
-	if (hp->rope_llama3 || m->rope_freqs || m->rope_long || m->rope_short ||
-	    hp->rope_linear_scale != 1.0f || hp->rope_attn_factor != 1.0f ||
-	    hp->rope_base_swa > 0)
-		return "scaled RoPE";
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct edgeq_layer *L = &m->layers[l];
 
 		if (!L->wk || !L->w_gate)
 			return "fused q|k|v or gate|up";
-		if (L->bq || L->bk || L->bv)
-			return "attention biases";
+		if ((L->bq && L->bq->type != EDGEQ_TYPE_F32) ||
+		    (L->bk && L->bk->type != EDGEQ_TYPE_F32) ||
+		    (L->bv && L->bv->type != EDGEQ_TYPE_F32))
+			return "attention biases not F32";
 		if (L->q_norm || L->k_norm || L->post_attn_norm ||
 		    L->post_ffn_norm)
 			return "per-head or post norms";
@@ -81,6 +80,18 @@ static uint32_t weight(struct bb *b, const struct edgeq_tensor *t)
 	w->type = t->type;
 	w->data = edgeq_weights_get(b->m->weights, t);
 	w->bytes = t->size;
+	return b->nw++;
+}
+
+/* A table the decoder computed (RoPE frequencies) as a weight @name. */
+static uint32_t table(struct bb *b, const char *name, const float *data,
+		      uint32_t n)
+{
+	for (uint32_t i = 0; i < b->nw; i++)
+		if (b->w[i].data == data && !strcmp(b->w[i].name, name))
+			return i;
+	b->w[b->nw] = (struct edgeq_place_weight){ name, -1, EDGEQ_TYPE_F32,
+						   data, (uint64_t)n * 4 };
 	return b->nw++;
 }
 
@@ -148,18 +159,49 @@ static void ew(struct bb *b, uint16_t code, uint64_t a, uint64_t c, uint64_t y,
 	act(o, 2, y, (uint64_t)n * 4);
 }
 
-static void rope(struct bb *b, uint64_t x, uint32_t heads, uint32_t pos)
+/* RoPE of layer @l as the decoder's rope_tables(): the ctx's frequencies
+ * at the scaled position times the attention factor, or a sliding layer's
+ * own base unscaled. */
+/* y += bias (an F32 weight of @n), after its product */
+static void bias(struct bb *b, const struct edgeq_tensor *t, uint64_t y,
+		 uint32_t n)
+{
+	struct edgeq_place_cop *o;
+
+	if (!t)
+		return;
+	o = op(b, EDGEQ_OP_ADD);
+	o->op.shape[0] = n;
+	act(o, 0, y, (uint64_t)n * 4);
+	wref(o, 1, b, t);
+	o->t[1].length = (uint64_t)n * 4;
+	act(o, 2, y, (uint64_t)n * 4);
+}
+
+static void rope(struct bb *b, const struct ctx_block_view *v, int l,
+		 uint64_t x, uint32_t heads)
 {
 	const struct edgeq_hparams *hp = &b->m->hp;
-	struct edgeq_place_cop *o = op(b, EDGEQ_OP_ROPE);
+	struct edgeq_place_cop *o = op(b, EDGEQ_OP_ROPE_FREQ);
+	bool swa = hp_layer_rope_swa(hp, (uint32_t)l);
+	const float *inv = swa ? b->m->rope_inv_freq_swa : v->inv_freq;
+	const char *name = swa ? "edgeq.rope.inv_freq_swa" :
+			   inv == b->m->rope_inv_freq_long ?
+				 "edgeq.rope.inv_freq_long" :
+				 "edgeq.rope.inv_freq";
+	float pos = swa ? (float)v->pos : (float)v->pos * hp->rope_linear_scale;
+	uint32_t k = table(b, name, inv, hp->n_rot / 2);
 
 	o->op.shape[0] = heads;
 	o->op.shape[1] = hp->head_dim;
-	o->op.param[0] = pos;
-	o->op.param[1] = (uint64_t)hp->n_rot << 32 | fbits(hp->rope_base);
+	o->op.param[0] = fbits(pos);
+	o->op.param[1] = (uint64_t)hp->n_rot << 32 |
+			 fbits(swa ? 1.0f : hp->rope_attn_factor);
 	if (hp->rope_neox)
 		o->op.flags = EDGEQ_OPF_ROPE_NEOX;
 	act(o, 0, x, (uint64_t)heads * hp->head_dim * 4);
+	o->t[1] = (struct edgeq_place_tref){ EDGEQ_PLACE_MEM_WEIGHT, k, 0,
+					     b->w[k].bytes };
 }
 
 static void store(struct bb *b, uint32_t dtype, uint64_t x, uint64_t row,
@@ -231,8 +273,11 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		matvec(&bb, L->wq, xb, q);
 		matvec(&bb, L->wk, xb, k);
 		matvec(&bb, L->wv, xb, vv);
-		rope(&bb, q, hp->n_head, v->pos);
-		rope(&bb, k, hp->n_head_kv, v->pos);
+		bias(&bb, L->bq, q, q_dim);
+		bias(&bb, L->bk, k, kv_dim);
+		bias(&bb, L->bv, vv, kv_dim);
+		rope(&bb, v, l, q, hp->n_head);
+		rope(&bb, v, l, k, hp->n_head_kv);
 		store(&bb, dtype, k, row, kv_dim, v->kv_row);
 		store(&bb, dtype, vv, v_off + row, kv_dim, v->kv_row);
 		o = op(&bb, EDGEQ_OP_ATTENTION);

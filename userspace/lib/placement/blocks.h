@@ -12,8 +12,8 @@
 #include "model/model.h"
 
 /* Ops and weights of one block (blocks.c's list, in order). */
-#define PLACE_BLOCK_OPS 17
-#define PLACE_BLOCK_WEIGHTS 9
+#define PLACE_BLOCK_OPS 20     /* 17, and 3 biases */
+#define PLACE_BLOCK_WEIGHTS 13 /* its 9, 3 biases, a RoPE table */
 
 /* The storage of a built chain, reused from step to step. */
 struct place_blocks {

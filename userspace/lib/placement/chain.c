@@ -77,8 +77,12 @@ static struct edgeq_op *add(struct edgeq_op_chain *c, size_t *i,
 static void matmul(struct edgeq_op_chain *c, size_t *i, const char *name,
 		   uint32_t t, int layer, double rows, double cols)
 {
-	add(c, i, name, EDGEQ_OPK_MATMUL, t, layer, 2 * rows * cols,
-	    edgeq_dtype_bytes(t, rows * cols) + 4 * cols + 4 * rows, 4 * rows);
+	struct edgeq_op *op =
+		add(c, i, name, EDGEQ_OPK_MATMUL, t, layer, 2 * rows * cols,
+		    edgeq_dtype_bytes(t, rows * cols) + 4 * cols + 4 * rows,
+		    4 * rows);
+
+	op->weight_bytes = edgeq_dtype_bytes(t, rows * cols);
 }
 
 #define OPS_PER_LAYER 11
@@ -113,8 +117,9 @@ int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 	for (uint32_t l = 0; l < s->n_layer; l++) {
 		int L = (int)l;
 
-		add(c, &i, "attn_norm", EDGEQ_OPK_RMSNORM, F32, L, 4 * E,
-		    12 * E, 4 * E);
+		op = add(c, &i, "attn_norm", EDGEQ_OPK_RMSNORM, F32, L, 4 * E,
+			 12 * E, 4 * E);
+		op->weight_bytes = 4 * E;
 		matmul(c, &i, "attn_qkv", s->wtype, L, Q + 2 * Ekv, E);
 		/* rotates q and k, appends k and v to the cache */
 		add(c, &i, "rope", EDGEQ_OPK_ROPE, F32, L, 6 * (Q + Ekv),
@@ -127,16 +132,18 @@ int edgeq_op_chain_llama(const struct edgeq_place_shape *s,
 		op->also = 1u << EDGEQ_OPK_SOFTMAX;
 		matmul(c, &i, "attn_out", s->wtype, L, E, Q);
 		add(c, &i, "attn_add", EDGEQ_OPK_ADD, F32, L, E, 12 * E, 4 * E);
-		add(c, &i, "ffn_norm", EDGEQ_OPK_RMSNORM, F32, L, 4 * E, 12 * E,
-		    4 * E);
+		op = add(c, &i, "ffn_norm", EDGEQ_OPK_RMSNORM, F32, L, 4 * E,
+			 12 * E, 4 * E);
+		op->weight_bytes = 4 * E;
 		matmul(c, &i, "ffn_gate_up", s->wtype, L, 2 * F, E);
 		add(c, &i, "ffn_swiglu", EDGEQ_OPK_SWIGLU, F32, L, 6 * F,
 		    12 * F, 4 * F);
 		matmul(c, &i, "ffn_down", s->wtype, L, E, F);
 		add(c, &i, "ffn_add", EDGEQ_OPK_ADD, F32, L, E, 12 * E, 4 * E);
 	}
-	add(c, &i, "output_norm", EDGEQ_OPK_RMSNORM, F32, -1, 4 * E, 12 * E,
-	    4 * E);
+	op = add(c, &i, "output_norm", EDGEQ_OPK_RMSNORM, F32, -1, 4 * E,
+		 12 * E, 4 * E);
+	op->weight_bytes = 4 * E;
 	matmul(c, &i, "output", s->otype, -1, V, E);
 	edgeq_op_chain_index(c);
 	return 0;

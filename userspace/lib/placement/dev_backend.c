@@ -219,6 +219,13 @@ static void dev_forget_kv(void *arg, uint64_t kv_id)
 	}
 }
 
+static void dev_set_copy_budget(void *arg, uint64_t bytes)
+{
+	struct edgeq_place_dev *d = arg;
+
+	place_wset_set_budget(&d->w, bytes);
+}
+
 /* A copy dropped for the budget: the device lets go of its mapping. */
 static void dev_drop(void *arg, const struct place_wslot *ws)
 {
@@ -261,6 +268,7 @@ int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 	be->matvec_n = dev_matvec_n;
 	be->chain = dev_chain;
 	be->forget_kv = dev_forget_kv;
+	be->set_copy_budget = dev_set_copy_budget;
 	be->arg = d;
 	*out = d;
 	return 0;

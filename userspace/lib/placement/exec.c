@@ -63,6 +63,7 @@ struct edgeq_place_exec {
 	bool head_ready;     /* for this step */
 	struct place_blocks blk;
 	uint64_t kv_id;
+	uint64_t conf_bound; /* the configured copy bound (placer dev_bytes) */
 	struct edgeq_place_stats st;
 };
 
@@ -110,6 +111,46 @@ static int op_of(const struct edgeq_place_exec *x, const struct edgeq_tensor *t)
 	return -1;
 }
 
+/*
+ * The weight-copy bound memory pressure leaves (Documentation/gpu-agent.rst):
+ * the configured one (0: none) at no or low pressure; at medium at most a
+ * quarter of what is available; at critical none at all (one byte: every
+ * copy dropped, the CPU reading the file's pages, which the kernel can
+ * reclaim). The placer plans within it, so a bound under one step's
+ * weights moves whole blocks back to the CPU rather than re-copying them
+ * every step.
+ */
+static uint64_t mem_bound(uint64_t conf, const struct edgeq_pressure_mem *m)
+{
+	uint64_t cap;
+
+	switch (m->level) {
+	case EDGEQ_MEM_CRITICAL:
+		return 1;
+	case EDGEQ_MEM_MEDIUM:
+		cap = m->available / 4;
+		if (cap && (!conf || cap < conf))
+			return cap;
+		return conf;
+	default:
+		return conf;
+	}
+}
+
+static void apply_mem(struct edgeq_place_exec *x,
+		      const struct edgeq_pressure_mem *m)
+{
+	uint64_t b = mem_bound(x->conf_bound, m);
+
+	if (b == x->st.copy_bound)
+		return;
+	x->st.copy_bound = b;
+	x->st.copy_bound_changes++;
+	edgeq_placer_set_dev_bytes(x->pl, b);
+	if (x->be.set_copy_budget)
+		x->be.set_copy_budget(x->be.arg, b);
+}
+
 /* A state handed over from another thread, if one came. */
 static void take_pushed(struct edgeq_place_exec *x)
 {
@@ -126,6 +167,7 @@ static void take_pushed(struct edgeq_place_exec *x)
 	pthread_mutex_unlock(&x->push_lock);
 	x->st.pressure_events++;
 	edgeq_placer_update_pressure(x->pl, ps, x->sysfs_dir);
+	apply_mem(x, &ps->mem);
 	free(ps);
 }
 
@@ -150,6 +192,7 @@ static void watch_pressure(struct edgeq_place_exec *x)
 	edgeq_pressure_get(x->pm, ps);
 	x->st.pressure_events++;
 	edgeq_placer_update_pressure(x->pl, ps, x->sysfs_dir);
+	apply_mem(x, &ps->mem);
 	free(ps);
 }
 
@@ -495,6 +538,7 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	x->m = m;
 	x->be = *be;
 	x->blocks_ok = !why;
+	x->conf_bound = x->st.copy_bound = pp ? pp->dev_bytes : 0;
 	if (why)
 		snprintf(x->st.blocks_off, sizeof(x->st.blocks_off), "%s", why);
 	{
@@ -627,6 +671,15 @@ int edgeq_place_watch(struct edgeq_place_exec *x, struct edgeq_pressure *pm,
 			return -ENOMEM;
 	}
 	x->pm = pm;
+	if (pm) { /* the memory level now, not only its changes */
+		struct edgeq_pressure_state *ps = malloc(sizeof(*ps));
+
+		if (!ps)
+			return -ENOMEM;
+		edgeq_pressure_get(pm, ps);
+		apply_mem(x, &ps->mem);
+		free(ps);
+	}
 	return 0;
 }
 

@@ -369,10 +369,15 @@ static void kq_drop(void *arg, const struct place_wslot *ws)
 void edgeq_place_kq_set_copy_budget(struct edgeq_place_kq *k, uint64_t bytes)
 {
 	for (size_t i = 1; i < k->n; i++) {
-		k->dev[i].w.budget = bytes;
 		k->dev[i].w.on_drop = kq_drop;
 		k->dev[i].w.drop_arg = &k->dev[i];
+		place_wset_set_budget(&k->dev[i].w, bytes);
 	}
+}
+
+static void kq_set_copy_budget(void *arg, uint64_t bytes)
+{
+	edgeq_place_kq_set_copy_budget(arg, bytes);
 }
 
 void edgeq_place_kq_copies(const struct edgeq_place_kq *k, uint64_t *bytes,
@@ -437,6 +442,7 @@ int edgeq_place_kq_new(const struct edgeq_devices *devs,
 	be->matvec_n = kq_matvec_n;
 	be->chain = kq_chain;
 	be->forget_kv = kq_forget_kv;
+	be->set_copy_budget = kq_set_copy_budget;
 	be->arg = k;
 	*out = k;
 	return 0;

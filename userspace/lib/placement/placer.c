@@ -43,6 +43,76 @@ void edgeq_placer_params_init(struct edgeq_placer_params *p)
 	p->calibrate = true;
 }
 
+uint64_t edgeq_placement_dev_bytes(const struct edgeq_op_chain *c,
+				   const struct edgeq_placement *pl, int dev)
+{
+	double b = 0;
+
+	for (size_t i = 0; i < c->n && i < pl->n_ops; i++)
+		if (pl->dev[i] == dev)
+			b += c->ops[i].weight_bytes;
+	return (uint64_t)b;
+}
+
+static bool fits(const struct edgeq_placer *p, const struct edgeq_placement *pl)
+{
+	if (!p->params.dev_bytes)
+		return true;
+	for (size_t k = 1; k < p->devs.n; k++)
+		if (edgeq_placement_dev_bytes(&p->chain, pl, (int)k) >
+		    p->params.dev_bytes)
+			return false;
+	return true;
+}
+
+/*
+ * A plan over a device's bound gives ops back to the CPU from the end of
+ * the chain (the output projection, then the last blocks), a block at a
+ * time, so what stays on the device is a run of whole blocks from the
+ * first: the fewest boundaries for the bytes that fit, and no block left
+ * in part. Re-costed after.
+ */
+static void fit(struct edgeq_placer *p, struct edgeq_placement *pl)
+{
+	const struct edgeq_op *ops = p->chain.ops;
+	bool moved = false;
+
+	if (!p->params.dev_bytes)
+		return;
+	for (size_t k = 1; k < p->devs.n; k++) {
+		double used = (double)edgeq_placement_dev_bytes(&p->chain, pl,
+								(int)k);
+		size_t end = p->chain.n;
+
+		while (end > 0 && used > (double)p->params.dev_bytes) {
+			size_t i = end - 1, j = i;
+
+			/* the first op of i's block (i alone outside one) */
+			while (ops[i].layer >= 0 && j > 0 &&
+			       ops[j - 1].layer == ops[i].layer)
+				j--;
+			for (size_t q = j; q <= i; q++)
+				if (pl->dev[q] == k) {
+					pl->dev[q] = 0;
+					used -= ops[q].weight_bytes;
+					moved = true;
+				}
+			end = j;
+		}
+	}
+	if (moved)
+		edgeq_placement_evaluate(&p->devs, &p->chain, &p->cal, pl->dev,
+					 pl);
+}
+
+void edgeq_placer_set_dev_bytes(struct edgeq_placer *p, uint64_t bytes)
+{
+	if (p->params.dev_bytes == bytes)
+		return;
+	p->params.dev_bytes = bytes;
+	p->dirty = true;
+}
+
 int edgeq_placer_new(const struct edgeq_devices *d,
 		     const struct edgeq_op_chain *c,
 		     const struct edgeq_placer_params *params,
@@ -79,6 +149,7 @@ int edgeq_placer_new(const struct edgeq_devices *d,
 	ret = edgeq_placement_optimal(&p->devs, &p->chain, &p->cal, &p->cur);
 	if (ret)
 		goto err_cand;
+	fit(p, &p->cur);
 	*out = p;
 	return 0;
 
@@ -145,15 +216,17 @@ static bool apply_pending(struct edgeq_placer *p)
 /* Re-cost the plan in force, find the best one now, and decide. */
 static enum edgeq_replan_reason replan(struct edgeq_placer *p, bool force)
 {
-	bool feasible, better;
+	bool feasible, better, over;
 	int ret;
 
 	edgeq_placement_evaluate(&p->devs, &p->chain, &p->cal, p->cur.dev,
 				 &p->cur);
-	feasible = isfinite(p->cur.step_ns);
+	over = !fits(p, &p->cur);
+	feasible = isfinite(p->cur.step_ns) && !over;
 	ret = edgeq_placement_optimal(&p->devs, &p->chain, &p->cal, &p->cand);
 	if (ret)
 		return EDGEQ_REPLAN_NONE; /* cannot happen with a CPU */
+	fit(p, &p->cand);
 	if (!memcmp(p->cand.dev, p->cur.dev, p->chain.n))
 		return EDGEQ_REPLAN_NONE;
 	better = p->cand.step_ns < p->cur.step_ns * (1.0 - p->params.margin);
@@ -166,7 +239,9 @@ static enum edgeq_replan_reason replan(struct edgeq_placer *p, bool force)
 	edgeq_placement_copy(&p->cur, &p->cand);
 	p->switches++;
 	p->last_switch = p->tokens;
-	return feasible ? EDGEQ_REPLAN_FASTER : EDGEQ_REPLAN_LOST;
+	return feasible ? EDGEQ_REPLAN_FASTER :
+	       over	? EDGEQ_REPLAN_MEMORY :
+			  EDGEQ_REPLAN_LOST;
 }
 
 enum edgeq_replan_reason edgeq_placer_boundary(struct edgeq_placer *p)

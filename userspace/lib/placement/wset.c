@@ -53,6 +53,13 @@ static int make_room(struct place_wset *s, uint64_t need)
 	return 0;
 }
 
+void place_wset_set_budget(struct place_wset *s, uint64_t budget)
+{
+	s->budget = budget;
+	place_wset_begin(s); /* no call holds a copy between calls */
+	(void)make_room(s, 0);
+}
+
 int place_wset_get(struct place_wset *s, const struct edgeq_place_weight *w,
 		   struct place_wslot **out, bool *created)
 {

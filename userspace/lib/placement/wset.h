@@ -59,6 +59,9 @@ static inline void place_wset_begin(struct place_wset *s)
 int place_wset_get(struct place_wset *s, const struct edgeq_place_weight *w,
 		   struct place_wslot **out, bool *created);
 void place_wset_drop_last(struct place_wset *s);
+/* A new budget (0: none), the least recently used copies dropped now
+ * until the others fit it. */
+void place_wset_set_budget(struct place_wset *s, uint64_t budget);
 void place_wset_fini(struct place_wset *s);
 
 #endif /* EDGEQ_PLACEMENT_WSET_H */

@@ -24,19 +24,20 @@ static const uint8_t out_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_RMSNORM] = 1u << 2,  [EDGEQ_OP_ROPE] = 1u << 0,
 	[EDGEQ_OP_SOFTMAX] = 1u << 0,  [EDGEQ_OP_ATTENTION] = 1u << 3,
 	[EDGEQ_OP_SILU_MUL] = 1u << 2, [EDGEQ_OP_ADD] = 1u << 2,
-	[EDGEQ_OP_STORE] = 1u << 1,
+	[EDGEQ_OP_STORE] = 1u << 1,    [EDGEQ_OP_ROPE_FREQ] = 1u << 0,
 };
 static const uint8_t in_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_MATVEC] = 3u,	  [EDGEQ_OP_MATMUL] = 3u,
 	[EDGEQ_OP_RMSNORM] = 3u,  [EDGEQ_OP_ROPE] = 1u,
 	[EDGEQ_OP_SOFTMAX] = 1u,  [EDGEQ_OP_ATTENTION] = 7u,
 	[EDGEQ_OP_SILU_MUL] = 3u, [EDGEQ_OP_ADD] = 3u,
-	[EDGEQ_OP_STORE] = 1u,
+	[EDGEQ_OP_STORE] = 1u,	  [EDGEQ_OP_ROPE_FREQ] = 3u,
 };
 static const uint8_t weight_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_MATVEC] = 1u,
 	[EDGEQ_OP_MATMUL] = 1u,
 	[EDGEQ_OP_RMSNORM] = 1u << 1,
+	[EDGEQ_OP_ROPE_FREQ] = 1u << 1,
 };
 
 /* One op, ready to record. */
@@ -182,6 +183,9 @@ static int plan_rope(const struct edgeq_op_desc *op, struct op_plan *p)
 	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)) ||
 	    heads * n_rot / 2 > (uint64_t)MAX_GROUPS * 64)
 		return -EINVAL;
+	if (op->opcode == EDGEQ_OP_ROPE_FREQ &&
+	    !fits(op->tensors[1].length, n_rot / 2, 1, 1, sizeof(float)))
+		return -EINVAL;
 	p->pipe = VK_PIPE_ROPE;
 	p->pc.n[0] = (uint32_t)heads;
 	p->pc.n[1] = (uint32_t)hd;
@@ -192,21 +196,30 @@ static int plan_rope(const struct edgeq_op_desc *op, struct op_plan *p)
 	return 0;
 }
 
-/* RoPE's cos/sin pairs at @cs, as kq/exec.c exec_rope() computes them. */
+/* RoPE's cos/sin pairs at @cs, as kq/exec.c exec_rope() computes them:
+ * ROPE from its base, ROPE_FREQ from the frequencies @freq (host memory
+ * of its t1), scaled position and factor. */
 static void rope_table(const struct edgeq_op_desc *op, uint32_t n_rot,
-		       float *cs)
+		       const float *freq, float *cs)
 {
 	float base = bits_to_float(op->param[1]), pos = (float)op->param[0];
+	float mul = 1.0f;
 
-	if (base == 0.0f)
+	if (op->opcode == EDGEQ_OP_ROPE_FREQ) {
+		pos = bits_to_float(op->param[0]);
+		if (op->param[1] & 0xffffffffu)
+			mul = base;
+	} else if (base == 0.0f) {
 		base = 10000.0f;
+	}
 	for (uint32_t i = 0; i < n_rot / 2; i++) {
-		float inv = (float)pow((double)base,
-				       -2.0 * (double)i / (double)n_rot);
+		float inv = freq ? freq[i] :
+				   (float)pow((double)base,
+					      -2.0 * (double)i / (double)n_rot);
 		float th = pos * inv;
 
-		cs[2 * i] = cosf(th);
-		cs[2 * i + 1] = sinf(th);
+		cs[2 * i] = cosf(th) * mul;
+		cs[2 * i + 1] = sinf(th) * mul;
 	}
 }
 
@@ -318,6 +331,7 @@ static int plan_op(const struct edgeq_op_desc *op, struct op_plan *p)
 	case EDGEQ_OP_MATMUL:
 		return plan_matmul(op, p);
 	case EDGEQ_OP_ROPE:
+	case EDGEQ_OP_ROPE_FREQ:
 		return plan_rope(op, p);
 	case EDGEQ_OP_ATTENTION:
 		return plan_attention(op, p);
@@ -570,8 +584,14 @@ run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
 				ret = bind_tensor(v, &plan[i], (int)k, b,
 						  &t[i][k]);
 		}
-		if (!ret && ops[i].opcode == EDGEQ_OP_ROPE)
+		if (!ret && (ops[i].opcode == EDGEQ_OP_ROPE ||
+			     ops[i].opcode == EDGEQ_OP_ROPE_FREQ))
 			rope_table(&ops[i], plan[i].pc.p[0],
+				   ops[i].opcode == EDGEQ_OP_ROPE ?
+					   NULL :
+					   (const float *)((const char *)t[i][1]
+								   .base +
+							   t[i][1].offset),
 				   (float *)v->scratch.host + plan[i].pc.os);
 	}
 	if (ret)
