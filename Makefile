@@ -104,6 +104,25 @@ LIB_SRCS := $(filter-out $(VK_SRCS),$(LIB_SRCS))
 $(info edgeq: building without the Vulkan backend (needs libvulkan-dev and glslc, or WITH_VULKAN=0 was given))
 endif
 
+# The CUDA backend (userspace/lib/gpu/cuda/): nvcc builds its kernels into
+# a fatbin embedded in the library; the driver is loaded at run time
+# (dlopen), so nothing links against CUDA and a machine without a driver
+# just lists no CUDA device. Left out where no nvcc is found.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA_INC ?= $(if $(NVCC),$(dir $(NVCC))../include)
+ifeq ($(CROSS),)
+WITH_CUDA ?= $(shell test -n "$(NVCC)" && test -r "$(CUDA_INC)/cuda.h" && echo 1)
+endif
+# sm_87 code for Orin, compute_75 PTX for anything newer (Turing on)
+NVCC_ARCH ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_87,code=sm_87
+CUDA_SRCS := $(wildcard userspace/lib/gpu/cuda/*.c)
+ifeq ($(WITH_CUDA),1)
+CPPFLAGS += -DEDGEQ_HAVE_CUDA=1
+LIBS += -ldl
+else
+LIB_SRCS := $(filter-out $(CUDA_SRCS),$(LIB_SRCS))
+endif
+
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
@@ -207,6 +226,18 @@ $(O)/gpu/shaders.h: $(SHADER_INCS)
 	done > $@.tmp && mv $@.tmp $@
 
 $(VK_SRCS:%.c=$(O)/%.o): $(O)/gpu/shaders.h
+
+# ---- CUDA kernels: a fatbin (-fmad=false: no contraction the CPU does not
+# do), embedded as bytes
+$(O)/gpu/cuda_fatbin.h: userspace/lib/gpu/cuda/kernels.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin -fmad=false $(NVCC_ARCH) -o $(O)/gpu/cuda.fatbin $<
+	{ echo 'static const unsigned char edgeq_cuda_fatbin[] __attribute__((aligned(8))) = {'; \
+	  od -An -v -tx1 $(O)/gpu/cuda.fatbin | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; } > $@.tmp && mv $@.tmp $@
+
+$(CUDA_SRCS:%.c=$(O)/%.o): $(O)/gpu/cuda_fatbin.h
+$(CUDA_SRCS:%.c=$(O)/%.o): CPPFLAGS += -isystem $(CUDA_INC)
 
 # ---- kernel module through kbuild
 KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; if [ -d $$d ]; then echo $$d; \

@@ -809,6 +809,82 @@ static void test_float_only(void **state)
 	vk = keep;
 }
 
+/*
+ * The CUDA backend (built where nvcc is): without a driver or a GPU it
+ * lists none and opens none, -ENODEV, which is all this machine can show;
+ * with one, its ops against the CPU's (test_vulkan's checks on the CUDA
+ * backend, the ops it has: products of F32, F16, Q8_0 and Q4_0 rows,
+ * RMSNORM, ROPE, ROPE_FREQ, ADD, SILU_MUL, STORE) and the ops it lacks
+ * refused, for the agent's CPU kernels.
+ */
+static void test_cuda(void **state)
+{
+	struct edgeq_backend_device d[4];
+	struct edgeq_backend *cu, *keep = vk;
+	struct edgeq_op_desc op[3];
+	struct edgeq_backend_tensor t[1][EDGEQ_MAX_TENSORS];
+	const unsigned int out[3] = { 2, 2, 1 };
+	struct arena a;
+	int n, ret, st[1];
+
+	if (!edgeq_backend_built("cuda")) {
+		print_message(
+			"skip: built without the CUDA backend (no nvcc)\n");
+		skip();
+	}
+	n = edgeq_backend_list("cuda", d, 4);
+	ret = edgeq_backend_open("cuda", NULL, &cu);
+	if (n < 0) {
+		assert_int_equal(n, -ENODEV);
+		assert_int_equal(ret, -ENODEV);
+		print_message("cuda: no driver or GPU here (-ENODEV, as it "
+			      "should be); the kernels are not run\n");
+		return;
+	}
+	assert_int_equal(ret, 0);
+	print_message("cuda device 0: %s (%s, compute %u.%u)\n", d[0].name,
+		      d[0].type, d[0].api_version / 10, d[0].api_version % 10);
+	vk = cu;
+	check_matmul(EDGEQ_DTYPE_F32, 67, 512, 1);
+	check_matmul(EDGEQ_DTYPE_F16, 67, 2304, 1);
+	check_matmul(EDGEQ_DTYPE_Q8_0, 97, 512, 1);
+	check_matmul(EDGEQ_DTYPE_Q4_0, 67, 2304, 1);
+	test_rmsnorm(state);
+	test_rope(state);
+	test_rope_freq(state);
+	arena_init(&a, 8 * 1000 * 4 + 8192, 21);
+	for (int i = 0; i < 2; i++) {
+		edgeq_op_desc_init(&op[i], i ? EDGEQ_OP_SILU_MUL : EDGEQ_OP_ADD,
+				   1);
+		op[i].shape[0] = 1000;
+		fill(arena_take(&a, &op[i], 0, 4000), 1000, 3 + i);
+		fill(arena_take(&a, &op[i], 1, 4000), 1000, 13 + i);
+		arena_take(&a, &op[i], 2, 4000);
+	}
+	edgeq_op_desc_init(&op[2], EDGEQ_OP_STORE, 1);
+	op[2].dtype = EDGEQ_DTYPE_F16;
+	op[2].shape[0] = 999; /* odd rows too */
+	op[2].tensors[0] = op[1].tensors[0];
+	op[2].tensors[0].length = 999 * 4;
+	arena_take(&a, &op[2], 1, 999 * 2);
+	print_message("cuda add, silu_mul, store: max |d| = %.3g\n",
+		      run_compare(cu, &a, op, 3, out, 0, 1e-6, NULL));
+	/* attention is the agent's CPU kernels' */
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_ATTENTION, 1);
+	op[0].dtype = EDGEQ_DTYPE_F16;
+	assert_false(edgeq_backend_supports(cu, &op[0]));
+	op[0].shape[0] = op[0].shape[1] = op[0].shape[3] = 1;
+	op[0].shape[2] = 32;
+	for (int i = 0; i < 4; i++)
+		edgeq_op_desc_tensor(&op[0], (unsigned int)i, 1, 0, 128);
+	tensors_of(&a, &op[0], t[0]);
+	assert_int_equal(edgeq_backend_run(cu, op, t, st, 1), 0);
+	assert_int_equal(st[0], -EOPNOTSUPP);
+	arena_fini(&a);
+	vk = keep;
+	edgeq_backend_free(cu);
+}
+
 static void test_open_and_list(void **state)
 {
 	struct edgeq_backend_device d[4];
@@ -818,7 +894,9 @@ static void test_open_and_list(void **state)
 
 	assert_int_equal(edgeq_backend_list("tpu", d, 4), -EINVAL);
 	assert_int_equal(edgeq_backend_open("tpu", NULL, &b), -EINVAL);
-	assert_int_equal(edgeq_backend_list("cuda", d, 4), -EPROTONOSUPPORT);
+	if (!edgeq_backend_built("cuda"))
+		assert_int_equal(edgeq_backend_list("cuda", d, 4),
+				 -EPROTONOSUPPORT);
 	assert_int_equal(edgeq_backend_list("cpu", d, 4), 1);
 	assert_int_equal(edgeq_backend_open("cpu", "1", &b), -ENOENT);
 	assert_int_equal(edgeq_backend_open("cpu", NULL, &b), 0);
@@ -897,6 +975,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_and_list),
+		cmocka_unit_test(test_cuda),
 		cmocka_unit_test(test_cpu_backend),
 		cmocka_unit_test(test_matvec_types),
 		cmocka_unit_test(test_matmul_types),

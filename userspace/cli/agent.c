@@ -44,7 +44,7 @@ static const char *opt_pressure = "psi";
 
 static const struct cli_option agent_opts[] = {
 	{ "queue", 'q', CLI_STR, &opt_queue, "NAME", "queue to serve (npu0)" },
-	{ "backend", 'b', CLI_STR, &opt_backend, "auto|vulkan|cpu",
+	{ "backend", 'b', CLI_STR, &opt_backend, "auto|vulkan|cuda|cpu",
 	  "what runs the ops (auto: vulkan when a device exists)" },
 	{ "device", 'd', CLI_STR, &opt_device, "N|NAME",
 	  "backend device: index or part of its name" },
@@ -382,26 +382,33 @@ static int agent_wait(struct agent *ag)
 
 static int agent_list_devices(void)
 {
-	static const char *const kinds[] = { "vulkan", "cpu" };
+	static const char *const kinds[] = { "vulkan", "cuda", "cpu" };
 	struct edgeq_backend_device d[16];
 
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		int n = edgeq_backend_list(kinds[k], d, 16);
 
 		if (n == -EPROTONOSUPPORT) {
-			printf("%s: not built in (needs libvulkan-dev and "
-			       "glslc at build time)\n",
-			       kinds[k]);
+			printf("%s: not built in (needs %s at build time)\n",
+			       kinds[k],
+			       k ? "nvcc and cuda.h" :
+				   "libvulkan-dev and glslc");
 			continue;
 		}
 		if (n < 0) {
-			printf("%s: no device (%s)\n", kinds[k], strerror(-n));
+			printf("%s: no device (%s)\n", kinds[k],
+			       !strcmp(kinds[k], "cuda") && n == -ENODEV ?
+				       "no CUDA driver (libcuda.so.1) or GPU" :
+				       strerror(-n));
 			continue;
 		}
 		for (int i = 0; i < n && i < 16; i++) {
 			printf("%s %d: %s (%s", kinds[k], i, d[i].name,
 			       d[i].type);
-			if (d[i].api_version)
+			if (d[i].api_version && !strcmp(kinds[k], "cuda"))
+				printf(", compute %u.%u", d[i].api_version / 10,
+				       d[i].api_version % 10);
+			else if (d[i].api_version)
 				printf(", Vulkan %u.%u.%u",
 				       d[i].api_version >> 22,
 				       (d[i].api_version >> 12) & 0x3ff,
@@ -410,7 +417,7 @@ static int agent_list_devices(void)
 				printf(", %llu MiB",
 				       (unsigned long long)(d[i].heap_bytes >>
 							    20));
-			if (!strcmp(kinds[k], "vulkan"))
+			if (strcmp(kinds[k], "cpu"))
 				printf(", host import %s",
 				       d[i].host_import ? "yes" : "no");
 			printf(")%s\n", d[i].usable ? "" : " unusable");
@@ -426,10 +433,32 @@ static int agent_open_backend(struct agent *ag)
 	int ret;
 
 	if (!autop && strcmp(opt_backend, "vulkan") &&
-	    strcmp(opt_backend, "cpu"))
-		return cli_error(EXIT_USAGE, "agent",
-				 "unknown backend '%s' (auto, vulkan or cpu)",
-				 opt_backend);
+	    strcmp(opt_backend, "cuda") && strcmp(opt_backend, "cpu"))
+		return cli_error(
+			EXIT_USAGE, "agent",
+			"unknown backend '%s' (auto, vulkan, cuda or cpu)",
+			opt_backend);
+	if (!strcmp(opt_backend, "cuda")) {
+		/* asked for: no fallback; the ops it lacks on the CPU */
+		ret = edgeq_backend_open("cuda", opt_device, &ag->be);
+		if (ret)
+			return cli_error(
+				ret == -ENOENT ? EXIT_USAGE : EXIT_UNAVAIL,
+				"agent", "cuda%s%s: %s",
+				opt_device ? " device " : "",
+				opt_device ? opt_device : "",
+				ret == -EPROTONOSUPPORT ?
+					"not built in (nvcc, cuda.h)" :
+				ret == -ENODEV ?
+					"no CUDA driver (libcuda.so.1) or GPU" :
+				ret == -ENOENT ? "no such device" :
+						 strerror(-ret));
+		ret = edgeq_backend_open("cpu", NULL, &ag->cpu);
+		if (ret)
+			return cli_error(cli_exit_for(ret), "agent",
+					 "cpu backend: %s", strerror(-ret));
+		return 0;
+	}
 	if (autop && opt_device)
 		opt_backend = "vulkan";
 	if (autop || !strcmp(opt_backend, "vulkan")) {
@@ -652,6 +681,8 @@ static int cmd_agent(int argc, char **argv)
 		!strcmp(info.backend, "vulkan") &&
 				info.mem == EDGEQ_BACKEND_MEM_IMPORT ?
 			"imported (zero-copy, VK_EXT_external_memory_host)" :
+		!strcmp(info.backend, "cuda") ?
+			"host-registered (zero-copy, cuMemHostRegister)" :
 		info.mem == EDGEQ_BACKEND_MEM_STAGING ?
 			"staging copies (no VK_EXT_external_memory_host)" :
 			"host (the mappings themselves)");

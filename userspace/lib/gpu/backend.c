@@ -119,6 +119,9 @@ static const struct edgeq_backend_ops *const backends[] = {
 #ifdef EDGEQ_HAVE_VULKAN
 	&edgeq_backend_vulkan,
 #endif
+#ifdef EDGEQ_HAVE_CUDA
+	&edgeq_backend_cuda,
+#endif
 };
 
 /* Backends edgeq knows of, built here or not. */

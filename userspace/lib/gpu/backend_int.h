@@ -26,5 +26,8 @@ struct edgeq_backend_ops {
 #ifdef EDGEQ_HAVE_VULKAN
 extern const struct edgeq_backend_ops edgeq_backend_vulkan;
 #endif
+#ifdef EDGEQ_HAVE_CUDA
+extern const struct edgeq_backend_ops edgeq_backend_cuda;
+#endif
 
 #endif /* EDGEQ_GPU_BACKEND_INT_H */
