@@ -50,8 +50,10 @@
 #define EDGEQ_F_USER_LIMITS (1ULL << 11)
 /* AGENT_TENSOR_FD only for handles of ops the agent holds in flight. */
 #define EDGEQ_F_AGENT_FD_SCOPED (1ULL << 12)
-/* EDGEQ_OP_STORE exists, and ATTENTION takes its score scale in param[0]
- * (whole decoder layers as one chain: the KV write is an op). */
+/*
+ * EDGEQ_OP_STORE exists, and ATTENTION takes its score scale in param[0]
+ * (whole decoder layers as one chain: the KV write is an op).
+ */
 #define EDGEQ_F_OP_STORE (1ULL << 13)
 /* EDGEQ_OP_ROPE_FREQ exists: RoPE with the model's own frequencies. */
 #define EDGEQ_F_OP_ROPE_FREQ (1ULL << 14)
