@@ -148,6 +148,16 @@ void edgeq_kq_agent_on_unmap(struct edgeq_kq *kq,
  */
 int edgeq_kq_exec(const struct edgeq_op_desc *op, void *const t[]);
 
+/*
+ * A ROPE or ROPE_FREQ op's rotated dims (0: invalid), and its cos/sin
+ * pairs into @cs[0 .. dims) as edgeq_kq_exec() computes them (the
+ * decoder's table): @freq is ROPE_FREQ's frequency tensor, NULL for ROPE.
+ * For the device backends, which compute the table on the host.
+ */
+uint32_t edgeq_op_rope_dims(const struct edgeq_op_desc *op);
+void edgeq_op_rope_table(const struct edgeq_op_desc *op, const float *freq,
+			 float *cs);
+
 #ifdef __cplusplus
 }
 #endif

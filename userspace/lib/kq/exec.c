@@ -116,23 +116,23 @@ static void rope_rotate(float *x, uint64_t heads, uint64_t hd, uint64_t n_rot,
 	}
 }
 
-/* ROPE (base, position) and ROPE_FREQ (the model's frequencies, scaled
- * position, cos/sin factor): the decoder's rope_tables() per op. */
-static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
+uint32_t edgeq_op_rope_dims(const struct edgeq_op_desc *op)
 {
-	uint64_t heads = op->shape[0], hd = op->shape[1], i;
-	uint64_t n_rot = op->param[1] >> 32;
-	bool freq = op->opcode == EDGEQ_OP_ROPE_FREQ;
-	float base = bits_to_float(op->param[1]), mul = 1.0f, pos, *cs;
-	const float *inv = freq ? t[1] : NULL;
+	uint64_t hd = op->shape[1], n_rot = op->param[1] >> 32;
 
 	if (!n_rot)
 		n_rot = hd;
-	if (n_rot % 2 || n_rot > hd ||
-	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)) ||
-	    (freq && !fits(op->tensors[1].length, n_rot / 2, 1, 1, 4)))
-		return -EINVAL;
-	if (freq) {
+	return n_rot % 2 || n_rot > hd || n_rot > UINT32_MAX ? 0 :
+							       (uint32_t)n_rot;
+}
+
+void edgeq_op_rope_table(const struct edgeq_op_desc *op, const float *freq,
+			 float *cs)
+{
+	uint32_t n_rot = edgeq_op_rope_dims(op);
+	float base = bits_to_float(op->param[1]), mul = 1.0f, pos;
+
+	if (op->opcode == EDGEQ_OP_ROPE_FREQ) {
 		pos = bits_to_float(op->param[0]);
 		if (op->param[1] & 0xffffffffu)
 			mul = base;
@@ -141,12 +141,9 @@ static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
 		if (base == 0.0f)
 			base = 10000.0f;
 	}
-	cs = malloc(n_rot * sizeof(float));
-	if (!cs)
-		return -ENOMEM;
 	/* inverse frequencies in double, angles in float */
-	for (i = 0; i < n_rot / 2; i++) {
-		float f = freq ? inv[i] :
+	for (uint32_t i = 0; i < n_rot / 2; i++) {
+		float f = freq ? freq[i] :
 				 (float)pow((double)base,
 					    -2.0 * (double)i / (double)n_rot);
 		float th = pos * f;
@@ -154,6 +151,25 @@ static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
 		cs[2 * i] = cosf(th) * mul;
 		cs[2 * i + 1] = sinf(th) * mul;
 	}
+}
+
+/* ROPE (base, position) and ROPE_FREQ (the model's frequencies, scaled
+ * position, cos/sin factor): the decoder's rope_tables() per op. */
+static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
+{
+	uint64_t heads = op->shape[0], hd = op->shape[1];
+	uint32_t n_rot = edgeq_op_rope_dims(op);
+	bool freq = op->opcode == EDGEQ_OP_ROPE_FREQ;
+	float *cs;
+
+	if (!n_rot ||
+	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)) ||
+	    (freq && !fits(op->tensors[1].length, n_rot / 2, 1, 1, 4)))
+		return -EINVAL;
+	cs = malloc(n_rot * sizeof(float));
+	if (!cs)
+		return -ENOMEM;
+	edgeq_op_rope_table(op, freq ? t[1] : NULL, cs);
 	rope_rotate(t[0], heads, hd, n_rot, cs,
 		    op->flags & EDGEQ_OPF_ROPE_NEOX);
 	free(cs);

@@ -20,12 +20,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cuda.h>
+
+#include <edgeq/kq.h>
 
 #include "gpu/backend_int.h"
 #include "kernels/kernels.h"
@@ -49,10 +50,9 @@ static struct {
 	CUresult (*mod_load)(CUmodule *, const void *);
 	CUresult (*mod_unload)(CUmodule);
 	CUresult (*mod_func)(CUfunction *, CUmodule, const char *);
-	CUresult (*launch)(CUfunction, unsigned int, unsigned int,
+	CUresult (*launch)(CUfunction, unsigned int, unsigned int, unsigned int,
 			   unsigned int, unsigned int, unsigned int,
-			   unsigned int, unsigned int, CUstream, void **,
-			   void **);
+			   unsigned int, CUstream, void **, void **);
 	CUresult (*host_register)(void *, size_t, unsigned int);
 	CUresult (*host_unregister)(void *);
 	CUresult (*host_devptr)(CUdeviceptr *, void *, unsigned int);
@@ -149,10 +149,10 @@ static int cu_list(struct edgeq_backend_device *d, size_t max)
 		cu.dev_attr(&integ, CU_DEVICE_ATTRIBUTE_INTEGRATED, dev);
 		cu.dev_attr(&map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev);
 		cu.dev_attr(&uva, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, dev);
-		cu.dev_attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-			    dev);
-		cu.dev_attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-			    dev);
+		cu.dev_attr(&major,
+			    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+		cu.dev_attr(&minor,
+			    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
 		cu.dev_mem(&mem, dev);
 		snprintf(d[i].type, sizeof(d[i].type), "%s",
 			 integ ? "integrated" : "discrete");
@@ -166,9 +166,8 @@ static int cu_list(struct edgeq_backend_device *d, size_t max)
 }
 
 enum { K_QUANT, K_MVQ, K_MVF, K_NORM, K_EW, K_STORE, K_ROPE, K_N };
-static const char *const kname[K_N] = { "eq_quant_q8_0", "eq_mv_q",
-					"eq_mv_f",	 "eq_rmsnorm",
-					"eq_ew",	 "eq_store",
+static const char *const kname[K_N] = { "eq_quant_q8_0", "eq_mv_q", "eq_mv_f",
+					"eq_rmsnorm",	 "eq_ew",   "eq_store",
 					"eq_rope" };
 
 struct reg {
@@ -350,8 +349,8 @@ static int scratch_ensure(struct cuda_backend *c, size_t bytes)
 	c->scratch = NULL;
 	c->scratch_len = 0;
 	bytes = (bytes + 65535) & ~(size_t)65535;
-	ret = cu_errno(cu.host_alloc(&c->scratch, bytes,
-				     CU_MEMHOSTALLOC_DEVICEMAP));
+	ret = cu_errno(
+		cu.host_alloc(&c->scratch, bytes, CU_MEMHOSTALLOC_DEVICEMAP));
 	if (!ret)
 		ret = cu_errno(cu.host_devptr(&c->scratch_d, c->scratch, 0));
 	if (ret)
@@ -378,50 +377,18 @@ static int launch(struct cuda_backend *c, int k, unsigned int grid,
 		  unsigned int block, void **args)
 {
 	c->dispatches++;
-	return cu_errno(cu.launch(c->fn[k], grid ? grid : 1, 1, 1, block, 1,
-				  1, 0, NULL, args, NULL));
+	return cu_errno(cu.launch(c->fn[k], grid ? grid : 1, 1, 1, block, 1, 1,
+				  0, NULL, args, NULL));
 }
 
 /* Scratch bytes op @op needs (quantized activations, a RoPE table). */
 static size_t op_scratch(const struct edgeq_op_desc *op)
 {
-	if (op->opcode == EDGEQ_OP_MATVEC && (op->dtype == EDGEQ_DTYPE_Q8_0 ||
-					      op->dtype == EDGEQ_DTYPE_Q4_0))
+	if (op->opcode == EDGEQ_OP_MATVEC &&
+	    (op->dtype == EDGEQ_DTYPE_Q8_0 || op->dtype == EDGEQ_DTYPE_Q4_0))
 		return (op->shape[1] / 32 * 34 + 255) & ~255ULL;
 	if (op->opcode == EDGEQ_OP_ROPE || op->opcode == EDGEQ_OP_ROPE_FREQ)
 		return (op->shape[1] * 4 + 255) & ~255ULL;
-	return 0;
-}
-
-/* The cos/sin pairs of a ROPE or ROPE_FREQ op, as kq/exec.c computes
- * them, into @cs; @freq: ROPE_FREQ's frequencies (host memory). */
-static int rope_table(const struct edgeq_op_desc *op, const float *freq,
-		      float *cs, uint32_t *n_rot)
-{
-	uint64_t hd = op->shape[1], nr = op->param[1] >> 32;
-	float base = fbits(op->param[1]), pos = (float)op->param[0], mul = 1;
-
-	if (!nr)
-		nr = hd;
-	if (nr % 2 || nr > hd)
-		return -EINVAL;
-	if (freq) {
-		pos = fbits(op->param[0]);
-		if (op->param[1] & 0xffffffffu)
-			mul = base;
-	} else if (base == 0.0f) {
-		base = 10000.0f;
-	}
-	for (uint64_t i = 0; i < nr / 2; i++) {
-		float inv = freq ? freq[i] :
-				   (float)pow((double)base,
-					      -2.0 * (double)i / (double)nr);
-		float th = pos * inv;
-
-		cs[2 * i] = cosf(th) * mul;
-		cs[2 * i + 1] = sinf(th) * mul;
-	}
-	*n_rot = (uint32_t)nr;
 	return 0;
 }
 
@@ -505,11 +472,12 @@ static int run_op(struct cuda_backend *c, const struct edgeq_op_desc *op,
 		if (op->opcode == EDGEQ_OP_ROPE_FREQ)
 			freq = (const float *)((const char *)t[1].base +
 					       t[1].offset);
-		ret = rope_table(op, freq, (float *)((char *)c->scratch + soff),
-				 &n_rot);
-		if (ret || t[0].length < n * hd * 4 || n * hd > INT32_MAX ||
+		n_rot = edgeq_op_rope_dims(op);
+		if (!n_rot || t[0].length < n * hd * 4 || n * hd > INT32_MAX ||
 		    (freq && t[1].length < n_rot / 2 * 4))
-			return ret ? ret : -EINVAL;
+			return -EINVAL;
+		edgeq_op_rope_table(op, freq,
+				    (float *)((char *)c->scratch + soff));
 		nr = (int)n_rot;
 		neox = !!(op->flags & EDGEQ_OPF_ROPE_NEOX);
 		return launch(c, K_ROPE, blocks_of(n * n_rot / 2, 64), 64, a);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <edgeq/kq.h>
+
 #include "gpu/vulkan/vk.h"
 #include "kernels/kernels.h"
 
@@ -194,33 +196,6 @@ static int plan_rope(const struct edgeq_op_desc *op, struct op_plan *p)
 	p->scratch_words = n_rot;
 	p->groups[0] = div_up(heads * n_rot / 2, 64);
 	return 0;
-}
-
-/* RoPE's cos/sin pairs at @cs, as kq/exec.c exec_rope() computes them:
- * ROPE from its base, ROPE_FREQ from the frequencies @freq (host memory
- * of its t1), scaled position and factor. */
-static void rope_table(const struct edgeq_op_desc *op, uint32_t n_rot,
-		       const float *freq, float *cs)
-{
-	float base = bits_to_float(op->param[1]), pos = (float)op->param[0];
-	float mul = 1.0f;
-
-	if (op->opcode == EDGEQ_OP_ROPE_FREQ) {
-		pos = bits_to_float(op->param[0]);
-		if (op->param[1] & 0xffffffffu)
-			mul = base;
-	} else if (base == 0.0f) {
-		base = 10000.0f;
-	}
-	for (uint32_t i = 0; i < n_rot / 2; i++) {
-		float inv = freq ? freq[i] :
-				   (float)pow((double)base,
-					      -2.0 * (double)i / (double)n_rot);
-		float th = pos * inv;
-
-		cs[2 * i] = cosf(th) * mul;
-		cs[2 * i + 1] = sinf(th) * mul;
-	}
 }
 
 static int plan_attention(const struct edgeq_op_desc *op, struct op_plan *p)
@@ -586,13 +561,14 @@ run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
 		}
 		if (!ret && (ops[i].opcode == EDGEQ_OP_ROPE ||
 			     ops[i].opcode == EDGEQ_OP_ROPE_FREQ))
-			rope_table(&ops[i], plan[i].pc.p[0],
-				   ops[i].opcode == EDGEQ_OP_ROPE ?
-					   NULL :
-					   (const float *)((const char *)t[i][1]
-								   .base +
-							   t[i][1].offset),
-				   (float *)v->scratch.host + plan[i].pc.os);
+			edgeq_op_rope_table(
+				&ops[i],
+				ops[i].opcode == EDGEQ_OP_ROPE ?
+					NULL :
+					(const float *)((const char *)t[i][1]
+								.base +
+							t[i][1].offset),
+				(float *)v->scratch.host + plan[i].pc.os);
 	}
 	if (ret)
 		return ret;
