@@ -524,8 +524,8 @@ struct edgeq_place_stats {
 	 * run on the CPU, the device kept */
 	uint64_t copy_refused;
 	/* decoder blocks run whole on a device, and the submissions (chains)
-	 * that carried them */
-	uint64_t blocks, block_chains;
+	 * that carried them; those of prompt batches among them */
+	uint64_t blocks, block_chains, prefill_blocks;
 	/* why blocks are not chained, "" while they are (or may be) */
 	char blocks_off[64];
 	/* the weight-copy bound in force (memory pressure lowers the

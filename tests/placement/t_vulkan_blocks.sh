@@ -2,6 +2,8 @@
 # Whole decoder blocks on the Vulkan device as one chain per step
 # (placement/blocks.c), without edgeq.ko: a device profile that takes every
 # op of a block, place-run's in-process device backend on lavapipe.
+#  - the prompt's batch as blocks too (MATMUL products, per-token norms,
+#    RoPE, KV writes and causal attention);
 #  - greedy tokens as the all-CPU run (or a tie within the tolerance) on the
 #    tiny models of every weight type and stories260K, with every block of
 #    every step on the device and one submission per step for all of them
@@ -35,10 +37,13 @@ Q=(--queue gpu0 --devices "$T/gpu.ini" --no-calib -p "Once upon a time")
 . "$(dirname "$0")/vk_compare.sh"
 
 # every block of every step on the device, and the output head after
-# them: one submission a step
+# them: one submission a step (a preload still reading at the first step
+# sends that step's head on its own), and the prompt's blocks
 blocks_all() { # NAME LAYERS
 	check "$1: every block on the device, one chain a step" \
-		js "$T/$1-vk.json" "s['blocks'] == s['tokens'] * $2 and s['block_chains'] == s['tokens'] and d['dev']['chains'] == s['tokens'] and s['blocks_off'] == ''"
+		js "$T/$1-vk.json" "s['blocks'] - s['prefill_blocks'] == s['tokens'] * $2 and s['tokens'] < s['block_chains'] <= s['tokens'] + $2 and s['block_chains'] <= d['dev']['chains'] <= s['block_chains'] + 1 and s['blocks_off'] == ''"
+	check "$1: the prompt's blocks on the device too" \
+		js "$T/$1-vk.json" "s['prefill_blocks'] == $2"
 	# lavapipe has float64: the shaders' rounding is the CPU's, every op
 	# of the block included (exp, softmax order, division), so the
 	# teacher-forced logits are the same bits
@@ -83,7 +88,7 @@ M=$T/tiny-q8_0.gguf
 # the cache types: F32 chains (its own CPU reference), Q8_0 does not
 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend none --kv-type f32 >"$T/f32-cpu.json"
 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --kv-type f32 >"$T/f32.json"
-check "F32 cache: blocks chained" js "$T/f32.json" "s['blocks'] == 2 * s['tokens'] and d['error'] is None"
+check "F32 cache: blocks chained" js "$T/f32.json" "s['blocks'] == 2 * s['tokens'] + s['prefill_blocks'] and d['error'] is None"
 check "F32 cache: tokens as the CPU's with that cache" test "$(toks "$T/f32.json")" = "$(toks "$T/f32-cpu.json")"
 "$RUN" -m "$M" -n 8 "${Q[@]}" --backend vulkan --kv-type q8_0 >"$T/q8.json"
 check "Q8_0 cache: per op, the reason given" js "$T/q8.json" "s['blocks'] == 0 and 'Q8_0' in s['blocks_off'] and s['offloaded'] > 0 and d['error'] is None"
@@ -94,7 +99,7 @@ check "Q8_0 cache: per op, the reason given" js "$T/q8.json" "s['blocks'] == 0 a
 "$RUN" -m "$T/deep.gguf" -n 16 "${Q[@]}" --backend vulkan --weights stream \
 	--weights-budget 1 >"$T/deep-vk.json"
 check "stream: weights streamed, one chain per block" \
-	js "$T/deep-vk.json" "d['dev']['weights'] == 'stream' and d['dev']['stream_reads'] > 0 and s['blocks'] == 6 * s['tokens'] and s['block_chains'] == s['blocks']"
+	js "$T/deep-vk.json" "d['dev']['weights'] == 'stream' and d['dev']['stream_reads'] > 0 and s['blocks'] == 6 * s['tokens'] + s['prefill_blocks'] and s['prefill_blocks'] == 6 and s['block_chains'] == s['blocks']"
 check "stream: tokens as the all-CPU run" test "$(toks "$T/deep-vk.json")" = "$(toks "$T/deep-cpu.json")"
 
 # the device lost at its 40th op: in the second step's chain
@@ -104,7 +109,7 @@ check "device lost mid-chain: the CPU finished" js "$T/lost.json" "p[-1]['off_cp
 check "device lost mid-chain: tokens unchanged" test "$(toks "$T/lost.json")" = "$(toks "$T/ref.json")"
 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --throttle-at 3 --cooling 4/4 >"$T/thr.json"
 check "top cooling state: blocks on the device before, the CPU after" \
-	js "$T/thr.json" "p[3]['off_cpu'] > 0 and p[4]['off_cpu'] == 0 and s['blocks'] == 2 * 3 and d['error'] is None"
+	js "$T/thr.json" "p[3]['off_cpu'] > 0 and p[4]['off_cpu'] == 0 and s['blocks'] - s['prefill_blocks'] == 2 * 3 and d['error'] is None"
 check "top cooling state: tokens unchanged" test "$(toks "$T/thr.json")" = "$(toks "$T/ref.json")"
 # a copy bound under a block's weights: planned, every op on the CPU; the
 # same bound on the backend alone (the placer not told): each block's chain
@@ -120,6 +125,6 @@ check "copy bound on the backend alone: tokens unchanged" test "$(toks "$T/capu.
 
 # the staging-copy path: the KV rows copied in and back around each chain
 EDGEQ_VK_IMPORT=0 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan >"$T/stage.json"
-check "staging path: blocks chained" js "$T/stage.json" "d['dev']['memory'] == 'staging' and s['blocks'] == 2 * s['tokens']"
+check "staging path: blocks chained" js "$T/stage.json" "d['dev']['memory'] == 'staging' and s['blocks'] == 2 * s['tokens'] + s['prefill_blocks'] and s['prefill_blocks'] == 2"
 check "staging path: tokens unchanged" test "$(toks "$T/stage.json")" = "$(toks "$T/ref.json")"
 summary

@@ -118,8 +118,8 @@ echo 64 >$Q/max_inflight
 before=$(($(cat $Q/ops)))
 "$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${RB[@]}" --backend kq --queue gpu0 >"$T/blocks.json" 2>"$T/blocks.err"
 stats "$T/blocks.json"
-what="blocks through gpu0: every block of every step in one chain" ok \
-	js "$T/blocks.json" "d['error'] is None and s['blocks'] == 2 * s['tokens'] and s['block_chains'] == s['tokens'] and s['fallbacks'] == 0"
+what="blocks through gpu0: every block of every step in one chain, the prompt's too" ok \
+	js "$T/blocks.json" "d['error'] is None and s['blocks'] - s['prefill_blocks'] == 2 * s['tokens'] and s['prefill_blocks'] == 2 and s['tokens'] < s['block_chains'] <= s['tokens'] + 2 and s['fallbacks'] == 0"
 what="blocks through gpu0: tokens equal the all-CPU run" ok \
 	test "$(toks "$T/blocks.json")" = "$(toks "$T/cpu.json")"
 # 7 steps of 2 blocks of 17 ops and an output op, the first step's

@@ -476,7 +476,8 @@ int main(int argc, char **argv)
 	       "{\"tokens\": %llu, \"replans\": %llu, \"offloaded\": %llu, "
 	       "\"fallbacks\": %llu, \"last_error\": %d, \"pressure_events\": "
 	       "%llu, \"copy_refused\": %llu, \"copy_bound\": %llu, "
-	       "\"copy_bound_changes\": %llu, \"blocks\": %llu, "
+	       "\"copy_bound_changes\": %llu, \"prefill_blocks\": %llu, "
+	       "\"blocks\": %llu, "
 	       "\"block_chains\": %llu, \"blocks_off\": \"%s\", "
 	       "\"monitor\": \"%s\"}, \"error\": ",
 	       backend, perbuf ? perbuf : "", (unsigned long long)st.tokens,
@@ -486,6 +487,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.copy_refused,
 	       (unsigned long long)st.copy_bound,
 	       (unsigned long long)st.copy_bound_changes,
+	       (unsigned long long)st.prefill_blocks,
 	       (unsigned long long)st.blocks,
 	       (unsigned long long)st.block_chains, st.blocks_off,
 	       pm ? edgeq_pressure_source_name(edgeq_pressure_source(pm)) : "");

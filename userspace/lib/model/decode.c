@@ -55,6 +55,7 @@ struct edgeq_ctx {
 	void *kv_map; /* ctx_kv_share(): both caches in one memfd, or NULL */
 	size_t kv_map_len;
 	int kv_fd;
+	int pass_nb; /* tokens of the forward pass running */
 	float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* [n_batch][dim] */
 	float *logits;				    /* [n_vocab] */
 	float *att;  /* [n_threads][ATT_G][n_ctx] */
@@ -1010,7 +1011,8 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 		ret = edgeq_weights_layer_begin(w, l, err);
 		if (ret)
 			return ret;
-		if (f->hooks && f->hooks->blocks && nb == 1 && c->tc[0] == c) {
+		if (f->hooks && f->hooks->blocks && c->tc[0] == c &&
+		    c->pass_nb == nb) {
 			/* whole blocks elsewhere: several at once where every
 			 * layer's weights are at hand without layer_begin */
 			int done = f->hooks->blocks(
@@ -1193,6 +1195,7 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 		c->tc[b] = c;
 		c->tpos[b] = c->pos + (uint32_t)b;
 	}
+	c->pass_nb = nb;
 	if (c->hooks && c->hooks->step_begin)
 		c->hooks->step_begin(c->hooks_arg, nb);
 	ret = forward_layers(&f, (int)c->m->hp.n_layer, err);
@@ -1364,6 +1367,7 @@ int ctx_shift(struct edgeq_ctx *c, uint32_t keep, uint32_t n_discard,
 void ctx_block_view(struct edgeq_ctx *c, struct ctx_block_view *v)
 {
 	v->x = c->x;
+	v->nb = c->pass_nb ? c->pass_nb : 1;
 	v->k_cache = c->k_cache;
 	v->v_cache = c->v_cache;
 	v->kv_row = c->kv_row;

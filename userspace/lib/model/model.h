@@ -200,12 +200,13 @@ struct edgeq_ctx_hooks {
 			const float *x, int nb, int ldx, float *const *y,
 			const int *ldy);
 	/*
-	 * Optional, one-token passes of a ctx (not batches): run decoder
-	 * blocks l .. l + n - 1, n <= @n_max, whole elsewhere (both norms,
-	 * the products, RoPE, the KV writes at the token's position,
-	 * attention, both residual adds), reading and writing the ctx's
-	 * hidden state (ctx_block_view()). Returns n, or 0 (or an error)
-	 * when the CPU runs block l, with the hidden state as it was.
+	 * Optional, passes of one ctx (a decode step or a prompt batch, not
+	 * ctx_decode_batch()'s): run decoder blocks l .. l + n - 1, n <=
+	 * @n_max, whole elsewhere (both norms, the products, RoPE, the KV
+	 * writes at the tokens' positions, attention, both residual adds),
+	 * reading and writing the ctx's hidden states (ctx_block_view()).
+	 * Returns n, or 0 (or an error) when the CPU runs block l, with the
+	 * hidden states as they were.
 	 */
 	int (*blocks)(void *arg, int l, int n_max);
 	/* Optional, with blocks(): the n_vocab logits of the one-token pass
@@ -218,10 +219,11 @@ struct edgeq_ctx_hooks {
 
 /* What a blocks() hook reads and writes. */
 struct ctx_block_view {
-	float *x;		    /* the token's hidden state [n_embd] */
+	float *x; /* the pass's hidden states [nb][n_embd] */
+	int nb;	  /* its tokens, at positions pos .. pos + nb - 1 */
 	uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][kv_row] */
 	size_t kv_row;
-	uint32_t n_ctx, pos;   /* the token's position */
+	uint32_t n_ctx, pos;   /* the first token's position */
 	const float *inv_freq; /* its RoPE frequencies [n_rot / 2] */
 	enum edgeq_kv_type kv_type;
 	/* ctx_kv_share(): the memfd and mapping both caches live in */

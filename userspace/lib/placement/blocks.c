@@ -75,6 +75,10 @@ static uint32_t weight(struct bb *b, const struct edgeq_tensor *t)
 {
 	struct edgeq_place_weight *w = &b->w[b->nw];
 
+	for (uint32_t i = 0; i < b->nw; i++) /* a norm's, once per token */
+		if (b->w[i].name == t->name)
+			return i;
+
 	w->name = t->name;
 	w->layer = t->layer < 0 ? -1 : t->layer;
 	w->type = t->type;
@@ -123,17 +127,21 @@ static void wref(struct edgeq_place_cop *o, int i, struct bb *b,
 					     b->w[k].bytes };
 }
 
+/* y[nb][rows] = x[nb][cols] W^T: MATVEC for one token, MATMUL for more */
 static void matvec(struct bb *b, const struct edgeq_tensor *t, uint64_t x,
-		   uint64_t y)
+		   uint64_t y, int nb)
 {
-	struct edgeq_place_cop *o = op(b, EDGEQ_OP_MATVEC);
+	struct edgeq_place_cop *o =
+		op(b, nb > 1 ? EDGEQ_OP_MATMUL : EDGEQ_OP_MATVEC);
 
 	o->op.dtype = t->type;
 	o->op.shape[0] = (uint64_t)t->ne[1];
 	o->op.shape[1] = (uint64_t)t->ne[0];
+	if (nb > 1)
+		o->op.shape[2] = (uint64_t)nb;
 	wref(o, 0, b, t);
-	act(o, 1, x, (uint64_t)t->ne[0] * 4);
-	act(o, 2, y, (uint64_t)t->ne[1] * 4);
+	act(o, 1, x, (uint64_t)t->ne[0] * 4 * nb);
+	act(o, 2, y, (uint64_t)t->ne[1] * 4 * nb);
 }
 
 static void norm(struct bb *b, const struct edgeq_tensor *t, uint64_t x,
@@ -179,7 +187,7 @@ static void bias(struct bb *b, const struct edgeq_tensor *t, uint64_t y,
 }
 
 static void rope(struct bb *b, const struct ctx_block_view *v, int l,
-		 uint64_t x, uint32_t heads)
+		 uint64_t x, uint32_t heads, uint32_t p)
 {
 	const struct edgeq_hparams *hp = &b->m->hp;
 	struct edgeq_place_cop *o = op(b, EDGEQ_OP_ROPE_FREQ);
@@ -189,7 +197,7 @@ static void rope(struct bb *b, const struct ctx_block_view *v, int l,
 			   inv == b->m->rope_inv_freq_long ?
 				 "edgeq.rope.inv_freq_long" :
 				 "edgeq.rope.inv_freq";
-	float pos = swa ? (float)v->pos : (float)v->pos * hp->rope_linear_scale;
+	float pos = swa ? (float)p : (float)p * hp->rope_linear_scale;
 	uint32_t k = table(b, name, inv, hp->n_rot / 2);
 
 	o->op.shape[0] = heads;
@@ -220,19 +228,52 @@ static uint64_t al(uint64_t v)
 	return (v + 255) & ~255ULL;
 }
 
+/* The attention of the token at @p over layer @l's rows so far. */
+static void attention(struct bb *b, const struct ctx_block_view *v, int l,
+		      uint32_t p, uint32_t dtype, uint64_t v_off, uint64_t q,
+		      uint64_t ao)
+{
+	const struct edgeq_hparams *hp = &b->m->hp;
+	uint64_t q_bytes = (uint64_t)hp->n_head * hp->head_dim * 4, row;
+	struct edgeq_place_cop *o = op(b, EDGEQ_OP_ATTENTION);
+	uint32_t first = 0;
+
+	if (hp_layer_swa(hp, (uint32_t)l) && p + 1 > hp->n_swa)
+		first = p + 1 - hp->n_swa;
+	o->op.dtype = dtype;
+	o->op.shape[0] = hp->n_head;
+	o->op.shape[1] = hp->n_head_kv;
+	o->op.shape[2] = hp->head_dim;
+	o->op.shape[3] = p + 1 - first;
+	o->op.param[0] = fbits(hp->attn_scale);
+	act(o, 0, q, q_bytes);
+	row = ((uint64_t)l * v->n_ctx + first) * v->kv_row;
+	kvref(o, 1, row, o->op.shape[3] * v->kv_row);
+	kvref(o, 2, v_off + row, o->op.shape[3] * v->kv_row);
+	act(o, 3, ao, q_bytes);
+}
+
+unsigned int place_blocks_ops(const struct edgeq_model *m, int nb)
+{
+	return (unsigned int)(PLACE_BLOCK_OPS * nb);
+}
+
 int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		       const struct ctx_block_view *v, int l0, int n,
 		       float *head_logits, struct edgeq_place_chain *ch)
 {
 	const struct edgeq_hparams *hp = &m->hp;
-	uint32_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
-	uint32_t q_dim = hp->n_head * hd, kv_dim = hp->n_head_kv * hd;
-	uint64_t x = 0, xb = al(x + E * 4), q = al(xb + E * 4);
-	uint64_t k = al(q + q_dim * 4), vv = al(k + kv_dim * 4);
-	uint64_t ao = al(vv + kv_dim * 4), g = al(ao + q_dim * 4);
-	uint64_t u = al(g + (uint64_t)F * 4), lg = al(u + (uint64_t)F * 4);
+	uint64_t nb = v->nb > 0 ? (uint64_t)v->nb : 1;
+	uint64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
+	uint64_t q_dim = hp->n_head * hd, kv_dim = hp->n_head_kv * hd;
+	/* each region holds the pass's nb rows */
+	uint64_t x = 0, xb = al(x + nb * E * 4), q = al(xb + nb * E * 4);
+	uint64_t k = al(q + nb * q_dim * 4), vv = al(k + nb * kv_dim * 4);
+	uint64_t ao = al(vv + nb * kv_dim * 4), g = al(ao + nb * q_dim * 4);
+	uint64_t u = al(g + nb * F * 4), lg = al(u + nb * F * 4);
 	uint64_t end = lg + (head_logits ? al((uint64_t)hp->n_vocab * 4) : 0);
 	uint64_t v_off = (uint64_t)(v->v_cache - (uint8_t *)v->kv_map);
+	size_t per = place_blocks_ops(m, (int)nb);
 	uint32_t dtype;
 	struct bb bb;
 
@@ -244,10 +285,12 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		return -EOPNOTSUPP;
 	if (!v->kv_map || v->k_cache != v->kv_map)
 		return -EOPNOTSUPP;
+	if (head_logits && nb != 1)
+		return -EINVAL; /* a batch's head: the CPU's, last row only */
 	/* room for one block more than asked: the head's two ops fit */
-	if ((unsigned int)n + 1 > b->cap) {
-		struct edgeq_place_cop *o = realloc(
-			b->ops, (size_t)(n + 1) * PLACE_BLOCK_OPS * sizeof(*o));
+	if ((unsigned int)n + 1 > b->cap || per > b->per) {
+		struct edgeq_place_cop *o =
+			realloc(b->ops, (size_t)(n + 1) * per * sizeof(*o));
 		struct edgeq_place_weight *w;
 
 		if (!o)
@@ -259,51 +302,53 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 			return -ENOMEM;
 		b->w = w;
 		b->cap = (unsigned int)n + 1;
+		b->per = per;
 	}
 	bb = (struct bb){ b->ops, b->w, 0, m };
 	for (int l = l0; l < l0 + n; l++) {
 		const struct edgeq_layer *L = &m->layers[l];
-		uint64_t row = ((uint64_t)l * v->n_ctx + v->pos) * v->kv_row;
-		uint64_t first = 0;
-		struct edgeq_place_cop *o;
+		uint64_t t;
 
-		if (hp_layer_swa(hp, (uint32_t)l) && v->pos + 1 > hp->n_swa)
-			first = v->pos + 1 - hp->n_swa;
-		norm(&bb, L->attn_norm, x, xb, E);
-		matvec(&bb, L->wq, xb, q);
-		matvec(&bb, L->wk, xb, k);
-		matvec(&bb, L->wv, xb, vv);
-		bias(&bb, L->bq, q, q_dim);
-		bias(&bb, L->bk, k, kv_dim);
-		bias(&bb, L->bv, vv, kv_dim);
-		rope(&bb, v, l, q, hp->n_head);
-		rope(&bb, v, l, k, hp->n_head_kv);
-		store(&bb, dtype, k, row, kv_dim, v->kv_row);
-		store(&bb, dtype, vv, v_off + row, kv_dim, v->kv_row);
-		o = op(&bb, EDGEQ_OP_ATTENTION);
-		o->op.dtype = dtype;
-		o->op.shape[0] = hp->n_head;
-		o->op.shape[1] = hp->n_head_kv;
-		o->op.shape[2] = hd;
-		o->op.shape[3] = v->pos + 1 - first;
-		o->op.param[0] = fbits(hp->attn_scale);
-		act(o, 0, q, (uint64_t)q_dim * 4);
-		row = ((uint64_t)l * v->n_ctx + first) * v->kv_row;
-		kvref(o, 1, row, o->op.shape[3] * v->kv_row);
-		kvref(o, 2, v_off + row, o->op.shape[3] * v->kv_row);
-		act(o, 3, ao, (uint64_t)q_dim * 4);
-		matvec(&bb, L->wo, ao, xb);
-		ew(&bb, EDGEQ_OP_ADD, x, xb, x, E);
-		norm(&bb, L->ffn_norm, x, xb, E);
-		matvec(&bb, L->w_gate, xb, g);
-		matvec(&bb, L->w_up, xb, u);
-		ew(&bb, EDGEQ_OP_SILU_MUL, g, u, g, F);
-		matvec(&bb, L->w_down, g, xb);
-		ew(&bb, EDGEQ_OP_ADD, x, xb, x, E);
+		for (t = 0; t < nb; t++)
+			norm(&bb, L->attn_norm, x + t * E * 4, xb + t * E * 4,
+			     (uint32_t)E);
+		matvec(&bb, L->wq, xb, q, (int)nb);
+		matvec(&bb, L->wk, xb, k, (int)nb);
+		matvec(&bb, L->wv, xb, vv, (int)nb);
+		for (t = 0; t < nb; t++) {
+			uint32_t p = v->pos + (uint32_t)t;
+			uint64_t row = ((uint64_t)l * v->n_ctx + p) * v->kv_row;
+			uint64_t qt = q + t * q_dim * 4,
+				 kt = k + t * kv_dim * 4;
+			uint64_t vt = vv + t * kv_dim * 4;
+
+			bias(&bb, L->bq, qt, (uint32_t)q_dim);
+			bias(&bb, L->bk, kt, (uint32_t)kv_dim);
+			bias(&bb, L->bv, vt, (uint32_t)kv_dim);
+			rope(&bb, v, l, qt, hp->n_head, p);
+			rope(&bb, v, l, kt, hp->n_head_kv, p);
+			store(&bb, dtype, kt, row, (uint32_t)kv_dim, v->kv_row);
+			store(&bb, dtype, vt, v_off + row, (uint32_t)kv_dim,
+			      v->kv_row);
+		}
+		/* causal: token t sees the rows up to its own, all stored */
+		for (t = 0; t < nb; t++)
+			attention(&bb, v, l, v->pos + (uint32_t)t, dtype, v_off,
+				  q + t * q_dim * 4, ao + t * q_dim * 4);
+		matvec(&bb, L->wo, ao, xb, (int)nb);
+		ew(&bb, EDGEQ_OP_ADD, x, xb, x, (uint32_t)(nb * E));
+		for (t = 0; t < nb; t++)
+			norm(&bb, L->ffn_norm, x + t * E * 4, xb + t * E * 4,
+			     (uint32_t)E);
+		matvec(&bb, L->w_gate, xb, g, (int)nb);
+		matvec(&bb, L->w_up, xb, u, (int)nb);
+		ew(&bb, EDGEQ_OP_SILU_MUL, g, u, g, (uint32_t)(nb * F));
+		matvec(&bb, L->w_down, g, xb, (int)nb);
+		ew(&bb, EDGEQ_OP_ADD, x, xb, x, (uint32_t)(nb * E));
 	}
 	if (head_logits) { /* forward_head(): x -> norm -> logits */
-		norm(&bb, m->output_norm, x, xb, E);
-		matvec(&bb, m->output, xb, lg);
+		norm(&bb, m->output_norm, x, xb, (uint32_t)E);
+		matvec(&bb, m->output, xb, lg, 1);
 	}
 	*ch = (struct edgeq_place_chain){
 		.ops = b->ops,
@@ -312,9 +357,9 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		.n_w = bb.nw,
 		.act_bytes = end,
 		.in = v->x,
-		.in_len = (uint64_t)E * 4,
+		.in_len = nb * E * 4,
 		.out = v->x,
-		.out_len = (uint64_t)E * 4,
+		.out_len = nb * E * 4,
 		.head_out = head_logits,
 		.head_off = lg,
 		.head_len = head_logits ? (uint64_t)hp->n_vocab * 4 : 0,

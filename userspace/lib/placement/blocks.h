@@ -19,15 +19,21 @@
 struct place_blocks {
 	struct edgeq_place_cop *ops;
 	struct edgeq_place_weight *w;
-	unsigned int cap; /* blocks there is room for */
+	unsigned int cap; /* blocks there is room for, */
+	size_t per;	  /* of this many ops each */
 };
+
+/* At most this many ops a block of an @nb-token pass takes. */
+unsigned int place_blocks_ops(const struct edgeq_model *m, int nb);
 
 /* Why @m's blocks cannot run as device chains, or NULL when they can. */
 const char *place_blocks_unsupported(const struct edgeq_model *m);
 
 /*
- * The chain of blocks [@l0, @l0 + @n) for the token @v describes (its
- * hidden state in, out; its K and V rows written at its position), into
+ * The chain of blocks [@l0, @l0 + @n) for the pass @v describes (its
+ * tokens' hidden states in, out; their K and V rows written at their
+ * positions, each token attending causally to the rows up to its own;
+ * a prompt batch's products as MATMUL), into
  * @ch, with its ops and weights in @b; with @head_logits also the output
  * norm and projection after the last block, the logits to @head_logits.
  * -ENOMEM, or -EOPNOTSUPP for a KV cache type the ops do not write (Q8_0)

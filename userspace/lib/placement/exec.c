@@ -12,10 +12,12 @@
  * the caller never sees the error. Backends run the same kernels as the CPU
  * path, so the tokens do not depend on the placement.
  *
- * What runs elsewhere: matrix-vector products of decode steps. Norms, RoPE,
- * attention and element-wise ops stay on the CPU thread pool (the device
- * set handed to the placer is restricted accordingly, so the plan is what
- * executes), and prefill batches run on the CPU.
+ * What runs elsewhere: where the backend runs chains and the plan puts a
+ * whole decoder block on a device, the block as device ops (blocks.c), for
+ * decode steps (with the output head) and prompt batches of up to
+ * PREFILL_NB tokens alike; otherwise the matrix products of decode steps,
+ * and the rest on the CPU thread pool (the device set handed to the placer
+ * is restricted to what the backend executes, so the plan is what runs).
  */
 #include <errno.h>
 #include <poll.h>
@@ -54,6 +56,7 @@ struct edgeq_place_exec {
 	uint64_t *acc_ns;      /* per op: device time in this step */
 	int8_t *acc_dev;       /* the device it ran on, -1 none */
 	bool decoding;	       /* the current pass is one token */
+	int pass_nb;	       /* its tokens */
 	uint64_t cpu_t0;       /* start of the matrix op the CPU is running */
 	/* whole blocks as device chains (backend chain(), blocks.c) */
 	bool blocks_ok;
@@ -211,6 +214,7 @@ static void hook_step_begin(void *arg, int nb)
 	enum edgeq_replan_reason r;
 
 	x->decoding = nb == 1;
+	x->pass_nb = nb;
 	x->head_ready = false;
 	if (!x->decoding)
 		return;
@@ -350,6 +354,11 @@ static bool block_on(const struct edgeq_place_exec *x,
 	return true;
 }
 
+/* Prompt batches of up to PREFILL_NB tokens run as blocks too, in chains
+ * of at most PREFILL_OPS ops. */
+#define PREFILL_NB 64
+#define PREFILL_OPS 1000
+
 static void blocks_off(struct edgeq_place_exec *x, const char *why, int ret)
 {
 	x->blocks_ok = false;
@@ -374,17 +383,25 @@ static int hook_blocks(void *arg, int l, int n_max)
 	int dev, n, ret;
 	bool head;
 
-	if (!x->blocks_ok || !x->decoding)
+	/* a prompt batch goes where the decode plan puts the blocks, in
+	 * chains of at most PREFILL_OPS ops (a queue takes 1024 per client) */
+	if (!x->blocks_ok || x->pass_nb < 1 || x->pass_nb > PREFILL_NB)
 		return 0;
 	p = edgeq_placer_plan(x->pl);
 	dev = p->dev[x->layer_ops[l][0]];
 	if (dev == 0 || !block_on(x, p, l, dev))
 		return 0;
+	if (!x->decoding) {
+		int cap = PREFILL_OPS / (int)place_blocks_ops(x->m, x->pass_nb);
+
+		if (n_max > cap)
+			n_max = cap > 0 ? cap : 1;
+	}
 	for (n = 1; n < n_max && block_on(x, p, l + n, dev); n++)
 		;
 	/* the head too when the chain ends with the last block, the plan
 	 * puts it on the same device, and its weights are at hand */
-	head = l + n == (int)x->m->hp.n_layer &&
+	head = x->decoding && l + n == (int)x->m->hp.n_layer &&
 	       edgeq_weights_resident(x->m->weights) &&
 	       x->out_norm_index >= 0 && x->out_index >= 0 &&
 	       p->dev[x->out_norm_index] == dev && p->dev[x->out_index] == dev;
@@ -413,6 +430,10 @@ static int hook_blocks(void *arg, int l, int n_max)
 	dt = edgeq_now_ns() - t0;
 	x->st.blocks += (uint64_t)n;
 	x->st.block_chains++;
+	if (!x->decoding) { /* not a step: not in the step's counts */
+		x->st.prefill_blocks += (uint64_t)n;
+		return n;
+	}
 	/* q k v o gate up down, and the output's */
 	x->st.offloaded += (uint64_t)n * 7 + head;
 	if (dev < EDGEQ_MAX_DEVICES)
