@@ -14,9 +14,20 @@ if [ ! -e /dev/edgeq/zz-none ]; then
 	check "says why" grep -q "is edgeq.ko loaded" "$T/out"
 fi
 check "unknown backend" test "$(st --queue npu0 --backend tpu)" = 2
-check "says which backends" grep -q "auto, vulkan or cpu" "$T/out"
+check "says which backends" grep -q "auto, vulkan, cuda or cpu" "$T/out"
 check "--list-devices succeeds" test "$(st --list-devices)" = 0
 check "lists the cpu backend" grep -q "^cpu 0: " "$T/out"
+# the CUDA backend: built where nvcc is, its driver loaded at run time;
+# without a driver or a GPU it is listed as absent and refused, exit 6
+if grep -q "^cuda: no device" "$T/out"; then
+	check "--backend cuda without a driver: unavailable (6)" \
+		test "$(st --queue npu0 --backend cuda)" = 6
+	check "says why" grep -q "no CUDA driver (libcuda.so.1) or GPU" "$T/out"
+elif grep -q "^cuda: not built in" "$T/out"; then
+	check "--backend cuda not built: unavailable (6)" \
+		test "$(st --queue npu0 --backend cuda)" = 6
+	check "says why" grep -q "not built in" "$T/out"
+fi
 if grep -q "^vulkan 0: " "$T/out"; then
 	check "bad device index is a usage error" \
 		test "$(st --queue npu0 --backend vulkan --device 99)" = 2
