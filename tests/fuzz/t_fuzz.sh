@@ -15,7 +15,7 @@ echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { retu
 $CLANG -fsanitize=fuzzer,address,undefined "$T/probe.c" -o "$T/probe" 2>/dev/null ||
 	skip_all "$CLANG cannot build libFuzzer binaries (-fsanitize=fuzzer)"
 FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
- -fno-omit-frame-pointer -D_GNU_SOURCE -std=gnu11 -Iinclude -Iuserspace/lib  -Itests/lib -DEDGEQ_VERSION=\"fuzz\" -DEDGEQ_COMMIT=\"fuzz\""
+ -fno-omit-frame-pointer -D_GNU_SOURCE -std=gnu11 -Iinclude -Iinclude/uapi -Iuserspace/lib  -Itests/lib -DEDGEQ_VERSION=\"fuzz\" -DEDGEQ_COMMIT=\"fuzz\""
 LIB="userspace/lib/model/gguf.c userspace/lib/model/vocab.c userspace/lib/model/spm.c
  userspace/lib/model/pretok.c userspace/lib/model/regex.c userspace/lib/model/unicode.c userspace/lib/model/unicode_table.c
  userspace/lib/model/special.c
