@@ -42,6 +42,8 @@ struct kq_dev {
 	struct place_wset w; /* one memfd per weight identity */
 	uint64_t kv_id;	     /* the ctx KV mapping registered, 0: none */
 	uint32_t kv_handle;
+	/* the module's bounds: ops per write(), ops a client may have out */
+	uint32_t max_batch, max_outstanding;
 };
 
 struct edgeq_place_kq {
@@ -157,34 +159,45 @@ static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
 	}
 }
 
-/*
- * Write @n descriptors (cookies @first ..) to the queue in one write(), so
- * the agent reads them as one batch (or as few as its in-flight bound
- * allows) and runs them as one chain, then collect their completions:
- * 0, or the first failed op's status.
- */
-static int submit_collect(struct edgeq_place_kq *k, struct kq_dev *d,
-			  const struct edgeq_op_desc *op, unsigned int n,
-			  uint64_t first)
+/* Write @n descriptors in writes of at most the module's batch (it refuses
+ * longer ones), waiting for each: 0, or -errno (-EIO: some taken). */
+static int submit_writes(struct edgeq_place_kq *k, struct kq_dev *d,
+			 const struct edgeq_op_desc *op, unsigned int n)
+{
+	for (unsigned int off = 0; off < n;) {
+		unsigned int m = n - off < d->max_batch ? n - off :
+							  d->max_batch;
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&k->ring);
+		int ret, res;
+
+		io_uring_prep_write(sqe, edgeq_kq_fd(d->kq), op + off,
+				    m * sizeof(op[0]), 0);
+		ret = ring_wait_one(k, sqe, &res);
+		if (ret)
+			return ret;
+		if (res < 0)
+			return off ? -EIO : res; /* refused at once: -ENODEV */
+		if ((size_t)res != m * sizeof(op[0]))
+			return -EIO; /* some taken: their completions go stale */
+		off += m;
+	}
+	return 0;
+}
+
+/* The completions of cookies [@first, @first + @n): POLL_ADD on the same
+ * ring until all are in; 0 or the first failed op's status. */
+static int collect(struct edgeq_place_kq *k, struct kq_dev *d, unsigned int n,
+		   uint64_t first)
 {
 	struct edgeq_completion cpl;
 	struct io_uring_sqe *sqe;
 	unsigned int left = n;
 	uint8_t *done;
-	int ret, res, status = 0;
+	int ret = 0, res, status = 0;
 
 	done = calloc((n + 7) / 8, 1);
 	if (!done)
 		return -ENOMEM;
-	/* the descriptors: refused at once without an agent (-ENODEV) */
-	sqe = io_uring_get_sqe(&k->ring);
-	io_uring_prep_write(sqe, edgeq_kq_fd(d->kq), op, n * sizeof(op[0]), 0);
-	ret = ring_wait_one(k, sqe, &res);
-	if (!ret && res < 0)
-		ret = res;
-	else if (!ret && (size_t)res != n * sizeof(op[0]))
-		ret = -EIO; /* some taken: their completions go stale */
-	/* the completions: POLL_ADD on the same ring until all are in */
 	while (!ret && left) {
 		ret = edgeq_kq_complete(d->kq, &cpl, 1);
 		if (ret == 1) {
@@ -212,6 +225,32 @@ static int submit_collect(struct edgeq_place_kq *k, struct kq_dev *d,
 	}
 	free(done);
 	return ret ? ret : status;
+}
+
+/*
+ * Run @n descriptors (cookies @first ..) as one chain: written back to
+ * back (the agent reads them in batches as its in-flight bound allows and
+ * runs each as a chain), in segments of at most the ops a client may have
+ * outstanding, each segment's completions collected before the next; 0,
+ * or the first failed op's status.
+ */
+static int submit_collect(struct edgeq_place_kq *k, struct kq_dev *d,
+			  const struct edgeq_op_desc *op, unsigned int n,
+			  uint64_t first)
+{
+	for (unsigned int off = 0; off < n;) {
+		unsigned int m = n - off < d->max_outstanding ?
+					 n - off :
+					 d->max_outstanding;
+		int ret = submit_writes(k, d, op + off, m);
+
+		if (!ret)
+			ret = collect(k, d, m, first + off);
+		if (ret)
+			return ret;
+		off += m;
+	}
+	return 0;
 }
 
 /*
@@ -427,6 +466,20 @@ int edgeq_place_kq_new(const struct edgeq_devices *devs,
 	for (size_t i = 1; i < devs->n; i++) {
 		ret = edgeq_kq_open(devs->dev[i].name, O_NONBLOCK,
 				    &k->dev[i].kq);
+		if (!ret) {
+			struct edgeq_features f;
+
+			/* the bounds of v1 where the module does not say */
+			k->dev[i].max_batch = 64;
+			k->dev[i].max_outstanding = 1024;
+			if (!edgeq_kq_features(k->dev[i].kq, &f)) {
+				if (f.max_batch)
+					k->dev[i].max_batch = f.max_batch;
+				if (f.max_outstanding)
+					k->dev[i].max_outstanding =
+						f.max_outstanding;
+			}
+		}
 		if (ret) {
 			edgeq_place_kq_free(k);
 			return edgeq_error_set(err, -ret,
