@@ -1,7 +1,21 @@
-# Shared by t_vulkan.sh and t_vulkan_blocks.sh (sourced, not a test):
-# the JSON checks of place-run's output and compare(), the greedy-token
-# comparison against the all-CPU run with its logit tolerance. Needs RUN,
-# T and the array Q (place-run's queue arguments) set by the caller.
+# Shared by t_vulkan.sh and t_vulkan_blocks.sh (sourced after testlib.sh,
+# not a test): the tools and the Vulkan device (a skip without one, a
+# failure under CI=true: lavapipe is expected), a device profile taking
+# the op kinds $VK_OPS and place-run's queue arguments Q for it; the JSON
+# checks of place-run's output and compare(), the greedy-token comparison
+# against the all-CPU run with its logit tolerance.
+B=${EDGEQ_TOP:-.}/${O:-build}
+RUN=$B/tools/place-run
+GEN=$B/tools/gguf-gen
+[ -x "$RUN" ] && [ -x "$GEN" ] || skip_all "place-run or gguf-gen not built"
+"$B/edgeq" agent --list-devices >"$T/devs" 2>&1
+if ! grep -q '^vulkan 0: ' "$T/devs"; then
+	why="no Vulkan device: $(grep '^vulkan' "$T/devs")"
+	if [ "${CI:-}" = true ]; then echo "FAIL - CI=true but $why"; exit 1; fi
+	skip_all "$why"
+fi
+printf '[device.gpu]\nops = %s\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' "$VK_OPS" >"$T/gpu.ini"
+Q=(--queue gpu0 --devices "$T/gpu.ini" --no-calib -p "Once upon a time")
 js() { python3 -c "import json,sys; d=json.load(open('$1')); p=d['per_token']; s=d['stats']; sys.exit(0 if ($2) else 1)"; }
 toks() { python3 -c "import json; print(','.join(str(t['tok']) for t in json.load(open('$1'))['per_token']))"; }
 
