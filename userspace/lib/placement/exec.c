@@ -384,7 +384,8 @@ static int hook_blocks(void *arg, int l, int n_max)
 	bool head;
 
 	/* a prompt batch goes where the decode plan puts the blocks, in
-	 * chains of at most PREFILL_OPS ops (a queue takes 1024 per client) */
+	 * chains of at most PREFILL_OPS ops (the kq backend splits what the
+	 * queue takes per write and per client; this bounds one chain) */
 	if (!x->blocks_ok || x->pass_nb < 1 || x->pass_nb > PREFILL_NB)
 		return 0;
 	p = edgeq_placer_plan(x->pl);
