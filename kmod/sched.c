@@ -31,8 +31,15 @@ static const struct {
 	[EDGEQ_OP_ROPE] = { 1, 2 },	 [EDGEQ_OP_SOFTMAX] = { 1, 2 },
 	[EDGEQ_OP_ATTENTION] = { 4, 4 }, [EDGEQ_OP_SILU_MUL] = { 3, 1 },
 	[EDGEQ_OP_ADD] = { 3, 1 },	 [EDGEQ_OP_STORE] = { 2, 1 },
-	[EDGEQ_OP_ROPE_FREQ] = { 2, 2 },
+	[EDGEQ_OP_ROPE_FREQ] = { 2, 2 }, [EDGEQ_OP_GELU_MUL] = { 3, 1 },
 };
+
+/* RMSNORM takes rows as a second dim (EDGEQ_F_NORM_ROWS). */
+static bool edgeq_ndims_valid(const struct edgeq_op_desc *op)
+{
+	return op->ndims == edgeq_op_shape[op->opcode].ndims ||
+	       (op->opcode == EDGEQ_OP_RMSNORM && op->ndims == 2);
+}
 
 static bool edgeq_dtype_valid(u32 dtype)
 {
@@ -102,8 +109,17 @@ static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
 			return -EINVAL;
 		return 0;
 	}
-	case EDGEQ_OP_RMSNORM:
+	case EDGEQ_OP_RMSNORM: {
+		u64 rows = op->ndims == 2 ? d[1] : 1;
+
+		if (!edgeq_fits(op, 0, rows, d[0] * 4) ||
+		    !edgeq_fits(op, 1, 1, d[0] * 4) ||
+		    !edgeq_fits(op, 2, rows, d[0] * 4))
+			return -EINVAL;
+		return 0;
+	}
 	case EDGEQ_OP_SILU_MUL:
+	case EDGEQ_OP_GELU_MUL:
 	case EDGEQ_OP_ADD:
 		if (!edgeq_fits(op, 0, 1, d[0] * 4) ||
 		    !edgeq_fits(op, 1, 1, d[0] * 4) ||
@@ -162,7 +178,7 @@ int edgeq_op_check(const struct edgeq_op_desc *op)
 	    op->priority >= EDGEQ_PRIO_COUNT || op->flags & ~EDGEQ_OPF_ALL ||
 	    !edgeq_dtype_valid(op->dtype) || op->reserved0)
 		return -EINVAL;
-	if (op->ndims != edgeq_op_shape[op->opcode].ndims ||
+	if (!edgeq_ndims_valid(op) ||
 	    op->ntensors != edgeq_op_shape[op->opcode].ntensors)
 		return -EINVAL;
 	for (i = 0; i < ARRAY_SIZE(op->reserved); i++)

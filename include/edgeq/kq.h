@@ -76,6 +76,8 @@ void edgeq_op_desc_tensor(struct edgeq_op_desc *op, unsigned int i,
 /* Tensors and dims @opcode takes; -EINVAL for an unknown opcode. */
 int edgeq_op_arity(uint16_t opcode, unsigned int *ntensors,
 		   unsigned int *ndims);
+/* @ndims is one @opcode takes: its arity's, or RMSNORM's rows (2). */
+bool edgeq_op_ndims_valid(uint16_t opcode, unsigned int ndims);
 
 /* ---- client */
 

@@ -323,7 +323,16 @@ static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 		}
 		break;
 	case EDGEQ_OP_RMSNORM:
+		op->shape[0] = a * 16;
+		len[0] = len[1] = len[2] = a * 64;
+		if (pick(2)) { /* rows (EDGEQ_F_NORM_ROWS) */
+			op->ndims = 2;
+			op->shape[1] = b;
+			len[0] = len[2] = a * b * 64;
+		}
+		break;
 	case EDGEQ_OP_SILU_MUL:
+	case EDGEQ_OP_GELU_MUL:
 	case EDGEQ_OP_ADD:
 		op->shape[0] = a * 16;
 		len[0] = len[1] = len[2] = a * 64;

@@ -2173,6 +2173,41 @@ static int t_shapes(void)
 	BAD(bad.param[1] = 0, -EINVAL); /* all 8 dims: 4 pairs */
 	BAD(bad.param[1] = 7ULL << 32, -EINVAL);
 	BAD(bad.ntensors = 1, -EINVAL);
+	/* RMSNORM {n, rows}: rows of x and y, one weight row */
+	{
+		struct edgeq_features f;
+
+		CHECK(!edgeq_kq_features(kq, &f));
+		CHECK(f.features & EDGEQ_F_NORM_ROWS);
+		CHECK(f.features & EDGEQ_F_OP_GELU_MUL);
+	}
+	edgeq_op_desc_init(&op, EDGEQ_OP_RMSNORM, 8);
+	op.ndims = 2;
+	op.shape[0] = 8;
+	op.shape[1] = 3;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 3 * 8 * 4);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 4096, 8 * 4);
+	edgeq_op_desc_tensor(&op, 2, t.handle, 0, 3 * 8 * 4);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[0].length = 3 * 8 * 4 - 4, -EINVAL);
+	BAD(bad.tensors[2].length = 2 * 8 * 4, -EINVAL);
+	BAD(bad.shape[1] = 0, -EINVAL);
+	BAD(bad.shape[1] = 4, -EINVAL);
+	BAD(bad.ndims = 3, -EINVAL);
+	/* the weight is one row: a second is not needed, one short is bad */
+	BAD(bad.tensors[1].length = 7 * 4, -EINVAL);
+	BAD((bad.ndims = 1, bad.shape[1] = 0, bad.tensors[1].length = 4),
+	    -EINVAL);
+	/* GELU_MUL {n}, as SILU_MUL */
+	edgeq_op_desc_init(&op, EDGEQ_OP_GELU_MUL, 9);
+	op.shape[0] = 10;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 40);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 40, 40);
+	edgeq_op_desc_tensor(&op, 2, t.handle, 80, 40);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[2].length = 36, -EINVAL);
+	BAD(bad.ndims = 2, -EINVAL);
+	BAD(bad.ntensors = 2, -EINVAL);
 	edgeq_kq_close(kq);
 	edgeq_kq_close(agent);
 	tensor_free(&t);

@@ -363,6 +363,76 @@ static void test_softmax_ew(void **state)
 	arena_fini(&a);
 }
 
+/* RMSNORM over rows (EDGEQ_F_NORM_ROWS: per-head norms, a prompt's
+ * tokens) and GELU_MUL, against the CPU executor; the GELU is GELU's. */
+static void test_norm_rows_gelu(void **state)
+{
+	struct edgeq_op_desc op[3];
+	struct arena a;
+	const unsigned int out[3] = { 2, 2, 2 };
+	const uint64_t hd = 64, rows = 70, n = 3000;
+	float *x, *w, *g, *u;
+
+	NEED_VK();
+	arena_init(&a, (2 * rows * hd + hd + 3 * n + 2 * hd) * 4 + 8192, 15);
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_RMSNORM, 1);
+	op[0].ndims = 2;
+	op[0].shape[0] = hd;
+	op[0].shape[1] = rows;
+	op[0].param[0] = bitsf(1e-6f);
+	x = arena_take(&a, &op[0], 0, rows * hd * 4);
+	fill(x, rows * hd, 31);
+	for (uint64_t i = 0; i < hd; i++) /* rows of other scales */
+		x[5 * hd + i] *= 1e4f, x[6 * hd + i] = 0,
+						  x[7 * hd + i] *= 1e-3f;
+	w = arena_take(&a, &op[0], 1, hd * 4);
+	fill(w, hd, 32);
+	arena_take(&a, &op[0], 2, rows * hd * 4);
+	/* in place, one row: as a model's q norm of one head */
+	edgeq_op_desc_init(&op[1], EDGEQ_OP_RMSNORM, 2);
+	op[1].shape[0] = hd;
+	op[1].param[0] = bitsf(1e-6f);
+	fill(arena_take(&a, &op[1], 0, hd * 4), hd, 33);
+	op[1].tensors[1] = op[0].tensors[1];
+	op[1].tensors[2] = op[1].tensors[0];
+	edgeq_op_desc_init(&op[2], EDGEQ_OP_GELU_MUL, 3);
+	op[2].shape[0] = n;
+	g = arena_take(&a, &op[2], 0, n * 4);
+	fill(g, n, 34);
+	for (uint64_t i = 0; i < n; i++)
+		g[i] *= 8.0f; /* both tails and the middle */
+	g[0] = -30.0f, g[1] = 30.0f, g[2] = 0.0f, g[3] = -0.0f;
+	g[4] = 1e30f, g[5] = -1e30f;
+	u = arena_take(&a, &op[2], 1, n * 4);
+	fill(u, n, 35);
+	arena_take(&a, &op[2], 2, n * 4);
+	print_message("rmsnorm rows, gelu_mul: max |d| = %.3g\n",
+		      run_compare(vk, &a, op, 3, out, 1e-6, 1e-5, NULL));
+	/* the formula is GELU's tanh form (within a few ulp) */
+	for (uint64_t i = 0; i < n; i++) {
+		float v = g[i], y = v, tf;
+
+		edgeq_gelu_mul_ref(&y, &(float){ 1.0f }, 1);
+		tf = 0.5f * v *
+		     (1.0f +
+		      tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+		if (!(fabsf(y - tf) <= 1e-6f * fabsf(tf) + 1e-7f * fabsf(v)))
+			fail_msg("gelu(%.9g) = %.9g, tanh form %.9g", v, y, tf);
+	}
+	/* rows that do not fit: refused */
+	{
+		struct edgeq_backend_tensor t[EDGEQ_MAX_TENSORS];
+		int st;
+
+		op[0].shape[1] = rows + 1;
+		tensors_of(&a, &op[0], t);
+		assert_int_equal(edgeq_backend_run(vk, op, &t, &st, 1), 0);
+		assert_int_equal(st, -EINVAL);
+		op[0].shape[1] = rows;
+	}
+	arena_fini(&a);
+}
+
 static void check_attention(uint32_t dtype, uint64_t heads, uint64_t kvh,
 			    uint64_t hd, uint64_t npos, float scale)
 {
@@ -983,6 +1053,7 @@ int main(void)
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_rope_freq),
 		cmocka_unit_test(test_softmax_ew),
+		cmocka_unit_test(test_norm_rows_gelu),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_store),
 		cmocka_unit_test(test_chain),

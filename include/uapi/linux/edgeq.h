@@ -57,12 +57,18 @@
 #define EDGEQ_F_OP_STORE (1ULL << 13)
 /* EDGEQ_OP_ROPE_FREQ exists: RoPE with the model's own frequencies. */
 #define EDGEQ_F_OP_ROPE_FREQ (1ULL << 14)
+/* RMSNORM takes a second dim, rows of one weight (per-head q/k norms, a
+ * prompt's tokens in one op). */
+#define EDGEQ_F_NORM_ROWS (1ULL << 15)
+/* EDGEQ_OP_GELU_MUL exists: the GELU feed-forward's gate (Gemma). */
+#define EDGEQ_F_OP_GELU_MUL (1ULL << 16)
 #define EDGEQ_F_ALL                                                      \
 	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL |    \
 	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |           \
 	 EDGEQ_F_SIM_SENSOR | EDGEQ_F_REQUEUE | EDGEQ_F_TIMEOUT |        \
 	 EDGEQ_F_DESTROY_WAKE | EDGEQ_F_SHAPE_CHECK | EDGEQ_F_USER_LIMITS | \
-	 EDGEQ_F_AGENT_FD_SCOPED | EDGEQ_F_OP_STORE | EDGEQ_F_OP_ROPE_FREQ)
+	 EDGEQ_F_AGENT_FD_SCOPED | EDGEQ_F_OP_STORE | EDGEQ_F_OP_ROPE_FREQ | \
+	 EDGEQ_F_NORM_ROWS | EDGEQ_F_OP_GELU_MUL)
 
 /*
  * Op codes. Tensor roles and shape per op (all activations F32, row-major):
@@ -70,8 +76,9 @@
  *            shape {rows, cols}
  *  MATMUL    t0 weight [rows][cols] of @dtype, t1 X [n][cols], t2 Y [n][rows];
  *            shape {rows, cols, n}
- *  RMSNORM   t0 x [n], t1 weight [n], t2 y [n]; shape {n}; param[0] = eps
- *            as float bits
+ *  RMSNORM   t0 x [rows][n], t1 weight [n], t2 y [rows][n]; shape {n} or
+ *            {n, rows} (EDGEQ_F_NORM_ROWS), each row normalized on its own
+ *            with the one weight; param[0] = eps as float bits
  *  ROPE      t0 x [heads][head_dim] in place; shape {heads, head_dim};
  *            param[0] = position; param[1] bits 0..31 = theta base as
  *            float bits (0: 10000), bits 32..63 = rotated dims per head
@@ -85,6 +92,9 @@
  *  SILU_MUL  t0 gate [n], t1 up [n], t2 out [n]: out = silu(gate) * up;
  *            shape {n}
  *  ADD       t0 a [n], t1 b [n], t2 out [n]; shape {n}
+ *  GELU_MUL  as SILU_MUL with out = gelu(gate) * up, GELU's tanh form as
+ *            x / (1 + exp(-2 u)), u = 0.7978845608 (x + 0.044715 x^3)
+ *            (EDGEQ_F_OP_GELU_MUL)
  *  STORE     t0 x [n] F32, t1 y [n] of @dtype (F32 or F16, rounded to
  *            nearest even): y = x, a K or V row into a cache; shape {n}
  *            (EDGEQ_F_OP_STORE)
@@ -109,7 +119,8 @@ enum edgeq_opcode {
 	EDGEQ_OP_ADD = 8,
 	EDGEQ_OP_STORE = 9,
 	EDGEQ_OP_ROPE_FREQ = 10,
-	EDGEQ_OP_COUNT = 11,
+	EDGEQ_OP_GELU_MUL = 11,
+	EDGEQ_OP_COUNT = 12,
 };
 
 /* Tensor element types: the GGUF/ggml type ids. */

@@ -256,9 +256,9 @@ static int check_op(const struct edgeq_op_desc *op,
 	unsigned int nt, nd, i;
 
 	if (edgeq_op_arity(op->opcode, &nt, &nd) || op->ntensors != nt ||
-	    op->ndims != nd)
+	    !edgeq_op_ndims_valid(op->opcode, op->ndims))
 		return -EINVAL;
-	for (i = 0; i < nd; i++)
+	for (i = 0; i < op->ndims; i++)
 		if (!op->shape[i])
 			return -EINVAL;
 	for (i = 0; i < nt; i++)

@@ -401,6 +401,11 @@ void edgeq_softmax_ref(float *x, int64_t n);
 /* The FFN's gate: o[i] = o[i] / (1 + edgeq_expf(-o[i])) * x[i] (SiLU of the
  * gate times the up projection), element by element in this order. */
 void edgeq_silu_mul_ref(float *o, const float *x, int64_t n);
+/* The GELU gate (Gemma): GELU's tanh form written as a sigmoid,
+ * 0.5 g (1 + tanh u) = g / (1 + edgeq_expf(-2 u)) with
+ * u = 0.7978845608 * (g + 0.044715 * g * g * g), times x[i], in this order
+ * (so a device can compute the same bits; libm's tanhf cannot be ported). */
+void edgeq_gelu_mul_ref(float *o, const float *x, int64_t n);
 
 /* Scalar implementations every table may reuse (exact same results). */
 uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);

@@ -491,6 +491,16 @@ void edgeq_silu_mul_ref(float *o, const float *x, int64_t n)
 		o[i] = o[i] / (1.0f + edgeq_expf(-o[i])) * x[i];
 }
 
+void edgeq_gelu_mul_ref(float *o, const float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float g = o[i];
+		float u = 0.7978845608f * (g + 0.044715f * g * g * g);
+
+		o[i] = g / (1.0f + edgeq_expf(-2.0f * u)) * x[i];
+	}
+}
+
 /* The attention softmax's fixed order (see kernels.h). */
 void edgeq_softmax_ref(float *x, int64_t n)
 {

@@ -79,20 +79,26 @@ static int exec_matmul(const struct edgeq_op_desc *op, void *const t[],
 
 static int exec_rmsnorm(const struct edgeq_op_desc *op, void *const t[])
 {
-	uint64_t n = op->shape[0], i;
-	const float *x = t[0], *w = t[1];
-	float *y = t[2], eps = bits_to_float(op->param[0]), scale;
-	double ss = 0;
+	uint64_t n = op->shape[0], rows = op->ndims == 2 ? op->shape[1] : 1;
+	float eps = bits_to_float(op->param[0]);
+	uint64_t r, i;
 
-	for (i = 0; i < 3; i++)
-		if (!fits(op->tensors[i].length, n, 1, 1, sizeof(float)))
-			return -EINVAL;
-	/* As the decoder's rmsnorm(): double sum of squares. */
-	for (i = 0; i < n; i++)
-		ss += (double)x[i] * x[i];
-	scale = (float)(1.0 / sqrt(ss / (double)n + eps));
-	for (i = 0; i < n; i++)
-		y[i] = x[i] * scale * w[i];
+	if (!fits(op->tensors[0].length, rows, n, 1, sizeof(float)) ||
+	    !fits(op->tensors[1].length, n, 1, 1, sizeof(float)) ||
+	    !fits(op->tensors[2].length, rows, n, 1, sizeof(float)))
+		return -EINVAL;
+	for (r = 0; r < rows; r++) {
+		const float *x = (const float *)t[0] + r * n, *w = t[1];
+		float *y = (float *)t[2] + r * n, scale;
+		double ss = 0;
+
+		/* As the decoder's rmsnorm(): double sum of squares. */
+		for (i = 0; i < n; i++)
+			ss += (double)x[i] * x[i];
+		scale = (float)(1.0 / sqrt(ss / (double)n + eps));
+		for (i = 0; i < n; i++)
+			y[i] = x[i] * scale * w[i];
+	}
 	return 0;
 }
 
@@ -281,6 +287,13 @@ static int exec_elementwise(const struct edgeq_op_desc *op, void *const t[])
 	if (op->opcode == EDGEQ_OP_ADD) {
 		for (i = 0; i < n; i++)
 			y[i] = a[i] + b[i];
+	} else if (op->opcode == EDGEQ_OP_GELU_MUL) {
+		for (i = 0; i < n; i++) { /* out of place, any aliasing */
+			float g = a[i];
+
+			edgeq_gelu_mul_ref(&g, b + i, 1);
+			y[i] = g;
+		}
 	} else {
 		/* edgeq_silu_mul_ref(), out of place */
 		for (i = 0; i < n; i++)
@@ -312,9 +325,9 @@ int edgeq_kq_exec(const struct edgeq_op_desc *op, void *const t[])
 	unsigned int nt, nd, i;
 
 	if (edgeq_op_arity(op->opcode, &nt, &nd) || op->ntensors != nt ||
-	    op->ndims != nd)
+	    !edgeq_op_ndims_valid(op->opcode, op->ndims))
 		return -EINVAL;
-	for (i = 0; i < nd; i++)
+	for (i = 0; i < op->ndims; i++)
 		if (!op->shape[i])
 			return -EINVAL;
 	switch (op->opcode) {
@@ -334,6 +347,7 @@ int edgeq_kq_exec(const struct edgeq_op_desc *op, void *const t[])
 	case EDGEQ_OP_ATTENTION:
 		return exec_attention(op, t);
 	case EDGEQ_OP_SILU_MUL:
+	case EDGEQ_OP_GELU_MUL:
 	case EDGEQ_OP_ADD:
 		return exec_elementwise(op, t);
 	case EDGEQ_OP_STORE:

@@ -49,7 +49,7 @@ static const struct {
 	[EDGEQ_OP_ROPE] = { 1, 2 },	 [EDGEQ_OP_SOFTMAX] = { 1, 2 },
 	[EDGEQ_OP_ATTENTION] = { 4, 4 }, [EDGEQ_OP_SILU_MUL] = { 3, 1 },
 	[EDGEQ_OP_ADD] = { 3, 1 },	 [EDGEQ_OP_STORE] = { 2, 1 },
-	[EDGEQ_OP_ROPE_FREQ] = { 2, 2 },
+	[EDGEQ_OP_ROPE_FREQ] = { 2, 2 }, [EDGEQ_OP_GELU_MUL] = { 3, 1 },
 };
 
 int edgeq_op_arity(uint16_t opcode, unsigned int *ntensors, unsigned int *ndims)
@@ -59,6 +59,14 @@ int edgeq_op_arity(uint16_t opcode, unsigned int *ntensors, unsigned int *ndims)
 	*ntensors = kq_arity[opcode].ntensors;
 	*ndims = kq_arity[opcode].ndims;
 	return 0;
+}
+
+bool edgeq_op_ndims_valid(uint16_t opcode, unsigned int ndims)
+{
+	if (opcode >= EDGEQ_OP_COUNT)
+		return false;
+	return ndims == kq_arity[opcode].ndims ||
+	       (opcode == EDGEQ_OP_RMSNORM && ndims == 2);
 }
 
 int edgeq_kq_open(const char *name, int flags, struct edgeq_kq **out)

@@ -870,13 +870,6 @@ static void rope_kv_token(struct edgeq_ctx *c, int l, int b)
 		 c->v + (size_t)b * kv_dim);
 }
 
-/* GELU, tanh form (as ggml and Gemma's reference compute it) */
-static float gelu(float x)
-{
-	return 0.5f * x *
-	       (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
-
 /* SiLU(gate) * up over @n elements: the kernels' (same values on every
  * table as edgeq_silu_mul_ref, so no split or table changes a bit). */
 static void silu_mul(const struct edgeq_model *m, float *o, const float *x,
@@ -940,9 +933,9 @@ static void pw_task(void *arg, int ith, int nth)
 		case PW_SILU_MUL:
 			silu_mul(a->c->m, a->o + i, a->x + i, i1 - i);
 			return;
-		default:
-			a->o[i] = gelu(a->o[i]) * a->x[i];
-			break;
+		default: /* GELU's tanh form, as a device computes it */
+			edgeq_gelu_mul_ref(a->o + i, a->x + i, i1 - i);
+			return;
 		}
 }
 

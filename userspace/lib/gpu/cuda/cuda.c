@@ -12,9 +12,9 @@
  * memory, over PCIe on a discrete GPU. Scratch (activations quantized to
  * Q8_0, RoPE tables) is mapped host memory too.
  *
- * Ops: MATVEC of F32, F16, Q8_0 and Q4_0 weights, RMSNORM, ROPE,
- * ROPE_FREQ, SILU_MUL, ADD, STORE; the rest (attention, softmax, K-quants,
- * batches) is left to the agent's CPU kernels in the same batch
+ * Ops: MATVEC of F32, F16, Q8_0 and Q4_0 weights, RMSNORM (rows too),
+ * ROPE, ROPE_FREQ, SILU_MUL, GELU_MUL, ADD, STORE; the rest (attention,
+ * softmax, K-quants, batches) is left to the agent's CPU kernels in the same batch
  * (supports()). Not run on hardware yet: no GPU was at hand where it was
  * written (Documentation/gpu-agent.rst says how to check it on a board).
  */
@@ -263,7 +263,8 @@ static void cu_info(void *priv, struct edgeq_backend_info *info)
 	info->op_mask = 1ULL << EDGEQ_OP_NOP | 1ULL << EDGEQ_OP_MATVEC |
 			1ULL << EDGEQ_OP_RMSNORM | 1ULL << EDGEQ_OP_ROPE |
 			1ULL << EDGEQ_OP_ROPE_FREQ | 1ULL << EDGEQ_OP_SILU_MUL |
-			1ULL << EDGEQ_OP_ADD | 1ULL << EDGEQ_OP_STORE;
+			1ULL << EDGEQ_OP_ADD | 1ULL << EDGEQ_OP_STORE |
+			1ULL << EDGEQ_OP_GELU_MUL;
 	info->imported = c->n_regs;
 	info->chains = c->chains;
 	info->ops = c->ops;
@@ -288,6 +289,7 @@ static bool cu_supports(void *priv, const struct edgeq_op_desc *op)
 	case EDGEQ_OP_ROPE:
 	case EDGEQ_OP_ROPE_FREQ:
 	case EDGEQ_OP_SILU_MUL:
+	case EDGEQ_OP_GELU_MUL:
 	case EDGEQ_OP_ADD:
 		return true;
 	default:
@@ -435,21 +437,26 @@ static int run_op(struct cuda_backend *c, const struct edgeq_op_desc *op,
 	}
 	case EDGEQ_OP_RMSNORM: {
 		float eps = fbits(op->param[0]);
+		uint64_t rows = op->ndims == 2 ? op->shape[1] : 1;
 		void *a[] = { &p[0], &p[1], &p[2], &i_n, &eps };
 
-		if (t[0].length < n * 4 || t[1].length < n * 4 ||
-		    t[2].length < n * 4 || n > INT32_MAX)
+		if (n > INT32_MAX || rows > INT32_MAX ||
+		    t[0].length / 4 / n < rows || t[1].length < n * 4 ||
+		    t[2].length / 4 / n < rows)
 			return -EINVAL;
-		return launch(c, K_NORM, 1, 256, a);
+		return launch(c, K_NORM, (unsigned int)rows, 256, a);
 	}
 	case EDGEQ_OP_ADD:
+	case EDGEQ_OP_GELU_MUL:
 	case EDGEQ_OP_SILU_MUL: {
 		void *a[] = { &p[0], &p[1], &p[2], &i_n, &kind };
 
 		if (t[0].length < n * 4 || t[1].length < n * 4 ||
 		    t[2].length < n * 4 || n > INT32_MAX)
 			return -EINVAL;
-		kind = op->opcode == EDGEQ_OP_SILU_MUL;
+		kind = op->opcode == EDGEQ_OP_SILU_MUL ? 1 :
+		       op->opcode == EDGEQ_OP_GELU_MUL ? 2 :
+							 0;
 		return launch(c, K_EW, blocks_of(n, 256), 256, a);
 	}
 	case EDGEQ_OP_STORE: {

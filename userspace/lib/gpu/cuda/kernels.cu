@@ -118,13 +118,16 @@ extern "C" __global__ void eq_mv_f(const void *w, const float *x, float *y,
 	}
 }
 
-/* RMSNORM: the double sum of squares in element order (one thread), then
- * y = x * scale * w element-wise. */
+/* RMSNORM, a block per row: the double sum of squares in element order
+ * (one thread), then y = x * scale * w element-wise. */
 extern "C" __global__ void eq_rmsnorm(const float *x, const float *w,
 				      float *y, int n, float eps)
 {
 	__shared__ float scale;
 	int t = threadIdx.x;
+
+	x += (size_t)blockIdx.x * n;
+	y += (size_t)blockIdx.x * n;
 
 	if (t == 0) {
 		double ss = 0;
@@ -170,7 +173,9 @@ __device__ static float exp_ref(float x)
 	return __fmul_rn(__fmul_rn(p, s1), s2);
 }
 
-/* ADD (kind 0): y = a + b; SILU_MUL (kind 1): y = a / (1 + exp(-a)) * b. */
+/* ADD (kind 0): y = a + b; SILU_MUL (kind 1): y = a / (1 + exp(-a)) * b;
+ * GELU_MUL (kind 2): y = a / (1 + exp(-2 u)) * b, u as
+ * edgeq_gelu_mul_ref(). */
 extern "C" __global__ void eq_ew(const float *a, const float *b, float *y,
 				 int n, int kind)
 {
@@ -178,9 +183,18 @@ extern "C" __global__ void eq_ew(const float *a, const float *b, float *y,
 
 	if (i >= n)
 		return;
-	if (kind == 0)
+	if (kind == 0) {
 		y[i] = __fadd_rn(a[i], b[i]);
-	else
+	} else if (kind == 2) {
+		float g = a[i], c, u;
+
+		c = __fmul_rn(__fmul_rn(__fmul_rn(__int_as_float(0x3d372713),
+						  g), g), g);
+		u = __fmul_rn(__int_as_float(0x3f4c422a), __fadd_rn(g, c));
+		y[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, exp_ref(__fmul_rn(
+							 -2.0f, u)))),
+				 b[i]);
+	} else
 		y[i] = __fmul_rn(__fdiv_rn(a[i], __fadd_rn(1.0f,
 							  exp_ref(-a[i]))),
 				 b[i]);

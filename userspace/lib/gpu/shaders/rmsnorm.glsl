@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// y = x * scale * w with scale = 1 / sqrt(mean(x^2) + eps), one workgroup:
-// t0 x [n0], t1 w [n0], t2 y [n0], p0 eps (float bits). As the decoder's
+// y = x * scale * w with scale = 1 / sqrt(mean(x^2) + eps), one workgroup
+// per row: t0 x [n1][n0], t1 w [n0], t2 y [n1][n0], p0 eps (float bits). As the decoder's
 // rmsnorm(): the sum of squares in double, in element order, where the
 // device has float64 (rmsnorm.comp); in float otherwise (rmsnorm_f32.comp,
 // a relative error of n0 * 2^-24 more).
@@ -11,6 +11,11 @@ shared float scale;
 void main()
 {
 	uint n = pc.n0, tid = gl_LocalInvocationID.x, i;
+	uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+	uint b = row * n;
+
+	if (row >= pc.n1) // the whole group: no barrier is left waiting
+		return;
 
 	if (tid == 0u) {
 		float eps = uintBitsToFloat(pc.p0);
@@ -18,7 +23,7 @@ void main()
 		precise double ss = 0.0LF;
 
 		for (i = 0u; i < n; i++) {
-			precise double x = double(f0(i)) * double(f0(i));
+			precise double x = double(f0(b + i)) * double(f0(b + i));
 
 			ss += x;
 		}
@@ -29,14 +34,14 @@ void main()
 		float ss = 0.0;
 
 		for (i = 0u; i < n; i++)
-			ss = fma(f0(i), f0(i), ss);
+			ss = fma(f0(b + i), f0(b + i), ss);
 		scale = 1.0 / sqrt(ss / float(n) + eps);
 #endif
 	}
 	barrier();
 	for (i = tid; i < n; i += 64u) {
-		precise float y = f0(i) * scale * f1(i);
+		precise float y = f0(b + i) * scale * f1(i);
 
-		t2[pc.o2 + i] = floatBitsToUint(y);
+		t2[pc.o2 + b + i] = floatBitsToUint(y);
 	}
 }

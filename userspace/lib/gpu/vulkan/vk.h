@@ -28,6 +28,7 @@ enum vk_pipe {
 	VK_PIPE_ATTN_F16,
 	VK_PIPE_ATTN_Q8_0,
 	VK_PIPE_STORE,
+	VK_PIPE_GELU_MUL,
 	VK_PIPE_COUNT,
 };
 

@@ -27,6 +27,7 @@ static const uint8_t out_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_SOFTMAX] = 1u << 0,  [EDGEQ_OP_ATTENTION] = 1u << 3,
 	[EDGEQ_OP_SILU_MUL] = 1u << 2, [EDGEQ_OP_ADD] = 1u << 2,
 	[EDGEQ_OP_STORE] = 1u << 1,    [EDGEQ_OP_ROPE_FREQ] = 1u << 0,
+	[EDGEQ_OP_GELU_MUL] = 1u << 2,
 };
 static const uint8_t in_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_MATVEC] = 3u,	  [EDGEQ_OP_MATMUL] = 3u,
@@ -34,6 +35,7 @@ static const uint8_t in_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_SOFTMAX] = 1u,  [EDGEQ_OP_ATTENTION] = 7u,
 	[EDGEQ_OP_SILU_MUL] = 3u, [EDGEQ_OP_ADD] = 3u,
 	[EDGEQ_OP_STORE] = 1u,	  [EDGEQ_OP_ROPE_FREQ] = 3u,
+	[EDGEQ_OP_GELU_MUL] = 3u,
 };
 static const uint8_t weight_mask[EDGEQ_OP_COUNT] = {
 	[EDGEQ_OP_MATVEC] = 1u,
@@ -249,6 +251,26 @@ static int plan_store(const struct edgeq_op_desc *op, struct op_plan *p)
 	return 0;
 }
 
+/* RMSNORM: one workgroup per row (shape {n} or {n, rows}). */
+static int plan_rmsnorm(const struct edgeq_op_desc *op, struct op_plan *p)
+{
+	uint64_t n = op->shape[0], rows = op->ndims == 2 ? op->shape[1] : 1;
+
+	if (!fits(op->tensors[0].length, rows, n, 1, sizeof(float)) ||
+	    !fits(op->tensors[1].length, n, 1, 1, sizeof(float)) ||
+	    !fits(op->tensors[2].length, rows, n, 1, sizeof(float)) ||
+	    rows * n > UINT32_MAX || rows > (uint64_t)MAX_GROUPS * MAX_GROUPS)
+		return -EINVAL;
+	p->pipe = VK_PIPE_RMSNORM;
+	p->pc.n[0] = (uint32_t)n;
+	p->pc.n[1] = (uint32_t)rows;
+	p->pc.p[0] = (uint32_t)op->param[0];
+	/* the shader's row is y * x_groups + x; past n1 a group returns */
+	p->groups[0] = rows <= MAX_GROUPS ? (uint32_t)rows : MAX_GROUPS;
+	p->groups[1] = div_up(rows, p->groups[0]);
+	return 0;
+}
+
 static int plan_simple(const struct edgeq_op_desc *op, struct op_plan *p)
 {
 	uint64_t n = op->shape[0];
@@ -264,6 +286,8 @@ static int plan_simple(const struct edgeq_op_desc *op, struct op_plan *p)
 		p->groups[0] = div_up(op->shape[1], 64);
 		return 0;
 	}
+	if (op->opcode == EDGEQ_OP_RMSNORM)
+		return plan_rmsnorm(op, p);
 	for (int i = 0; i < nt; i++)
 		if (!fits(op->tensors[i].length, n, 1, 1, sizeof(float)))
 			return -EINVAL;
@@ -271,13 +295,11 @@ static int plan_simple(const struct edgeq_op_desc *op, struct op_plan *p)
 		return -EINVAL;
 	p->pc.n[0] = (uint32_t)n;
 	switch (op->opcode) {
-	case EDGEQ_OP_RMSNORM:
-		p->pipe = VK_PIPE_RMSNORM;
-		p->pc.p[0] = (uint32_t)op->param[0];
-		p->groups[0] = 1;
-		return 0;
 	case EDGEQ_OP_ADD:
 		p->pipe = VK_PIPE_ADD;
+		break;
+	case EDGEQ_OP_GELU_MUL:
+		p->pipe = VK_PIPE_GELU_MUL;
 		break;
 	default:
 		p->pipe = VK_PIPE_SILU_MUL;

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Element-wise GELU_MUL (ew.glsl), float-only.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define EW_GELU_MUL 1
+#include "common.glsl"
+#include "ew.glsl"
