@@ -487,6 +487,10 @@ struct edgeq_place_backend {
 	 * @out is untouched.
 	 */
 	int (*chain)(void *arg, int dev, const struct edgeq_place_chain *c);
+	/* With chain: the EDGEQ_F_* op features its devices take (the
+	 * module's for queues): STORE and ROPE_FREQ are needed for blocks,
+	 * NORM_ROWS for per-head norms, GELU_MUL for GELU models. */
+	uint64_t chain_features;
 	/* With chain: the KV mapping @kv_id goes away (the ctx detaches). */
 	void (*forget_kv)(void *arg, uint64_t kv_id);
 	/* Optional: bound the weight copies of every device to @bytes now

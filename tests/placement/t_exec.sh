@@ -74,15 +74,17 @@ check "... naming the queue" grep -q "npu0: no such queue" "$T/err"
 	--no-roofline >/dev/null 2>"$T/err"
 check "edgeq run --queue with an unknown profile: exit 2" test $? -eq 2
 # whole blocks through the backend interface on the CPU kernels (what a
-# CPU agent runs, edgeq_kq_exec(): RMSNORM, ROPE, STORE, ATTENTION, SILU_MUL
-# and ADD as well as the products): every block and the head of every step
+# CPU agent runs, edgeq_kq_exec(): RMSNORM (over rows too), ROPE, STORE,
+# ATTENTION, SILU_MUL, GELU_MUL and ADD as well as the products): every block and the head of every step
 # in one chain, the logits the decoder's own bits, 1 and 2 threads
 printf '[device.gpu]\nops = rmsnorm matmul rope attn softmax swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/gpu.ini"
 G=(--queue gpu0 --devices "$T/gpu.ini" --no-calib)
-for ty in q8_0 q4_k f16 llama3 qwen2; do
+for ty in q8_0 q4_k f16 llama3 qwen2 qwen3 gemma3; do
 	case $ty in
 	llama3) a=(--type q8_0 --rope-llama3) ;;
 	qwen2) a=(--type q4_0 --arch qwen2) ;;
+	qwen3) a=(--type q8_0 --arch qwen3) ;; # head norms: RMSNORM rows
+	gemma3) a=(--type q4_k --arch gemma3) ;; # GELU_MUL, post norms
 	*) a=(--type "$ty") ;;
 	esac
 	"$GEN" -o "$T/b-$ty.gguf" --shape tiny "${a[@]}" --layers 3 >/dev/null

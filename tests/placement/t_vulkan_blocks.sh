@@ -8,8 +8,11 @@
 #    tiny models of every weight type and stories260K, with every block of
 #    every step on the device and one submission per step for all of them
 #    (plus the output's);
+#  - qwen3's per-head norms (RMSNORM rows), gemma3's post norms, GELU and
+#    sliding layers as blocks too;
 #  - F32 and F16 caches chain, a Q8_0 cache and the architectures the ops
-#    cannot express (phi3, qwen3, gemma3) keep the per-op path and say why;
+#    cannot express (phi3's fused matrices, gemma2's caps) keep the per-op
+#    path and say why;
 #  - --weights stream: one chain per block, tokens unchanged;
 #  - the device lost in the middle of a chain and throttled to its top
 #    cooling state: the CPU finishes (the KV rows as the device left them),
@@ -65,8 +68,17 @@ if [ -r "$S" ]; then
 else
 	echo "# stories260K.gguf absent: not compared"
 fi
+# per-head q/k norms as RMSNORM rows (qwen3), and gemma3's post norms,
+# GELU and sliding layers (gguf-gen's window is 8, so that the sliding
+# layers' attention starts past the first rows)
+"$GEN" -o "$T/qwen3.gguf" --shape tiny --arch qwen3 --type q8_0 --layers 3 >/dev/null
+compare qwen3-q8_0 "$T/qwen3.gguf"
+blocks_all qwen3-q8_0 3
+"$GEN" -o "$T/gemma3.gguf" --shape tiny --arch gemma3 --type q4_0 --layers 4 >/dev/null
+compare gemma3-q4_0 "$T/gemma3.gguf"
+blocks_all gemma3-q4_0 4
 # what the ops cannot express: the per-op path, and why
-for a in phi3 qwen3 gemma3; do
+for a in phi3 gemma2; do
 	"$GEN" -o "$T/$a.gguf" --shape tiny --arch "$a" --type q8_0 --layers 4 >/dev/null
 	compare "$a-q8_0" "$T/$a.gguf"
 	check "$a: no blocks chained, the reason given" \

@@ -19,6 +19,8 @@
 #include <edgeq/placement.h>
 #include <edgeq/pressure.h>
 
+#include "placement/blocks.h"
+
 static struct edgeq_device_profile profs[16];
 static int n_profs;
 
@@ -849,6 +851,73 @@ static void test_pressure_states(void **state)
 	edgeq_op_chain_free(&c);
 }
 
+/*
+ * Which models' blocks chain on which queues: a module without
+ * EDGEQ_F_NORM_ROWS or EDGEQ_F_OP_GELU_MUL (older edgeq.ko) refuses qwen3
+ * and gemma3 with the reason, and without STORE/ROPE_FREQ every model;
+ * the op count of a block follows what the queues take.
+ */
+static void test_blocks_features(void **state)
+{
+	static const struct edgeq_tensor f32 = { .type = EDGEQ_TYPE_F32 },
+					 q8 = { .type = EDGEQ_TYPE_Q8_0 };
+	const uint64_t all = EDGEQ_F_ALL,
+		       base = EDGEQ_F_OP_STORE | EDGEQ_F_OP_ROPE_FREQ;
+	struct edgeq_layer L = { .attn_norm = &f32,
+				 .wq = &q8,
+				 .wk = &q8,
+				 .wv = &q8,
+				 .wo = &q8,
+				 .ffn_norm = &f32,
+				 .w_gate = &q8,
+				 .w_up = &q8,
+				 .w_down = &q8 };
+	struct edgeq_model m = { 0 };
+	const char *why;
+
+	(void)state;
+	m.layers = &L;
+	m.hp.n_layer = 1;
+	m.hp.n_head = 4;
+	m.hp.n_head_kv = 2;
+	assert_null(place_blocks_unsupported(&m, base));
+	why = place_blocks_unsupported(&m, EDGEQ_F_OP_STORE);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "ROPE_FREQ"));
+	/* llama: 2 norms, 7 products, 2 adds, a gate; per token RoPE q and
+	 * k, STORE k and v, attention; norms per token without rows */
+	assert_int_equal(place_blocks_ops(&m, all, 1), 17);
+	assert_int_equal(place_blocks_ops(&m, all, 64), 12 + 64 * 5);
+	assert_int_equal(place_blocks_ops(&m, base, 64), 10 + 64 * 7);
+	/* qwen3: head norms need rows */
+	L.q_norm = L.k_norm = &f32;
+	assert_null(place_blocks_unsupported(&m, all));
+	why = place_blocks_unsupported(&m, base);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "per-head norms"));
+	assert_int_equal(place_blocks_ops(&m, all, 8), 12 + 2 + 8 * 5);
+	assert_int_equal(place_blocks_ops(&m, base, 2), 10 + 2 * (7 + 6));
+	L.k_norm = NULL;
+	assert_non_null(place_blocks_unsupported(&m, all));
+	L.k_norm = &q8;
+	assert_non_null(strstr(place_blocks_unsupported(&m, all), "F32"));
+	L.k_norm = &f32;
+	/* gemma3: GELU needs GELU_MUL; post norms an op each */
+	m.hp.gelu = true;
+	L.post_attn_norm = L.post_ffn_norm = &f32;
+	assert_null(place_blocks_unsupported(&m, all));
+	why = place_blocks_unsupported(&m, all & ~EDGEQ_F_OP_GELU_MUL);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "GELU"));
+	assert_int_equal(place_blocks_ops(&m, all, 1), 17 + 2 + 2);
+	/* gemma2's caps and phi3's fused matrices: never */
+	m.hp.attn_softcap = 50.0f;
+	assert_non_null(strstr(place_blocks_unsupported(&m, all), "cap"));
+	m.hp.attn_softcap = 0;
+	L.wk = NULL;
+	assert_non_null(strstr(place_blocks_unsupported(&m, all), "fused"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -866,6 +935,7 @@ int main(void)
 		cmocka_unit_test(test_calibration),
 		cmocka_unit_test(test_discover),
 		cmocka_unit_test(test_pressure_states),
+		cmocka_unit_test(test_blocks_features),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

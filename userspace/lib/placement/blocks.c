@@ -16,12 +16,16 @@
  * last block may carry the output norm and projection too, the logits
  * coming back instead of a second submission.
  *
- * Biases (qwen2) are an ADD after their product. What the ops cannot
+ * Biases (qwen2) are an ADD after their product; per-head q and k norms
+ * (qwen3, gemma3) one RMSNORM over every head as a row
+ * (EDGEQ_F_NORM_ROWS); post norms (gemma3) an RMSNORM of xb before its
+ * ADD; GELU (gemma3) GELU_MUL for SILU_MUL. A prompt batch's norms are
+ * one op over its tokens where the queues take rows. What the ops cannot
  * express is refused up front (the CPU runs those models' blocks op by
- * op): fused q|k|v or gate|up (phi3), per-head and post norms, GELU, score caps, a Q8_0 cache. RoPE goes as
- * ROPE_FREQ with the ctx's own frequencies (Llama 3 bands, per-dimension
- * factors, phi3's long ones, linear scaling, the sliding layers' base),
- * so the table is the decoder's.
+ * op): fused q|k|v or gate|up (phi3), score caps (gemma2), a Q8_0 cache.
+ * RoPE goes as ROPE_FREQ with the ctx's own frequencies (Llama 3 bands,
+ * per-dimension factors, phi3's long ones, linear scaling, the sliding
+ * layers' base), so the table is the decoder's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,12 +35,16 @@
 
 #include "placement/blocks.h"
 
-const char *place_blocks_unsupported(const struct edgeq_model *m)
+const char *place_blocks_unsupported(const struct edgeq_model *m,
+				     uint64_t features)
 {
 	const struct edgeq_hparams *hp = &m->hp;
 
-	if (hp->gelu)
-		return "GELU feed-forward";
+	if ((features & (EDGEQ_F_OP_STORE | EDGEQ_F_OP_ROPE_FREQ)) !=
+	    (EDGEQ_F_OP_STORE | EDGEQ_F_OP_ROPE_FREQ))
+		return "the queues take no STORE or ROPE_FREQ";
+	if (hp->gelu && !(features & EDGEQ_F_OP_GELU_MUL))
+		return "GELU feed-forward (the queues take no GELU_MUL)";
 	if (hp->attn_softcap > 0)
 		return "attention score cap";
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
@@ -48,9 +56,18 @@ const char *place_blocks_unsupported(const struct edgeq_model *m)
 		    (L->bk && L->bk->type != EDGEQ_TYPE_F32) ||
 		    (L->bv && L->bv->type != EDGEQ_TYPE_F32))
 			return "attention biases not F32";
-		if (L->q_norm || L->k_norm || L->post_attn_norm ||
-		    L->post_ffn_norm)
-			return "per-head or post norms";
+		if (!L->q_norm != !L->k_norm)
+			return "a q norm without a k norm";
+		if (L->q_norm && !(features & EDGEQ_F_NORM_ROWS))
+			return "per-head norms (the queues take no RMSNORM "
+			       "rows)";
+		if ((L->q_norm && (L->q_norm->type != EDGEQ_TYPE_F32 ||
+				   L->k_norm->type != EDGEQ_TYPE_F32)) ||
+		    (L->post_attn_norm &&
+		     L->post_attn_norm->type != EDGEQ_TYPE_F32) ||
+		    (L->post_ffn_norm &&
+		     L->post_ffn_norm->type != EDGEQ_TYPE_F32))
+			return "norm weights not F32";
 	}
 	return NULL;
 }
@@ -69,6 +86,7 @@ struct bb {
 	struct edgeq_place_weight *w;
 	unsigned int nw;
 	struct edgeq_model *m;
+	bool rows; /* RMSNORM over rows (EDGEQ_F_NORM_ROWS) */
 };
 
 static uint32_t weight(struct bb *b, const struct edgeq_tensor *t)
@@ -144,16 +162,26 @@ static void matvec(struct bb *b, const struct edgeq_tensor *t, uint64_t x,
 	act(o, 2, y, (uint64_t)t->ne[1] * 4 * nb);
 }
 
+/* @rows rows of @n: one op where the queues take rows, else one a row */
 static void norm(struct bb *b, const struct edgeq_tensor *t, uint64_t x,
-		 uint64_t y, uint32_t n)
+		 uint64_t y, uint32_t n, uint64_t rows)
 {
-	struct edgeq_place_cop *o = op(b, EDGEQ_OP_RMSNORM);
+	uint64_t per = b->rows ? rows : 1;
 
-	o->op.shape[0] = n;
-	o->op.param[0] = fbits(b->m->hp.rms_eps);
-	act(o, 0, x, (uint64_t)n * 4);
-	wref(o, 1, b, t);
-	act(o, 2, y, (uint64_t)n * 4);
+	for (uint64_t r = 0; r < rows; r += per) {
+		struct edgeq_place_cop *o = op(b, EDGEQ_OP_RMSNORM);
+		uint64_t off = r * n * 4;
+
+		o->op.shape[0] = n;
+		if (per > 1) {
+			o->op.ndims = 2;
+			o->op.shape[1] = per;
+		}
+		o->op.param[0] = fbits(b->m->hp.rms_eps);
+		act(o, 0, x + off, per * n * 4);
+		wref(o, 1, b, t);
+		act(o, 2, y + off, per * n * 4);
+	}
 }
 
 static void ew(struct bb *b, uint16_t code, uint64_t a, uint64_t c, uint64_t y,
@@ -253,14 +281,39 @@ static void attention(struct bb *b, const struct ctx_block_view *v, int l,
 	act(o, 3, ao, q_bytes);
 }
 
-unsigned int place_blocks_ops(const struct edgeq_model *m, int nb)
+unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
+			      int nb)
 {
-	return (unsigned int)(PLACE_BLOCK_OPS * nb);
+	const struct edgeq_hparams *hp = &m->hp;
+	unsigned int n = 0, norm = features & EDGEQ_F_NORM_ROWS ? 1 : nb;
+
+	/* the largest block: the ops build() emits for it */
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct edgeq_layer *L = &m->layers[l];
+		unsigned int k =
+			2 * norm + 7 + 3; /* norms, products, adds, gate */
+
+		k += (unsigned int)nb * (4 + 1); /* rope, store; attention */
+		if (L->bq)
+			k += 3 * (unsigned int)nb;
+		if (L->q_norm) /* every head a row */
+			k += norm == 1 ? 2 :
+					 (unsigned int)nb *
+						 (hp->n_head + hp->n_head_kv);
+		if (L->post_attn_norm)
+			k += norm;
+		if (L->post_ffn_norm)
+			k += norm;
+		if (k > n)
+			n = k;
+	}
+	return n;
 }
 
 int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
-		       const struct ctx_block_view *v, int l0, int n,
-		       float *head_logits, struct edgeq_place_chain *ch)
+		       uint64_t features, const struct ctx_block_view *v,
+		       int l0, int n, float *head_logits,
+		       struct edgeq_place_chain *ch)
 {
 	const struct edgeq_hparams *hp = &m->hp;
 	uint64_t nb = v->nb > 0 ? (uint64_t)v->nb : 1;
@@ -273,7 +326,7 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 	uint64_t u = al(g + nb * F * 4), lg = al(u + nb * F * 4);
 	uint64_t end = lg + (head_logits ? al((uint64_t)hp->n_vocab * 4) : 0);
 	uint64_t v_off = (uint64_t)(v->v_cache - (uint8_t *)v->kv_map);
-	size_t per = place_blocks_ops(m, (int)nb);
+	size_t per = place_blocks_ops(m, features, (int)nb);
 	uint32_t dtype;
 	struct bb bb;
 
@@ -304,17 +357,22 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		b->cap = (unsigned int)n + 1;
 		b->per = per;
 	}
-	bb = (struct bb){ b->ops, b->w, 0, m };
+	bb = (struct bb){ b->ops, b->w, 0, m,
+			  !!(features & EDGEQ_F_NORM_ROWS) };
 	for (int l = l0; l < l0 + n; l++) {
 		const struct edgeq_layer *L = &m->layers[l];
 		uint64_t t;
 
-		for (t = 0; t < nb; t++)
-			norm(&bb, L->attn_norm, x + t * E * 4, xb + t * E * 4,
-			     (uint32_t)E);
+		norm(&bb, L->attn_norm, x, xb, (uint32_t)E, nb);
 		matvec(&bb, L->wq, xb, q, (int)nb);
 		matvec(&bb, L->wk, xb, k, (int)nb);
 		matvec(&bb, L->wv, xb, vv, (int)nb);
+		if (L->q_norm) { /* qwen3, gemma3: every head's, no biases */
+			norm(&bb, L->q_norm, q, q, (uint32_t)hd,
+			     nb * hp->n_head);
+			norm(&bb, L->k_norm, k, k, (uint32_t)hd,
+			     nb * hp->n_head_kv);
+		}
 		for (t = 0; t < nb; t++) {
 			uint32_t p = v->pos + (uint32_t)t;
 			uint64_t row = ((uint64_t)l * v->n_ctx + p) * v->kv_row;
@@ -336,18 +394,21 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 			attention(&bb, v, l, v->pos + (uint32_t)t, dtype, v_off,
 				  q + t * q_dim * 4, ao + t * q_dim * 4);
 		matvec(&bb, L->wo, ao, xb, (int)nb);
+		if (L->post_attn_norm)
+			norm(&bb, L->post_attn_norm, xb, xb, (uint32_t)E, nb);
 		ew(&bb, EDGEQ_OP_ADD, x, xb, x, (uint32_t)(nb * E));
-		for (t = 0; t < nb; t++)
-			norm(&bb, L->ffn_norm, x + t * E * 4, xb + t * E * 4,
-			     (uint32_t)E);
+		norm(&bb, L->ffn_norm, x, xb, (uint32_t)E, nb);
 		matvec(&bb, L->w_gate, xb, g, (int)nb);
 		matvec(&bb, L->w_up, xb, u, (int)nb);
-		ew(&bb, EDGEQ_OP_SILU_MUL, g, u, g, (uint32_t)(nb * F));
+		ew(&bb, hp->gelu ? EDGEQ_OP_GELU_MUL : EDGEQ_OP_SILU_MUL, g, u,
+		   g, (uint32_t)(nb * F));
 		matvec(&bb, L->w_down, g, xb, (int)nb);
+		if (L->post_ffn_norm)
+			norm(&bb, L->post_ffn_norm, xb, xb, (uint32_t)E, nb);
 		ew(&bb, EDGEQ_OP_ADD, x, xb, x, (uint32_t)(nb * E));
 	}
 	if (head_logits) { /* forward_head(): x -> norm -> logits */
-		norm(&bb, m->output_norm, x, xb, (uint32_t)E);
+		norm(&bb, m->output_norm, x, xb, (uint32_t)E, 1);
 		matvec(&bb, m->output, xb, lg, 1);
 	}
 	*ch = (struct edgeq_place_chain){

@@ -267,6 +267,7 @@ int edgeq_place_dev_new(const struct edgeq_place_dev_params *p,
 	be->matvec = dev_matvec;
 	be->matvec_n = dev_matvec_n;
 	be->chain = dev_chain;
+	be->chain_features = EDGEQ_F_ALL; /* the backend's own op set */
 	be->forget_kv = dev_forget_kv;
 	be->set_copy_budget = dev_set_copy_budget;
 	be->arg = d;

@@ -393,7 +393,9 @@ static int hook_blocks(void *arg, int l, int n_max)
 	if (dev == 0 || !block_on(x, p, l, dev))
 		return 0;
 	if (!x->decoding) {
-		int cap = PREFILL_OPS / (int)place_blocks_ops(x->m, x->pass_nb);
+		int cap = PREFILL_OPS /
+			  (int)place_blocks_ops(x->m, x->be.chain_features,
+						x->pass_nb);
 
 		if (n_max > cap)
 			n_max = cap > 0 ? cap : 1;
@@ -407,7 +409,7 @@ static int hook_blocks(void *arg, int l, int n_max)
 	       x->out_norm_index >= 0 && x->out_index >= 0 &&
 	       p->dev[x->out_norm_index] == dev && p->dev[x->out_index] == dev;
 	ctx_block_view(x->c, &v);
-	ret = place_blocks_build(&x->blk, x->m, &v, l, n,
+	ret = place_blocks_build(&x->blk, x->m, x->be.chain_features, &v, l, n,
 				 head ? x->head_logits : NULL, &ch);
 	if (ret) {
 		blocks_off(x, "no chain for these blocks", ret);
@@ -530,7 +532,7 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 	if (!be->chain)
 		why = "the backend runs matrix ops only";
 	if (!why)
-		why = place_blocks_unsupported(m);
+		why = place_blocks_unsupported(m, be->chain_features);
 	if (!why) {
 		struct ctx_block_view v;
 

@@ -51,7 +51,8 @@ struct edgeq_place_kq {
 	size_t n;
 	struct kq_dev dev[EDGEQ_MAX_DEVICES];
 	uint64_t cookie;
-	uint64_t tag; /* io_uring user data */
+	uint64_t tag;	   /* io_uring user data */
+	uint64_t features; /* EDGEQ_F_* every queue's module reports */
 };
 
 /*
@@ -463,6 +464,7 @@ int edgeq_place_kq_new(const struct edgeq_devices *devs,
 				       strerror(-ret));
 	}
 	k->n = devs->n;
+	k->features = EDGEQ_F_ALL;
 	for (size_t i = 1; i < devs->n; i++) {
 		ret = edgeq_kq_open(devs->dev[i].name, O_NONBLOCK,
 				    &k->dev[i].kq);
@@ -472,7 +474,10 @@ int edgeq_place_kq_new(const struct edgeq_devices *devs,
 			/* the bounds of v1 where the module does not say */
 			k->dev[i].max_batch = 64;
 			k->dev[i].max_outstanding = 1024;
-			if (!edgeq_kq_features(k->dev[i].kq, &f)) {
+			if (edgeq_kq_features(k->dev[i].kq, &f)) {
+				k->features = 0;
+			} else {
+				k->features &= f.features;
 				if (f.max_batch)
 					k->dev[i].max_batch = f.max_batch;
 				if (f.max_outstanding)
@@ -494,6 +499,7 @@ int edgeq_place_kq_new(const struct edgeq_devices *devs,
 	be->matvec = kq_matvec;
 	be->matvec_n = kq_matvec_n;
 	be->chain = kq_chain;
+	be->chain_features = k->features;
 	be->forget_kv = kq_forget_kv;
 	be->set_copy_budget = kq_set_copy_budget;
 	be->arg = k;
