@@ -140,7 +140,8 @@ static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
 	case EDGEQ_OP_SOFTMAX:
 		return edgeq_fits(op, 0, d[1], d[0] * 4) ? 0 : -EINVAL;
 	case EDGEQ_OP_STORE:
-		if (op->dtype != EDGEQ_DTYPE_F32 && op->dtype != EDGEQ_DTYPE_F16)
+		if (op->dtype != EDGEQ_DTYPE_F32 &&
+		    op->dtype != EDGEQ_DTYPE_F16 && op->dtype != EDGEQ_DTYPE_Q8_0)
 			return -EINVAL;
 		if (!edgeq_fits(op, 0, 1, d[0] * 4) ||
 		    !edgeq_fits(op, 1, 1, edgeq_row_bytes(op->dtype, d[0])))

@@ -367,6 +367,12 @@ static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 		op->shape[0] = a * 16;
 		len[0] = a * 64;
 		len[1] = a * (op->dtype ? 32 : 64);
+		if (!pick(3)) { /* Q8_0 rows: whole blocks */
+			op->dtype = EDGEQ_DTYPE_Q8_0;
+			op->shape[0] = a * 32;
+			len[0] = a * 128;
+			len[1] = a * 34;
+		}
 		break;
 	}
 	if (!c->nt)

@@ -2159,8 +2159,18 @@ static int t_shapes(void)
 	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
 	BAD(bad.tensors[1].length = 19, -EINVAL);
 	BAD(bad.tensors[0].length = 36, -EINVAL);
-	BAD(bad.dtype = EDGEQ_DTYPE_Q8_0, -EINVAL);
+	BAD(bad.dtype = EDGEQ_DTYPE_Q8_0, -EINVAL); /* 10: not whole blocks */
+	BAD(bad.dtype = EDGEQ_DTYPE_Q4_0, -EINVAL);
 	BAD(bad.ntensors = 3, -EINVAL);
+	/* into a Q8_0 row (EDGEQ_F_STORE_Q8_0): whole blocks of 34 bytes */
+	edgeq_op_desc_init(&op, EDGEQ_OP_STORE, 6);
+	op.dtype = EDGEQ_DTYPE_Q8_0;
+	op.shape[0] = 64;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 256);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 4096, 68);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[1].length = 67, -EINVAL);
+	BAD(bad.shape[0] = 48, -EINVAL);
 	/* ROPE_FREQ: a frequency per rotated pair */
 	edgeq_op_desc_init(&op, EDGEQ_OP_ROPE_FREQ, 7);
 	op.shape[0] = 2;
@@ -2180,6 +2190,7 @@ static int t_shapes(void)
 		CHECK(!edgeq_kq_features(kq, &f));
 		CHECK(f.features & EDGEQ_F_NORM_ROWS);
 		CHECK(f.features & EDGEQ_F_OP_GELU_MUL);
+		CHECK(f.features & EDGEQ_F_STORE_Q8_0);
 	}
 	edgeq_op_desc_init(&op, EDGEQ_OP_RMSNORM, 8);
 	op.ndims = 2;

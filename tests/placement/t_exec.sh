@@ -79,8 +79,10 @@ check "edgeq run --queue with an unknown profile: exit 2" test $? -eq 2
 # in one chain, the logits the decoder's own bits, 1 and 2 threads
 printf '[device.gpu]\nops = rmsnorm matmul rope attn softmax swiglu add\ndtypes = all\ngflops = 1e5\nmem_gbs = 40\nlaunch_us = 0\nop_us = 0\nsync_us = 0\n' >"$T/gpu.ini"
 G=(--queue gpu0 --devices "$T/gpu.ini" --no-calib)
-for ty in q8_0 q4_k f16 llama3 qwen2 qwen3 gemma3; do
+for ty in q8_0 q4_k f16 llama3 qwen2 qwen3 gemma3 q8kv; do
+	kv=()
 	case $ty in
+	q8kv) a=(--type q4_0); kv=(--kv-type q8_0) ;; # STORE into Q8_0 rows
 	llama3) a=(--type q8_0 --rope-llama3) ;;
 	qwen2) a=(--type q4_0 --arch qwen2) ;;
 	qwen3) a=(--type q8_0 --arch qwen3) ;; # head norms: RMSNORM rows
@@ -88,15 +90,15 @@ for ty in q8_0 q4_k f16 llama3 qwen2 qwen3 gemma3; do
 	*) a=(--type "$ty") ;;
 	esac
 	"$GEN" -o "$T/b-$ty.gguf" --shape tiny "${a[@]}" --layers 3 >/dev/null
-	"$RUN" -m "$T/b-$ty.gguf" -n 24 -p "Once upon a time" --backend none >"$T/b-$ty-cpu.json"
-	"$RUN" -m "$T/b-$ty.gguf" -n 24 -p "Once upon a time" "${G[@]}" --backend cpudev >"$T/b-$ty.json"
+	"$RUN" -m "$T/b-$ty.gguf" -n 24 -p "Once upon a time" "${kv[@]}" --backend none >"$T/b-$ty-cpu.json"
+	"$RUN" -m "$T/b-$ty.gguf" -n 24 -p "Once upon a time" "${kv[@]}" "${G[@]}" --backend cpudev >"$T/b-$ty.json"
 	check "$ty blocks via the CPU backend: all chained, one chain a step" \
 		js "$T/b-$ty.json" "d['error'] is None and s['blocks'] - s['prefill_blocks'] == 3 * s['tokens'] and s['prefill_blocks'] == 3 and s['tokens'] < s['block_chains'] <= s['tokens'] + 3 and d['dev']['chains'] == s['block_chains']"
 	check "$ty blocks via the CPU backend: tokens unchanged" test "$(toks "$T/b-$ty.json")" = "$(toks "$T/b-$ty-cpu.json")"
 	f="1,$(python3 -c "import json; print(','.join(str(t['tok']) for t in json.load(open('$T/b-$ty-cpu.json'))['per_token']))")"
 	for th in 1 2; do
-		"$RUN" -m "$T/b-$ty.gguf" -p "Once upon a time" --threads $th --backend none --force "$f" --dump-logits "$T/b-$ty-cpu.bin" >/dev/null
-		"$RUN" -m "$T/b-$ty.gguf" -p "Once upon a time" --threads $th "${G[@]}" --backend cpudev --force "$f" --dump-logits "$T/b-$ty-dev.bin" >/dev/null
+		"$RUN" -m "$T/b-$ty.gguf" -p "Once upon a time" "${kv[@]}" --threads $th --backend none --force "$f" --dump-logits "$T/b-$ty-cpu.bin" >/dev/null
+		"$RUN" -m "$T/b-$ty.gguf" -p "Once upon a time" "${kv[@]}" --threads $th "${G[@]}" --backend cpudev --force "$f" --dump-logits "$T/b-$ty-dev.bin" >/dev/null
 		check "$ty blocks via the CPU backend, $th threads: the decoder's logits bit for bit" \
 			cmp -s "$T/b-$ty-cpu.bin" "$T/b-$ty-dev.bin"
 	done

@@ -10,9 +10,9 @@
 #    (plus the output's);
 #  - qwen3's per-head norms (RMSNORM rows), gemma3's post norms, GELU and
 #    sliding layers as blocks too;
-#  - F32 and F16 caches chain, a Q8_0 cache and the architectures the ops
-#    cannot express (phi3's fused matrices, gemma2's caps) keep the per-op
-#    path and say why;
+#  - F32, F16 and Q8_0 caches chain (STORE quantizes the Q8_0 rows as
+#    the decoder does); the architectures the ops cannot express (phi3's
+#    fused matrices, gemma2's caps) keep the per-op path and say why;
 #  - --weights stream: one chain per block, tokens unchanged;
 #  - the device lost in the middle of a chain and throttled to its top
 #    cooling state: the CPU finishes (the KV rows as the device left them),
@@ -87,13 +87,22 @@ done
 
 M=$T/tiny-q8_0.gguf
 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend none >"$T/ref.json"
-# the cache types: F32 chains (its own CPU reference), Q8_0 does not
+# the cache types: F32 and Q8_0 chain (each against its own CPU reference)
 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend none --kv-type f32 >"$T/f32-cpu.json"
 "$RUN" -m "$M" -n 24 "${Q[@]}" --backend vulkan --kv-type f32 >"$T/f32.json"
 check "F32 cache: blocks chained" js "$T/f32.json" "s['blocks'] == 2 * s['tokens'] + s['prefill_blocks'] and d['error'] is None"
 check "F32 cache: tokens as the CPU's with that cache" test "$(toks "$T/f32.json")" = "$(toks "$T/f32-cpu.json")"
 "$RUN" -m "$M" -n 8 "${Q[@]}" --backend vulkan --kv-type q8_0 >"$T/q8.json"
-check "Q8_0 cache: per op, the reason given" js "$T/q8.json" "s['blocks'] == 0 and 'Q8_0' in s['blocks_off'] and s['offloaded'] > 0 and d['error'] is None"
+check "Q8_0 cache: blocks chained (STORE into Q8_0 rows)" js "$T/q8.json" "s['blocks'] == 2 * s['tokens'] + s['prefill_blocks'] and s['prefill_blocks'] == 2 and d['error'] is None"
+"$RUN" -m "$M" -n 8 "${Q[@]}" --backend none --kv-type q8_0 >"$T/q8-cpu.json"
+check "Q8_0 cache: tokens as the CPU's with that cache" test "$(toks "$T/q8.json")" = "$(toks "$T/q8-cpu.json")"
+f="1,$(toks "$T/q8-cpu.json")"
+"$RUN" -m "$M" "${Q[@]}" --backend none --kv-type q8_0 --force "$f" --dump-logits "$T/q8-cpu.bin" >/dev/null
+"$RUN" -m "$M" "${Q[@]}" --backend vulkan --kv-type q8_0 --force "$f" --dump-logits "$T/q8-vk.bin" >/dev/null
+if grep -q 'llvmpipe' "$T/devs"; then
+	check "Q8_0 cache: the CPU's logits bit for bit (the rows the decoder quantizes)" \
+		cmp -s "$T/q8-cpu.bin" "$T/q8-vk.bin"
+fi
 
 # --weights stream: a block at a time (its weights are there only then)
 "$GEN" -o "$T/deep.gguf" --shape tiny --type q8_0 --layers 6 >/dev/null

@@ -552,9 +552,9 @@ static void test_store(void **state)
 	assert_int_equal(edgeq_backend_run(vk, op, t, st, 1), 0);
 	assert_int_equal(st[0], -EINVAL);
 	assert_int_equal(y16[0], 0x5a5a);
-	/* no other types */
-	op[0].shape[0] = 8;
-	op[0].dtype = EDGEQ_DTYPE_Q8_0;
+	/* no other types (Q8_0: test_store_q8_0) */
+	op[0].shape[0] = 32;
+	op[0].dtype = EDGEQ_DTYPE_Q4_0;
 	assert_false(edgeq_backend_supports(vk, &op[0]));
 	arena_fini(&a);
 }
@@ -563,6 +563,84 @@ static void test_store(void **state)
  * A layer-like chain in one command buffer: rmsnorm -> matvec -> rope ->
  * silu_mul -> add, each reading what the one before wrote.
  */
+/*
+ * STORE into a Q8_0 row (a Q8_0 KV cache): the bytes the CPU's
+ * quantize_act() writes, blocks with a NaN or an infinity (NaN scale,
+ * zero quants), all zeros, scales that round to 0 as F16, halves at the
+ * rounding boundary; an odd block count refused on the device (two blocks
+ * per invocation), nothing written.
+ */
+static void test_store_q8_0(void **state)
+{
+	const unsigned int n = 32 * 12;
+	const size_t row = edgeq_row_size(EDGEQ_TYPE_Q8_0, n);
+	struct edgeq_backend_tensor t[EDGEQ_MAX_TENSORS];
+	struct edgeq_op_desc op;
+	uint8_t *y, want[12 * 34];
+	struct arena a;
+	float *x;
+	int st;
+
+	NEED_VK();
+	arena_init(&a, 65536, 23);
+	edgeq_op_desc_init(&op, EDGEQ_OP_STORE, 1);
+	op.dtype = EDGEQ_DTYPE_Q8_0;
+	op.shape[0] = n;
+	x = arena_take(&a, &op, 0, n * 4);
+	fill(x, n, 41);
+	for (unsigned int i = 0; i < n; i++)
+		x[i] *= (float)(1 + i / 32) * 3.0f;
+	x[3] = NAN;				/* block 0 */
+	x[32 + 7] = INFINITY;			/* block 1 */
+	memset(x + 64, 0, 32 * 4);		/* block 2: zeros */
+	for (unsigned int i = 96; i < 128; i++) /* block 3: F16 scale 0 */
+		x[i] *= 1e-12f;
+	for (unsigned int i = 128; i < 160; i++) /* block 4: exact halves */
+		x[i] = (float)((int)i - 144) + 0.5f;
+	x[159] = 127.0f;
+	y = arena_take(&a, &op, 1, row);
+	memset(y, 0xa5, row);
+	assert_int_equal(edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, x, want, n),
+			 -EDOM);
+	tensors_of(&a, &op, t);
+	assert_int_equal(edgeq_backend_run(vk, &op, &t, &st, 1), 0);
+	assert_int_equal(st, 0);
+	for (size_t i = 0; i < row; i++)
+		if (y[i] != want[i])
+			fail_msg("byte %zu (block %zu): gpu %02x cpu %02x", i,
+				 i / 34, y[i], want[i]);
+	/* the CPU executor's own STORE: the same bytes */
+	{
+		void *p[EDGEQ_MAX_TENSORS] = { x, y };
+
+		memset(y, 0, row);
+		assert_int_equal(edgeq_kq_exec(&op, p), 0);
+		assert_memory_equal(y, want, row);
+	}
+	/* 11 blocks: refused on the device, the row untouched */
+	memset(y, 0x5a, row);
+	op.shape[0] = n - 32;
+	op.tensors[0].length = (n - 32) * 4;
+	op.tensors[1].length = edgeq_row_size(EDGEQ_TYPE_Q8_0, n - 32);
+	tensors_of(&a, &op, t);
+	assert_int_equal(edgeq_backend_run(vk, &op, &t, &st, 1), 0);
+	assert_int_equal(st, -EINVAL);
+	for (size_t i = 0; i < row; i++)
+		assert_int_equal(y[i], 0x5a);
+	/* a row not whole blocks: refused by both */
+	op.shape[0] = 40;
+	op.tensors[0].length = 160;
+	tensors_of(&a, &op, t);
+	assert_int_equal(edgeq_backend_run(vk, &op, &t, &st, 1), 0);
+	assert_int_equal(st, -EINVAL);
+	{
+		void *p[EDGEQ_MAX_TENSORS] = { x, y };
+
+		assert_int_equal(edgeq_kq_exec(&op, p), -EINVAL);
+	}
+	arena_fini(&a);
+}
+
 static void test_chain(void **state)
 {
 	const uint64_t n = 256;
@@ -1056,6 +1134,7 @@ int main(void)
 		cmocka_unit_test(test_norm_rows_gelu),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_store),
+		cmocka_unit_test(test_store_q8_0),
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_shared_act),
 		cmocka_unit_test(test_errors),

@@ -62,13 +62,15 @@
 #define EDGEQ_F_NORM_ROWS (1ULL << 15)
 /* EDGEQ_OP_GELU_MUL exists: the GELU feed-forward's gate (Gemma). */
 #define EDGEQ_F_OP_GELU_MUL (1ULL << 16)
+/* STORE takes a Q8_0 destination (a Q8_0 KV cache's rows). */
+#define EDGEQ_F_STORE_Q8_0 (1ULL << 17)
 #define EDGEQ_F_ALL                                                      \
 	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL |    \
 	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |           \
 	 EDGEQ_F_SIM_SENSOR | EDGEQ_F_REQUEUE | EDGEQ_F_TIMEOUT |        \
 	 EDGEQ_F_DESTROY_WAKE | EDGEQ_F_SHAPE_CHECK | EDGEQ_F_USER_LIMITS | \
 	 EDGEQ_F_AGENT_FD_SCOPED | EDGEQ_F_OP_STORE | EDGEQ_F_OP_ROPE_FREQ | \
-	 EDGEQ_F_NORM_ROWS | EDGEQ_F_OP_GELU_MUL)
+	 EDGEQ_F_NORM_ROWS | EDGEQ_F_OP_GELU_MUL | EDGEQ_F_STORE_Q8_0)
 
 /*
  * Op codes. Tensor roles and shape per op (all activations F32, row-major):
@@ -95,9 +97,10 @@
  *  GELU_MUL  as SILU_MUL with out = gelu(gate) * up, GELU's tanh form as
  *            x / (1 + exp(-2 u)), u = 0.7978845608 (x + 0.044715 x^3)
  *            (EDGEQ_F_OP_GELU_MUL)
- *  STORE     t0 x [n] F32, t1 y [n] of @dtype (F32 or F16, rounded to
- *            nearest even): y = x, a K or V row into a cache; shape {n}
- *            (EDGEQ_F_OP_STORE)
+ *  STORE     t0 x [n] F32, t1 y [n] of @dtype (F32; F16, rounded to
+ *            nearest even; Q8_0, n whole blocks, quantized as the CPU's
+ *            activations with EDGEQ_F_STORE_Q8_0): y = x, a K or V row into
+ *            a cache; shape {n} (EDGEQ_F_OP_STORE)
  *  ROPE_FREQ t0 x [heads][head_dim] in place, t1 frequencies [rot / 2] F32
  *            (the model's, scaling and per-dimension divisors applied);
  *            shape {heads, head_dim}; param[0] bits 0..31 = position as

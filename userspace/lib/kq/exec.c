@@ -302,17 +302,26 @@ static int exec_elementwise(const struct edgeq_op_desc *op, void *const t[])
 	return 0;
 }
 
-/* A K or V row into its cache: the decoder's kv_store() conversion. */
+/* A K or V row into its cache: the decoder's kv_store() conversion
+ * (Q8_0 as its activations, a non-finite block's scale NaN, no error). */
 static int exec_store(const struct edgeq_op_desc *op, void *const t[])
 {
 	uint64_t n = op->shape[0];
+	size_t row;
 
-	if (op->dtype != EDGEQ_DTYPE_F32 && op->dtype != EDGEQ_DTYPE_F16)
+	if (op->dtype != EDGEQ_DTYPE_F32 && op->dtype != EDGEQ_DTYPE_F16 &&
+	    op->dtype != EDGEQ_DTYPE_Q8_0)
 		return -EOPNOTSUPP;
-	if (!fits(op->tensors[0].length, n, 1, 1, sizeof(float)) ||
-	    !fits(op->tensors[1].length, n, 1, 1,
-		  op->dtype == EDGEQ_DTYPE_F16 ? 2 : 4))
+	row = edgeq_row_size(op->dtype, (int64_t)n);
+	if (!row || !fits(op->tensors[0].length, n, 1, 1, sizeof(float)) ||
+	    !fits(op->tensors[1].length, row, 1, 1, 1))
 		return -EINVAL;
+	if (op->dtype == EDGEQ_DTYPE_Q8_0) {
+		int r = edgeq_kernels_select()->quantize_act(
+			EDGEQ_TYPE_Q8_0, t[0], t[1], (int64_t)n);
+
+		return r == -EDOM ? 0 : r;
+	}
 	if (op->dtype == EDGEQ_DTYPE_F16)
 		edgeq_fp32_to_fp16_row(t[0], t[1], (int64_t)n);
 	else

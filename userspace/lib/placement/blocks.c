@@ -22,7 +22,9 @@
  * ADD; GELU (gemma3) GELU_MUL for SILU_MUL. A prompt batch's norms are
  * one op over its tokens where the queues take rows. What the ops cannot
  * express is refused up front (the CPU runs those models' blocks op by
- * op): fused q|k|v or gate|up (phi3), score caps (gemma2), a Q8_0 cache.
+ * op): fused q|k|v or gate|up (phi3), score caps (gemma2). A Q8_0 cache
+ * is written by STORE's Q8_0 rows (EDGEQ_F_STORE_Q8_0) as the decoder's
+ * kv_store() quantizes them, and read by ATTENTION's Q8_0 form.
  * RoPE goes as ROPE_FREQ with the ctx's own frequencies (Llama 3 bands,
  * per-dimension factors, phi3's long ones, linear scaling, the sliding
  * layers' base), so the table is the decoder's.
@@ -334,6 +336,8 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		dtype = EDGEQ_DTYPE_F16;
 	else if (v->kv_type == EDGEQ_KV_F32)
 		dtype = EDGEQ_DTYPE_F32;
+	else if (v->kv_type == EDGEQ_KV_Q8_0 && (features & EDGEQ_F_STORE_Q8_0))
+		dtype = EDGEQ_DTYPE_Q8_0;
 	else
 		return -EOPNOTSUPP;
 	if (!v->kv_map || v->k_cache != v->kv_map)

@@ -40,8 +40,8 @@ const char *place_blocks_unsupported(const struct edgeq_model *m,
  * @ch, with its ops and weights in @b (RMSNORM over rows where @features
  * has EDGEQ_F_NORM_ROWS); with @head_logits also the output
  * norm and projection after the last block, the logits to @head_logits.
- * -ENOMEM, or -EOPNOTSUPP for a KV cache type the ops do not write (Q8_0)
- * or a cache not shared.
+ * -ENOMEM, or -EOPNOTSUPP for a KV cache type the ops do not write (Q8_0
+ * without EDGEQ_F_STORE_Q8_0) or a cache not shared.
  */
 int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		       uint64_t features, const struct ctx_block_view *v,

@@ -537,8 +537,10 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 		struct ctx_block_view v;
 
 		ctx_block_view(c, &v);
-		if (v.kv_type == EDGEQ_KV_Q8_0)
-			why = "a Q8_0 KV cache (no STORE into Q8_0)";
+		if (v.kv_type == EDGEQ_KV_Q8_0 &&
+		    !(be->chain_features & EDGEQ_F_STORE_Q8_0))
+			why = "a Q8_0 KV cache (the queues take no STORE into "
+			      "Q8_0)";
 	}
 	if (!why && ctx_kv_share(c, &kv_err))
 		why = "no shared KV cache";

@@ -283,7 +283,9 @@ static bool cu_supports(void *priv, const struct edgeq_op_desc *op)
 		       op->dtype == EDGEQ_DTYPE_F16;
 	case EDGEQ_OP_STORE:
 		return op->dtype == EDGEQ_DTYPE_F32 ||
-		       op->dtype == EDGEQ_DTYPE_F16;
+		       op->dtype == EDGEQ_DTYPE_F16 ||
+		       (op->dtype == EDGEQ_DTYPE_Q8_0 &&
+			op->shape[0] % 32 == 0);
 	case EDGEQ_OP_NOP:
 	case EDGEQ_OP_RMSNORM:
 	case EDGEQ_OP_ROPE:
@@ -461,6 +463,16 @@ static int run_op(struct cuda_backend *c, const struct edgeq_op_desc *op,
 	}
 	case EDGEQ_OP_STORE: {
 		void *a[] = { &p[0], &p[1], &i_n, &kind };
+
+		if (op->dtype == EDGEQ_DTYPE_Q8_0) { /* as the activations */
+			int nb = i_n / 32;
+			void *qa[] = { &p[0], &p[1], &nb };
+
+			if (n % 32 || n > INT32_MAX || t[0].length < n * 4 ||
+			    t[1].length < n / 32 * 34)
+				return -EINVAL;
+			return launch(c, K_QUANT, blocks_of(nb, 64), 64, qa);
+		}
 
 		kind = op->dtype == EDGEQ_DTYPE_F16;
 		if (t[0].length < n * 4 || t[1].length < n * (kind ? 2 : 4) ||

@@ -31,8 +31,10 @@ __device__ static uint16_t rd16(const uint8_t *p)
 	return (uint16_t)(p[0] | (p[1] << 8));
 }
 
-/* Activations to Q8_0 blocks (34 bytes: f16 scale, 32 int8), as the CPU's
- * quantize_act: d = amax / 127 rounded to f16, q = roundf(x / d). */
+/* Activations (and STORE's Q8_0 cache rows) to Q8_0 blocks (34 bytes: f16
+ * scale, 32 int8), as the CPU's quantize_act: d = amax / 127 rounded to
+ * f16, q = roundf(x / d); a block with a non-finite element: NaN scale,
+ * zero quants. */
 extern "C" __global__ void eq_quant_q8_0(const float *x, uint8_t *q,
 					 int nblocks)
 {
@@ -44,8 +46,16 @@ extern "C" __global__ void eq_quant_q8_0(const float *x, uint8_t *q,
 		return;
 	x += (size_t)b * QK;
 	q += (size_t)b * 34;
-	for (int j = 0; j < QK; j++)
+	for (int j = 0; j < QK; j++) {
+		if (!isfinite(x[j])) {
+			q[0] = 0x00;
+			q[1] = 0x7e;
+			for (j = 0; j < QK; j++)
+				q[2 + j] = 0;
+			return;
+		}
 		amax = fmaxf(amax, fabsf(x[j]));
+	}
 	d = amax / 127.0f;
 	dh = f2h(d);
 	id = h2f(dh) != 0.0f ? 1.0f / d : 0.0f;

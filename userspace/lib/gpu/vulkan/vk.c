@@ -65,7 +65,7 @@ static const struct {
 	SPV_EL(VK_PIPE_ATTN_F32, attn_f32),
 	SPV_EL(VK_PIPE_ATTN_F16, attn_f16),
 	SPV_EL(VK_PIPE_ATTN_Q8_0, attn_q8_0),
-	SPV1(VK_PIPE_STORE, store),
+	SPV(VK_PIPE_STORE, store),
 	SPV(VK_PIPE_GELU_MUL, gelu_mul),
 #undef SPV1
 #undef SPV_EL

@@ -127,7 +127,8 @@ bool vk_supports(void *priv, const struct edgeq_op_desc *op)
 		return attn_pipe(op->dtype) >= 0;
 	case EDGEQ_OP_STORE:
 		return op->dtype == EDGEQ_DTYPE_F32 ||
-		       op->dtype == EDGEQ_DTYPE_F16;
+		       op->dtype == EDGEQ_DTYPE_F16 ||
+		       op->dtype == EDGEQ_DTYPE_Q8_0;
 	default:
 		return op->opcode < EDGEQ_OP_COUNT;
 	}
@@ -231,23 +232,27 @@ static int plan_attention(const struct edgeq_op_desc *op, struct op_plan *p)
 	return 0;
 }
 
-/* STORE into an F16 row two halves a word: n even, the row word-aligned
- * (bind_tensor() checks the offset). */
+/* STORE into an F16 row two halves a word: n even; into a Q8_0 row two
+ * blocks (17 words) an invocation: n a multiple of 64; the row
+ * word-aligned (bind_tensor() checks the offset). */
 static int plan_store(const struct edgeq_op_desc *op, struct op_plan *p)
 {
 	uint64_t n = op->shape[0];
 	bool f16 = op->dtype == EDGEQ_DTYPE_F16;
+	bool q8 = op->dtype == EDGEQ_DTYPE_Q8_0;
+	size_t row = edgeq_row_size(op->dtype, (int64_t)n);
 
-	if (!f16 && op->dtype != EDGEQ_DTYPE_F32)
+	if (!f16 && !q8 && op->dtype != EDGEQ_DTYPE_F32)
 		return -EOPNOTSUPP;
-	if ((f16 && n % 2) || n > (uint64_t)MAX_GROUPS * 64 ||
+	if ((f16 && n % 2) || (q8 && n % 64) || !row ||
+	    n > (uint64_t)MAX_GROUPS * 64 ||
 	    !fits(op->tensors[0].length, n, 1, 1, 4) ||
-	    !fits(op->tensors[1].length, n, 1, 1, f16 ? 2 : 4))
+	    !fits(op->tensors[1].length, row, 1, 1, 1))
 		return -EINVAL;
 	p->pipe = VK_PIPE_STORE;
 	p->pc.n[0] = (uint32_t)n;
-	p->pc.p[0] = f16;
-	p->groups[0] = div_up(f16 ? n / 2 : n, 64);
+	p->pc.p[0] = q8 ? 2 : f16;
+	p->groups[0] = div_up(q8 ? n / 64 : f16 ? n / 2 : n, 64);
 	return 0;
 }
 
