@@ -126,6 +126,16 @@ what="blocks through gpu0: tokens equal the all-CPU run" ok \
 # prompt on the CPU: at least the blocks' ops went through the queue
 what="blocks through gpu0: the queue carried the blocks' ops" ok \
 	test $(($(cat $Q/ops) - before)) -ge $((7 * (2 * 17 + 1)))
+# gemma3 with a Q8_0 cache: the module's newer ops (RMSNORM rows for the
+# head norms, GELU_MUL, STORE into Q8_0 rows) through the queue
+"$B/tools/gguf-gen" -o "$T/gemma3.gguf" --shape tiny --arch gemma3 --type q8_0 --layers 2 >/dev/null
+"$B/tools/place-run" -m "$T/gemma3.gguf" -n 8 "${RB[@]}" --kv-type q8_0 --backend none >"$T/g3-cpu.json"
+"$B/tools/place-run" -m "$T/gemma3.gguf" -n 8 "${RB[@]}" --kv-type q8_0 --backend kq --queue gpu0 >"$T/g3.json" 2>"$T/g3.err"
+stats "$T/g3.json"
+what="gemma3, Q8_0 cache, through gpu0: every block chained" ok \
+	js "$T/g3.json" "d['error'] is None and s['blocks'] - s['prefill_blocks'] == 2 * s['tokens'] and s['prefill_blocks'] == 2 and s['blocks_off'] == '' and s['fallbacks'] == 0"
+what="gemma3, Q8_0 cache, through gpu0: tokens equal the all-CPU run" ok \
+	test "$(toks "$T/g3.json")" = "$(toks "$T/g3-cpu.json")"
 echo "$inflight" >$Q/max_inflight
 log "blocks run done"
 

@@ -886,17 +886,21 @@ static void test_blocks_features(void **state)
 	assert_non_null(strstr(why, "ROPE_FREQ"));
 	/* llama: 2 norms, 7 products, 2 adds, a gate; per token RoPE q and
 	 * k, STORE k and v, attention; norms per token without rows */
-	assert_int_equal(place_blocks_ops(&m, all, 1), 17);
-	assert_int_equal(place_blocks_ops(&m, all, 64), 12 + 64 * 5);
-	assert_int_equal(place_blocks_ops(&m, base, 64), 10 + 64 * 7);
+	assert_int_equal(place_blocks_ops(&m, all, 1, true), 17);
+	assert_int_equal(place_blocks_ops(&m, all, 64, false), 12 + 64 * 5);
+	assert_int_equal(place_blocks_ops(&m, base, 64, false), 10 + 64 * 7);
+	/* a prompt's K and V rows packed: one STORE each for the batch */
+	assert_int_equal(place_blocks_ops(&m, all, 64, true), 14 + 64 * 3);
+	assert_int_equal(place_blocks_ops(&m, all, 1, false), 17);
 	/* qwen3: head norms need rows */
 	L.q_norm = L.k_norm = &f32;
 	assert_null(place_blocks_unsupported(&m, all));
 	why = place_blocks_unsupported(&m, base);
 	assert_non_null(why);
 	assert_non_null(strstr(why, "per-head norms"));
-	assert_int_equal(place_blocks_ops(&m, all, 8), 12 + 2 + 8 * 5);
-	assert_int_equal(place_blocks_ops(&m, base, 2), 10 + 2 * (7 + 6));
+	assert_int_equal(place_blocks_ops(&m, all, 8, false), 12 + 2 + 8 * 5);
+	assert_int_equal(place_blocks_ops(&m, base, 2, false),
+			 10 + 2 * (7 + 6));
 	L.k_norm = NULL;
 	assert_non_null(place_blocks_unsupported(&m, all));
 	L.k_norm = &q8;
@@ -909,7 +913,7 @@ static void test_blocks_features(void **state)
 	why = place_blocks_unsupported(&m, all & ~EDGEQ_F_OP_GELU_MUL);
 	assert_non_null(why);
 	assert_non_null(strstr(why, "GELU"));
-	assert_int_equal(place_blocks_ops(&m, all, 1), 17 + 2 + 2);
+	assert_int_equal(place_blocks_ops(&m, all, 1, true), 17 + 2 + 2);
 	/* gemma2's caps and phi3's fused matrices: never */
 	m.hp.attn_softcap = 50.0f;
 	assert_non_null(strstr(place_blocks_unsupported(&m, all), "cap"));

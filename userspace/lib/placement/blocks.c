@@ -35,6 +35,7 @@
 
 #include <edgeq/kq.h>
 
+#include "kernels/kernels.h"
 #include "placement/blocks.h"
 
 const char *place_blocks_unsupported(const struct edgeq_model *m,
@@ -283,8 +284,21 @@ static void attention(struct bb *b, const struct ctx_block_view *v, int l,
 	act(o, 3, ao, q_bytes);
 }
 
+/* A batch's K (and V) rows go as one STORE where a cache row is exactly
+ * the stored elements (no padding between the tokens' rows). */
+bool place_blocks_rows_packed(const struct edgeq_model *m,
+			      const struct ctx_block_view *v)
+{
+	uint64_t kv_dim = (uint64_t)m->hp.n_head_kv * m->hp.head_dim;
+	enum edgeq_type t = v->kv_type == EDGEQ_KV_F16	? EDGEQ_TYPE_F16 :
+			    v->kv_type == EDGEQ_KV_Q8_0 ? EDGEQ_TYPE_Q8_0 :
+							  EDGEQ_TYPE_F32;
+
+	return v->kv_row == edgeq_row_size(t, (int64_t)kv_dim);
+}
+
 unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
-			      int nb)
+			      int nb, bool rows_packed)
 {
 	const struct edgeq_hparams *hp = &m->hp;
 	unsigned int n = 0, norm = features & EDGEQ_F_NORM_ROWS ? 1 : nb;
@@ -295,7 +309,9 @@ unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
 		unsigned int k =
 			2 * norm + 7 + 3; /* norms, products, adds, gate */
 
-		k += (unsigned int)nb * (4 + 1); /* rope, store; attention */
+		/* rope, store (the batch's at once where packed); attention */
+		k += (unsigned int)nb * (rows_packed && nb > 1 ? 3 : 5) +
+		     (rows_packed && nb > 1 ? 2 : 0);
 		if (L->bq)
 			k += 3 * (unsigned int)nb;
 		if (L->q_norm) /* every head a row */
@@ -328,8 +344,10 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 	uint64_t u = al(g + nb * F * 4), lg = al(u + nb * F * 4);
 	uint64_t end = lg + (head_logits ? al((uint64_t)hp->n_vocab * 4) : 0);
 	uint64_t v_off = (uint64_t)(v->v_cache - (uint8_t *)v->kv_map);
-	size_t per = place_blocks_ops(m, features, (int)nb);
+	size_t per = place_blocks_ops(m, features, (int)nb,
+				      place_blocks_rows_packed(m, v));
 	uint32_t dtype;
+	bool one_store;
 	struct bb bb;
 
 	if (v->kv_type == EDGEQ_KV_F16)
@@ -363,6 +381,7 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 	}
 	bb = (struct bb){ b->ops, b->w, 0, m,
 			  !!(features & EDGEQ_F_NORM_ROWS) };
+	one_store = nb > 1 && place_blocks_rows_packed(m, v);
 	for (int l = l0; l < l0 + n; l++) {
 		const struct edgeq_layer *L = &m->layers[l];
 		uint64_t t;
@@ -389,9 +408,21 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 			bias(&bb, L->bv, vt, (uint32_t)kv_dim);
 			rope(&bb, v, l, qt, hp->n_head, p);
 			rope(&bb, v, l, kt, hp->n_head_kv, p);
-			store(&bb, dtype, kt, row, (uint32_t)kv_dim, v->kv_row);
-			store(&bb, dtype, vt, v_off + row, (uint32_t)kv_dim,
-			      v->kv_row);
+			if (!one_store) {
+				store(&bb, dtype, kt, row, (uint32_t)kv_dim,
+				      v->kv_row);
+				store(&bb, dtype, vt, v_off + row,
+				      (uint32_t)kv_dim, v->kv_row);
+			}
+		}
+		if (one_store) { /* the batch's rows are consecutive */
+			uint64_t row =
+				((uint64_t)l * v->n_ctx + v->pos) * v->kv_row;
+
+			store(&bb, dtype, k, row, (uint32_t)(nb * kv_dim),
+			      nb * v->kv_row);
+			store(&bb, dtype, vv, v_off + row,
+			      (uint32_t)(nb * kv_dim), nb * v->kv_row);
 		}
 		/* causal: token t sees the rows up to its own, all stored */
 		for (t = 0; t < nb; t++)

@@ -23,9 +23,14 @@ struct place_blocks {
 };
 
 /* At most this many ops a block of an @nb-token pass takes, on devices
- * that take the EDGEQ_F_* op @features. */
+ * that take the EDGEQ_F_* op @features, the cache's rows packed or not
+ * (place_blocks_rows_packed()). */
 unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
-			      int nb);
+			      int nb, bool rows_packed);
+/* The cache rows of @v are the stored elements back to back (a batch's K
+ * or V rows are one STORE). */
+bool place_blocks_rows_packed(const struct edgeq_model *m,
+			      const struct ctx_block_view *v);
 
 /* Why @m's blocks cannot run as chains of devices that take the EDGEQ_F_*
  * op @features, or NULL when they can. */

@@ -393,9 +393,14 @@ static int hook_blocks(void *arg, int l, int n_max)
 	if (dev == 0 || !block_on(x, p, l, dev))
 		return 0;
 	if (!x->decoding) {
-		int cap = PREFILL_OPS /
-			  (int)place_blocks_ops(x->m, x->be.chain_features,
-						x->pass_nb);
+		struct ctx_block_view pv;
+		int cap;
+
+		ctx_block_view(x->c, &pv);
+		cap = PREFILL_OPS /
+		      (int)place_blocks_ops(
+			      x->m, x->be.chain_features, x->pass_nb,
+			      place_blocks_rows_packed(x->m, &pv));
 
 		if (n_max > cap)
 			n_max = cap > 0 ? cap : 1;
