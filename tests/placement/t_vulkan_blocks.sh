@@ -104,6 +104,15 @@ if grep -q 'llvmpipe' "$T/devs"; then
 		cmp -s "$T/q8-cpu.bin" "$T/q8-vk.bin"
 fi
 
+# a prompt of more than a batch (64 tokens): its blocks in chains of up
+# to 1000 ops, each one command buffer on the device
+long=$(python3 -c "print(' '.join(['once upon a time there was a little cat'] * 12))")
+"$RUN" -m "$M" -n 4 --queue gpu0 --devices "$T/gpu.ini" --no-calib -p "$long" --backend vulkan >"$T/long.json"
+"$RUN" -m "$M" -n 4 --queue gpu0 --devices "$T/gpu.ini" --no-calib -p "$long" --backend none >"$T/long-cpu.json"
+check "long prompt: every batch's blocks on the device, a chain a submission" \
+	js "$T/long.json" "d['error'] is None and s['prefill_blocks'] >= 4 and s['prefill_blocks'] % 2 == 0 and d['dev']['chains'] <= s['block_chains'] + 1"
+check "long prompt: tokens as the CPU's" test "$(toks "$T/long.json")" = "$(toks "$T/long-cpu.json")"
+
 # --weights stream: a block at a time (its weights are there only then)
 "$GEN" -o "$T/deep.gguf" --shape tiny --type q8_0 --layers 6 >/dev/null
 "$RUN" -m "$T/deep.gguf" -n 16 "${Q[@]}" --backend none >"$T/deep-cpu.json"

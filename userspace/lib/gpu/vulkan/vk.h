@@ -32,8 +32,8 @@ enum vk_pipe {
 	VK_PIPE_COUNT,
 };
 
-#define VK_NBIND 5	 /* t0..t3 and the scratch (shaders/common.glsl) */
-#define VK_CHAIN_MAX 256 /* ops per command buffer */
+#define VK_NBIND 5	  /* t0..t3 and the scratch (shaders/common.glsl) */
+#define VK_CHAIN_MAX 1024 /* ops per command buffer: a prefill chain (1000) */
 #define VK_OP_MASK ((1ULL << EDGEQ_OP_COUNT) - 1)
 
 /* As the push constants of shaders/common.glsl. */
