@@ -57,8 +57,10 @@
 #define EDGEQ_F_OP_STORE (1ULL << 13)
 /* EDGEQ_OP_ROPE_FREQ exists: RoPE with the model's own frequencies. */
 #define EDGEQ_F_OP_ROPE_FREQ (1ULL << 14)
-/* RMSNORM takes a second dim, rows of one weight (per-head q/k norms, a
- * prompt's tokens in one op). */
+/*
+ * RMSNORM takes a second dim, rows of one weight (per-head q/k norms, a
+ * prompt's tokens in one op).
+ */
 #define EDGEQ_F_NORM_ROWS (1ULL << 15)
 /* EDGEQ_OP_GELU_MUL exists: the GELU feed-forward's gate (Gemma). */
 #define EDGEQ_F_OP_GELU_MUL (1ULL << 16)
