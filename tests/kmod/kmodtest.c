@@ -2136,21 +2136,31 @@ static int t_shapes(void)
 	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 120);
 	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
 	BAD(bad.shape[1] = 4, -EINVAL);
-	edgeq_op_desc_init(&op, EDGEQ_OP_SILU_MUL, 5);
-	op.shape[0] = 10;
-	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 40);
-	edgeq_op_desc_tensor(&op, 1, t.handle, 40, 40);
-	edgeq_op_desc_tensor(&op, 2, t.handle, 80, 40);
-	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
-	BAD(bad.tensors[1].length = 39, -EINVAL);
-	/* STORE {n}: F32 into an F16 (or F32) row; no other types. */
 	{
 		struct edgeq_features f;
 
 		CHECK(!edgeq_kq_features(kq, &f));
 		CHECK(f.features & EDGEQ_F_OP_STORE);
 		CHECK(f.features & EDGEQ_F_OP_ROPE_FREQ);
+		CHECK(f.features & EDGEQ_F_NORM_ROWS);
+		CHECK(f.features & EDGEQ_F_OP_GELU_MUL);
+		CHECK(f.features & EDGEQ_F_STORE_Q8_0);
 	}
+	/* SILU_MUL and GELU_MUL (EDGEQ_F_OP_GELU_MUL) alike */
+	for (int i = 0; i < 2; i++) {
+		edgeq_op_desc_init(
+			&op, i ? EDGEQ_OP_GELU_MUL : EDGEQ_OP_SILU_MUL, 5);
+		op.shape[0] = 10;
+		edgeq_op_desc_tensor(&op, 0, t.handle, 0, 40);
+		edgeq_op_desc_tensor(&op, 1, t.handle, 40, 40);
+		edgeq_op_desc_tensor(&op, 2, t.handle, 80, 40);
+		CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+		BAD(bad.tensors[1].length = 39, -EINVAL);
+		BAD(bad.tensors[2].length = 36, -EINVAL);
+		BAD(bad.ndims = 2, -EINVAL);
+		BAD(bad.ntensors = 2, -EINVAL);
+	}
+	/* STORE {n}: F32 into an F32, F16 or Q8_0 row; no other types. */
 	edgeq_op_desc_init(&op, EDGEQ_OP_STORE, 6);
 	op.dtype = EDGEQ_DTYPE_F16;
 	op.shape[0] = 10;
@@ -2183,15 +2193,8 @@ static int t_shapes(void)
 	BAD(bad.param[1] = 0, -EINVAL); /* all 8 dims: 4 pairs */
 	BAD(bad.param[1] = 7ULL << 32, -EINVAL);
 	BAD(bad.ntensors = 1, -EINVAL);
-	/* RMSNORM {n, rows}: rows of x and y, one weight row */
-	{
-		struct edgeq_features f;
-
-		CHECK(!edgeq_kq_features(kq, &f));
-		CHECK(f.features & EDGEQ_F_NORM_ROWS);
-		CHECK(f.features & EDGEQ_F_OP_GELU_MUL);
-		CHECK(f.features & EDGEQ_F_STORE_Q8_0);
-	}
+	/* RMSNORM {n, rows} (EDGEQ_F_NORM_ROWS): rows of x and y, one
+	 * weight row */
 	edgeq_op_desc_init(&op, EDGEQ_OP_RMSNORM, 8);
 	op.ndims = 2;
 	op.shape[0] = 8;
@@ -2209,16 +2212,6 @@ static int t_shapes(void)
 	BAD(bad.tensors[1].length = 7 * 4, -EINVAL);
 	BAD((bad.ndims = 1, bad.shape[1] = 0, bad.tensors[1].length = 4),
 	    -EINVAL);
-	/* GELU_MUL {n}, as SILU_MUL */
-	edgeq_op_desc_init(&op, EDGEQ_OP_GELU_MUL, 9);
-	op.shape[0] = 10;
-	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 40);
-	edgeq_op_desc_tensor(&op, 1, t.handle, 40, 40);
-	edgeq_op_desc_tensor(&op, 2, t.handle, 80, 40);
-	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
-	BAD(bad.tensors[2].length = 36, -EINVAL);
-	BAD(bad.ndims = 2, -EINVAL);
-	BAD(bad.ntensors = 2, -EINVAL);
 	edgeq_kq_close(kq);
 	edgeq_kq_close(agent);
 	tensor_free(&t);

@@ -284,17 +284,23 @@ static void attention(struct bb *b, const struct ctx_block_view *v, int l,
 	act(o, 3, ao, q_bytes);
 }
 
+/* The element type of a cache of @kv as an op's dtype. */
+static uint32_t kv_dtype(enum edgeq_kv_type kv)
+{
+	return kv == EDGEQ_KV_F16  ? EDGEQ_DTYPE_F16 :
+	       kv == EDGEQ_KV_Q8_0 ? EDGEQ_DTYPE_Q8_0 :
+				     EDGEQ_DTYPE_F32;
+}
+
 /* A batch's K (and V) rows go as one STORE where a cache row is exactly
  * the stored elements (no padding between the tokens' rows). */
 bool place_blocks_rows_packed(const struct edgeq_model *m,
 			      const struct ctx_block_view *v)
 {
 	uint64_t kv_dim = (uint64_t)m->hp.n_head_kv * m->hp.head_dim;
-	enum edgeq_type t = v->kv_type == EDGEQ_KV_F16	? EDGEQ_TYPE_F16 :
-			    v->kv_type == EDGEQ_KV_Q8_0 ? EDGEQ_TYPE_Q8_0 :
-							  EDGEQ_TYPE_F32;
 
-	return v->kv_row == edgeq_row_size(t, (int64_t)kv_dim);
+	return v->kv_row ==
+	       edgeq_row_size(kv_dtype(v->kv_type), (int64_t)kv_dim);
 }
 
 unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
@@ -302,6 +308,7 @@ unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
 {
 	const struct edgeq_hparams *hp = &m->hp;
 	unsigned int n = 0, norm = features & EDGEQ_F_NORM_ROWS ? 1 : nb;
+	bool one_store = rows_packed && nb > 1;
 
 	/* the largest block: the ops build() emits for it */
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
@@ -310,8 +317,8 @@ unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
 			2 * norm + 7 + 3; /* norms, products, adds, gate */
 
 		/* rope, store (the batch's at once where packed); attention */
-		k += (unsigned int)nb * (rows_packed && nb > 1 ? 3 : 5) +
-		     (rows_packed && nb > 1 ? 2 : 0);
+		k += one_store ? (unsigned int)nb * 3 + 2 :
+				 (unsigned int)nb * 5;
 		if (L->bq)
 			k += 3 * (unsigned int)nb;
 		if (L->q_norm) /* every head a row */
@@ -350,13 +357,8 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 	bool one_store;
 	struct bb bb;
 
-	if (v->kv_type == EDGEQ_KV_F16)
-		dtype = EDGEQ_DTYPE_F16;
-	else if (v->kv_type == EDGEQ_KV_F32)
-		dtype = EDGEQ_DTYPE_F32;
-	else if (v->kv_type == EDGEQ_KV_Q8_0 && (features & EDGEQ_F_STORE_Q8_0))
-		dtype = EDGEQ_DTYPE_Q8_0;
-	else
+	dtype = kv_dtype(v->kv_type);
+	if (dtype == EDGEQ_DTYPE_Q8_0 && !(features & EDGEQ_F_STORE_Q8_0))
 		return -EOPNOTSUPP;
 	if (!v->kv_map || v->k_cache != v->kv_map)
 		return -EOPNOTSUPP;

@@ -392,15 +392,12 @@ static int hook_blocks(void *arg, int l, int n_max)
 	dev = p->dev[x->layer_ops[l][0]];
 	if (dev == 0 || !block_on(x, p, l, dev))
 		return 0;
+	ctx_block_view(x->c, &v);
 	if (!x->decoding) {
-		struct ctx_block_view pv;
-		int cap;
-
-		ctx_block_view(x->c, &pv);
-		cap = PREFILL_OPS /
-		      (int)place_blocks_ops(
-			      x->m, x->be.chain_features, x->pass_nb,
-			      place_blocks_rows_packed(x->m, &pv));
+		int cap = PREFILL_OPS /
+			  (int)place_blocks_ops(
+				  x->m, x->be.chain_features, x->pass_nb,
+				  place_blocks_rows_packed(x->m, &v));
 
 		if (n_max > cap)
 			n_max = cap > 0 ? cap : 1;
@@ -413,7 +410,6 @@ static int hook_blocks(void *arg, int l, int n_max)
 	       edgeq_weights_resident(x->m->weights) &&
 	       x->out_norm_index >= 0 && x->out_index >= 0 &&
 	       p->dev[x->out_norm_index] == dev && p->dev[x->out_index] == dev;
-	ctx_block_view(x->c, &v);
 	ret = place_blocks_build(&x->blk, x->m, x->be.chain_features, &v, l, n,
 				 head ? x->head_logits : NULL, &ch);
 	if (ret) {

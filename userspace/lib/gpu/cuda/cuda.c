@@ -14,8 +14,8 @@
  *
  * Ops: MATVEC of F32, F16, Q8_0 and Q4_0 weights, RMSNORM (rows too),
  * ROPE, ROPE_FREQ, SILU_MUL, GELU_MUL, ADD, STORE; the rest (attention,
- * softmax, K-quants, batches) is left to the agent's CPU kernels in the same batch
- * (supports()). Not run on hardware yet: no GPU was at hand where it was
+ * softmax, K-quants, batches) is left to the agent's CPU kernels in the
+ * same batch (supports()). Not run on hardware yet: no GPU was at hand where it was
  * written (Documentation/gpu-agent.rst says how to check it on a board).
  */
 #include <dlfcn.h>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // y = x * scale * w with scale = 1 / sqrt(mean(x^2) + eps), one workgroup
-// per row: t0 x [n1][n0], t1 w [n0], t2 y [n1][n0], p0 eps (float bits). As the decoder's
-// rmsnorm(): the sum of squares in double, in element order, where the
-// device has float64 (rmsnorm.comp); in float otherwise (rmsnorm_f32.comp,
-// a relative error of n0 * 2^-24 more).
+// per row: t0 x [n1][n0], t1 w [n0], t2 y [n1][n0], p0 eps (float bits).
+// As the decoder's rmsnorm(): the sum of squares in double, in element
+// order, where the device has float64 (rmsnorm.comp); in float otherwise
+// (rmsnorm_f32.comp, a relative error of n0 * 2^-24 more).
 layout(local_size_x = 64) in;
 
 shared float scale;
