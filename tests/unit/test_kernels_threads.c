@@ -335,6 +335,102 @@ static void test_par_matmul_equals_matvec(void **state)
 	edgeq_threadpool_free(tp);
 }
 
+/* ---- the chunks parallel matvec hands out ---- */
+
+#define MAX_CHUNKS 256
+static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t chunk_r0[MAX_CHUNKS], chunk_r1[MAX_CHUNKS];
+static int n_chunks;
+
+static void rec_matvec(enum edgeq_type type, const void *w, int64_t n,
+		       int64_t row0, int64_t row1, const void *a, float *y)
+{
+	pthread_mutex_lock(&chunk_lock);
+	if (n_chunks < MAX_CHUNKS) {
+		chunk_r0[n_chunks] = row0;
+		chunk_r1[n_chunks] = row1;
+	}
+	n_chunks++;
+	pthread_mutex_unlock(&chunk_lock);
+	for (int64_t r = row0; r < row1; r++)
+		y[r] += 1; /* each row once: ends at exactly 1 */
+}
+
+static int cmp_r0(const void *a, const void *b)
+{
+	int64_t x = chunk_r0[*(const int *)a], z = chunk_r0[*(const int *)b];
+
+	return x < z ? -1 : x > z;
+}
+
+/*
+ * Guided chunks: every row exactly once, chunks start at multiples of 16
+ * (the packed row groups), shrink as the rows run out (the first is a
+ * quarter of the rows at 2 threads, the last ones 16 rows), so threads of
+ * different speeds finish together; one thread takes the rows in one call.
+ */
+static void test_par_chunks_guided(void **state)
+{
+	static const int64_t shapes[] = { 2048, 5632, 256, 17, 16, 1000 };
+	struct edgeq_kernel_ops rec = { .name = "record",
+					.matvec = rec_matvec };
+	struct edgeq_threadpool *tp;
+	float *y = malloc(6000 * sizeof(float));
+	int order[MAX_CHUNKS];
+
+	(void)state;
+	assert_non_null(y);
+	for (int nth = 1; nth <= 3; nth++) {
+		assert_int_equal(edgeq_threadpool_new(nth, 0, &tp, NULL), 0);
+		for (size_t si = 0; si < sizeof(shapes) / sizeof(*shapes);
+		     si++) {
+			int64_t rows = shapes[si], prev = rows;
+
+			memset(y, 0, 6000 * sizeof(float));
+			n_chunks = 0;
+			edgeq_par_matvec(tp, &rec, EDGEQ_TYPE_F32, NULL, 32,
+					 rows, NULL, y);
+			assert_in_range(n_chunks, 1, MAX_CHUNKS);
+			for (int64_t r = 0; r < rows; r++)
+				assert_true(y[r] == 1.0f);
+			if (nth == 1) {
+				assert_int_equal(n_chunks, 1);
+				continue;
+			}
+			for (int i = 0; i < n_chunks; i++)
+				order[i] = i;
+			qsort(order, (size_t)n_chunks, sizeof(int), cmp_r0);
+			assert_int_equal(chunk_r0[order[0]], 0);
+			assert_int_equal(chunk_r1[order[n_chunks - 1]], rows);
+			for (int i = 0; i < n_chunks; i++) {
+				int64_t r0 = chunk_r0[order[i]],
+					r1 = chunk_r1[order[i]];
+
+				assert_int_equal(r0 % 16, 0);
+				if (i)
+					assert_int_equal(
+						r0, chunk_r1[order[i - 1]]);
+				/* a share of what is left, never growing */
+				assert_true(r1 - r0 <= prev);
+				assert_true(r1 - r0 <=
+						    (((rows - r0) / (2 * nth) +
+						      15) &
+						     ~(int64_t)15) ||
+					    r1 - r0 <= 16);
+				prev = r1 - r0;
+			}
+			if (rows >= 2048) {
+				/* big first, 16-row tail */
+				assert_true(chunk_r1[order[0]] >=
+					    rows / (2 * nth) - 16);
+				assert_true(prev <= 16);
+			}
+		}
+		edgeq_threadpool_free(tp);
+	}
+	free(y);
+}
+
 /*
  * kbench's numbers: the file layout streams rows x row size per call, the
  * packed one the 16-row copy (partial groups padded); a type or table
@@ -396,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_pool_rejects),
 		cmocka_unit_test(test_par_matvec_any_thread_count),
 		cmocka_unit_test(test_par_matmul_equals_matvec),
+		cmocka_unit_test(test_par_chunks_guided),
 		cmocka_unit_test(test_bench_matvec_layouts),
 	};
 
