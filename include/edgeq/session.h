@@ -198,6 +198,10 @@ struct edgeq_session_status {
 	uint64_t drafted, accepted, rejected, passes;
 	double draft_accept, draft_cost;
 	int draft_off; /* slots whose drafting is off (does not pay now) */
+	/* the steps that read no prompt: their wall time (drafting, the
+	 * pass and sampling) and the tokens they gave, so the aggregate
+	 * decode rate is decode_tokens / decode_ns */
+	uint64_t decode_ns, decode_tokens;
 };
 
 void edgeq_session_status(struct edgeq_session *s,

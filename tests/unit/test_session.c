@@ -538,7 +538,7 @@ static void test_batched_equals_alone(void **state)
 	};
 	static const int np[4] = { 20, 12, 16, 20 };
 	int32_t want[4][64], acc[4][128], t[4][64];
-	size_t nwant[4], n[4], nacc[4];
+	size_t nwant[4], n[4], nacc[4], total;
 	struct edgeq_session *s;
 	struct edgeq_gen_request rq[4];
 	struct edgeq_gen *g[4];
@@ -587,6 +587,14 @@ static void test_batched_equals_alone(void **state)
 		edgeq_session_status(s, &ss);
 		if (round == 0)
 			assert_true(ss.steps < (uint64_t)(20 + 12 + 16 + 20));
+		/* the decode rate's count: every token but those of steps
+		 * that read a prompt (each request's first, and what the
+		 * others gave in the steps where one joined: 4 at most) */
+		total = nacc[0] + nacc[1] + nacc[2] + nacc[3];
+		assert_int_equal(ss.gen_tokens, total);
+		assert_true(ss.decode_tokens <= total - 4);
+		assert_true(ss.decode_tokens + 16 >= total);
+		assert_true(ss.decode_ns > 0);
 		edgeq_session_free(s);
 	}
 }

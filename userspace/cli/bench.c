@@ -1156,7 +1156,7 @@ static int cmd_bench(int argc, char **argv)
 				   b_gen, b_json);
 	if (b_streams)
 		return bench_streams(b_model, thr[nthr - 1], b_streams, b_gen,
-				     b_json, b_prof);
+				     b_reps, b_json, b_prof);
 	if (b_prof)
 		return bench_profile(b_model, thr[nthr - 1], pp, npp, b_gen,
 				     b_json);

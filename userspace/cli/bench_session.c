@@ -6,6 +6,8 @@
  *
  *   single     one stream alone: decode tok/s, inter-token latency, TTFT
  *   batched    N streams decoded together (one forward pass per step)
+ *              (these two in -r rounds, A B A B, the decode ratio the
+ *              median of the rounds')
  *   timeshare  N streams with one pass per slot and step (what serve did
  *              before continuous batching)
  *   queue      2N clients on N slots: the TTFT distribution, and each
@@ -31,12 +33,15 @@
 #include "cli.h"
 
 #define MAX_STREAMS 64
+#define MAX_ROUNDS 32
 
 struct phase {
 	double agg_tok_s; /* generated tokens / wall time of the phase */
 	double itl_ms;	  /* mean over streams of decode time per token */
 	double ttft_ms[2 * MAX_STREAMS];
-	double req_ms; /* mean time from submit to the last token */
+	double req_ms;	  /* mean time from submit to the last token */
+	double dec_tok_s; /* tokens of the steps that read no prompt over
+			   * their wall time: the aggregate decode rate */
 	double ttft_mean_ms;
 	int n;
 	uint64_t steps;
@@ -115,6 +120,8 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 	ph->itl_ms = n_itl ? itl / n_itl : 0;
 	ph->req_ms = req / clients;
 	ph->ttft_mean_ms = ttft / clients;
+	ph->dec_tok_s = ss.decode_ns ? ss.decode_tokens * 1e9 / ss.decode_ns :
+				       0;
 	ret = 0;
 out:
 	for (i = 0; i < clients; i++)
@@ -138,14 +145,15 @@ static double pct(const double *sorted, int n, double p)
 }
 
 int bench_streams(const char *path, int threads, int streams, int n_gen,
-		  bool json, bool profile)
+		  int rounds, bool json, bool profile)
 {
 	struct edgeq_decode_profile p1, pb;
 	struct edgeq_model_params mp;
 	struct edgeq_error err = { 0 };
 	struct edgeq_model *m = NULL;
-	struct phase one, bat, ts, q;
+	struct phase one, bat, ts, q, r1, rb;
 	double sorted[2 * MAX_STREAMS], expl[2 * MAX_STREAMS], worst = 0, r;
+	double dec[MAX_ROUNDS], dec_sorted[MAX_ROUNDS], dec_ratio;
 	json_t *each;
 	const char *prompt = "Benchmark prompt: the session decodes several "
 			     "streams at once.";
@@ -156,6 +164,10 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	if (streams < 2 || streams > MAX_STREAMS)
 		return cli_error(EXIT_USAGE, "bench", "--streams must be 2..%d",
 				 MAX_STREAMS);
+	if (rounds < 1 || rounds > MAX_ROUNDS)
+		return cli_error(EXIT_USAGE, "bench",
+				 "--streams: -r must be 1..%d rounds",
+				 MAX_ROUNDS);
 	edgeq_model_params_init(&mp);
 	mp.path = path;
 	mp.n_threads = threads;
@@ -165,17 +177,40 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 				 err.msg);
 	ret = edgeq_tokenize(m, prompt, edgeq_model_info(m)->add_bos, false,
 			     toks, 256, &n_toks);
-	edgeq_model_profile(m, profile);
-	if (!ret)
-		ret = run_phase(m, 1, 1, true, NULL, toks, n_toks, n_gen, &one,
-				NULL, &err);
-	edgeq_model_profile_get(m, &p1);
-	edgeq_model_profile(m, profile);
-	if (!ret)
-		ret = run_phase(m, streams, streams, false, NULL, toks, n_toks,
-				n_gen, &bat, NULL, &err);
-	edgeq_model_profile_get(m, &pb);
-	edgeq_model_profile(m, false);
+	/* one stream and N batched in turns, A B A B, so a change in the
+	 * host's speed lands on both; the first round is the one shown
+	 * phase by phase (and profiled) */
+	for (i = 0; !ret && i < rounds; i++) {
+		edgeq_model_profile(m, profile && !i);
+		ret = run_phase(m, 1, 1, true, NULL, toks, n_toks, n_gen,
+				i ? &r1 : &one, NULL, &err);
+		if (!i)
+			edgeq_model_profile_get(m, &p1);
+		edgeq_model_profile(m, profile && !i);
+		if (!ret)
+			ret = run_phase(m, streams, streams, false, NULL, toks,
+					n_toks, n_gen, i ? &rb : &bat, NULL,
+					&err);
+		if (!i)
+			edgeq_model_profile_get(m, &pb);
+		edgeq_model_profile(m, false);
+		if (!ret) {
+			const struct phase *a = i ? &r1 : &one,
+					   *b = i ? &rb : &bat;
+
+			dec[i] = a->dec_tok_s > 0 ?
+					 b->dec_tok_s / a->dec_tok_s :
+					 0;
+			dec_sorted[i] = dec[i];
+		}
+	}
+	if (!ret) {
+		qsort(dec_sorted, (size_t)rounds, sizeof(double), cmp_double);
+		dec_ratio = rounds % 2 ? dec_sorted[rounds / 2] :
+					 (dec_sorted[rounds / 2 - 1] +
+					  dec_sorted[rounds / 2]) /
+						 2;
+	}
 	if (!ret)
 		ret = run_phase(m, streams, streams, true, NULL, toks, n_toks,
 				n_gen, &ts, NULL, &err);
@@ -231,11 +266,18 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 					  "explained_ms", expl[i]));
 		json_object_set_new(json_object_get(j, "queue"), "requests",
 				    each);
-		if (bat.itl_ms > 0)
-			json_object_set_new(
-				json_object_get(j, "ratios"),
-				"batched_over_single_decode_tok_s",
-				json_real(streams * one.itl_ms / bat.itl_ms));
+		json_object_set_new(json_object_get(j, "single"),
+				    "decode_tok_s", json_real(one.dec_tok_s));
+		json_object_set_new(json_object_get(j, "batched"),
+				    "decode_tok_s", json_real(bat.dec_tok_s));
+		each = json_array();
+		for (i = 0; i < rounds; i++)
+			json_array_append_new(each, json_real(dec[i]));
+		json_object_set_new(json_object_get(j, "ratios"),
+				    "decode_rounds", each);
+		json_object_set_new(json_object_get(j, "ratios"),
+				    "batched_over_single_decode_tok_s",
+				    json_real(dec_ratio));
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(j);
@@ -254,11 +296,13 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	       streams, bat.agg_tok_s / one.agg_tok_s, bat.itl_ms / one.itl_ms,
 	       bat.agg_tok_s / ts.agg_tok_s);
 	/* tok/s above is a phase's tokens over its wall time, prompts
-	 * included (N of them batched, 1 alone); decode alone is N / ITL */
-	if (bat.itl_ms > 0 && one.itl_ms > 0)
-		printf("decode only: %d streams %.2f tok/s, 1 stream %.2f tok/s: %.2fx\n",
-		       streams, streams * 1e3 / bat.itl_ms, 1e3 / one.itl_ms,
-		       streams * one.itl_ms / bat.itl_ms);
+	 * included (N of them batched, 1 alone); decode alone counts the
+	 * steps that read no prompt, in every round */
+	printf("decode only: %d streams %.2f tok/s, 1 stream %.2f tok/s: %.2fx (median of %d rounds:",
+	       streams, bat.dec_tok_s, one.dec_tok_s, dec_ratio, rounds);
+	for (i = 0; i < rounds; i++)
+		printf(" %.2fx", dec[i]);
+	printf(")\n");
 	printf("TTFT, %d clients on %d slots: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (queue-free %.1f ms); worst TTFT / (waves ahead x batched request + (prompts ahead in its wave + 1) x queue-free) %.2fx\n",
 	       q.n, streams, pct(sorted, q.n, 0.5), pct(sorted, q.n, 0.9),
 	       pct(sorted, q.n, 0.99), sorted[q.n - 1], one.ttft_ms[0], worst);

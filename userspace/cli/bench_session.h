@@ -6,10 +6,12 @@
 #include <stdbool.h>
 
 /* Returns an exit status; prints the table (or JSON) on stdout. */
-/* @profile: also the forward pass's breakdown of the single and the
- * batched phases (bench --profile). */
+/* @rounds: one stream and N batched taken in turns this many times (-r),
+ * the decode ratio their median. @profile: also the forward pass's
+ * breakdown of the first round's single and batched phases (bench
+ * --profile). */
 int bench_streams(const char *path, int threads, int streams, int n_gen,
-		  bool json, bool profile);
+		  int rounds, bool json, bool profile);
 
 /* --draft SPEC: one stream with and without speculation, the measured
  * speedup next to the ledger's prediction. */

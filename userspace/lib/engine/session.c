@@ -168,6 +168,8 @@ struct edgeq_session {
 	uint64_t pending_budget;
 	uint64_t acks; /* lockstep: consumers come back for more */
 	uint64_t steps, prompt_tokens, gen_tokens;
+	/* steps without prompt rows: their wall time, the tokens they gave */
+	uint64_t decode_ns, decode_tokens;
 	struct edgeq_stream_status wstat; /* after the last step */
 	int wstat_ret;
 	uint64_t wstat_ns;
@@ -715,10 +717,11 @@ static int step(struct edgeq_session *s)
 	struct edgeq_gen *g;
 	int nw = 0, npre = 0, i, j, k, ret, failed = -1, n_drafts = 0;
 	size_t n, budget = s->p.prefill_chunk;
-	uint64_t t0, t_draft = 0, t_pass;
+	uint64_t t0, t_draft = 0, t_pass, t_step, gen0;
 
 	if (s->p.token_delay_ms > 0)
 		usleep((useconds_t)s->p.token_delay_ms * 1000);
+	t_step = edgeq_now_ns();
 	for (i = 0; i < s->n_slots; i++) {
 		bool held;
 
@@ -790,6 +793,7 @@ static int step(struct edgeq_session *s)
 	s->t_pass_end = t0 + t_pass; /* the stamp of the tokens it gives */
 	pthread_mutex_lock(&s->lock);
 	s->steps++;
+	gen0 = s->gen_tokens;
 	if (!ret && !npre) {
 		s->passes++;
 		/* the draft cost the length choice weighs: drafting plus the
@@ -844,6 +848,12 @@ static int step(struct edgeq_session *s)
 			}
 		}
 		sample(s, sl);
+	}
+	if (!ret && !npre) {
+		pthread_mutex_lock(&s->lock);
+		s->decode_ns += edgeq_now_ns() - t_step;
+		s->decode_tokens += s->gen_tokens - gen0;
+		pthread_mutex_unlock(&s->lock);
 	}
 	return nw;
 }
@@ -1413,6 +1423,8 @@ void edgeq_session_status(struct edgeq_session *s,
 	st->accepted = s->accepted;
 	st->rejected = s->rejected;
 	st->passes = s->passes;
+	st->decode_ns = s->decode_ns;
+	st->decode_tokens = s->decode_tokens;
 	st->draft_accept = s->accepted + s->rejected ?
 				   (double)s->accepted /
 					   (double)(s->accepted + s->rejected) :
