@@ -205,6 +205,14 @@ struct edgeq_draft_params {
 	struct edgeq_model *model; /* MODEL: loaded by the caller */
 	int max_len;		   /* most tokens drafted per pass (4; 1..16) */
 	bool fixed; /* always max_len; else adapted to acceptance */
+	/*
+	 * MODEL, one-slot generations (edgeq_generate) only: the caller's
+	 * context of @model, used instead of one the session would make (so
+	 * the caller can place the draft on a device queue); it must hold at
+	 * least the target context's positions and outlive the generation,
+	 * and is rewound to what the target holds. NULL: the session's own.
+	 */
+	struct edgeq_ctx *ctx;
 };
 
 /*

@@ -390,6 +390,34 @@ int edgeq_placer_update_pressure(struct edgeq_placer *p,
 
 /* ---- execution: the forward pass on the placed devices ---- */
 
+/*
+ * Speculative decoding with device queues: which model they should take.
+ * Predicted decode steps (ns) of the target and the draft, on @d's best
+ * plan and on the CPU alone; the tokens per second of each assignment
+ * (target on the queues with the draft on the CPU, or the reverse) at
+ * acceptance @accept and its best draft length up to @max_len (0 when
+ * drafting does not pay there); and the choice: the larger rate.
+ * Returns 0, or -EINVAL (a bad acceptance or length, a shape the chain
+ * builder refuses).
+ */
+struct edgeq_model;
+/* The placement shape of a loaded model (what attach plans with); -EINVAL
+ * for a model without layers or an output head. */
+int edgeq_place_model_shape(const struct edgeq_model *m,
+			    struct edgeq_place_shape *s);
+
+struct edgeq_draft_choice {
+	double target_dev_ns, target_cpu_ns, draft_dev_ns, draft_cpu_ns;
+	double rate_target_on, rate_draft_on; /* tokens per second */
+	int k_target_on, k_draft_on;
+	bool draft_on_device;
+};
+int edgeq_place_draft_choice(const struct edgeq_devices *d,
+			     const struct edgeq_place_shape *target,
+			     const struct edgeq_place_shape *draft,
+			     double accept, int max_len,
+			     struct edgeq_draft_choice *out);
+
 struct edgeq_ctx;
 struct edgeq_pressure;
 struct edgeq_place_exec;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <edgeq/placement.h>
+#include <edgeq/ledger.h>
 #include <edgeq/pressure.h>
 
 #include "placement/blocks.h"
@@ -922,6 +923,71 @@ static void test_blocks_features(void **state)
 	assert_non_null(strstr(place_blocks_unsupported(&m, all), "fused"));
 }
 
+/*
+ * Which model of a speculative pair the queues take: the one whose
+ * assignment the planner predicts more tokens/s for. A Q4_0 1B target
+ * with a 2-layer Q4_0 draft: the npu takes the target (the big model's
+ * steps are what speculation pays for); a Q4_K target the npu cannot run
+ * with a Q8_0 draft it can: the npu takes the draft. Each rate is the
+ * ledger's speedup at its length over the target's step; bad arguments
+ * are refused.
+ */
+static void test_draft_choice(void **state)
+{
+	struct edgeq_place_shape t, dr;
+	struct edgeq_draft_choice ch;
+	struct edgeq_devices d;
+	struct edgeq_spec sp;
+	double best;
+
+	cpu_npu(&d);
+	shape_1b(&t, 2);
+	shape_1b(&dr, 2);
+	dr.n_layer = 2;
+	assert_int_equal(edgeq_place_draft_choice(&d, &t, &dr, 0.75, 4, &ch),
+			 0);
+	assert_true(ch.target_dev_ns < ch.target_cpu_ns);
+	assert_true(ch.draft_dev_ns < ch.draft_cpu_ns);
+	assert_true(ch.draft_cpu_ns < ch.target_cpu_ns);
+	assert_false(ch.draft_on_device);
+	assert_true(ch.rate_target_on > ch.rate_draft_on);
+	assert_in_range(ch.k_target_on, 0, 4);
+	/* the rate is the best length's, by the ledger */
+	best = 1e9 / ch.target_dev_ns;
+	for (int k = 1; k <= 4; k++) {
+		edgeq_ledger_speculative(
+			0.75, k, ch.draft_cpu_ns / ch.target_dev_ns, &sp);
+		if (sp.speedup * 1e9 / ch.target_dev_ns > best)
+			best = sp.speedup * 1e9 / ch.target_dev_ns;
+	}
+	assert_true(fabs(ch.rate_target_on - best) <= 1e-9 * best);
+	edgeq_ledger_speculative(0.75, ch.k_draft_on,
+				 ch.draft_dev_ns / ch.target_cpu_ns, &sp);
+	assert_true(
+		fabs(ch.rate_draft_on - sp.speedup * 1e9 / ch.target_cpu_ns) <=
+		1e-9 * ch.rate_draft_on);
+
+	/* Q4_K target (not on the npu), Q8_0 draft (on it) */
+	shape_1b(&t, 12);
+	shape_1b(&dr, 8);
+	dr.n_layer = 2;
+	assert_int_equal(edgeq_place_draft_choice(&d, &t, &dr, 0.75, 4, &ch),
+			 0);
+	assert_true(ch.target_dev_ns == ch.target_cpu_ns);
+	assert_true(ch.draft_dev_ns < ch.draft_cpu_ns);
+	assert_true(ch.draft_on_device);
+	assert_true(ch.rate_draft_on > ch.rate_target_on);
+	assert_true(ch.k_draft_on >= 1);
+
+	assert_int_equal(edgeq_place_draft_choice(&d, &t, &dr, 1.5, 4, &ch),
+			 -EINVAL);
+	assert_int_equal(edgeq_place_draft_choice(&d, &t, &dr, 0.75, 0, &ch),
+			 -EINVAL);
+	dr.n_layer = 0;
+	assert_int_equal(edgeq_place_draft_choice(&d, &t, &dr, 0.75, 4, &ch),
+			 -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -940,6 +1006,7 @@ int main(void)
 		cmocka_unit_test(test_discover),
 		cmocka_unit_test(test_pressure_states),
 		cmocka_unit_test(test_blocks_features),
+		cmocka_unit_test(test_draft_choice),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -658,6 +658,86 @@ static void test_spec_greedy_identical(void **state)
 	}
 }
 
+struct collect {
+	int32_t t[128];
+	size_t n;
+};
+
+static int collect_tok(void *user, int32_t tok, const char *piece, size_t len)
+{
+	struct collect *c = user;
+
+	(void)piece;
+	(void)len;
+	if (c->n < 128)
+		c->t[c->n++] = tok;
+	return 0;
+}
+
+/*
+ * A caller's draft context (what run and place-run place on a queue): the
+ * model drafting for itself accepts every draft and gives plain greedy's
+ * tokens; the context is the caller's (rewound, not freed, reusable); a
+ * multi-slot session, a context of too few positions are refused.
+ */
+static void test_spec_caller_draft_ctx(void **state)
+{
+	struct edgeq_ctx_params cp;
+	struct edgeq_ctx *c, *dc, *small;
+	struct edgeq_gen_params gp;
+	struct edgeq_gen_stats st;
+	struct edgeq_session_params p;
+	struct edgeq_session *s = NULL;
+	struct edgeq_error err = { 0 };
+	struct collect plain = { 0 }, spec = { 0 };
+
+	NEED_MODEL();
+	edgeq_ctx_params_init(&cp);
+	cp.n_ctx = 256;
+	assert_int_equal(edgeq_ctx_new(model, &cp, &c, NULL), 0);
+	assert_int_equal(edgeq_ctx_new(model, &cp, &dc, NULL), 0);
+	edgeq_gen_params_init(&gp);
+	gp.prompt = "Once upon a time";
+	gp.add_bos = true;
+	gp.n_predict = 24;
+	gp.sampling.temp = 0;
+	assert_int_equal(edgeq_generate(c, &gp, collect_tok, &plain, &st, NULL),
+			 0);
+	gp.draft.kind = EDGEQ_DRAFT_MODEL;
+	gp.draft.model = model;
+	gp.draft.ctx = dc;
+	gp.draft.max_len = 4;
+	gp.draft.fixed = true;
+	for (int round = 0; round < 2; round++) {
+		spec.n = 0;
+		edgeq_ctx_truncate(c, 0);
+		assert_int_equal(edgeq_generate(c, &gp, collect_tok, &spec, &st,
+						&err),
+				 0);
+		assert_int_equal(spec.n, plain.n);
+		assert_memory_equal(spec.t, plain.t, plain.n * sizeof(int32_t));
+		assert_true(st.n_drafted > 0);
+		assert_int_equal(st.n_accepted, st.n_drafted);
+		/* the caller's context drafted: it holds the positions */
+		assert_true(edgeq_ctx_pos(dc) > 0);
+	}
+	cp.n_ctx = 64;
+	assert_int_equal(edgeq_ctx_new(model, &cp, &small, NULL), 0);
+	gp.draft.ctx = small;
+	assert_int_equal(edgeq_generate(c, &gp, collect_tok, &spec, &st, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "draft context holds 64 positions"));
+	edgeq_session_params_init(&p);
+	p.n_slots = 2;
+	p.draft = gp.draft;
+	p.draft.ctx = dc;
+	assert_int_equal(edgeq_session_new(model, &p, &s, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "one-slot"));
+	edgeq_ctx_free(small);
+	edgeq_ctx_free(dc);
+	edgeq_ctx_free(c);
+}
+
 static void test_spec_bad_drafts(void **state)
 {
 	struct edgeq_session_params p;
@@ -1197,6 +1277,7 @@ int main(void)
 		cmocka_unit_test(test_batched_equals_alone),
 		cmocka_unit_test(test_spec_greedy_identical),
 		cmocka_unit_test(test_spec_bad_drafts),
+		cmocka_unit_test(test_spec_caller_draft_ctx),
 		cmocka_unit_test(test_lookup_draft),
 		cmocka_unit_test(test_draft_choose),
 		cmocka_unit_test(test_spec_sampling_distribution),

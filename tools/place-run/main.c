@@ -24,6 +24,11 @@
  *             [--mem-at K:LEVEL[:AVAILABLE]]      hand over a memory pressure
  *                                                 level (0-3) after token K
  *             [--kv-type f16|f32|q8_0]            the KV cache's type
+ *             [--draft lookup|layers:L|MODEL]     speculative decoding
+ *             [--draft-on target|draft|auto]      which model the queues
+ *                                                 take (target: default;
+ *                                                 auto: the placer's choice)
+ *             [--draft-max N]                     most tokens per draft
  *             [--watch] [--sysfs DIR]             consume the pressure monitor
  *             [--no-calib]                        keep the profile's speeds
  *             [--margin F]                        hysteresis margin (0.05)
@@ -203,7 +208,8 @@ static void usage(void)
 		"  [--inline-delay-us N] [--device N|NAME] [--weights MODE]\n"
 		"  [--weights-budget BYTES] [--force TOKS --dump-logits FILE]\n"
 		"  [--copy-budget[-unplanned] BYTES] [--kv-type f16|f32|q8_0]\n"
-		"  [--mem-at K:LEVEL[:AVAILABLE]]\n");
+		"  [--mem-at K:LEVEL[:AVAILABLE]] [--draft SPEC]\n"
+		"  [--draft-on target|draft|auto] [--draft-max N]\n");
 	exit(2);
 }
 
@@ -212,7 +218,13 @@ int main(int argc, char **argv)
 	const char *model = NULL, *prompt = "Once upon a time", *queues = NULL;
 	const char *devfile = NULL, *backend = "inline", *save_calib = NULL;
 	const char *device = NULL, *weights = NULL, *force = NULL;
-	const char *dump = NULL;
+	const char *dump = NULL, *draft = NULL, *draft_path = NULL;
+	const char *draft_on = "target";
+	struct edgeq_model *dm = NULL;
+	struct edgeq_ctx *dc = NULL, *pc;
+	int draft_max = 4;
+	struct edgeq_draft_choice dch;
+	bool chose = false;
 	struct edgeq_place_dev *pdev = NULL;
 	uint64_t wbudget = 0;
 	struct edgeq_device_profile profs[16];
@@ -311,7 +323,13 @@ int main(int argc, char **argv)
 				   &av) < 2)
 				usage();
 			r.mem_avail = av;
-		} else if (!strcmp(a, "--kv-type"))
+		} else if (!strcmp(a, "--draft"))
+			draft = v;
+		else if (!strcmp(a, "--draft-on"))
+			draft_on = v;
+		else if (!strcmp(a, "--draft-max"))
+			draft_max = atoi(v);
+		else if (!strcmp(a, "--kv-type"))
 			kvt = !strcmp(v, "f32")	 ? EDGEQ_KV_F32 :
 			      !strcmp(v, "q8_0") ? EDGEQ_KV_Q8_0 :
 			      !strcmp(v, "f16")	 ? EDGEQ_KV_F16 :
@@ -319,7 +337,9 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (!model || n < 1 || n > 4000 || !force != !dump)
+	if (!model || n < 1 || n > 4000 || !force != !dump ||
+	    (strcmp(draft_on, "target") && strcmp(draft_on, "draft") &&
+	     strcmp(draft_on, "auto")))
 		usage();
 	n_profs = edgeq_devprofs_load(devfile, profs, 16, &err);
 	if (n_profs < 0) {
@@ -358,6 +378,55 @@ int main(int argc, char **argv)
 		edgeq_model_free(m);
 		return 1;
 	}
+	edgeq_gen_params_init(&gp);
+	if (draft) {
+		struct edgeq_model_params dp = mp;
+
+		if (edgeq_draft_parse(draft, &gp.draft, &draft_path)) {
+			fprintf(stderr, "place-run: bad --draft %s\n", draft);
+			return 2;
+		}
+		gp.draft.max_len = draft_max;
+		if (draft_path) {
+			dp.path = draft_path;
+			dp.weights_budget = 0;
+			ret = edgeq_model_load(&dp, &dm, &err);
+			if (!ret)
+				ret = edgeq_ctx_new(dm, &cp, &dc, &err);
+			if (ret) {
+				fprintf(stderr, "place-run: --draft %s: %s\n",
+					draft_path, err.msg);
+				return 1;
+			}
+			gp.draft.model = dm;
+			gp.draft.ctx = dc;
+		}
+	}
+	/* the context the queues take: the target's, or the draft model's
+	 * (auto: the one the placer predicts more tokens/s for) */
+	pc = c;
+	if (!strcmp(draft_on, "auto") && dm) {
+		struct edgeq_place_shape ts, ds;
+
+		if (edgeq_place_model_shape(m, &ts) ||
+		    edgeq_place_model_shape(dm, &ds) ||
+		    edgeq_place_draft_choice(&d, &ts, &ds, 0.75, draft_max,
+					     &dch)) {
+			fprintf(stderr,
+				"place-run: the models cannot be priced\n");
+			return 1;
+		}
+		chose = true;
+		draft_on = dch.draft_on_device ? "draft" : "target";
+	}
+	if (!strcmp(draft_on, "draft")) {
+		if (!dc) {
+			fprintf(stderr,
+				"place-run: --draft-on draft needs a draft model\n");
+			return 2;
+		}
+		pc = dc;
+	}
 	if (!strcmp(backend, "inline")) {
 		edgeq_place_backend_inline(&be, &inl);
 		inl.fail_after = fail_after;
@@ -393,7 +462,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(backend, "none")) {
 		pp.dev_bytes = unplanned ? 0 : copy_budget;
-		ret = edgeq_place_attach(c, &d, &pp, &be, &r.x, &err);
+		ret = edgeq_place_attach(pc, &d, &pp, &be, &r.x, &err);
 		if (ret) {
 			fprintf(stderr, "place-run: %s\n", err.msg);
 			goto fail;
@@ -414,12 +483,11 @@ int main(int argc, char **argv)
 		/* all on the CPU: still a placer so stats have one shape */
 		edgeq_place_backend_inline(&none, &inl);
 		d.n = 1;
-		edgeq_place_attach(c, &d, NULL, &none, &r.x, &err);
+		edgeq_place_attach(pc, &d, NULL, &none, &r.x, &err);
 		r.pl = edgeq_place_placer(r.x);
 		r.npu = 0;
 	}
 	r.per = open_memstream(&perbuf, &perlen);
-	edgeq_gen_params_init(&gp);
 	gp.sampling.temp = 0;
 	gp.prompt = prompt;
 	gp.add_bos = true;
@@ -479,7 +547,8 @@ int main(int argc, char **argv)
 	       "\"copy_bound_changes\": %llu, \"prefill_blocks\": %llu, "
 	       "\"blocks\": %llu, "
 	       "\"block_chains\": %llu, \"blocks_off\": \"%s\", "
-	       "\"monitor\": \"%s\"}, \"error\": ",
+	       "\"monitor\": \"%s\", \"drafted\": %u, \"accepted\": %u, "
+	       "\"draft_on\": \"%s\"}, ",
 	       backend, perbuf ? perbuf : "", (unsigned long long)st.tokens,
 	       (unsigned long long)st.replans, (unsigned long long)st.offloaded,
 	       (unsigned long long)st.fallbacks, st.last_error,
@@ -490,7 +559,20 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.prefill_blocks,
 	       (unsigned long long)st.blocks,
 	       (unsigned long long)st.block_chains, st.blocks_off,
-	       pm ? edgeq_pressure_source_name(edgeq_pressure_source(pm)) : "");
+	       pm ? edgeq_pressure_source_name(edgeq_pressure_source(pm)) : "",
+	       force || ret ? 0 : gs.n_drafted,
+	       force || ret ? 0 : gs.n_accepted, draft ? draft_on : "");
+	if (chose)
+		printf("\"draft_choice\": {\"target_on_tok_s\": %.3f, "
+		       "\"draft_on_tok_s\": %.3f, \"target_on_k\": %d, "
+		       "\"draft_on_k\": %d, \"target_dev_ms\": %.6f, "
+		       "\"target_cpu_ms\": %.6f, \"draft_dev_ms\": %.6f, "
+		       "\"draft_cpu_ms\": %.6f}, ",
+		       dch.rate_target_on, dch.rate_draft_on, dch.k_target_on,
+		       dch.k_draft_on, dch.target_dev_ns / 1e6,
+		       dch.target_cpu_ns / 1e6, dch.draft_dev_ns / 1e6,
+		       dch.draft_cpu_ns / 1e6);
+	printf("\"error\": ");
 	if (ret)
 		printf("\"%s\"}\n", err.msg);
 	else
@@ -500,6 +582,8 @@ int main(int argc, char **argv)
 	edgeq_place_dev_free(pdev);
 	place_kq_free(kqb);
 	edgeq_pressure_free(pm);
+	edgeq_ctx_free(dc);
+	edgeq_model_free(dm);
 	edgeq_ctx_free(c);
 	edgeq_model_free(m);
 	return ret ? 1 : 0;

@@ -15,13 +15,14 @@
 #include <edgeq/engine.h>
 #include <edgeq/kernels.h>
 #include <edgeq/ledger.h>
+#include <edgeq/placement.h>
 #include <edgeq/stream.h>
 
 #include "cli.h"
 #include "run_placement.h"
 
 static const char *o_model, *o_prompt = "", *o_kv = "f16", *o_weights = "auto";
-static const char *o_budget, *o_dump, *o_queue, *o_draft;
+static const char *o_budget, *o_dump, *o_queue, *o_draft, *o_draft_on = "auto";
 static uint64_t o_copies;
 static int o_draft_max = 4;
 static bool o_draft_fixed, o_shift;
@@ -72,6 +73,8 @@ static const struct cli_option run_opts[] = {
 	  "bound the weight copies handed to the queues' agents (memfds beside the model's pages; default: no bound): an op whose weight does not fit runs on the CPU" },
 	{ "draft", 0, CLI_STR, &o_draft, "lookup|layers:L|MODEL",
 	  "speculative decoding: prompt-lookup n-grams, the model's first L layers, or a draft model with the same vocabulary" },
+	{ "draft-on", 0, CLI_STR, &o_draft_on, "auto|target|draft",
+	  "with --queue and a draft model: which model the queues take (auto: the placer's predicted tokens/s of each, at acceptance 0.75)" },
 	{ "draft-max", 0, CLI_INT, &o_draft_max, "N",
 	  "most tokens drafted per target pass (4; the session adapts below it)" },
 	{ "draft-fixed", 0, CLI_FLAG, &o_draft_fixed, NULL,
@@ -231,7 +234,9 @@ static int cmd_run(int argc, char **argv)
 	struct run_state rs = { 0 };
 	const struct edgeq_model_info *in;
 	struct edgeq_model *m = NULL, *dm = NULL;
-	struct edgeq_ctx *c = NULL;
+	struct edgeq_ctx *c = NULL, *dc = NULL, *pc;
+	struct edgeq_draft_choice dch;
+	bool chose = false;
 	const char *draft_path = NULL;
 	struct run_placement *rp = NULL;
 	double bw = 0, pps, dps;
@@ -364,12 +369,65 @@ static int cmd_run(int argc, char **argv)
 		status = dump_logits(m, c, in, gp.add_bos);
 		goto out;
 	}
+	if (strcmp(o_draft_on, "auto") && strcmp(o_draft_on, "target") &&
+	    strcmp(o_draft_on, "draft")) {
+		status = cli_error(EXIT_USAGE, "run",
+				   "--draft-on must be auto, target or draft");
+		goto out;
+	}
+	if (!strcmp(o_draft_on, "draft") && (!o_queue || !dm)) {
+		status = cli_error(
+			EXIT_USAGE, "run",
+			"--draft-on draft needs --queue and a draft model (--draft MODEL)");
+		goto out;
+	}
+	pc = c;
+	if (o_queue && dm && !strcmp(o_draft_on, "auto")) {
+		/* the queues take the model the placer predicts more
+		 * tokens per second for (Documentation/session.rst) */
+		status = run_placement_draft_choice(o_queue, m, dm, 0.75,
+						    o_draft_max, "run",
+						    "--draft-on", &dch);
+		if (status)
+			goto out;
+		chose = true;
+		o_draft_on = dch.draft_on_device ? "draft" : "target";
+		if (!o_json)
+			fprintf(stderr,
+				"edgeq run: --draft-on auto: the queues take the %s (predicted %.1f tok/s, draft length %d; the %s there: %.1f tok/s, length %d; acceptance 0.75)\n",
+				o_draft_on,
+				dch.draft_on_device ? dch.rate_draft_on :
+						      dch.rate_target_on,
+				dch.draft_on_device ? dch.k_draft_on :
+						      dch.k_target_on,
+				dch.draft_on_device ? "target" : "draft",
+				dch.draft_on_device ? dch.rate_target_on :
+						      dch.rate_draft_on,
+				dch.draft_on_device ? dch.k_target_on :
+						      dch.k_draft_on);
+	}
+	if (o_queue && dm && !strcmp(o_draft_on, "draft")) {
+		struct edgeq_ctx_params dcp = cp;
+
+		/* the draft's context, placed here, handed to the session:
+		 * as many positions as the target's */
+		dcp.n_ctx = edgeq_ctx_n_ctx(c);
+		ret = edgeq_ctx_new(dm, &dcp, &dc, &err);
+		if (ret) {
+			status = cli_error(cli_exit_for(ret), "run",
+					   "--draft %s: %s", draft_path,
+					   err.msg);
+			goto out;
+		}
+		gp.draft.ctx = dc;
+		pc = dc;
+	}
 	if (o_queue) {
 		const struct run_placement_opts po = {
 			.who = "run", .opt = "--queue", .copy_budget = o_copies
 		};
 
-		status = run_placement_start_opts(c, o_queue, &po, &rp);
+		status = run_placement_start_opts(pc, o_queue, &po, &rp);
 		if (status)
 			goto out;
 	}
@@ -474,6 +532,28 @@ static int cmd_run(int argc, char **argv)
 					    json_real(st.draft_ns / 1e6));
 			json_object_set_new(tm, "predicted_speedup",
 					    json_real(sp.speedup));
+			if (o_queue && dm)
+				json_object_set_new(tm, "draft_on",
+						    json_string(o_draft_on));
+			if (chose)
+				json_object_set_new(
+					tm, "draft_choice",
+					json_pack(
+						"{s:f,s:f,s:i,s:i,s:f,s:f,s:f,s:f}",
+						"target_on_tok_s",
+						dch.rate_target_on,
+						"draft_on_tok_s",
+						dch.rate_draft_on,
+						"target_on_k", dch.k_target_on,
+						"draft_on_k", dch.k_draft_on,
+						"target_dev_ms",
+						dch.target_dev_ns / 1e6,
+						"target_cpu_ms",
+						dch.target_cpu_ns / 1e6,
+						"draft_dev_ms",
+						dch.draft_dev_ns / 1e6,
+						"draft_cpu_ms",
+						dch.draft_cpu_ns / 1e6));
 		}
 		json_object_set_new(
 			tm, "tokens_per_pass",
@@ -517,6 +597,7 @@ static int cmd_run(int argc, char **argv)
 	fputc('\n', stderr);
 out:
 	run_placement_stop(rp, o_json);
+	edgeq_ctx_free(dc);
 	edgeq_ctx_free(c);
 	edgeq_model_free(m);
 	edgeq_model_free(dm);

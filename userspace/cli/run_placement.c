@@ -27,18 +27,15 @@ struct run_placement {
 	struct edgeq_pressure *pm;
 };
 
-int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
-			     const struct run_placement_opts *o,
-			     struct run_placement **out)
+/* The CPU and the queues of @queues with their profiles (and, with
+ * @sysfs, their state); 0 or an exit status, the problem printed. */
+static int load_devices(const char *queues, const char *who, const char *opt,
+			const char *sysfs, struct edgeq_devices *d)
 {
-	const char *who = o->who;
 	struct edgeq_device_profile profs[EDGEQ_MAX_DEVICES * 2];
 	struct edgeq_error err = { 0 };
 	const struct edgeq_device_profile *cpu;
-	struct edgeq_place_backend be;
-	struct edgeq_devices d;
-	struct run_placement *rp;
-	int n, ret;
+	int n;
 
 	n = edgeq_devprofs_load_all(edgeq_devprofs_default_path(), profs,
 				    sizeof(profs) / sizeof(profs[0]), NULL,
@@ -49,10 +46,46 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 	if (!cpu)
 		return cli_error(EXIT_BADINPUT, who,
 				 "device profiles: no [device.cpu]");
-	edgeq_devices_init(&d, cpu);
-	ret = plan_placement_add_queues(&d, queues ? queues : "", profs,
-					(size_t)n, who, o->opt,
-					o->inline_be ? NULL : SYSFS_EDGEQ);
+	edgeq_devices_init(d, cpu);
+	return plan_placement_add_queues(d, queues ? queues : "", profs,
+					 (size_t)n, who, opt, sysfs);
+}
+
+int run_placement_draft_choice(const char *queues,
+			       const struct edgeq_model *target,
+			       const struct edgeq_model *draft, double accept,
+			       int max_len, const char *who, const char *opt,
+			       struct edgeq_draft_choice *out)
+{
+	struct edgeq_place_shape ts, ds;
+	struct edgeq_devices d;
+	int ret;
+
+	ret = load_devices(queues, who, opt, SYSFS_EDGEQ, &d);
+	if (ret)
+		return ret;
+	if (edgeq_place_model_shape(target, &ts) ||
+	    edgeq_place_model_shape(draft, &ds) ||
+	    edgeq_place_draft_choice(&d, &ts, &ds, accept, max_len, out))
+		return cli_error(
+			EXIT_BADINPUT, who,
+			"%s: the models cannot be priced for placement", opt);
+	return 0;
+}
+
+int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
+			     const struct run_placement_opts *o,
+			     struct run_placement **out)
+{
+	const char *who = o->who;
+	struct edgeq_error err = { 0 };
+	struct edgeq_place_backend be;
+	struct edgeq_devices d;
+	struct run_placement *rp;
+	int ret;
+
+	ret = load_devices(queues, who, o->opt,
+			   o->inline_be ? NULL : SYSFS_EDGEQ, &d);
 	if (ret)
 		return ret;
 	rp = calloc(1, sizeof(*rp));

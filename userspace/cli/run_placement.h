@@ -32,6 +32,19 @@ struct run_placement_opts {
 int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 			     const struct run_placement_opts *o,
 			     struct run_placement **out);
+/*
+ * --draft-on auto: which model of a speculative pair the queues of
+ * @queues should take (edgeq_place_draft_choice(), the queues' state
+ * from sysfs). 0, or an exit
+ * status with the problem printed (as @who, naming @opt).
+ */
+struct edgeq_draft_choice;
+struct edgeq_model;
+int run_placement_draft_choice(const char *queues,
+			       const struct edgeq_model *target,
+			       const struct edgeq_model *draft, double accept,
+			       int max_len, const char *who, const char *opt,
+			       struct edgeq_draft_choice *out);
 /* Matrix ops run so far per device (names[0] is "cpu") and agent losses
  * seen (ops a queue failed); returns the number of devices. */
 /* A state of a monitor followed elsewhere (serve's session): the placement

@@ -139,6 +139,7 @@ struct eng_slot {
 	int n_draft;
 	float *vlogits;		/* [max_len + 1][n_vocab] of the verify pass */
 	struct edgeq_ctx *dctx; /* MODEL: the draft model's context */
+	bool dctx_own;		/* made by the session (else the caller's) */
 	double acc_n, rej_n;	/* decayed counts: drafts accepted, rejected */
 	int k;			/* draft length now; 0: off */
 	uint32_t off_steps;	/* steps since it went off (probing) */
@@ -589,8 +590,7 @@ static int draft_len(struct edgeq_session *s, struct eng_slot *sl)
 	double a;
 	int k, left;
 
-	if (!s->draft.kind || !s->ws || ctx_has_hooks(sl->ctx) ||
-	    s->t_plain <= 0)
+	if (!s->draft.kind || !s->ws || s->t_plain <= 0)
 		return 0; /* no speculation, or no plain pass measured yet */
 	if (s->draft.fixed) {
 		k = s->draft.max_len;
@@ -688,13 +688,20 @@ static int run_work(struct edgeq_session *s, struct eng_work *w, int nw,
 			w[i].sl->logits = ctx_logits(w[i].sl->ctx);
 		return ret;
 	}
+	/* a pass per slot, its placement hooks used (verifying a draft:
+	 * every position's logits) */
 	for (i = 0; i < nw; i++) {
-		ret = edgeq_decode(w[i].sl->ctx, w[i].toks, w[i].n, &lg, err);
+		if (w[i].all)
+			ret = ctx_decode_all(w[i].sl->ctx, w[i].toks, w[i].n,
+					     w[i].all, err);
+		else
+			ret = edgeq_decode(w[i].sl->ctx, w[i].toks, w[i].n, &lg,
+					   err);
 		if (ret) {
 			*failed = i;
 			return ret;
 		}
-		w[i].sl->logits = lg;
+		w[i].sl->logits = w[i].all ? NULL : lg;
 	}
 	return 0;
 }
@@ -949,7 +956,23 @@ static int slot_draft_init(struct edgeq_session *s, struct eng_slot *sl,
 				       "out of memory for draft logits");
 	if (s->draft.kind != EDGEQ_DRAFT_MODEL)
 		return 0;
+	if (s->draft.ctx) { /* the caller's (placed, perhaps) */
+		if (ctx_model(s->draft.ctx) != s->draft.model)
+			return edgeq_error_set(
+				err, EINVAL,
+				"the draft context is not of the draft model");
+		if (edgeq_ctx_n_ctx(s->draft.ctx) < sl->n_ctx)
+			return edgeq_error_set(
+				err, EINVAL,
+				"the draft context holds %u positions, the target's %u",
+				edgeq_ctx_n_ctx(s->draft.ctx), sl->n_ctx);
+		sl->dctx = s->draft.ctx;
+		sl->dctx_own = false;
+		edgeq_ctx_truncate(sl->dctx, 0); /* what it held is not ours */
+		return 0;
+	}
 	cp.n_ctx = sl->n_ctx;
+	sl->dctx_own = true;
 	return edgeq_ctx_new(s->draft.model, &cp, &sl->dctx, err);
 }
 
@@ -1045,6 +1068,10 @@ int edgeq_session_new(struct edgeq_model *m,
 	struct edgeq_ctx *c;
 	int i, ret;
 
+	if (p->draft.ctx)
+		return edgeq_error_set(
+			err, EINVAL,
+			"a caller's draft context serves one-slot generations only");
 	ret = session_alloc(m, p, &s, err);
 	if (ret)
 		return ret;
@@ -1155,7 +1182,8 @@ void edgeq_session_free(struct edgeq_session *s)
 		sl = &s->slots[i];
 		edgeq_sampler_free(sl->smp);
 		free(sl->vlogits);
-		edgeq_ctx_free(sl->dctx);
+		if (sl->dctx_own)
+			edgeq_ctx_free(sl->dctx);
 		if (!sl->own_ctx)
 			continue;
 		if (s->p.on_ctx_free)

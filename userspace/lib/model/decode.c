@@ -1177,12 +1177,15 @@ static int forward_head(struct fw *f, const int *idx, int n_out, float *dst,
 	return 0;
 }
 
-/* One batch of nb tokens of @c at positions c->pos.. ; logits of the last. */
+/*
+ * One batch of nb tokens of @c at positions c->pos.. ; logits of the last
+ * (@want_logits) into c->logits, or of every token into @all ([nb][n_vocab]).
+ */
 static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
-		   bool want_logits, struct edgeq_error *err)
+		   bool want_logits, float *all, struct edgeq_error *err)
 {
 	struct fw f = { c, toks, nb, NULL, 0, 0, c->hooks, c->hooks_arg };
-	int ret, b, last = nb - 1;
+	int ret, b, last = nb - 1, idx[EDGEQ_VERIFY_MAX];
 
 	for (b = 0; b < nb; b++) {
 		c->tc[b] = c;
@@ -1195,8 +1198,13 @@ static int forward(struct edgeq_ctx *c, const int32_t *toks, int nb,
 	if (ret)
 		return ret;
 	c->pos += (uint32_t)nb;
-	if (want_logits)
+	if (all) {
+		for (b = 0; b < nb; b++)
+			idx[b] = b;
+		ret = forward_head(&f, idx, nb, all, err);
+	} else if (want_logits) {
 		ret = forward_head(&f, &last, 1, c->logits, err);
+	}
 	if (c->hooks && c->hooks->step_end)
 		c->hooks->step_end(c->hooks_arg, nb);
 	return ret;
@@ -1239,7 +1247,8 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 
 		if (nb > c->n_batch)
 			nb = c->n_batch;
-		ret = forward(c, toks + done, (int)nb, done + nb == n, err);
+		ret = forward(c, toks + done, (int)nb, done + nb == n, NULL,
+			      err);
 		if (ret) {
 			pthread_mutex_unlock(&c->m->lock);
 			return ret;
@@ -1250,6 +1259,25 @@ int edgeq_decode(struct edgeq_ctx *c, const int32_t *toks, size_t n,
 	if (logits)
 		*logits = c->logits;
 	return 0;
+}
+
+int ctx_decode_all(struct edgeq_ctx *c, const int32_t *toks, size_t n,
+		   float *all, struct edgeq_error *err)
+{
+	int ret;
+
+	if (n > EDGEQ_VERIFY_MAX || n > c->n_batch)
+		return edgeq_error_set(
+			err, EINVAL,
+			"decode: %zu positions' logits at once (at most %d)", n,
+			n > c->n_batch ? (int)c->n_batch : EDGEQ_VERIFY_MAX);
+	ret = check_tokens(c, toks, n, err);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&c->m->lock);
+	ret = forward(c, toks, (int)n, false, all, err);
+	pthread_mutex_unlock(&c->m->lock);
+	return ret;
 }
 
 int ctx_draft_step(struct edgeq_ctx *c, int32_t tok, uint32_t pos, int n_layers,

@@ -263,6 +263,14 @@ int ctx_decode_batch(struct edgeq_ctx *w, struct ctx_batch_item *it, int n,
 		     struct edgeq_error *err);
 bool ctx_has_hooks(const struct edgeq_ctx *c);
 /*
+ * One pass of @n <= EDGEQ_VERIFY_MAX tokens of @c (its placement hooks
+ * used) with the logits of every one into @all ([n][n_vocab]): verifying
+ * drafts in a placed context. c->logits is left as it was.
+ */
+#define EDGEQ_VERIFY_MAX 32
+int ctx_decode_all(struct edgeq_ctx *c, const int32_t *toks, size_t n,
+		   float *all, struct edgeq_error *err);
+/*
  * Context shift: drop positions [keep, keep + n_discard) and move the rest
  * down, re-roping the moved keys to their new positions (history too).
  */

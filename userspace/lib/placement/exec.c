@@ -70,7 +70,7 @@ struct edgeq_place_exec {
 	struct edgeq_place_stats st;
 };
 
-static int shape_from_model(const struct edgeq_model *m,
+int edgeq_place_model_shape(const struct edgeq_model *m,
 			    struct edgeq_place_shape *s)
 {
 	const struct edgeq_hparams *hp = &m->hp;
@@ -524,7 +524,7 @@ int edgeq_place_attach(struct edgeq_ctx *c, const struct edgeq_devices *d,
 
 	if (!be || !be->matvec)
 		return edgeq_error_set(err, EINVAL, "placement: no backend");
-	ret = shape_from_model(m, &s);
+	ret = edgeq_place_model_shape(m, &s);
 	if (ret)
 		return edgeq_error_set(err, EINVAL,
 				       "placement: model shape unusable");
