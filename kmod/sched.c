@@ -38,7 +38,8 @@ static const struct {
 static bool edgeq_ndims_valid(const struct edgeq_op_desc *op)
 {
 	return op->ndims == edgeq_op_shape[op->opcode].ndims ||
-	       (op->opcode == EDGEQ_OP_RMSNORM && op->ndims == 2);
+	       (op->opcode == EDGEQ_OP_RMSNORM && op->ndims == 2) ||
+	       (op->opcode == EDGEQ_OP_ROPE_FREQ && op->ndims == 3);
 }
 
 static bool edgeq_dtype_valid(u32 dtype)
@@ -95,20 +96,18 @@ static bool edgeq_fits(const struct edgeq_op_desc *op, int i, u64 rows,
 static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
 {
 	const u64 *d = op->shape;
-	u64 w, rot;
+	u64 w, rot, n;
 
 	switch (op->opcode) {
 	case EDGEQ_OP_MATVEC:
-	case EDGEQ_OP_MATMUL: {
-		u64 n = op->opcode == EDGEQ_OP_MATMUL ? d[2] : 1;
-
+	case EDGEQ_OP_MATMUL:
+		n = op->opcode == EDGEQ_OP_MATMUL ? d[2] : 1;
 		w = edgeq_row_bytes(op->dtype, d[1]);
 		if (!edgeq_fits(op, 0, d[0], w) ||
 		    !edgeq_fits(op, 1, n, d[1] * 4) ||
 		    !edgeq_fits(op, 2, n, d[0] * 4))
 			return -EINVAL;
 		return 0;
-	}
 	case EDGEQ_OP_RMSNORM: {
 		u64 rows = op->ndims == 2 ? d[1] : 1;
 
@@ -128,9 +127,11 @@ static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
 		return 0;
 	case EDGEQ_OP_ROPE:
 	case EDGEQ_OP_ROPE_FREQ:
+		/* {heads, head_dim} or {heads, head_dim, n_tok} */
 		rot = op->param[1] >> 32;
+		n = op->ndims == 3 ? d[2] : 1;
 		if (rot > d[1] || rot % 2 || (!rot && d[1] % 2) ||
-		    !edgeq_fits(op, 0, d[0], d[1] * 4))
+		    !edgeq_fits(op, 0, d[0] * n, d[1] * 4))
 			return -EINVAL;
 		/* one frequency per rotated pair */
 		if (op->opcode == EDGEQ_OP_ROPE_FREQ &&
@@ -154,9 +155,15 @@ static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
 			return -EINVAL;
 		if (d[0] % d[1])
 			return -EINVAL;
+		/* param[1]: the causal queries of a prompt (EDGEQ_F_TOKENS) */
+		n = op->param[1] & 0xffffffffu;
+		if (!n)
+			n = 1;
+		if (n > d[3])
+			return -EINVAL;
 		w = edgeq_row_bytes(op->dtype, d[2]);
-		if (!edgeq_fits(op, 0, d[0], d[2] * 4) ||
-		    !edgeq_fits(op, 3, d[0], d[2] * 4) || !w ||
+		if (!edgeq_fits(op, 0, d[0] * n, d[2] * 4) ||
+		    !edgeq_fits(op, 3, d[0] * n, d[2] * 4) || !w ||
 		    !edgeq_fits(op, 1, d[3], d[1] * w) ||
 		    !edgeq_fits(op, 2, d[3], d[1] * w))
 			return -EINVAL;

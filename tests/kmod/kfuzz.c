@@ -347,6 +347,12 @@ static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 		op->shape[1] = 2 * b;
 		len[0] = a * 2 * b * 4;
 		len[1] = b * 4;
+		if (pick(2)) { /* a prompt's tokens (EDGEQ_F_TOKENS) */
+			op->ndims = 3;
+			op->shape[2] = 1 + pick(8);
+			op->param[0] = pick(64) | 0x3f800000ULL << 32;
+			len[0] *= op->shape[2];
+		}
 		break;
 	case EDGEQ_OP_SOFTMAX:
 		op->shape[0] = a;
@@ -361,6 +367,12 @@ static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 		op->shape[3] = b;     /* positions */
 		len[0] = len[3] = 2 * a * 32 * 4;
 		len[1] = len[2] = b * a * (op->dtype ? 34 : 128);
+		if (pick(2)) { /* causal queries, a window (EDGEQ_F_TOKENS) */
+			uint64_t n = 1 + pick((unsigned int)b);
+
+			op->param[1] = (uint64_t)pick((unsigned int)b + 1) << 32 | n;
+			len[0] = len[3] = n * 2 * a * 32 * 4;
+		}
 		break;
 	case EDGEQ_OP_STORE:
 		op->dtype = pick(2) ? EDGEQ_DTYPE_F32 : EDGEQ_DTYPE_F16;

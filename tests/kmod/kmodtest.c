@@ -2120,6 +2120,16 @@ static int t_shapes(void)
 	BAD(bad.tensors[2].length -= 2, -EINVAL);
 	BAD(bad.shape[1] = 3, -EINVAL); /* heads % kv_heads */
 	BAD(bad.dtype = EDGEQ_DTYPE_Q4_K, -EINVAL);
+	/* a prompt's 3 causal queries (EDGEQ_F_TOKENS), window 2: q and out
+	 * a row of heads per query; no more queries than positions */
+	op.param[1] = 2ULL << 32 | 3;
+	op.tensors[0].length = 3 * 4 * 32 * 4;
+	op.tensors[3].length = 3 * 4 * 32 * 4;
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[0].length -= 4, -EINVAL);
+	BAD(bad.tensors[3].length = 2 * 4 * 32 * 4, -EINVAL);
+	BAD(bad.param[1] = 4, -EINVAL);
+	BAD(bad.param[1] = 0xffffffffULL, -EINVAL);
 	/* ROPE: rotated dims even and at most head_dim. */
 	edgeq_op_desc_init(&op, EDGEQ_OP_ROPE, 3);
 	op.shape[0] = 2;
@@ -2145,6 +2155,7 @@ static int t_shapes(void)
 		CHECK(f.features & EDGEQ_F_NORM_ROWS);
 		CHECK(f.features & EDGEQ_F_OP_GELU_MUL);
 		CHECK(f.features & EDGEQ_F_STORE_Q8_0);
+		CHECK(f.features & EDGEQ_F_TOKENS);
 	}
 	/* SILU_MUL and GELU_MUL (EDGEQ_F_OP_GELU_MUL) alike */
 	for (int i = 0; i < 2; i++) {
@@ -2193,6 +2204,16 @@ static int t_shapes(void)
 	BAD(bad.param[1] = 0, -EINVAL); /* all 8 dims: 4 pairs */
 	BAD(bad.param[1] = 7ULL << 32, -EINVAL);
 	BAD(bad.ntensors = 1, -EINVAL);
+	/* over a prompt's 5 tokens (EDGEQ_F_TOKENS): {heads, dim, tokens} */
+	op.ndims = 3;
+	op.shape[2] = 5;
+	op.tensors[0].length = 5 * 2 * 8 * 4;
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[0].length -= 4, -EINVAL);
+	BAD(bad.shape[2] = 0, -EINVAL);
+	BAD(bad.shape[2] = 0x100000000ULL, -EINVAL);
+	BAD((bad.opcode = EDGEQ_OP_ROPE, bad.ntensors = 1), -EINVAL);
+	BAD(bad.ndims = 4, -EINVAL);
 	/* RMSNORM {n, rows} (EDGEQ_F_NORM_ROWS): rows of x and y, one
 	 * weight row */
 	edgeq_op_desc_init(&op, EDGEQ_OP_RMSNORM, 8);

@@ -66,13 +66,19 @@
 #define EDGEQ_F_OP_GELU_MUL (1ULL << 16)
 /* STORE takes a Q8_0 destination (a Q8_0 KV cache's rows). */
 #define EDGEQ_F_STORE_Q8_0 (1ULL << 17)
+/*
+ * ROPE_FREQ and ATTENTION take a prompt's tokens in one op (a third ROPE_FREQ
+ * dim; ATTENTION's causal queries in param[1]).
+ */
+#define EDGEQ_F_TOKENS (1ULL << 18)
 #define EDGEQ_F_ALL                                                      \
 	(EDGEQ_F_WRITE_SUBMIT | EDGEQ_F_IOCTL_SUBMIT | EDGEQ_F_POLL |    \
 	 EDGEQ_F_PRIORITY | EDGEQ_F_FDINFO | EDGEQ_F_COOLING |           \
 	 EDGEQ_F_SIM_SENSOR | EDGEQ_F_REQUEUE | EDGEQ_F_TIMEOUT |        \
 	 EDGEQ_F_DESTROY_WAKE | EDGEQ_F_SHAPE_CHECK | EDGEQ_F_USER_LIMITS | \
 	 EDGEQ_F_AGENT_FD_SCOPED | EDGEQ_F_OP_STORE | EDGEQ_F_OP_ROPE_FREQ | \
-	 EDGEQ_F_NORM_ROWS | EDGEQ_F_OP_GELU_MUL | EDGEQ_F_STORE_Q8_0)
+	 EDGEQ_F_NORM_ROWS | EDGEQ_F_OP_GELU_MUL | EDGEQ_F_STORE_Q8_0 |   \
+	 EDGEQ_F_TOKENS)
 
 /*
  * Op codes. Tensor roles and shape per op (all activations F32, row-major):
@@ -92,7 +98,11 @@
  *            [n_pos][kv_heads][head_dim] of @dtype (F32, F16 or Q8_0),
  *            t3 out [heads][head_dim] F32; shape {heads, kv_heads,
  *            head_dim, n_pos}; param[0] = score scale as float bits
- *            (0: 1/sqrt(head_dim); EDGEQ_F_OP_STORE)
+ *            (0: 1/sqrt(head_dim); EDGEQ_F_OP_STORE); with EDGEQ_F_TOKENS
+ *            param[1] bits 0..31 = n_tok (0 or 1: one query), bits 32..63
+ *            = window (0: none): q and out [n_tok][heads][head_dim], query
+ *            t attends causally to rows [max(0, e - window), e), e = n_pos
+ *            - n_tok + t + 1 (n_tok <= n_pos)
  *  SILU_MUL  t0 gate [n], t1 up [n], t2 out [n]: out = silu(gate) * up;
  *            shape {n}
  *  ADD       t0 a [n], t1 b [n], t2 out [n]; shape {n}
@@ -109,7 +119,11 @@
  *            float bits (already scaled), param[1] bits 0..31 = the cos and
  *            sin factor as float bits (0: 1), bits 32..63 = rotated dims
  *            (0: head_dim); angle i = position * t1[i]; EDGEQ_OPF_ROPE_NEOX
- *            as ROPE (EDGEQ_F_OP_ROPE_FREQ)
+ *            as ROPE (EDGEQ_F_OP_ROPE_FREQ); with EDGEQ_F_TOKENS shape
+ *            {heads, head_dim, n_tok}, t0 [n_tok][heads][head_dim],
+ *            param[0] bits 0..31 = the first token's position p0 as an
+ *            integer, bits 32..63 = the position scale as float bits (0: 1):
+ *            token t's position is (float)(p0 + t) * scale, rounded to float
  *  NOP       no tensors; completes at once (latency probes, tests)
  */
 enum edgeq_opcode {
