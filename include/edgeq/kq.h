@@ -151,12 +151,21 @@ void edgeq_kq_agent_on_unmap(struct edgeq_kq *kq,
 int edgeq_kq_exec(const struct edgeq_op_desc *op, void *const t[]);
 
 /*
- * A ROPE or ROPE_FREQ op's rotated dims (0: invalid), and its cos/sin
- * pairs into @cs[0 .. dims) as edgeq_kq_exec() computes them (the
- * decoder's table): @freq is ROPE_FREQ's frequency tensor, NULL for ROPE.
- * For the device backends, which compute the table on the host.
+ * A ROPE or ROPE_FREQ op's rotated dims (0: invalid), its tokens (a
+ * ROPE_FREQ with a third dim, EDGEQ_F_TOKENS; else 1), and its cos/sin
+ * pairs into @cs[0 .. tokens * dims), a token's table after another, as
+ * edgeq_kq_exec() computes them (the decoder's table): @freq is
+ * ROPE_FREQ's frequency tensor, NULL for ROPE. For the device backends,
+ * which compute the table on the host.
  */
 uint32_t edgeq_op_rope_dims(const struct edgeq_op_desc *op);
+uint64_t edgeq_op_rope_tokens(const struct edgeq_op_desc *op);
+/*
+ * ATTENTION's query @t (0 for a one-query op) attends to rows [*first,
+ * *end) of its K and V (EDGEQ_F_TOKENS: causal, param[1]'s window).
+ */
+void edgeq_op_attn_span(const struct edgeq_op_desc *op, uint64_t t,
+			uint64_t *first, uint64_t *end);
 void edgeq_op_rope_table(const struct edgeq_op_desc *op, const float *freq,
 			 float *cs);
 

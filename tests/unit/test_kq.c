@@ -268,6 +268,129 @@ static void test_exec_attention(void **state)
 	assert_int_equal(edgeq_kq_exec(&op, t), -EINVAL);
 }
 
+static uint64_t fbits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/*
+ * EDGEQ_F_TOKENS: a prompt's RoPE and attention as one op each give
+ * exactly what one op a token gives (the form a decode step sends and the
+ * decoder's logits were checked against): positions scaled per token,
+ * each query causal over the rows up to its own, a sliding window.
+ */
+static void test_exec_tokens(void **state)
+{
+	enum { H = 4, KVH = 2, HD = 32, NPOS = 9, NT = 4, RH = 3, RD = 16 };
+	static float q[NT * H * HD], kc[NPOS * KVH * HD], vc[NPOS * KVH * HD];
+	static float out[NT * H * HD], one[H * HD];
+	static uint8_t k8[NPOS * KVH * 34], v8[NPOS * KVH * 34];
+	float x[NT * RH * RD], y[NT * RH * RD], freq[RD / 2];
+	struct edgeq_op_desc op, o1;
+	int i, w, t, dt;
+
+	fill(x, NT * RH * RD, 9);
+	memcpy(y, x, sizeof(x));
+	for (i = 0; i < RD / 2; i++)
+		freq[i] = powf(10000.0f, -2.0f * (float)i / RD) / (i > 4 ? 3 : 1);
+	edgeq_op_desc_init(&op, EDGEQ_OP_ROPE_FREQ, 0);
+	op.ndims = 3;
+	op.shape[0] = RH;
+	op.shape[1] = RD;
+	op.shape[2] = NT;
+	op.param[0] = fbits(0.25f) << 32 | 1001; /* linear scaling */
+	op.param[1] = 12ULL << 32 | fbits(1.1f); /* partial, a factor */
+	op.flags = EDGEQ_OPF_ROPE_NEOX;
+	op.tensors[0].length = sizeof(x);
+	op.tensors[1].length = sizeof(freq);
+	assert_int_equal(edgeq_op_rope_tokens(&op), NT);
+	{
+		void *tt[2] = { x, freq };
+
+		assert_int_equal(edgeq_kq_exec(&op, tt), 0);
+	}
+	o1 = op;
+	o1.ndims = 2;
+	o1.shape[2] = 0;
+	o1.tensors[0].length = RH * RD * 4;
+	for (t = 0; t < NT; t++) {
+		void *tt[2] = { y + t * RH * RD, freq };
+
+		o1.param[0] = fbits((float)(1001 + t) * 0.25f);
+		assert_int_equal(edgeq_kq_exec(&o1, tt), 0);
+	}
+	assert_memory_equal(x, y, sizeof(x));
+	/* a token row short: refused, nothing rotated */
+	memcpy(y, x, sizeof(x));
+	op.tensors[0].length -= 4;
+	{
+		void *tt[2] = { x, freq };
+
+		assert_int_equal(edgeq_kq_exec(&op, tt), -EINVAL);
+	}
+	assert_memory_equal(x, y, sizeof(x));
+
+	fill(q, NT * H * HD, 10);
+	fill(kc, NPOS * KVH * HD, 11);
+	fill(vc, NPOS * KVH * HD, 12);
+	edgeq_kernels_select()->quantize_act(EDGEQ_TYPE_Q8_0, kc, k8,
+					     NPOS * KVH * HD);
+	edgeq_kernels_select()->quantize_act(EDGEQ_TYPE_Q8_0, vc, v8,
+					     NPOS * KVH * HD);
+	for (dt = 0; dt < 2; dt++) {
+		size_t hrow = dt ? 34 : HD * 4;
+		char *K = dt ? (char *)k8 : (char *)kc;
+		char *V = dt ? (char *)v8 : (char *)vc;
+
+		for (w = 0; w < 2; w++) {
+			void *tt[4] = { q, K, V, out };
+			uint64_t win = w ? 3 : 0;
+
+			edgeq_op_desc_init(&op, EDGEQ_OP_ATTENTION, 0);
+			op.dtype = dt ? EDGEQ_DTYPE_Q8_0 : EDGEQ_DTYPE_F32;
+			op.shape[0] = H;
+			op.shape[1] = KVH;
+			op.shape[2] = HD;
+			op.shape[3] = NPOS;
+			op.param[0] = fbits(0.3f);
+			op.param[1] = win << 32 | NT;
+			op.tensors[0].length = sizeof(q);
+			op.tensors[1].length = NPOS * KVH * hrow;
+			op.tensors[2].length = NPOS * KVH * hrow;
+			op.tensors[3].length = sizeof(out);
+			assert_int_equal(edgeq_kq_exec(&op, tt), 0);
+			for (t = 0; t < NT; t++) {
+				uint64_t e = NPOS - NT + t + 1, f, end;
+				uint64_t first = win && e > win ? e - win : 0;
+				void *t1[4] = { q + t * H * HD,
+						K + first * KVH * hrow,
+						V + first * KVH * hrow, one };
+
+				edgeq_op_attn_span(&op, (uint64_t)t, &f, &end);
+				assert_int_equal(f, first);
+				assert_int_equal(end, e);
+				o1 = op;
+				o1.param[1] = 0;
+				o1.shape[3] = e - first;
+				o1.tensors[0].length = sizeof(one);
+				o1.tensors[3].length = sizeof(one);
+				assert_int_equal(edgeq_kq_exec(&o1, t1), 0);
+				assert_memory_equal(one, out + t * H * HD,
+						    sizeof(one));
+			}
+			/* more queries than rows; an output a query short */
+			op.param[1] = NPOS + 1;
+			assert_int_equal(edgeq_kq_exec(&op, tt), -EINVAL);
+			op.param[1] = NT;
+			op.tensors[3].length -= H * HD * 4;
+			assert_int_equal(edgeq_kq_exec(&op, tt), -EINVAL);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_exec_elementwise),
 		cmocka_unit_test(test_exec_matvec),
 		cmocka_unit_test(test_exec_attention),
+		cmocka_unit_test(test_exec_tokens),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,30 +132,56 @@ uint32_t edgeq_op_rope_dims(const struct edgeq_op_desc *op)
 							       (uint32_t)n_rot;
 }
 
+uint64_t edgeq_op_rope_tokens(const struct edgeq_op_desc *op)
+{
+	return op->opcode == EDGEQ_OP_ROPE_FREQ && op->ndims == 3 ?
+		       op->shape[2] :
+		       1;
+}
+
+/* The position of token @t of @op: ROPE's integer, ROPE_FREQ's float, or
+ * with a token dim (EDGEQ_F_TOKENS) (p0 + t) times the position scale,
+ * as the decoder's rope_tables() scales its positions. */
+static float rope_pos(const struct edgeq_op_desc *op, uint64_t t)
+{
+	float scale;
+
+	if (op->opcode != EDGEQ_OP_ROPE_FREQ)
+		return (float)op->param[0];
+	if (op->ndims != 3)
+		return bits_to_float(op->param[0]);
+	scale = bits_to_float(op->param[0] >> 32);
+	if (scale == 0.0f)
+		scale = 1.0f;
+	return (float)((op->param[0] & 0xffffffffu) + t) * scale;
+}
+
 void edgeq_op_rope_table(const struct edgeq_op_desc *op, const float *freq,
 			 float *cs)
 {
 	uint32_t n_rot = edgeq_op_rope_dims(op);
-	float base = bits_to_float(op->param[1]), mul = 1.0f, pos;
+	uint64_t n_tok = edgeq_op_rope_tokens(op);
+	float base = bits_to_float(op->param[1]), mul = 1.0f;
 
 	if (op->opcode == EDGEQ_OP_ROPE_FREQ) {
-		pos = bits_to_float(op->param[0]);
 		if (op->param[1] & 0xffffffffu)
 			mul = base;
-	} else {
-		pos = (float)op->param[0];
-		if (base == 0.0f)
-			base = 10000.0f;
+	} else if (base == 0.0f) {
+		base = 10000.0f;
 	}
 	/* inverse frequencies in double, angles in float */
 	for (uint32_t i = 0; i < n_rot / 2; i++) {
 		float f = freq ? freq[i] :
 				 (float)pow((double)base,
 					    -2.0 * (double)i / (double)n_rot);
-		float th = pos * f;
 
-		cs[2 * i] = cosf(th) * mul;
-		cs[2 * i + 1] = sinf(th) * mul;
+		for (uint64_t t = 0; t < n_tok; t++) {
+			float th = rope_pos(op, t) * f;
+			float *c = cs + t * n_rot;
+
+			c[2 * i] = cosf(th) * mul;
+			c[2 * i + 1] = sinf(th) * mul;
+		}
 	}
 }
 
@@ -164,20 +190,22 @@ void edgeq_op_rope_table(const struct edgeq_op_desc *op, const float *freq,
 static int exec_rope(const struct edgeq_op_desc *op, void *const t[])
 {
 	uint64_t heads = op->shape[0], hd = op->shape[1];
+	uint64_t n_tok = edgeq_op_rope_tokens(op);
 	uint32_t n_rot = edgeq_op_rope_dims(op);
 	bool freq = op->opcode == EDGEQ_OP_ROPE_FREQ;
 	float *cs;
 
-	if (!n_rot ||
-	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)) ||
+	if (!n_rot || n_tok > UINT32_MAX ||
+	    !fits(op->tensors[0].length, n_tok, heads, hd, sizeof(float)) ||
 	    (freq && !fits(op->tensors[1].length, n_rot / 2, 1, 1, 4)))
 		return -EINVAL;
-	cs = malloc(n_rot * sizeof(float));
+	cs = malloc(n_tok * n_rot * sizeof(float));
 	if (!cs)
 		return -ENOMEM;
 	edgeq_op_rope_table(op, freq ? t[1] : NULL, cs);
-	rope_rotate(t[0], heads, hd, n_rot, cs,
-		    op->flags & EDGEQ_OPF_ROPE_NEOX);
+	for (uint64_t k = 0; k < n_tok; k++)
+		rope_rotate((float *)t[0] + k * heads * hd, heads, hd, n_rot,
+			    cs + k * n_rot, op->flags & EDGEQ_OPF_ROPE_NEOX);
 	free(cs);
 	return 0;
 }
@@ -200,14 +228,69 @@ static int exec_softmax(const struct edgeq_op_desc *op, void *const t[])
 	return 0;
 }
 
-static int exec_attention(const struct edgeq_op_desc *op, void *const t[])
+/* One query row @q [heads][hd] over @npos rows of K @kc and V @vc into
+ * @o, as the decoder's att_task(). */
+static void attend(const struct edgeq_op_desc *op, const float *q,
+		   const char *kc, const char *vc, float *o, uint64_t npos,
+		   size_t hrow, float scale, float *scores, void *qh)
 {
 	const struct edgeq_kernel_ops *k = edgeq_kernels_select();
 	uint64_t heads = op->shape[0], kvh = op->shape[1], hd = op->shape[2];
-	uint64_t npos = op->shape[3], h, p;
+
+	for (uint64_t h = 0; h < heads; h++) {
+		const float *qr = q + h * hd;
+		float *out = o + h * hd;
+		uint64_t g = h / (heads / kvh), p;
+
+		if (op->dtype == EDGEQ_DTYPE_Q8_0)
+			k->quantize_act(EDGEQ_TYPE_Q8_0, qr, qh, (int64_t)hd);
+		for (p = 0; p < npos; p++) {
+			const void *kr = kc + (p * kvh + g) * hrow;
+			float s;
+
+			if (op->dtype == EDGEQ_DTYPE_F16)
+				s = k->dot_f16((int64_t)hd, kr, qr);
+			else if (op->dtype == EDGEQ_DTYPE_Q8_0)
+				s = k->vec_dot[EDGEQ_TYPE_Q8_0]((int64_t)hd, kr,
+								qh);
+			else
+				s = k->dot_f32((int64_t)hd, kr, qr);
+			scores[p] = s * scale;
+		}
+		softmax_row(scores, npos);
+		memset(out, 0, hd * sizeof(float));
+		for (p = 0; p < npos; p++) {
+			const void *vr = vc + (p * kvh + g) * hrow;
+
+			if (op->dtype == EDGEQ_DTYPE_F16)
+				k->axpy_f16((int64_t)hd, scores[p], vr, out);
+			else if (op->dtype == EDGEQ_DTYPE_Q8_0)
+				k->axpy_q8_0((int64_t)hd, scores[p], vr, out);
+			else
+				k->axpy_f32((int64_t)hd, scores[p], vr, out);
+		}
+	}
+}
+
+void edgeq_op_attn_span(const struct edgeq_op_desc *op, uint64_t t,
+			uint64_t *first, uint64_t *end)
+{
+	uint64_t n_tok = op->param[1] & 0xffffffffu, win = op->param[1] >> 32;
+
+	if (!n_tok)
+		n_tok = 1;
+	*end = op->shape[3] - n_tok + t + 1;
+	*first = win && *end > win ? *end - win : 0;
+}
+
+/* ATTENTION: one query (param[1] 0), or a prompt's n_tok queries each
+ * over its causal, optionally windowed, rows (EDGEQ_F_TOKENS). */
+static int exec_attention(const struct edgeq_op_desc *op, void *const t[])
+{
+	uint64_t heads = op->shape[0], kvh = op->shape[1], hd = op->shape[2];
+	uint64_t npos = op->shape[3], n_tok = op->param[1] & 0xffffffffu;
 	size_t hrow; /* bytes of one head's K or V row */
 	float *scores, scale;
-	void *qh = NULL;
 
 	switch (op->dtype) {
 	case EDGEQ_DTYPE_F32:
@@ -224,52 +307,28 @@ static int exec_attention(const struct edgeq_op_desc *op, void *const t[])
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (heads % kvh || !fits(op->tensors[0].length, heads, hd, 1, 4) ||
+	if (!n_tok)
+		n_tok = 1;
+	if (heads % kvh || n_tok > npos ||
+	    !fits(op->tensors[0].length, n_tok, heads, hd, 4) ||
 	    !fits(op->tensors[1].length, npos, kvh, hrow, 1) ||
 	    !fits(op->tensors[2].length, npos, kvh, hrow, 1) ||
-	    !fits(op->tensors[3].length, heads, hd, 1, 4))
+	    !fits(op->tensors[3].length, n_tok, heads, hd, 4))
 		return -EINVAL;
 	scores = malloc(npos * sizeof(float) + hrow);
 	if (!scores)
 		return -ENOMEM;
-	qh = scores + npos;
 	scale = op->param[0] ? bits_to_float(op->param[0]) :
 			       1.0f / sqrtf((float)hd);
-	/* As the decoder's att_task(). */
-	for (h = 0; h < heads; h++) {
-		const float *q = (const float *)t[0] + h * hd;
-		float *out = (float *)t[3] + h * hd;
-		uint64_t g = h / (heads / kvh);
+	for (uint64_t i = 0; i < n_tok; i++) {
+		uint64_t first, end, off;
 
-		if (op->dtype == EDGEQ_DTYPE_Q8_0)
-			k->quantize_act(EDGEQ_TYPE_Q8_0, q, qh, (int64_t)hd);
-		for (p = 0; p < npos; p++) {
-			const void *kr =
-				(const char *)t[1] + (p * kvh + g) * hrow;
-			float s;
-
-			if (op->dtype == EDGEQ_DTYPE_F16)
-				s = k->dot_f16((int64_t)hd, kr, q);
-			else if (op->dtype == EDGEQ_DTYPE_Q8_0)
-				s = k->vec_dot[EDGEQ_TYPE_Q8_0]((int64_t)hd, kr,
-								qh);
-			else
-				s = k->dot_f32((int64_t)hd, kr, q);
-			scores[p] = s * scale;
-		}
-		softmax_row(scores, npos);
-		memset(out, 0, hd * sizeof(float));
-		for (p = 0; p < npos; p++) {
-			const void *vr =
-				(const char *)t[2] + (p * kvh + g) * hrow;
-
-			if (op->dtype == EDGEQ_DTYPE_F16)
-				k->axpy_f16((int64_t)hd, scores[p], vr, out);
-			else if (op->dtype == EDGEQ_DTYPE_Q8_0)
-				k->axpy_q8_0((int64_t)hd, scores[p], vr, out);
-			else
-				k->axpy_f32((int64_t)hd, scores[p], vr, out);
-		}
+		edgeq_op_attn_span(op, i, &first, &end);
+		off = first * kvh * hrow;
+		attend(op, (const float *)t[0] + i * heads * hd,
+		       (const char *)t[1] + off, (const char *)t[2] + off,
+		       (float *)t[3] + i * heads * hd, end - first, hrow,
+		       scale, scores, scores + npos);
 	}
 	free(scores);
 	return 0;
