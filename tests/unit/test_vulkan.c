@@ -481,6 +481,64 @@ static void test_attention(void **state)
 }
 
 /*
+ * A prompt's RoPE and attention as one op each (EDGEQ_F_TOKENS): one
+ * workgroup per (head, query), each query causal over its own rows, a
+ * sliding window; the CPU executor's bits (which test_kq checks against
+ * one op a token). Exact: the same order as the one-query form.
+ */
+static void test_tokens(void **state)
+{
+	enum { H = 8, KVH = 2, HD = 64, NPOS = 70, NT = 33 };
+	struct edgeq_op_desc op[4];
+	const unsigned int out[4] = { 0, 3, 3, 3 };
+	const struct edgeq_type_traits *tr;
+	size_t kv16 = NPOS * KVH * HD * 2, kv8 = NPOS * KVH * 68;
+	float *f, *tmp = malloc(NPOS * KVH * HD * 4);
+	struct arena a;
+
+	NEED_VK();
+	arena_init(&a, 1 << 22, 23);
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_ROPE_FREQ, 1);
+	op[0].ndims = 3;
+	op[0].shape[0] = H;
+	op[0].shape[1] = HD;
+	op[0].shape[2] = NT;
+	op[0].param[0] = bitsf(0.5f) << 32 | 100;
+	op[0].param[1] = (48ULL << 32) | bitsf(1.07f);
+	fill(arena_take(&a, &op[0], 0, NT * H * HD * 4), NT * H * HD, 31);
+	f = arena_take(&a, &op[0], 1, 24 * 4);
+	for (int i = 0; i < 24; i++)
+		f[i] = (float)pow(10000.0, -2.0 * i / 48);
+	for (int i = 1; i < 4; i++) {
+		uint32_t dt = i == 3 ? EDGEQ_DTYPE_Q8_0 : EDGEQ_DTYPE_F16;
+		size_t kv = i == 3 ? kv8 : kv16;
+
+		tr = edgeq_type_traits(dt);
+		edgeq_op_desc_init(&op[i], EDGEQ_OP_ATTENTION, 1);
+		op[i].dtype = dt;
+		op[i].shape[0] = H;
+		op[i].shape[1] = KVH;
+		op[i].shape[2] = HD;
+		op[i].shape[3] = NPOS;
+		/* all of a prompt; a window of 20 (gemma's sliding layers) */
+		op[i].param[1] = (i == 2 ? 20ULL << 32 : 0) | NT;
+		fill(arena_take(&a, &op[i], 0, NT * H * HD * 4), NT * H * HD,
+		     40 + (unsigned int)i);
+		for (unsigned int k = 1; k < 3; k++) {
+			fill(tmp, NPOS * KVH * HD, 50 + k + 2 * (unsigned int)i);
+			tr->from_float(tmp, arena_take(&a, &op[i], k, kv),
+				       NPOS * KVH * HD);
+		}
+		arena_take(&a, &op[i], 3, NT * H * HD * 4);
+	}
+	print_message("tokens: rope_freq, attention f16, windowed, q8_0: "
+		      "max |d| = %.3g\n",
+		      run_compare(vk, &a, op, 4, out, 0, 0, NULL));
+	arena_fini(&a);
+	free(tmp);
+}
+
+/*
  * STORE: a K/V row into a cache, bit for bit the CPU's conversion
  * (kv_store()): ties to even, subnormal halves, underflow to a signed
  * zero, overflow to infinity, NaN payloads; F32 copied; an odd F16 row
@@ -1133,6 +1191,7 @@ int main(void)
 		cmocka_unit_test(test_softmax_ew),
 		cmocka_unit_test(test_norm_rows_gelu),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_tokens),
 		cmocka_unit_test(test_store),
 		cmocka_unit_test(test_store_q8_0),
 		cmocka_unit_test(test_chain),

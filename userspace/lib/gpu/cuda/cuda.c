@@ -392,7 +392,8 @@ static size_t op_scratch(const struct edgeq_op_desc *op)
 	    (op->dtype == EDGEQ_DTYPE_Q8_0 || op->dtype == EDGEQ_DTYPE_Q4_0))
 		return (op->shape[1] / 32 * 34 + 255) & ~255ULL;
 	if (op->opcode == EDGEQ_OP_ROPE || op->opcode == EDGEQ_OP_ROPE_FREQ)
-		return (op->shape[1] * 4 + 255) & ~255ULL;
+		return (op->shape[1] * 4 * edgeq_op_rope_tokens(op) + 255) &
+		       ~255ULL;
 	return 0;
 }
 
@@ -482,24 +483,34 @@ static int run_op(struct cuda_backend *c, const struct edgeq_op_desc *op,
 	}
 	case EDGEQ_OP_ROPE:
 	case EDGEQ_OP_ROPE_FREQ: {
-		uint64_t hd = op->shape[1];
+		uint64_t hd = op->shape[1], n_tok = edgeq_op_rope_tokens(op);
 		uint32_t n_rot;
 		int h = i_n, d = (int)hd, nr, neox;
-		void *a[] = { &p[0], &sd, &h, &d, &nr, &neox };
+		CUdeviceptr x = p[0], cs = sd;
+		void *a[] = { &x, &cs, &h, &d, &nr, &neox };
 		const float *freq = NULL;
 
 		if (op->opcode == EDGEQ_OP_ROPE_FREQ)
 			freq = (const float *)((const char *)t[1].base +
 					       t[1].offset);
 		n_rot = edgeq_op_rope_dims(op);
-		if (!n_rot || t[0].length < n * hd * 4 || n * hd > INT32_MAX ||
+		if (!n_rot || n * hd > INT32_MAX || n_tok > INT32_MAX ||
+		    t[0].length / (n * hd * 4) < n_tok ||
 		    (freq && t[1].length < n_rot / 2 * 4))
 			return -EINVAL;
 		edgeq_op_rope_table(op, freq,
 				    (float *)((char *)c->scratch + soff));
 		nr = (int)n_rot;
 		neox = !!(op->flags & EDGEQ_OPF_ROPE_NEOX);
-		return launch(c, K_ROPE, blocks_of(n * n_rot / 2, 64), 64, a);
+		/* a prompt's tokens (EDGEQ_F_TOKENS): a launch each, with
+		 * its own table */
+		for (uint64_t k = 0; k < n_tok && !ret; k++) {
+			x = p[0] + k * n * hd * 4;
+			cs = sd + k * n_rot * 4;
+			ret = launch(c, K_ROPE, blocks_of(n * n_rot / 2, 64),
+				     64, a);
+		}
+		return ret;
 	}
 	}
 	return -EOPNOTSUPP;

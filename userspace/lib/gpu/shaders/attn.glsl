@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Attention of one decode step, one workgroup of 32 per query head:
-// t0 q [n0 heads][n2 head_dim] f32, t1 K and t2 V [n3 positions][n1 kv
-// heads][n2] of the type KV_* selects, t3 out [n0][n2] f32; p0 the score
-// scale (float bits). Scratch at os: n0 * n3 floats of scores.
+// Attention, one workgroup of 32 per query head and token: t0 q [p1
+// tokens][n0 heads][n2 head_dim] f32, t1 K and t2 V [n3 positions][n1 kv
+// heads][n2] of the type KV_* selects, t3 out [p1][n0][n2] f32; p0 the
+// score scale (float bits); p1 the queries (0: one), each causal over the
+// rows up to its own, e = n3 - p1 + token + 1, from e - p2 when p2 (a
+// sliding window) is set. Scratch at os: p1 * n0 * n3 floats of scores.
 //
 // In the CPU's order (kq/exec.c exec_attention()): each score is one
 // thread's dot product with the reference's lanes and fold (F32, F16) or
@@ -31,7 +33,7 @@ uint rd16_2(uint b) { return (t2[pc.o2 + (b >> 2)] >> ((b & 2u) * 8u)) & 0xffffu
 #define VVAL(r, j) half_to_float(rd16_2(((r) * pc.n2 + (j)) * 2u))
 #endif
 
-float score(uint h, uint r)
+float score(uint qh, uint r)
 {
 	uint hd = pc.n2, j;
 	precise float acc = 0.0;
@@ -57,7 +59,7 @@ float score(uint h, uint r)
 	for (k = 0u; k < 32u; k++)
 		l[k] = 0.0;
 	for (j = 0u; j < hd; j++)
-		l[j % 32u] = fma_rn(KVAL(r, j), f0(h * hd + j), l[j % 32u]);
+		l[j % 32u] = fma_rn(KVAL(r, j), f0(qh * hd + j), l[j % 32u]);
 	precise float v[8];
 
 	for (k = 0u; k < 8u; k++)
@@ -72,15 +74,19 @@ float score(uint h, uint r)
 
 void main()
 {
-	uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
-	uint heads = pc.n0, kvh = pc.n1, hd = pc.n2, npos = pc.n3;
-	uint g = h / (heads / kvh), p, d, s0 = pc.os + h * npos;
+	uint h = gl_WorkGroupID.x, tok = gl_WorkGroupID.y;
+	uint tid = gl_LocalInvocationID.x, ntok = max(pc.p1, 1u);
+	uint heads = pc.n0, kvh = pc.n1, hd = pc.n2;
+	uint qh = tok * heads + h, e = pc.n3 - ntok + tok + 1u;
+	uint first = pc.p2 != 0u && e > pc.p2 ? e - pc.p2 : 0u;
+	uint npos = e - first;
+	uint g = h / (heads / kvh), p, d, s0 = pc.os + qh * pc.n3;
 	float scale = uintBitsToFloat(pc.p0);
 
 #ifdef KV_Q8_0
 	/* the query head to Q8_0, as quantize_act (q8_0.comp) */
 	if (tid < hd / 32u) {
-		uint x = h * hd + tid * 32u, j, w;
+		uint x = qh * hd + tid * 32u, j, w;
 		float amax = 0.0;
 
 		for (j = 0u; j < 32u; j++)
@@ -105,7 +111,7 @@ void main()
 	barrier();
 #endif
 	for (p = tid; p < npos; p += 32u) {
-		precise float s = score(h, p * kvh + g) * scale;
+		precise float s = score(qh, (first + p) * kvh + g) * scale;
 
 		sc[s0 + p] = floatBitsToUint(s);
 	}
@@ -136,7 +142,7 @@ void main()
 
 		for (p = 0u; p < npos; p++) {
 			precise float a = uintBitsToFloat(sc[s0 + p]) * inv_sum;
-			uint r = p * kvh + g;
+			uint r = (first + p) * kvh + g;
 #ifdef KV_Q8_0
 			uint vb = r * (hd / 32u) * 34u + (d / 32u) * 34u;
 			precise float sa = a * half_to_float(rd16_2(vb));
@@ -146,6 +152,6 @@ void main()
 			acc = fma_rn(a, VVAL(r, d), acc);
 #endif
 		}
-		t3[pc.o3 + h * hd + d] = floatBitsToUint(acc);
+		t3[pc.o3 + qh * hd + d] = floatBitsToUint(acc);
 	}
 }

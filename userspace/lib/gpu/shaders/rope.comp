@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// RoPE in place on t0 x [n0 heads][n1 head_dim]: p0 rotated dims per
-// head, p1 1 for NEOX halves (else adjacent pairs). The cos/sin table
-// (p0 / 2 pairs) is in scratch at os, computed by the host exactly as the
-// CPU does (double inverse frequencies, float angles), so the rotation
-// itself is two products and a sum per element, not contracted.
+// RoPE in place on t0 x [n2 tokens][n0 heads][n1 head_dim]: p0 rotated
+// dims per head, p1 1 for NEOX halves (else adjacent pairs). The cos/sin
+// tables (p0 / 2 pairs a token, one token's after another) are in scratch
+// at os, computed by the host exactly as the CPU does (double inverse
+// frequencies, float angles), so the rotation itself is two products and
+// a sum per element, not contracted.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -13,18 +14,20 @@ layout(local_size_x = 64) in;
 void main()
 {
 	uint half_rot = pc.p0 / 2u, g = gl_GlobalInvocationID.x;
-	uint h, i, a, b, v;
+	uint per = pc.n0 * half_rot, tok, h, i, a, b, v, c;
 	float co, si, x0, x1;
 
-	if (g >= pc.n0 * half_rot)
+	if (g >= per * max(pc.n2, 1u))
 		return;
-	h = g / half_rot;
+	tok = g / per;
+	h = g % per / half_rot;
 	i = g % half_rot;
-	v = h * pc.n1;
+	v = (tok * pc.n0 + h) * pc.n1;
+	c = tok * pc.p0;
 	a = pc.p1 != 0u ? i : 2u * i;
 	b = pc.p1 != 0u ? i + half_rot : 2u * i + 1u;
-	co = fs(2u * i);
-	si = fs(2u * i + 1u);
+	co = fs(c + 2u * i);
+	si = fs(c + 2u * i + 1u);
 	x0 = f0(v + a);
 	x1 = f0(v + b);
 	precise float y0 = x0 * co - x1 * si;

@@ -180,13 +180,14 @@ static int plan_matmul(const struct edgeq_op_desc *op, struct op_plan *p)
 static int plan_rope(const struct edgeq_op_desc *op, struct op_plan *p)
 {
 	uint64_t heads = op->shape[0], hd = op->shape[1];
-	uint64_t n_rot = op->param[1] >> 32;
+	uint64_t n_rot = op->param[1] >> 32, n_tok = edgeq_op_rope_tokens(op);
 
 	if (!n_rot)
 		n_rot = hd;
 	if (n_rot % 2 || n_rot > hd || hd > UINT32_MAX ||
-	    !fits(op->tensors[0].length, heads, hd, 1, sizeof(float)) ||
-	    heads * n_rot / 2 > (uint64_t)MAX_GROUPS * 64)
+	    n_tok > MAX_GROUPS ||
+	    !fits(op->tensors[0].length, n_tok, heads, hd, sizeof(float)) ||
+	    heads * n_rot / 2 * n_tok > (uint64_t)MAX_GROUPS * 64)
 		return -EINVAL;
 	if (op->opcode == EDGEQ_OP_ROPE_FREQ &&
 	    !fits(op->tensors[1].length, n_rot / 2, 1, 1, sizeof(float)))
@@ -195,16 +196,17 @@ static int plan_rope(const struct edgeq_op_desc *op, struct op_plan *p)
 	p->pc.n[0] = (uint32_t)heads;
 	p->pc.n[1] = (uint32_t)hd;
 	p->pc.p[0] = (uint32_t)n_rot;
+	p->pc.n[2] = (uint32_t)n_tok;
 	p->pc.p[1] = !!(op->flags & EDGEQ_OPF_ROPE_NEOX);
-	p->scratch_words = n_rot;
-	p->groups[0] = div_up(heads * n_rot / 2, 64);
+	p->scratch_words = n_tok * n_rot;
+	p->groups[0] = div_up(n_tok * heads * n_rot / 2, 64);
 	return 0;
 }
 
 static int plan_attention(const struct edgeq_op_desc *op, struct op_plan *p)
 {
 	uint64_t heads = op->shape[0], kvh = op->shape[1], hd = op->shape[2];
-	uint64_t npos = op->shape[3];
+	uint64_t npos = op->shape[3], n_tok = op->param[1] & 0xffffffffu;
 	size_t hrow;
 	float scale;
 
@@ -215,20 +217,27 @@ static int plan_attention(const struct edgeq_op_desc *op, struct op_plan *p)
 		hrow = edgeq_row_size(EDGEQ_TYPE_Q8_0, (int64_t)hd);
 	else
 		hrow = hd * (op->dtype == EDGEQ_DTYPE_F16 ? 2 : 4);
+	if (!n_tok)
+		n_tok = 1;
 	if (!hrow || heads % kvh || hd > MAX_HEAD_DIM || heads > MAX_GROUPS ||
-	    npos > UINT32_MAX / 4 ||
-	    !fits(op->tensors[0].length, heads, hd, 1, 4) ||
+	    npos > UINT32_MAX / 4 || n_tok > npos || n_tok > MAX_GROUPS ||
+	    !fits(op->tensors[0].length, n_tok, heads, hd, 4) ||
 	    !fits(op->tensors[1].length, npos, kvh, hrow, 1) ||
 	    !fits(op->tensors[2].length, npos, kvh, hrow, 1) ||
-	    !fits(op->tensors[3].length, heads, hd, 1, 4))
+	    !fits(op->tensors[3].length, n_tok, heads, hd, 4) ||
+	    n_tok * heads * npos > UINT32_MAX)
 		return -EINVAL;
 	scale = op->param[0] ? bits_to_float(op->param[0]) :
 			       1.0f / sqrtf((float)hd);
 	for (int i = 0; i < 4; i++)
 		p->pc.n[i] = (uint32_t)op->shape[i];
 	memcpy(&p->pc.p[0], &scale, sizeof(scale));
-	p->scratch_words = heads * npos;
+	/* a prompt's queries: one workgroup per (head, token) */
+	p->pc.p[1] = (uint32_t)n_tok;
+	p->pc.p[2] = (uint32_t)(op->param[1] >> 32);
+	p->scratch_words = n_tok * heads * npos;
 	p->groups[0] = (uint32_t)heads;
+	p->groups[1] = (uint32_t)n_tok;
 	return 0;
 }
 
