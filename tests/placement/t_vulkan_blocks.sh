@@ -2,8 +2,9 @@
 # Whole decoder blocks on the Vulkan device as one chain per step
 # (placement/blocks.c), without edgeq.ko: a device profile that takes every
 # op of a block, place-run's in-process device backend on lavapipe.
-#  - the prompt's batch as blocks too (MATMUL products, per-token norms,
-#    RoPE, KV writes and causal attention);
+#  - the prompt's batch as blocks too (MATMUL products, norms over its
+#    rows, RoPE and causal attention of its tokens in one op each, KV
+#    writes);
 #  - greedy tokens as the all-CPU run (or a tie within the tolerance) on the
 #    tiny models of every weight type and stories260K, with every block of
 #    every step on the device and one submission per step for all of them
@@ -112,6 +113,11 @@ long=$(python3 -c "print(' '.join(['once upon a time there was a little cat'] * 
 check "long prompt: every batch's blocks on the device, a chain a submission" \
 	js "$T/long.json" "d['error'] is None and s['prefill_blocks'] >= 4 and s['prefill_blocks'] % 2 == 0 and d['dev']['chains'] <= s['block_chains'] + 1"
 check "long prompt: tokens as the CPU's" test "$(toks "$T/long.json")" = "$(toks "$T/long-cpu.json")"
+# a batch's RoPE and attention one dispatch each (EDGEQ_F_TOKENS): a
+# prompt block as few dispatches as a decode step's (~21 for this model;
+# one RoPE and attention a token would add 3 a token, ~650 here)
+check "long prompt: a batch's RoPE and attention one op each, not one a token" \
+	js "$T/long.json" "d['dev']['dispatches'] <= 30 * s['blocks']"
 
 # --weights stream: a block at a time (its weights are there only then)
 "$GEN" -o "$T/deep.gguf" --shape tiny --type q8_0 --layers 6 >/dev/null

@@ -886,12 +886,17 @@ static void test_blocks_features(void **state)
 	assert_non_null(why);
 	assert_non_null(strstr(why, "ROPE_FREQ"));
 	/* llama: 2 norms, 7 products, 2 adds, a gate; per token RoPE q and
-	 * k, STORE k and v, attention; norms per token without rows */
+	 * k, STORE k and v, attention; norms per token without rows; RoPE
+	 * and attention one op for the batch with EDGEQ_F_TOKENS */
 	assert_int_equal(place_blocks_ops(&m, all, 1, true), 17);
-	assert_int_equal(place_blocks_ops(&m, all, 64, false), 12 + 64 * 5);
+	assert_int_equal(place_blocks_ops(&m, all, 64, false), 15 + 64 * 2);
+	assert_int_equal(place_blocks_ops(&m, all & ~EDGEQ_F_TOKENS, 64, false),
+			 12 + 64 * 5);
 	assert_int_equal(place_blocks_ops(&m, base, 64, false), 10 + 64 * 7);
 	/* a prompt's K and V rows packed: one STORE each for the batch */
-	assert_int_equal(place_blocks_ops(&m, all, 64, true), 14 + 64 * 3);
+	assert_int_equal(place_blocks_ops(&m, all & ~EDGEQ_F_TOKENS, 64, true),
+			 14 + 64 * 3);
+	assert_int_equal(place_blocks_ops(&m, all, 64, true), 17);
 	assert_int_equal(place_blocks_ops(&m, all, 1, false), 17);
 	/* qwen3: head norms need rows */
 	L.q_norm = L.k_norm = &f32;
@@ -899,7 +904,7 @@ static void test_blocks_features(void **state)
 	why = place_blocks_unsupported(&m, base);
 	assert_non_null(why);
 	assert_non_null(strstr(why, "per-head norms"));
-	assert_int_equal(place_blocks_ops(&m, all, 8, false), 12 + 2 + 8 * 5);
+	assert_int_equal(place_blocks_ops(&m, all, 8, false), 15 + 2 + 8 * 2);
 	assert_int_equal(place_blocks_ops(&m, base, 2, false),
 			 10 + 2 * (7 + 6));
 	L.k_norm = NULL;

@@ -90,6 +90,8 @@ struct bb {
 	unsigned int nw;
 	struct edgeq_model *m;
 	bool rows; /* RMSNORM over rows (EDGEQ_F_NORM_ROWS) */
+	bool tokens; /* a prompt's RoPE and attention as one op each
+		      * (EDGEQ_F_TOKENS) */
 };
 
 static uint32_t weight(struct bb *b, const struct edgeq_tensor *t)
@@ -217,8 +219,11 @@ static void bias(struct bb *b, const struct edgeq_tensor *t, uint64_t y,
 	act(o, 2, y, (uint64_t)n * 4);
 }
 
+/* RoPE of @nt tokens from position @p of layer @l: one op of a token
+ * dim where there are several (EDGEQ_F_TOKENS; the positions scaled on
+ * the device as here), else ROPE_FREQ at the scaled position. */
 static void rope(struct bb *b, const struct ctx_block_view *v, int l,
-		 uint64_t x, uint32_t heads, uint32_t p)
+		 uint64_t x, uint32_t heads, uint32_t p, uint32_t nt)
 {
 	const struct edgeq_hparams *hp = &b->m->hp;
 	struct edgeq_place_cop *o = op(b, EDGEQ_OP_ROPE_FREQ);
@@ -234,11 +239,18 @@ static void rope(struct bb *b, const struct ctx_block_view *v, int l,
 	o->op.shape[0] = heads;
 	o->op.shape[1] = hp->head_dim;
 	o->op.param[0] = fbits(pos);
+	if (nt > 1) {
+		o->op.ndims = 3;
+		o->op.shape[2] = nt;
+		o->op.param[0] = fbits(swa ? 1.0f : hp->rope_linear_scale)
+					 << 32 |
+				 p;
+	}
 	o->op.param[1] = (uint64_t)hp->n_rot << 32 |
 			 fbits(swa ? 1.0f : hp->rope_attn_factor);
 	if (hp->rope_neox)
 		o->op.flags = EDGEQ_OPF_ROPE_NEOX;
-	act(o, 0, x, (uint64_t)heads * hp->head_dim * 4);
+	act(o, 0, x, (uint64_t)nt * heads * hp->head_dim * 4);
 	o->t[1] = (struct edgeq_place_tref){ EDGEQ_PLACE_MEM_WEIGHT, k, 0,
 					     b->w[k].bytes };
 }
@@ -259,24 +271,30 @@ static uint64_t al(uint64_t v)
 	return (v + 255) & ~255ULL;
 }
 
-/* The attention of the token at @p over layer @l's rows so far. */
+/* The attention of the @nt tokens from @p over layer @l's rows so far,
+ * each over the rows up to its own (one op of @nt causal queries where
+ * there are several, EDGEQ_F_TOKENS; a sliding layer's window bounds
+ * each). */
 static void attention(struct bb *b, const struct ctx_block_view *v, int l,
-		      uint32_t p, uint32_t dtype, uint64_t v_off, uint64_t q,
-		      uint64_t ao)
+		      uint32_t p, uint32_t nt, uint32_t dtype, uint64_t v_off,
+		      uint64_t q, uint64_t ao)
 {
 	const struct edgeq_hparams *hp = &b->m->hp;
-	uint64_t q_bytes = (uint64_t)hp->n_head * hp->head_dim * 4, row;
+	uint64_t q_bytes = (uint64_t)nt * hp->n_head * hp->head_dim * 4, row;
 	struct edgeq_place_cop *o = op(b, EDGEQ_OP_ATTENTION);
+	bool swa = hp_layer_swa(hp, (uint32_t)l);
 	uint32_t first = 0;
 
-	if (hp_layer_swa(hp, (uint32_t)l) && p + 1 > hp->n_swa)
+	if (swa && p + 1 > hp->n_swa)
 		first = p + 1 - hp->n_swa;
 	o->op.dtype = dtype;
 	o->op.shape[0] = hp->n_head;
 	o->op.shape[1] = hp->n_head_kv;
 	o->op.shape[2] = hp->head_dim;
-	o->op.shape[3] = p + 1 - first;
+	o->op.shape[3] = p + nt - first;
 	o->op.param[0] = fbits(hp->attn_scale);
+	if (nt > 1)
+		o->op.param[1] = (uint64_t)(swa ? hp->n_swa : 0) << 32 | nt;
 	act(o, 0, q, q_bytes);
 	row = ((uint64_t)l * v->n_ctx + first) * v->kv_row;
 	kvref(o, 1, row, o->op.shape[3] * v->kv_row);
@@ -309,6 +327,7 @@ unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
 	const struct edgeq_hparams *hp = &m->hp;
 	unsigned int n = 0, norm = features & EDGEQ_F_NORM_ROWS ? 1 : nb;
 	bool one_store = rows_packed && nb > 1;
+	unsigned int per_tok = features & EDGEQ_F_TOKENS ? 1 : nb;
 
 	/* the largest block: the ops build() emits for it */
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
@@ -316,9 +335,10 @@ unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
 		unsigned int k =
 			2 * norm + 7 + 3; /* norms, products, adds, gate */
 
-		/* rope, store (the batch's at once where packed); attention */
-		k += one_store ? (unsigned int)nb * 3 + 2 :
-				 (unsigned int)nb * 5;
+		/* rope q, k and attention (one op each for the batch with
+		 * EDGEQ_F_TOKENS); store k, v (the batch's at once where
+		 * packed) */
+		k += 3 * per_tok + (one_store ? 2 : 2 * (unsigned int)nb);
 		if (L->bq)
 			k += 3 * (unsigned int)nb;
 		if (L->q_norm) /* every head a row */
@@ -355,6 +375,7 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 				      place_blocks_rows_packed(m, v));
 	uint32_t dtype;
 	bool one_store;
+	uint64_t tok; /* tokens an op of RoPE or attention takes */
 	struct bb bb;
 
 	dtype = kv_dtype(v->kv_type);
@@ -382,8 +403,10 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		b->per = per;
 	}
 	bb = (struct bb){ b->ops, b->w, 0, m,
-			  !!(features & EDGEQ_F_NORM_ROWS) };
+			  !!(features & EDGEQ_F_NORM_ROWS),
+			  nb > 1 && (features & EDGEQ_F_TOKENS) };
 	one_store = nb > 1 && place_blocks_rows_packed(m, v);
+	tok = bb.tokens ? nb : 1;
 	for (int l = l0; l < l0 + n; l++) {
 		const struct edgeq_layer *L = &m->layers[l];
 		uint64_t t;
@@ -399,36 +422,35 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 			     nb * hp->n_head_kv);
 		}
 		for (t = 0; t < nb; t++) {
-			uint32_t p = v->pos + (uint32_t)t;
-			uint64_t row = ((uint64_t)l * v->n_ctx + p) * v->kv_row;
-			uint64_t qt = q + t * q_dim * 4,
-				 kt = k + t * kv_dim * 4;
-			uint64_t vt = vv + t * kv_dim * 4;
-
-			bias(&bb, L->bq, qt, (uint32_t)q_dim);
-			bias(&bb, L->bk, kt, (uint32_t)kv_dim);
-			bias(&bb, L->bv, vt, (uint32_t)kv_dim);
-			rope(&bb, v, l, qt, hp->n_head, p);
-			rope(&bb, v, l, kt, hp->n_head_kv, p);
-			if (!one_store) {
-				store(&bb, dtype, kt, row, (uint32_t)kv_dim,
-				      v->kv_row);
-				store(&bb, dtype, vt, v_off + row,
-				      (uint32_t)kv_dim, v->kv_row);
-			}
+			bias(&bb, L->bq, q + t * q_dim * 4, (uint32_t)q_dim);
+			bias(&bb, L->bk, k + t * kv_dim * 4, (uint32_t)kv_dim);
+			bias(&bb, L->bv, vv + t * kv_dim * 4,
+			     (uint32_t)kv_dim);
 		}
-		if (one_store) { /* the batch's rows are consecutive */
-			uint64_t row =
-				((uint64_t)l * v->n_ctx + v->pos) * v->kv_row;
+		/* the batch's tokens are independent until attention */
+		for (t = 0; t < nb; t += tok) {
+			uint32_t p = v->pos + (uint32_t)t;
 
-			store(&bb, dtype, k, row, (uint32_t)(nb * kv_dim),
-			      nb * v->kv_row);
-			store(&bb, dtype, vv, v_off + row,
-			      (uint32_t)(nb * kv_dim), nb * v->kv_row);
+			rope(&bb, v, l, q + t * q_dim * 4, hp->n_head, p,
+			     (uint32_t)tok);
+			rope(&bb, v, l, k + t * kv_dim * 4, hp->n_head_kv, p,
+			     (uint32_t)tok);
+		}
+		for (t = 0; t < nb; t += one_store ? nb : 1) {
+			uint64_t row = ((uint64_t)l * v->n_ctx + v->pos + t) *
+				       v->kv_row;
+			uint64_t rows = one_store ? nb : 1;
+
+			/* packed: the batch's rows are consecutive */
+			store(&bb, dtype, k + t * kv_dim * 4, row,
+			      (uint32_t)(rows * kv_dim), rows * v->kv_row);
+			store(&bb, dtype, vv + t * kv_dim * 4, v_off + row,
+			      (uint32_t)(rows * kv_dim), rows * v->kv_row);
 		}
 		/* causal: token t sees the rows up to its own, all stored */
-		for (t = 0; t < nb; t++)
-			attention(&bb, v, l, v->pos + (uint32_t)t, dtype, v_off,
+		for (t = 0; t < nb; t += tok)
+			attention(&bb, v, l, v->pos + (uint32_t)t,
+				  (uint32_t)tok, dtype, v_off,
 				  q + t * q_dim * 4, ao + t * q_dim * 4);
 		matvec(&bb, L->wo, ao, xb, (int)nb);
 		if (L->post_attn_norm)
