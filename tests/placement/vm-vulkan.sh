@@ -4,9 +4,9 @@
 # lavapipe (the VM chroots into the host tree, which has Mesa's Vulkan
 # drivers), the engine places its matrix ops on gpu0 through the module.
 # Tokens must equal the all-CPU run (the shaders round as the CPU does on
-# lavapipe), with mmap'd and with streamed weights; the agent killed
-# mid-generation leaves the generation to finish on the CPU without an
-# error.
+# lavapipe), with mmap'd and with streamed weights, with speculation (the
+# target or the draft model on the queue); the agent killed mid-generation
+# leaves the generation to finish on the CPU without an error.
 # Prints "N passed, N failed, N skipped".
 set -u
 B=${EDGEQ_TOP:-.}/${O:-build}
@@ -136,8 +136,31 @@ what="gemma3, Q8_0 cache, through gpu0: every block chained" ok \
 	js "$T/g3.json" "d['error'] is None and s['blocks'] - s['prefill_blocks'] == 2 * s['tokens'] and s['prefill_blocks'] == 2 and s['blocks_off'] == '' and s['fallbacks'] == 0"
 what="gemma3, Q8_0 cache, through gpu0: tokens equal the all-CPU run" ok \
 	test "$(toks "$T/g3.json")" = "$(toks "$T/g3-cpu.json")"
+# speculation through gpu0: the target's verifying passes (a draft and
+# the token before it, as a prompt's blocks) through the queue while the
+# same model drafts on the CPU, every draft accepted; then the draft
+# model's context on the queue instead; tokens as on the CPU either way
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${RB[@]}" --backend kq --queue gpu0 \
+	--draft "$T/tiny.gguf" --draft-max 3 >"$T/spec.json" 2>"$T/spec.err"
+stats "$T/spec.json"
+what="speculation, the target on gpu0: drafts verified through the queue, all accepted" ok \
+	js "$T/spec.json" "d['error'] is None and s['drafted'] > 0 and s['accepted'] == s['drafted'] and s['blocks'] > s['prefill_blocks'] and s['fallbacks'] == 0"
+what="speculation, the target on gpu0: tokens equal the all-CPU run" ok \
+	test "$(toks "$T/spec.json")" = "$(toks "$T/cpu.json")"
+"$B/tools/place-run" -m "$T/tiny.gguf" -n 8 "${RB[@]}" --backend kq --queue gpu0 \
+	--draft "$T/tiny.gguf" --draft-max 3 --draft-on draft >"$T/specd.json" 2>"$T/specd.err"
+stats "$T/specd.json"
+what="speculation, the draft on gpu0: its ops through the queue" ok \
+	js "$T/specd.json" "d['error'] is None and s['drafted'] > 0 and s['offloaded'] > 0 and s['fallbacks'] == 0"
+what="speculation, the draft on gpu0: tokens equal the all-CPU run" ok \
+	test "$(toks "$T/specd.json")" = "$(toks "$T/cpu.json")"
+# edgeq run chooses with the queue's real state and its installed profile
+"$EDGEQ" run -m "$T/tiny.gguf" -p "Once upon a time" -n 8 --temp 0 --queue gpu0 \
+	--draft "$T/tiny.gguf" --json >"$T/run-spec.json" 2>"$T/run-spec.err"
+what="edgeq run --queue gpu0 --draft: the placer chose a model for the queue" ok \
+	python3 -c "import json,sys; t=json.load(open('$T/run-spec.json'))['timings']; c=t['draft_choice']; sys.exit(0 if t['draft_on'] in ('target', 'draft') and (t['draft_on'] == 'draft') == (c['draft_on_tok_s'] > c['target_on_tok_s']) else 1)"
 echo "$inflight" >$Q/max_inflight
-log "blocks run done"
+log "blocks and speculation runs done"
 
 # (the top cooling state mid-generation with the Vulkan backend is
 # tests/placement/t_vulkan.sh; the governor's throttle through BPF with a
