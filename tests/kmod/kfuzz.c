@@ -370,7 +370,8 @@ static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 		if (pick(2)) { /* causal queries, a window (EDGEQ_F_TOKENS) */
 			uint64_t n = 1 + pick((unsigned int)b);
 
-			op->param[1] = (uint64_t)pick((unsigned int)b + 1) << 32 | n;
+			op->param[1] =
+				(uint64_t)pick((unsigned int)b + 1) << 32 | n;
 			len[0] = len[3] = n * 2 * a * 32 * 4;
 		}
 		break;

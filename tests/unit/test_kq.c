@@ -295,7 +295,8 @@ static void test_exec_tokens(void **state)
 	fill(x, NT * RH * RD, 9);
 	memcpy(y, x, sizeof(x));
 	for (i = 0; i < RD / 2; i++)
-		freq[i] = powf(10000.0f, -2.0f * (float)i / RD) / (i > 4 ? 3 : 1);
+		freq[i] =
+			powf(10000.0f, -2.0f * (float)i / RD) / (i > 4 ? 3 : 1);
 	edgeq_op_desc_init(&op, EDGEQ_OP_ROPE_FREQ, 0);
 	op.ndims = 3;
 	op.shape[0] = RH;

@@ -327,8 +327,8 @@ static int exec_attention(const struct edgeq_op_desc *op, void *const t[])
 		off = first * kvh * hrow;
 		attend(op, (const float *)t[0] + i * heads * hd,
 		       (const char *)t[1] + off, (const char *)t[2] + off,
-		       (float *)t[3] + i * heads * hd, end - first, hrow,
-		       scale, scores, scores + npos);
+		       (float *)t[3] + i * heads * hd, end - first, hrow, scale,
+		       scores, scores + npos);
 	}
 	free(scores);
 	return 0;

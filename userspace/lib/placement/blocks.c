@@ -89,7 +89,7 @@ struct bb {
 	struct edgeq_place_weight *w;
 	unsigned int nw;
 	struct edgeq_model *m;
-	bool rows; /* RMSNORM over rows (EDGEQ_F_NORM_ROWS) */
+	bool rows;   /* RMSNORM over rows (EDGEQ_F_NORM_ROWS) */
 	bool tokens; /* a prompt's RoPE and attention as one op each
 		      * (EDGEQ_F_TOKENS) */
 };
@@ -242,9 +242,8 @@ static void rope(struct bb *b, const struct ctx_block_view *v, int l,
 	if (nt > 1) {
 		o->op.ndims = 3;
 		o->op.shape[2] = nt;
-		o->op.param[0] = fbits(swa ? 1.0f : hp->rope_linear_scale)
-					 << 32 |
-				 p;
+		o->op.param[0] =
+			fbits(swa ? 1.0f : hp->rope_linear_scale) << 32 | p;
 	}
 	o->op.param[1] = (uint64_t)hp->n_rot << 32 |
 			 fbits(swa ? 1.0f : hp->rope_attn_factor);
@@ -402,7 +401,10 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		b->cap = (unsigned int)n + 1;
 		b->per = per;
 	}
-	bb = (struct bb){ b->ops, b->w, 0, m,
+	bb = (struct bb){ b->ops,
+			  b->w,
+			  0,
+			  m,
 			  !!(features & EDGEQ_F_NORM_ROWS),
 			  nb > 1 && (features & EDGEQ_F_TOKENS) };
 	one_store = nb > 1 && place_blocks_rows_packed(m, v);
@@ -424,8 +426,7 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 		for (t = 0; t < nb; t++) {
 			bias(&bb, L->bq, q + t * q_dim * 4, (uint32_t)q_dim);
 			bias(&bb, L->bk, k + t * kv_dim * 4, (uint32_t)kv_dim);
-			bias(&bb, L->bv, vv + t * kv_dim * 4,
-			     (uint32_t)kv_dim);
+			bias(&bb, L->bv, vv + t * kv_dim * 4, (uint32_t)kv_dim);
 		}
 		/* the batch's tokens are independent until attention */
 		for (t = 0; t < nb; t += tok) {
