@@ -11,6 +11,12 @@
 // thread here) and fold the lanes as fold32(); quantized types run one
 // row per thread: each block's exact integer sum, then the float chain
 // acc = fma_rn(d_w * d_a, isum, acc) in block order.
+//
+// Quantized weights take TT activation rows a workgroup (gl_WorkGroupID.z
+// is a tile of TT; mm_*.comp 4, mv_*.comp 1): each weight word is read and unpacked once for the
+// tile's rows, each row keeping its own sums and chain (the same floats
+// as one row at a time). The integer sums skip a tile's rows past the
+// last (a MATVEC is a tile of one); their pointers repeat the last row's.
 
 layout(local_size_x = 32) in;
 
@@ -54,6 +60,10 @@ float row_dot(uint row, uint b, uint tid)
 }
 #endif
 
+#ifndef TT
+#define TT 1u /* activation rows a workgroup takes (quantized weights) */
+#endif
+
 #if defined(WT_Q8_0) || defined(WT_Q4_0)
 #define ROW_PER_THREAD 1
 #ifdef WT_Q8_0
@@ -73,45 +83,70 @@ uint rd32_0(uint b)
 // (4 weight bytes, 4 activation bytes at a time; the order of integer
 // additions does not matter), then the float chain in block order, as
 // the CPU's. No thread waits on another, so a workgroup is 32 rows.
-float row_dot(uint row, uint b, uint tid)
+void row_dot(uint row, uint ab[TT], uint nt, out float res[TT])
 {
-	uint nblk = pc.n1 / 32u, i, j, k;
+	uint nblk = pc.n1 / 32u, i, j, k, t;
 	uint rb = row * nblk * BLK;
-	uint ab = pc.os + b * nblk * 9u;
-	precise float acc = 0.0;
+	precise float acc[TT];
 
+	for (t = 0u; t < TT; t++)
+		acc[t] = 0.0;
 	for (i = 0u; i < nblk; i++) {
-		uint wb = rb + i * BLK, a = ab + i * 9u;
-		int s = 0;
+		uint wb = rb + i * BLK;
+		int s[TT];
 
+		for (t = 0u; t < TT; t++)
+			s[t] = 0;
 #ifdef WT_Q8_0
 		for (j = 0u; j < 8u; j++) {
-			uint qw = rd32_0(wb + 2u + 4u * j), aw = sc[a + 1u + j];
+			uint qw = rd32_0(wb + 2u + 4u * j);
 
-			for (k = 0u; k < 4u; k++)
-				s += sbyte(qw, k) * sbyte(aw, k);
+			for (t = 0u; t < TT; t++) {
+				if (t >= nt)
+					break;
+				uint aw = sc[ab[t] + i * 9u + 1u + j];
+
+				for (k = 0u; k < 4u; k++)
+					s[t] += sbyte(qw, k) * sbyte(aw, k);
+			}
 		}
 #else
 		for (j = 0u; j < 4u; j++) {
 			/* bytes 4j..4j+3: elements 4j+k (low nibbles) and
 			 * 16+4j+k (high) */
 			uint qw = rd32_0(wb + 2u + 4u * j);
-			uint lo = sc[a + 1u + j], hi = sc[a + 5u + j];
 
-			for (k = 0u; k < 4u; k++) {
-				int ql = int((qw >> (8u * k)) & 15u) - 8;
-				int qh = int((qw >> (8u * k + 4u)) & 15u) - 8;
+			for (t = 0u; t < TT; t++) {
+				if (t >= nt)
+					break;
+				uint lo = sc[ab[t] + i * 9u + 1u + j];
+				uint hi = sc[ab[t] + i * 9u + 5u + j];
 
-				s += ql * sbyte(lo, k) + qh * sbyte(hi, k);
+				for (k = 0u; k < 4u; k++) {
+					int ql = int((qw >> (8u * k)) & 15u) - 8;
+					int qh = int((qw >> (8u * k + 4u)) & 15u) - 8;
+
+					s[t] += ql * sbyte(lo, k) + qh * sbyte(hi, k);
+				}
 			}
 		}
 #endif
-		precise float d = half_to_float(rd16_0(wb)) *
-				  uintBitsToFloat(sc[a]);
+		float dw = half_to_float(rd16_0(wb));
 
-		acc = fma_rn(d, float(s), acc);
+		for (t = 0u; t < TT; t++) {
+			precise float d = dw * uintBitsToFloat(sc[ab[t] + i * 9u]);
+
+			acc[t] = fma_rn(d, float(s[t]), acc[t]);
+		}
 	}
-	return acc;
+	for (t = 0u; t < TT; t++)
+		res[t] = acc[t];
+}
+
+// scratch words of one activation row's Q8_0 blocks
+uint act_words()
+{
+	return pc.n1 / 32u * 9u;
 }
 #endif
 
@@ -148,44 +183,69 @@ void q4k_scale_min(uint s, uint j, out int d, out int m)
 // One thread per row, as for Q8_0 and Q4_0: per super-block the exact
 // integer sums from whole words, then the float chain (Q4_K: the scale
 // step, then the mins step) in super-block order.
-float row_dot(uint row, uint b, uint tid)
+void row_dot(uint row, uint ab[TT], uint nt, out float res[TT])
 {
-	uint nsb = pc.n1 / 256u, i, j, w, k;
+	uint nsb = pc.n1 / 256u, i, j, w, k, t;
 	uint rb = row * nsb * BLK;
-	uint ab = pc.os + b * nsb * 81u;
-	precise float acc = 0.0;
+	precise float acc[TT];
 
+	for (t = 0u; t < TT; t++)
+		acc[t] = 0.0;
 	for (i = 0u; i < nsb; i++) {
-		uint wb = rb + i * BLK, a = ab + i * 81u;
-		float da = uintBitsToFloat(sc[a]);
-		int isum = 0;
-#ifdef WT_Q4_K
-		int summ = 0;
+		uint wb = rb + i * BLK;
+		int isum[TT];
 
+		for (t = 0u; t < TT; t++)
+			isum[t] = 0;
+#ifdef WT_Q4_K
+		int summ[TT];
+
+		for (t = 0u; t < TT; t++)
+			summ[t] = 0;
 		for (j = 0u; j < 8u; j++) {
 			/* sub-block j: the low (j even) or high nibbles of
 			 * pair j / 2's 32 bytes */
 			uint qb = wb + 16u + (j / 2u) * 32u, sh = (j & 1u) * 4u;
-			int scl, mn, s = 0;
+			int scl, mn, s[TT];
 
+			for (t = 0u; t < TT; t++)
+				s[t] = 0;
 			for (w = 0u; w < 8u; w++) {
-				uint qw = t0[pc.o0 + (qb >> 2) + w];
-				uint aw = sc[a + 1u + 8u * j + w];
+				uint qw = (t0[pc.o0 + (qb >> 2) + w] >> sh) &
+					  0x0f0f0f0fu;
 
-				for (k = 0u; k < 4u; k++)
-					s += int((qw >> (8u * k + sh)) & 15u) *
-					     sbyte(aw, k);
+				for (t = 0u; t < TT; t++) {
+					if (t >= nt)
+						break;
+					uint aw = sc[ab[t] + i * 81u + 1u +
+						     8u * j + w];
+
+					for (k = 0u; k < 4u; k++)
+						s[t] += int((qw >> (8u * k)) &
+							    15u) *
+							sbyte(aw, k);
+				}
 			}
 			q4k_scale_min(wb + 4u, j, scl, mn);
-			isum += scl * s;
-			summ += mn * (int(sc[a + 65u + 2u * j]) +
-				      int(sc[a + 66u + 2u * j]));
-		}
-		precise float dall = half_to_float(rd16_0(wb)) * da;
-		precise float dmin = half_to_float(rd16_0(wb + 2u)) * da;
+			for (t = 0u; t < TT; t++) {
+				uint a = ab[t] + i * 81u;
 
-		acc = fma_rn(dall, float(isum), acc);
-		acc = fma_rn(-dmin, float(summ), acc);
+				isum[t] += scl * s[t];
+				summ[t] += mn * (int(sc[a + 65u + 2u * j]) +
+						 int(sc[a + 66u + 2u * j]));
+			}
+		}
+		float dw = half_to_float(rd16_0(wb));
+		float dmw = half_to_float(rd16_0(wb + 2u));
+
+		for (t = 0u; t < TT; t++) {
+			float da = uintBitsToFloat(sc[ab[t] + i * 81u]);
+			precise float dall = dw * da;
+			precise float dmin = dmw * da;
+
+			acc[t] = fma_rn(dall, float(isum[t]), acc[t]);
+			acc[t] = fma_rn(-dmin, float(summ[t]), acc[t]);
+		}
 #else
 		for (j = 0u; j < 16u; j++) {
 			/* group j: elements 16j..16j+15, i.e. half h, quarter
@@ -193,30 +253,51 @@ float row_dot(uint row, uint b, uint tid)
 			uint h = j / 8u, qu = (j % 8u) / 2u, l = 16u * (j % 2u);
 			uint lb = wb + h * 64u + l + ((qu & 1u) != 0u ? 32u : 0u);
 			uint hb = wb + 128u + h * 32u + l;
-			int s = 0;
+			int s[TT], sg = int(rd8_0(wb + 192u + j) << 24) >> 24;
 
+			for (t = 0u; t < TT; t++)
+				s[t] = 0;
 			for (w = 0u; w < 4u; w++) {
 				uint lw = rd32_0(lb + 4u * w);
 				uint hw = rd32_0(hb + 4u * w);
-				uint aw = sc[a + 1u + 4u * j + w];
+				/* the 4 six-bit quants, a byte each */
+				uint q = (qu < 2u ? lw : lw >> 4) & 0x0f0f0f0fu;
 
-				for (k = 0u; k < 4u; k++) {
-					uint lo = (lw >> (8u * k)) & 0xffu;
-					uint hi = (hw >> (8u * k)) & 0xffu;
-					uint q = (qu < 2u ? (lo & 15u) : (lo >> 4)) |
-						 (((hi >> (2u * qu)) & 3u) << 4);
+				q |= ((hw >> (2u * qu)) & 0x03030303u) << 4;
+				for (t = 0u; t < TT; t++) {
+					if (t >= nt)
+						break;
+					uint aw = sc[ab[t] + i * 81u + 1u +
+						     4u * j + w];
 
-					s += (int(q) - 32) * sbyte(aw, k);
+					for (k = 0u; k < 4u; k++)
+						s[t] += (int((q >> (8u * k)) &
+							     0xffu) -
+							 32) *
+							sbyte(aw, k);
 				}
 			}
-			isum += (int(rd8_0(wb + 192u + j) << 24) >> 24) * s;
+			for (t = 0u; t < TT; t++)
+				isum[t] += sg * s[t];
 		}
-		precise float d = half_to_float(rd16_0(wb + 208u)) * da;
+		float dw = half_to_float(rd16_0(wb + 208u));
 
-		acc = fma_rn(d, float(isum), acc);
+		for (t = 0u; t < TT; t++) {
+			precise float d =
+				dw * uintBitsToFloat(sc[ab[t] + i * 81u]);
+
+			acc[t] = fma_rn(d, float(isum[t]), acc[t]);
+		}
 #endif
 	}
-	return acc;
+	for (t = 0u; t < TT; t++)
+		res[t] = acc[t];
+}
+
+// scratch words of one activation row's Q8_K super-blocks
+uint act_words()
+{
+	return pc.n1 / 256u * 81u;
 }
 #endif
 
@@ -224,11 +305,19 @@ float row_dot(uint row, uint b, uint tid)
 void main()
 {
 	uint row = out_row() * 32u + gl_LocalInvocationID.x;
-	uint b = gl_WorkGroupID.z;
+	uint b0 = gl_WorkGroupID.z * TT, t, ab[TT];
+	float res[TT];
 
-	if (row < pc.n0)
-		t2[pc.o2 + b * pc.n0 + row] =
-			floatBitsToUint(row_dot(row, b, 0u));
+	if (row >= pc.n0)
+		return;
+	/* a tile past the last activation row: those rows not computed */
+	for (t = 0u; t < TT; t++)
+		ab[t] = pc.os + min(b0 + t, max(pc.n2, 1u) - 1u) * act_words();
+	row_dot(row, ab, min(pc.n2 - b0, TT), res);
+	for (t = 0u; t < TT; t++)
+		if (b0 + t < max(pc.n2, 1u))
+			t2[pc.o2 + (b0 + t) * pc.n0 + row] =
+				floatBitsToUint(res[t]);
 }
 #else
 void main()

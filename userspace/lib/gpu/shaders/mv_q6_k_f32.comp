@@ -2,6 +2,7 @@
 // Matrix products with Q6_K weights (mv.glsl), no float64.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#define TT 1u
 #define WT_Q6_K 1
 #include "common.glsl"
 #include "mv.glsl"

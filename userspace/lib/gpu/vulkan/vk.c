@@ -67,6 +67,10 @@ static const struct {
 	SPV_EL(VK_PIPE_ATTN_Q8_0, attn_q8_0),
 	SPV(VK_PIPE_STORE, store),
 	SPV(VK_PIPE_GELU_MUL, gelu_mul),
+	SPV(VK_PIPE_MM_Q8_0, mm_q8_0),
+	SPV(VK_PIPE_MM_Q4_0, mm_q4_0),
+	SPV(VK_PIPE_MM_Q4_K, mm_q4_k),
+	SPV(VK_PIPE_MM_Q6_K, mm_q6_k),
 #undef SPV1
 #undef SPV_EL
 #undef SPV

@@ -19,6 +19,14 @@
 #define VK_WAIT_NS 60000000000ULL
 #define MAX_HEAD_DIM 512u /* shaders/attn.glsl MAXQB */
 #define MAX_GROUPS 65535u
+#define MV_TOKENS 8u /* shaders/mm_*.comp TT */
+_Static_assert(VK_PIPE_MM_Q6_K - VK_PIPE_MM_Q8_0 ==
+			       VK_PIPE_MV_Q6_K - VK_PIPE_MV_Q8_0 &&
+		       VK_PIPE_MM_Q4_0 - VK_PIPE_MM_Q8_0 ==
+			       VK_PIPE_MV_Q4_0 - VK_PIPE_MV_Q8_0 &&
+		       VK_PIPE_MM_Q4_K - VK_PIPE_MM_Q8_0 ==
+			       VK_PIPE_MV_Q4_K - VK_PIPE_MV_Q8_0,
+	       "a quantized MATMUL pipe is its MATVEC's at a fixed offset");
 
 /* Tensors an op writes, and those that are read-only model weights. */
 static const uint8_t out_mask[EDGEQ_OP_COUNT] = {
@@ -143,10 +151,14 @@ static int plan_matmul(const struct edgeq_op_desc *op, struct op_plan *p)
 		       op->dtype == EDGEQ_DTYPE_Q6_K;
 	bool quant = k_quant || op->dtype == EDGEQ_DTYPE_Q8_0 ||
 		     op->dtype == EDGEQ_DTYPE_Q4_0;
+	uint32_t tile;
 
 	p->pipe = mv_pipe(op->dtype);
 	if (p->pipe < 0)
 		return -EOPNOTSUPP;
+	tile = quant && nb > 1 ? MV_TOKENS : 1;
+	if (tile > 1) /* the same rows and order, weights read once a tile */
+		p->pipe += VK_PIPE_MM_Q8_0 - VK_PIPE_MV_Q8_0;
 	if (!wrow || rows > (uint64_t)MAX_GROUPS * MAX_GROUPS ||
 	    nb > MAX_GROUPS || cols > UINT32_MAX / 4 ||
 	    !fits(op->tensors[0].length, rows, wrow, 1, 1) ||
@@ -156,11 +168,12 @@ static int plan_matmul(const struct edgeq_op_desc *op, struct op_plan *p)
 	p->pc.n[0] = (uint32_t)rows;
 	p->pc.n[1] = (uint32_t)cols;
 	p->pc.n[2] = (uint32_t)nb;
-	/* quantized weights run one row per thread, 32 per workgroup */
+	/* quantized weights run one row per thread, 32 per workgroup, for
+	 * a tile of activation rows (shaders/mv.glsl TT) */
 	wgs = quant ? div_up(rows, 32) : rows;
 	p->groups[0] = wgs < MAX_GROUPS ? (uint32_t)wgs : MAX_GROUPS;
 	p->groups[1] = div_up(wgs, MAX_GROUPS);
-	p->groups[2] = (uint32_t)nb;
+	p->groups[2] = div_up(nb, tile);
 	if (!quant)
 		return 0;
 	/* activations quantized into scratch first (shaders/q8_*.comp) */
@@ -184,8 +197,7 @@ static int plan_rope(const struct edgeq_op_desc *op, struct op_plan *p)
 
 	if (!n_rot)
 		n_rot = hd;
-	if (n_rot % 2 || n_rot > hd || hd > UINT32_MAX ||
-	    n_tok > MAX_GROUPS ||
+	if (n_rot % 2 || n_rot > hd || hd > UINT32_MAX || n_tok > MAX_GROUPS ||
 	    !fits(op->tensors[0].length, n_tok, heads, hd, sizeof(float)) ||
 	    heads * n_rot / 2 * n_tok > (uint64_t)MAX_GROUPS * 64)
 		return -EINVAL;
