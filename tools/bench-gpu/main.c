@@ -12,9 +12,11 @@
  *   bench-gpu -m MODEL [-n GEN] [-p PROMPT_TOKENS] [-r REPS] [-t THREADS]
  *             [--device N|NAME] [--queue NAME]
  *
- * Prefill batches always run on the CPU (Documentation/placement.rst), so
- * the prompt column is the CPU's in every row. The machine's load average
- * is printed with the table: figures from a loaded machine are not clean.
+ * Where blocks chain (the vulkan, cpu via backend and kq rows) the prompt's
+ * batches go to the device as whole blocks too, so their prompt column is
+ * the device's; the per-op row prefills on the CPU (Documentation/
+ * placement.rst). The machine's load average is printed with the table:
+ * figures from a loaded machine are not clean.
  */
 #include <errno.h>
 #include <stdio.h>
