@@ -581,7 +581,7 @@ run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
 		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
 		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
 	};
-	uint64_t words = 0;
+	uint64_t words = 0, scores = 0;
 	unsigned int i;
 	int ret;
 
@@ -592,9 +592,20 @@ run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
 			plan[i].pre = -1;
 			continue;
 		}
+		if (ops[i].opcode == EDGEQ_OP_ATTENTION) {
+			/* scores live within the dispatch: one region for
+			 * every attention of the chain (after the rest) */
+			if (plan[i].scratch_words > scores)
+				scores = plan[i].scratch_words;
+			continue;
+		}
 		plan[i].pc.os = plan[i].pre_pc.os = (uint32_t)words;
 		words += (plan[i].scratch_words + 15) & ~15ULL;
 	}
+	for (i = 0; i < n; i++)
+		if (ops[i].opcode == EDGEQ_OP_ATTENTION)
+			plan[i].pc.os = (uint32_t)words;
+	words += scores;
 	if (words > UINT32_MAX)
 		return -E2BIG;
 	ret = scratch_ensure(v, words);
