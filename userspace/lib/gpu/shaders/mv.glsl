@@ -180,12 +180,30 @@ void q4k_scale_min(uint s, uint j, out int d, out int m)
 }
 #endif
 
+// s[t] += the 4 quants of @q (a byte each, less @bias) times the 4 int8
+// activations of word @off of the tile's row t, for its @nt rows
+void tile_dot4(uint q, int bias, uint ab[TT], uint off, uint nt,
+	       inout int s[TT])
+{
+	uint t, k;
+
+	for (t = 0u; t < TT; t++) {
+		if (t >= nt)
+			break;
+		uint aw = sc[ab[t] + off];
+
+		for (k = 0u; k < 4u; k++)
+			s[t] += (int((q >> (8u * k)) & 0xffu) - bias) *
+				sbyte(aw, k);
+	}
+}
+
 // One thread per row, as for Q8_0 and Q4_0: per super-block the exact
 // integer sums from whole words, then the float chain (Q4_K: the scale
 // step, then the mins step) in super-block order.
 void row_dot(uint row, uint ab[TT], uint nt, out float res[TT])
 {
-	uint nsb = pc.n1 / 256u, i, j, w, k, t;
+	uint nsb = pc.n1 / 256u, i, j, w, t;
 	uint rb = row * nsb * BLK;
 	precise float acc[TT];
 
@@ -214,17 +232,8 @@ void row_dot(uint row, uint ab[TT], uint nt, out float res[TT])
 				uint qw = (t0[pc.o0 + (qb >> 2) + w] >> sh) &
 					  0x0f0f0f0fu;
 
-				for (t = 0u; t < TT; t++) {
-					if (t >= nt)
-						break;
-					uint aw = sc[ab[t] + i * 81u + 1u +
-						     8u * j + w];
-
-					for (k = 0u; k < 4u; k++)
-						s[t] += int((qw >> (8u * k)) &
-							    15u) *
-							sbyte(aw, k);
-				}
+				tile_dot4(qw, 0, ab, i * 81u + 1u + 8u * j + w,
+					  nt, s);
 			}
 			q4k_scale_min(wb + 4u, j, scl, mn);
 			for (t = 0u; t < TT; t++) {
@@ -264,18 +273,8 @@ void row_dot(uint row, uint ab[TT], uint nt, out float res[TT])
 				uint q = (qu < 2u ? lw : lw >> 4) & 0x0f0f0f0fu;
 
 				q |= ((hw >> (2u * qu)) & 0x03030303u) << 4;
-				for (t = 0u; t < TT; t++) {
-					if (t >= nt)
-						break;
-					uint aw = sc[ab[t] + i * 81u + 1u +
-						     4u * j + w];
-
-					for (k = 0u; k < 4u; k++)
-						s[t] += (int((q >> (8u * k)) &
-							     0xffu) -
-							 32) *
-							sbyte(aw, k);
-				}
+				tile_dot4(q, 32, ab, i * 81u + 1u + 4u * j + w,
+					  nt, s);
 			}
 			for (t = 0u; t < TT; t++)
 				isum[t] += sg * s[t];
