@@ -248,14 +248,15 @@ static void test_matvec_types(void **state)
 }
 
 /*
- * MATMUL: quantized weights take 8 activation rows a workgroup
- * (shaders/mm_*.comp): a tile short of 8, one whole, two and a part; every
- * row the CPU's float for float on lavapipe, as one row at a time is.
+ * MATMUL: a workgroup takes 8 activation rows (shaders/mm_*.comp): a tile
+ * short of 8, one whole, two and a part; every row the CPU's float for
+ * float on lavapipe, as one row at a time is.
  */
 static void test_matmul_types(void **state)
 {
 	const uint32_t types[] = { EDGEQ_DTYPE_Q8_0, EDGEQ_DTYPE_Q4_0,
-				   EDGEQ_DTYPE_Q4_K, EDGEQ_DTYPE_Q6_K };
+				   EDGEQ_DTYPE_Q4_K, EDGEQ_DTYPE_Q6_K,
+				   EDGEQ_DTYPE_F32,  EDGEQ_DTYPE_F16 };
 	const uint64_t nbs[] = { 3, 8, 19 };
 	double d = 0;
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Matrix-vector and matrix-matrix products, one workgroup of 32 per output
-// row (quantized weights: per 32 output rows) and activation row
-// (gl_WorkGroupID.z). t0 weight [n0 rows][n1 cols]
-// of the type selected by WT_*, t2 out [n2][n0]. F32/F16 weights read the
-// f32 activations of t1; quantized weights read the activations quantized
-// by q8_0.comp or q8_k.comp into scratch (word os).
+// row (quantized weights: per 32 output rows) and tile of TT activation
+// rows (gl_WorkGroupID.z; mv_*.comp TT 1, mm_*.comp 8). t0 weight [n0
+// rows][n1 cols] of the type selected by WT_*, t2 out [n2][n0]. F32/F16
+// weights read the f32 activations of t1; quantized weights read the
+// activations quantized by q8_0.comp or q8_k.comp into scratch (word os).
 //
 // The reduction order is the CPU scalar reference's (kernels/scalar.c), so
 // the result is the same float: F32/F16 put element j in lane j % 32 (a
@@ -12,15 +12,16 @@
 // row per thread: each block's exact integer sum, then the float chain
 // acc = fma_rn(d_w * d_a, isum, acc) in block order.
 //
-// Quantized weights take TT activation rows a workgroup (gl_WorkGroupID.z
-// is a tile of TT; mm_*.comp 4, mv_*.comp 1): each weight word is read and unpacked once for the
-// tile's rows, each row keeping its own sums and chain (the same floats
-// as one row at a time). The integer sums skip a tile's rows past the
-// last (a MATVEC is a tile of one); their pointers repeat the last row's.
+// A tile reads (and unpacks) each weight word once for its rows, each row
+// keeping its own sums and chain: the same floats as one row at a time.
+// A tile's rows past the last are skipped (a MATVEC is a tile of one;
+// quantized types point them at the last row's activations).
 
 layout(local_size_x = 32) in;
 
-shared float lane[32];
+#ifndef TT
+#define TT 1u /* activation rows a workgroup takes */
+#endif
 
 uint out_row()
 {
@@ -28,6 +29,8 @@ uint out_row()
 }
 
 #if defined(WT_F32) || defined(WT_F16)
+shared float lane[TT * 32u];
+
 float wval(uint row, uint j)
 {
 #ifdef WT_F32
@@ -37,31 +40,41 @@ float wval(uint row, uint j)
 #endif
 }
 
-float row_dot(uint row, uint b, uint tid)
+// Row @row against the tile's @nt activation rows from @b0: lane tid's
+// sums, then thread t (< nt) folds row b0 + t's lanes.
+float row_dot(uint row, uint b0, uint nt, uint tid)
 {
-	precise float acc = 0.0;
-	uint j, k;
+	precise float acc[TT];
+	uint j, k, t;
 
-	for (j = tid; j < pc.n1; j += 32u)
-		acc = fma_rn(wval(row, j), f1(b * pc.n1 + j), acc);
-	lane[tid] = acc;
+	for (t = 0u; t < TT; t++)
+		acc[t] = 0.0;
+	for (j = tid; j < pc.n1; j += 32u) {
+		float w = wval(row, j);
+
+		for (t = 0u; t < TT; t++) {
+			if (t >= nt)
+				break;
+			acc[t] = fma_rn(w, f1((b0 + t) * pc.n1 + j), acc[t]);
+		}
+	}
+	for (t = 0u; t < TT; t++)
+		lane[t * 32u + tid] = acc[t];
 	barrier();
-	if (tid != 0u)
+	if (tid >= nt)
 		return 0.0;
 	precise float v[8];
+	uint l = tid * 32u;
 
 	for (k = 0u; k < 8u; k++)
-		v[k] = (lane[k] + lane[k + 8u]) + (lane[k + 16u] + lane[k + 24u]);
+		v[k] = (lane[l + k] + lane[l + k + 8u]) +
+		       (lane[l + k + 16u] + lane[l + k + 24u]);
 	precise float a0 = v[0] + v[4], a1 = v[1] + v[5];
 	precise float a2 = v[2] + v[6], a3 = v[3] + v[7];
 	precise float r = (a0 + a2) + (a1 + a3);
 
 	return r;
 }
-#endif
-
-#ifndef TT
-#define TT 1u /* activation rows a workgroup takes (quantized weights) */
 #endif
 
 #if defined(WT_Q8_0) || defined(WT_Q4_0)
@@ -321,13 +334,14 @@ void main()
 #else
 void main()
 {
-	uint row = out_row(), b = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+	uint row = out_row(), b0 = gl_WorkGroupID.z * TT;
+	uint tid = gl_LocalInvocationID.x;
 	float y;
 
 	if (row >= pc.n0)
 		return;
-	y = row_dot(row, b, tid);
-	if (tid == 0u)
-		t2[pc.o2 + b * pc.n0 + row] = floatBitsToUint(y);
+	y = row_dot(row, b0, min(pc.n2 - b0, TT), tid);
+	if (tid < min(pc.n2 - b0, TT))
+		t2[pc.o2 + (b0 + tid) * pc.n0 + row] = floatBitsToUint(y);
 }
 #endif

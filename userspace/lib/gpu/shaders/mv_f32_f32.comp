@@ -2,6 +2,7 @@
 // Matrix products with F32 weights (mv.glsl), no float64.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#define TT 1u
 #define WT_F32 1
 #include "common.glsl"
 #include "mv.glsl"

@@ -67,6 +67,8 @@ static const struct {
 	SPV_EL(VK_PIPE_ATTN_Q8_0, attn_q8_0),
 	SPV(VK_PIPE_STORE, store),
 	SPV(VK_PIPE_GELU_MUL, gelu_mul),
+	SPV_EL(VK_PIPE_MM_F32, mm_f32),
+	SPV_EL(VK_PIPE_MM_F16, mm_f16),
 	SPV(VK_PIPE_MM_Q8_0, mm_q8_0),
 	SPV(VK_PIPE_MM_Q4_0, mm_q4_0),
 	SPV(VK_PIPE_MM_Q4_K, mm_q4_k),

@@ -29,7 +29,10 @@ enum vk_pipe {
 	VK_PIPE_ATTN_Q8_0,
 	VK_PIPE_STORE,
 	VK_PIPE_GELU_MUL,
-	VK_PIPE_MM_Q8_0, /* quantized MATMUL, 8 activation rows a workgroup */
+	VK_PIPE_MM_F32, /* MATMUL, 8 activation rows a workgroup; in the
+			 * MV_* order */
+	VK_PIPE_MM_F16,
+	VK_PIPE_MM_Q8_0,
 	VK_PIPE_MM_Q4_0,
 	VK_PIPE_MM_Q4_K,
 	VK_PIPE_MM_Q6_K,

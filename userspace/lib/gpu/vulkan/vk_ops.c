@@ -20,13 +20,11 @@
 #define MAX_HEAD_DIM 512u /* shaders/attn.glsl MAXQB */
 #define MAX_GROUPS 65535u
 #define MV_TOKENS 8u /* shaders/mm_*.comp TT */
-_Static_assert(VK_PIPE_MM_Q6_K - VK_PIPE_MM_Q8_0 ==
-			       VK_PIPE_MV_Q6_K - VK_PIPE_MV_Q8_0 &&
-		       VK_PIPE_MM_Q4_0 - VK_PIPE_MM_Q8_0 ==
-			       VK_PIPE_MV_Q4_0 - VK_PIPE_MV_Q8_0 &&
-		       VK_PIPE_MM_Q4_K - VK_PIPE_MM_Q8_0 ==
-			       VK_PIPE_MV_Q4_K - VK_PIPE_MV_Q8_0,
-	       "a quantized MATMUL pipe is its MATVEC's at a fixed offset");
+_Static_assert(VK_PIPE_MM_Q6_K - VK_PIPE_MM_F32 ==
+			       VK_PIPE_MV_Q6_K - VK_PIPE_MV_F32 &&
+		       VK_PIPE_MM_Q6_K - VK_PIPE_MM_F32 == 5 &&
+		       VK_PIPE_MV_Q6_K - VK_PIPE_MV_F32 == 5,
+	       "a MATMUL pipe is its MATVEC's at a fixed offset");
 
 /* Tensors an op writes, and those that are read-only model weights. */
 static const uint8_t out_mask[EDGEQ_OP_COUNT] = {
@@ -156,9 +154,9 @@ static int plan_matmul(const struct edgeq_op_desc *op, struct op_plan *p)
 	p->pipe = mv_pipe(op->dtype);
 	if (p->pipe < 0)
 		return -EOPNOTSUPP;
-	tile = quant && nb > 1 ? MV_TOKENS : 1;
+	tile = nb > 1 ? MV_TOKENS : 1;
 	if (tile > 1) /* the same rows and order, weights read once a tile */
-		p->pipe += VK_PIPE_MM_Q8_0 - VK_PIPE_MV_Q8_0;
+		p->pipe += VK_PIPE_MM_F32 - VK_PIPE_MV_F32;
 	if (!wrow || rows > (uint64_t)MAX_GROUPS * MAX_GROUPS ||
 	    nb > MAX_GROUPS || cols > UINT32_MAX / 4 ||
 	    !fits(op->tensors[0].length, rows, wrow, 1, 1) ||
@@ -168,8 +166,8 @@ static int plan_matmul(const struct edgeq_op_desc *op, struct op_plan *p)
 	p->pc.n[0] = (uint32_t)rows;
 	p->pc.n[1] = (uint32_t)cols;
 	p->pc.n[2] = (uint32_t)nb;
-	/* quantized weights run one row per thread, 32 per workgroup, for
-	 * a tile of activation rows (shaders/mv.glsl TT) */
+	/* quantized weights run one row per thread, 32 per workgroup; a
+	 * workgroup takes a tile of activation rows (shaders/mv.glsl TT) */
 	wgs = quant ? div_up(rows, 32) : rows;
 	p->groups[0] = wgs < MAX_GROUPS ? (uint32_t)wgs : MAX_GROUPS;
 	p->groups[1] = div_up(wgs, MAX_GROUPS);

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Matrix-matrix products with F16 weights (mv.glsl), 8 activation rows a
+// workgroup, float64 for exact fma.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define TT 8u
+#define WT_F16 1
+#define USE_F64 1
+#include "common.glsl"
+#include "mv.glsl"
