@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Decoder blocks as device ops. One block of a one-token step is 17 ops
+ * Decoder blocks as device ops. One block of a one-token step is 16 ops
  * in the decoder's order (decode.c forward_layers()):
  *
- *   RMSNORM x -> xb; MATVEC q, k, v; ROPE q, k; STORE k, v into the
- *   layer's cache rows at the position; ATTENTION over the rows so far;
- *   MATVEC o -> xb; ADD x += xb; RMSNORM x -> xb; MATVEC gate, up;
- *   SILU_MUL; MATVEC down -> xb; ADD x += xb
+ *   RMSNORM x -> xb; MATVEC q, k, v; ROPE q and k (one op: k's rows
+ *   follow q's); STORE k, v into the layer's cache rows at the position;
+ *   ATTENTION over the rows so far; MATVEC o -> xb; ADD x += xb; RMSNORM
+ *   x -> xb; MATVEC gate, up; SILU_MUL; MATVEC down -> xb; ADD x += xb
  *
  * over an activation area (x at 0, then xb, q, k, v, the attention's
  * output, gate and up: a few KiB) and the ctx's own KV cache, shared with
@@ -335,9 +335,10 @@ unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
 			2 * norm + 7 + 3; /* norms, products, adds, gate */
 
 		/* rope q, k and attention (one op each for the batch with
-		 * EDGEQ_F_TOKENS); store k, v (the batch's at once where
-		 * packed) */
-		k += 3 * per_tok + (one_store ? 2 : 2 * (unsigned int)nb);
+		 * EDGEQ_F_TOKENS; q and k one RoPE for one token); store k,
+		 * v (the batch's at once where packed) */
+		k += (nb == 1 ? 2 : 3 * per_tok) +
+		     (one_store ? 2 : 2 * (unsigned int)nb);
 		if (L->bq)
 			k += 3 * (unsigned int)nb;
 		if (L->q_norm) /* every head a row */
@@ -365,7 +366,9 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 	uint64_t q_dim = hp->n_head * hd, kv_dim = hp->n_head_kv * hd;
 	/* each region holds the pass's nb rows */
 	uint64_t x = 0, xb = al(x + nb * E * 4), q = al(xb + nb * E * 4);
-	uint64_t k = al(q + nb * q_dim * 4), vv = al(k + nb * kv_dim * 4);
+	/* one token's k right after its q: one RoPE for both heads' rows */
+	uint64_t k = nb == 1 ? q + q_dim * 4 : al(q + nb * q_dim * 4);
+	uint64_t vv = al(k + nb * kv_dim * 4);
 	uint64_t ao = al(vv + nb * kv_dim * 4), g = al(ao + nb * q_dim * 4);
 	uint64_t u = al(g + nb * F * 4), lg = al(u + nb * F * 4);
 	uint64_t end = lg + (head_logits ? al((uint64_t)hp->n_vocab * 4) : 0);
@@ -429,7 +432,10 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 			bias(&bb, L->bv, vv + t * kv_dim * 4, (uint32_t)kv_dim);
 		}
 		/* the batch's tokens are independent until attention */
-		for (t = 0; t < nb; t += tok) {
+		if (nb == 1)
+			rope(&bb, v, l, q, hp->n_head + hp->n_head_kv, v->pos,
+			     1);
+		for (t = 0; t < nb && nb > 1; t += tok) {
 			uint32_t p = v->pos + (uint32_t)t;
 
 			rope(&bb, v, l, q + t * q_dim * 4, hp->n_head, p,
