@@ -38,7 +38,8 @@ static const struct {
 static bool edgeq_ndims_valid(const struct edgeq_op_desc *op)
 {
 	return op->ndims == edgeq_op_shape[op->opcode].ndims ||
-	       (op->opcode == EDGEQ_OP_RMSNORM && op->ndims == 2) ||
+	       ((op->opcode == EDGEQ_OP_RMSNORM || op->opcode == EDGEQ_OP_ADD) &&
+		op->ndims == 2) ||
 	       (op->opcode == EDGEQ_OP_ROPE_FREQ && op->ndims == 3);
 }
 
@@ -120,9 +121,11 @@ static int edgeq_op_check_shape(const struct edgeq_op_desc *op)
 	case EDGEQ_OP_SILU_MUL:
 	case EDGEQ_OP_GELU_MUL:
 	case EDGEQ_OP_ADD:
-		if (!edgeq_fits(op, 0, 1, d[0] * 4) ||
+		/* ADD {n, rows}: b one row, added to each (EDGEQ_F_TOKENS) */
+		n = op->ndims == 2 ? d[1] : 1;
+		if (!edgeq_fits(op, 0, n, d[0] * 4) ||
 		    !edgeq_fits(op, 1, 1, d[0] * 4) ||
-		    !edgeq_fits(op, 2, 1, d[0] * 4))
+		    !edgeq_fits(op, 2, n, d[0] * 4))
 			return -EINVAL;
 		return 0;
 	case EDGEQ_OP_ROPE:

@@ -336,6 +336,11 @@ static bool build_op(struct cfile *c, struct edgeq_op_desc *op)
 	case EDGEQ_OP_ADD:
 		op->shape[0] = a * 16;
 		len[0] = len[1] = len[2] = a * 64;
+		if (opcode == EDGEQ_OP_ADD && pick(2)) { /* rows, one b */
+			op->ndims = 2;
+			op->shape[1] = b;
+			len[0] = len[2] = a * b * 64;
+		}
 		break;
 	case EDGEQ_OP_ROPE:
 		op->shape[0] = a;

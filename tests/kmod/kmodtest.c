@@ -2171,6 +2171,20 @@ static int t_shapes(void)
 		BAD(bad.ndims = 2, -EINVAL);
 		BAD(bad.ntensors = 2, -EINVAL);
 	}
+	/* ADD {n, rows} (EDGEQ_F_TOKENS): rows of a and out, one row of b */
+	edgeq_op_desc_init(&op, EDGEQ_OP_ADD, 5);
+	op.ndims = 2;
+	op.shape[0] = 10;
+	op.shape[1] = 3;
+	edgeq_op_desc_tensor(&op, 0, t.handle, 0, 3 * 40);
+	edgeq_op_desc_tensor(&op, 1, t.handle, 4096, 40);
+	edgeq_op_desc_tensor(&op, 2, t.handle, 0, 3 * 40);
+	CHECK_EQ(edgeq_kq_submit(kq, &op, 1), 1);
+	BAD(bad.tensors[0].length = 2 * 40, -EINVAL);
+	BAD(bad.tensors[2].length = 3 * 40 - 4, -EINVAL);
+	BAD(bad.tensors[1].length = 36, -EINVAL);
+	BAD(bad.shape[1] = 4, -EINVAL);
+	BAD(bad.opcode = EDGEQ_OP_SILU_MUL, -EINVAL);
 	/* STORE {n}: F32 into an F32, F16 or Q8_0 row; no other types. */
 	edgeq_op_desc_init(&op, EDGEQ_OP_STORE, 6);
 	op.dtype = EDGEQ_DTYPE_F16;

@@ -334,6 +334,28 @@ static void test_exec_tokens(void **state)
 	}
 	assert_memory_equal(x, y, sizeof(x));
 
+	/* ADD {n, rows}: b's one row added to each row of a, in place */
+	edgeq_op_desc_init(&op, EDGEQ_OP_ADD, 0);
+	op.ndims = 2;
+	op.shape[0] = RD / 2;
+	op.shape[1] = NT * RH * 2;
+	op.tensors[0].length = sizeof(x);
+	op.tensors[1].length = sizeof(freq);
+	op.tensors[2].length = sizeof(x);
+	memcpy(y, x, sizeof(x));
+	{
+		void *tt[3] = { x, freq, x };
+
+		assert_int_equal(edgeq_kq_exec(&op, tt), 0);
+		for (i = 0; i < NT * RH * RD; i++)
+			assert_true(x[i] == y[i] + freq[i % (RD / 2)]);
+		op.tensors[2].length -= 4; /* out a row's float short */
+		assert_int_equal(edgeq_kq_exec(&op, tt), -EINVAL);
+		op.opcode = EDGEQ_OP_SILU_MUL; /* rows are ADD's alone */
+		op.tensors[2].length += 4;
+		assert_int_equal(edgeq_kq_exec(&op, tt), -EINVAL);
+	}
+
 	fill(q, NT * H * HD, 10);
 	fill(kc, NPOS * KVH * HD, 11);
 	fill(vc, NPOS * KVH * HD, 12);

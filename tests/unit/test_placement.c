@@ -899,6 +899,12 @@ static void test_blocks_features(void **state)
 			 14 + 64 * 3);
 	assert_int_equal(place_blocks_ops(&m, all, 64, true), 17);
 	assert_int_equal(place_blocks_ops(&m, all, 1, false), 16);
+	/* qwen2's biases: an ADD a token, or one of the batch's rows */
+	L.bq = L.bk = L.bv = &f32;
+	assert_int_equal(place_blocks_ops(&m, all, 64, true), 17 + 3);
+	assert_int_equal(place_blocks_ops(&m, all & ~EDGEQ_F_TOKENS, 64, true),
+			 14 + 64 * 3 + 64 * 3);
+	L.bq = L.bk = L.bv = NULL;
 	/* qwen3: head norms need rows */
 	L.q_norm = L.k_norm = &f32;
 	assert_null(place_blocks_unsupported(&m, all));

@@ -505,7 +505,7 @@ static void test_attention(void **state)
 }
 
 /*
- * A prompt's RoPE and attention as one op each (EDGEQ_F_TOKENS): one
+ * A prompt's RoPE, attention and bias as one op each (EDGEQ_F_TOKENS): one
  * workgroup per (head, query), each query causal over its own rows, a
  * sliding window; the CPU executor's bits (which test_kq checks against
  * one op a token). Exact: the same order as the one-query form.
@@ -513,8 +513,8 @@ static void test_attention(void **state)
 static void test_tokens(void **state)
 {
 	enum { H = 8, KVH = 2, HD = 64, NPOS = 70, NT = 33 };
-	struct edgeq_op_desc op[4];
-	const unsigned int out[4] = { 0, 3, 3, 3 };
+	struct edgeq_op_desc op[5];
+	const unsigned int out[5] = { 0, 3, 3, 3, 2 };
 	const struct edgeq_type_traits *tr;
 	size_t kv16 = NPOS * KVH * HD * 2, kv8 = NPOS * KVH * 68;
 	float *f, *tmp = malloc(NPOS * KVH * HD * 4);
@@ -556,9 +556,17 @@ static void test_tokens(void **state)
 		}
 		arena_take(&a, &op[i], 3, NT * H * HD * 4);
 	}
-	print_message("tokens: rope_freq, attention f16, windowed, q8_0: "
-		      "max |d| = %.3g\n",
-		      run_compare(vk, &a, op, 4, out, 0, 0, NULL));
+	/* a bias over the prompt's rows: ADD {n, rows}, b one row */
+	edgeq_op_desc_init(&op[4], EDGEQ_OP_ADD, 1);
+	op[4].ndims = 2;
+	op[4].shape[0] = H * HD;
+	op[4].shape[1] = NT;
+	fill(arena_take(&a, &op[4], 0, NT * H * HD * 4), NT * H * HD, 60);
+	fill(arena_take(&a, &op[4], 1, H * HD * 4), H * HD, 61);
+	op[4].tensors[2] = op[4].tensors[0]; /* in place */
+	print_message("tokens: rope_freq, attention f16, windowed, q8_0, "
+		      "add rows: max |d| = %.3g\n",
+		      run_compare(vk, &a, op, 5, out, 0, 0, NULL));
 	arena_fini(&a);
 	free(tmp);
 }

@@ -67,8 +67,9 @@
 /* STORE takes a Q8_0 destination (a Q8_0 KV cache's rows). */
 #define EDGEQ_F_STORE_Q8_0 (1ULL << 17)
 /*
- * ROPE_FREQ and ATTENTION take a prompt's tokens in one op (a third ROPE_FREQ
- * dim; ATTENTION's causal queries in param[1]).
+ * ROPE_FREQ, ATTENTION and ADD take a prompt's tokens in one op (a third
+ * ROPE_FREQ dim; ATTENTION's causal queries in param[1]; ADD's rows of a
+ * with b added to each).
  */
 #define EDGEQ_F_TOKENS (1ULL << 18)
 #define EDGEQ_F_ALL                                                      \
@@ -105,7 +106,9 @@
  *            - n_tok + t + 1 (n_tok <= n_pos)
  *  SILU_MUL  t0 gate [n], t1 up [n], t2 out [n]: out = silu(gate) * up;
  *            shape {n}
- *  ADD       t0 a [n], t1 b [n], t2 out [n]; shape {n}
+ *  ADD       t0 a [n], t1 b [n], t2 out [n]; shape {n}; with
+ *            EDGEQ_F_TOKENS also {n, rows}: a and out [rows][n], b [n]
+ *            added to every row (a bias over a prompt's tokens)
  *  GELU_MUL  as SILU_MUL with out = gelu(gate) * up, GELU's tanh form as
  *            x / (1 + exp(-2 u)), u = 0.7978845608 (x + 0.044715 x^3)
  *            (EDGEQ_F_OP_GELU_MUL)

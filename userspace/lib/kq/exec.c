@@ -334,18 +334,21 @@ static int exec_attention(const struct edgeq_op_desc *op, void *const t[])
 	return 0;
 }
 
+/* ADD {n, rows} (EDGEQ_F_TOKENS) adds b's one row to each of a's */
 static int exec_elementwise(const struct edgeq_op_desc *op, void *const t[])
 {
-	uint64_t n = op->shape[0], i;
+	uint64_t n = op->shape[0], rows = op->ndims == 2 ? op->shape[1] : 1, i;
 	const float *a = t[0], *b = t[1];
 	float *y = t[2];
 
-	for (i = 0; i < 3; i++)
-		if (!fits(op->tensors[i].length, n, 1, 1, sizeof(float)))
-			return -EINVAL;
+	if (!fits(op->tensors[0].length, rows, n, 1, sizeof(float)) ||
+	    !fits(op->tensors[1].length, n, 1, 1, sizeof(float)) ||
+	    !fits(op->tensors[2].length, rows, n, 1, sizeof(float)))
+		return -EINVAL;
 	if (op->opcode == EDGEQ_OP_ADD) {
-		for (i = 0; i < n; i++)
-			y[i] = a[i] + b[i];
+		for (uint64_t r = 0; r < rows; r++)
+			for (i = 0; i < n; i++)
+				y[r * n + i] = a[r * n + i] + b[i];
 	} else if (op->opcode == EDGEQ_OP_GELU_MUL) {
 		for (i = 0; i < n; i++) { /* out of place, any aliasing */
 			float g = a[i];

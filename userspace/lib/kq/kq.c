@@ -66,7 +66,8 @@ bool edgeq_op_ndims_valid(uint16_t opcode, unsigned int ndims)
 	if (opcode >= EDGEQ_OP_COUNT)
 		return false;
 	return ndims == kq_arity[opcode].ndims ||
-	       (opcode == EDGEQ_OP_RMSNORM && ndims == 2) ||
+	       ((opcode == EDGEQ_OP_RMSNORM || opcode == EDGEQ_OP_ADD) &&
+		ndims == 2) ||
 	       (opcode == EDGEQ_OP_ROPE_FREQ && ndims == 3);
 }
 

@@ -16,7 +16,8 @@
  * last block may carry the output norm and projection too, the logits
  * coming back instead of a second submission.
  *
- * Biases (qwen2) are an ADD after their product; per-head q and k norms
+ * Biases (qwen2) are an ADD after their product (of the batch's rows where
+ * the queues take tokens); per-head q and k norms
  * (qwen3, gemma3) one RMSNORM over every head as a row
  * (EDGEQ_F_NORM_ROWS); post norms (gemma3) an RMSNORM of xb before its
  * ADD; GELU (gemma3) GELU_MUL for SILU_MUL. A prompt batch's norms are
@@ -90,8 +91,8 @@ struct bb {
 	unsigned int nw;
 	struct edgeq_model *m;
 	bool rows;   /* RMSNORM over rows (EDGEQ_F_NORM_ROWS) */
-	bool tokens; /* a prompt's RoPE and attention as one op each
-		      * (EDGEQ_F_TOKENS) */
+	bool tokens; /* a prompt's RoPE, attention and biases as one op
+		      * each (EDGEQ_F_TOKENS) */
 };
 
 static uint32_t weight(struct bb *b, const struct edgeq_tensor *t)
@@ -203,20 +204,27 @@ static void ew(struct bb *b, uint16_t code, uint64_t a, uint64_t c, uint64_t y,
 /* RoPE of layer @l as the decoder's rope_tables(): the ctx's frequencies
  * at the scaled position times the attention factor, or a sliding layer's
  * own base unscaled. */
-/* y += bias (an F32 weight of @n), after its product */
+/* @rows rows of y += bias (an F32 weight of @n), after its product: one
+ * ADD of rows where the queues take tokens, else one a row */
 static void bias(struct bb *b, const struct edgeq_tensor *t, uint64_t y,
-		 uint32_t n)
+		 uint32_t n, uint64_t rows)
 {
-	struct edgeq_place_cop *o;
+	uint64_t per = b->tokens ? rows : 1;
 
-	if (!t)
-		return;
-	o = op(b, EDGEQ_OP_ADD);
-	o->op.shape[0] = n;
-	act(o, 0, y, (uint64_t)n * 4);
-	wref(o, 1, b, t);
-	o->t[1].length = (uint64_t)n * 4;
-	act(o, 2, y, (uint64_t)n * 4);
+	for (uint64_t r = 0; t && r < rows; r += per) {
+		struct edgeq_place_cop *o = op(b, EDGEQ_OP_ADD);
+		uint64_t off = y + r * n * 4;
+
+		o->op.shape[0] = n;
+		if (per > 1) {
+			o->op.ndims = 2;
+			o->op.shape[1] = per;
+		}
+		act(o, 0, off, per * n * 4);
+		wref(o, 1, b, t);
+		o->t[1].length = (uint64_t)n * 4;
+		act(o, 2, off, per * n * 4);
+	}
 }
 
 /* RoPE of @nt tokens from position @p of layer @l: one op of a token
@@ -339,8 +347,8 @@ unsigned int place_blocks_ops(const struct edgeq_model *m, uint64_t features,
 		 * v (the batch's at once where packed) */
 		k += (nb == 1 ? 2 : 3 * per_tok) +
 		     (one_store ? 2 : 2 * (unsigned int)nb);
-		if (L->bq)
-			k += 3 * (unsigned int)nb;
+		if (L->bq) /* an ADD a token, or of the batch's rows */
+			k += 3 * per_tok;
 		if (L->q_norm) /* every head a row */
 			k += norm == 1 ? 2 :
 					 (unsigned int)nb *
@@ -426,11 +434,9 @@ int place_blocks_build(struct place_blocks *b, struct edgeq_model *m,
 			norm(&bb, L->k_norm, k, k, (uint32_t)hd,
 			     nb * hp->n_head_kv);
 		}
-		for (t = 0; t < nb; t++) {
-			bias(&bb, L->bq, q + t * q_dim * 4, (uint32_t)q_dim);
-			bias(&bb, L->bk, k + t * kv_dim * 4, (uint32_t)kv_dim);
-			bias(&bb, L->bv, vv + t * kv_dim * 4, (uint32_t)kv_dim);
-		}
+		bias(&bb, L->bq, q, (uint32_t)q_dim, nb);
+		bias(&bb, L->bk, k, (uint32_t)kv_dim, nb);
+		bias(&bb, L->bv, vv, (uint32_t)kv_dim, nb);
 		/* the batch's tokens are independent until attention */
 		if (nb == 1)
 			rope(&bb, v, l, q, hp->n_head + hp->n_head_kv, v->pos,

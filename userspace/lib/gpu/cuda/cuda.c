@@ -452,15 +452,24 @@ static int run_op(struct cuda_backend *c, const struct edgeq_op_desc *op,
 	case EDGEQ_OP_ADD:
 	case EDGEQ_OP_GELU_MUL:
 	case EDGEQ_OP_SILU_MUL: {
-		void *a[] = { &p[0], &p[1], &p[2], &i_n, &kind };
+		/* ADD {n, rows} (EDGEQ_F_TOKENS): a launch a row, b the same */
+		uint64_t rows = op->ndims == 2 ? op->shape[1] : 1;
+		CUdeviceptr x = p[0], y = p[2];
+		void *a[] = { &x, &p[1], &y, &i_n, &kind };
 
-		if (t[0].length < n * 4 || t[1].length < n * 4 ||
-		    t[2].length < n * 4 || n > INT32_MAX)
+		if (t[1].length < n * 4 || n > INT32_MAX ||
+		    t[0].length / (n * 4) < rows ||
+		    t[2].length / (n * 4) < rows)
 			return -EINVAL;
 		kind = op->opcode == EDGEQ_OP_SILU_MUL ? 1 :
 		       op->opcode == EDGEQ_OP_GELU_MUL ? 2 :
 							 0;
-		return launch(c, K_EW, blocks_of(n, 256), 256, a);
+		for (uint64_t r = 0; r < rows && !ret; r++) {
+			x = p[0] + r * n * 4;
+			y = p[2] + r * n * 4;
+			ret = launch(c, K_EW, blocks_of(n, 256), 256, a);
+		}
+		return ret;
 	}
 	case EDGEQ_OP_STORE: {
 		void *a[] = { &p[0], &p[1], &i_n, &kind };

@@ -297,8 +297,7 @@ static int plan_rmsnorm(const struct edgeq_op_desc *op, struct op_plan *p)
 
 static int plan_simple(const struct edgeq_op_desc *op, struct op_plan *p)
 {
-	uint64_t n = op->shape[0];
-	int nt = op->opcode == EDGEQ_OP_SOFTMAX ? 1 : 3;
+	uint64_t n = op->shape[0], rows;
 
 	if (op->opcode == EDGEQ_OP_SOFTMAX) {
 		if (!fits(op->tensors[0].length, op->shape[1], n, 1, 4) ||
@@ -312,12 +311,15 @@ static int plan_simple(const struct edgeq_op_desc *op, struct op_plan *p)
 	}
 	if (op->opcode == EDGEQ_OP_RMSNORM)
 		return plan_rmsnorm(op, p);
-	for (int i = 0; i < nt; i++)
-		if (!fits(op->tensors[i].length, n, 1, 1, sizeof(float)))
-			return -EINVAL;
-	if (n > (uint64_t)MAX_GROUPS * 64)
+	/* ADD {n, rows}: b's one row added to each of a's (EDGEQ_F_TOKENS) */
+	rows = op->ndims == 2 ? op->shape[1] : 1;
+	if (!fits(op->tensors[0].length, rows, n, 1, sizeof(float)) ||
+	    !fits(op->tensors[1].length, n, 1, 1, sizeof(float)) ||
+	    !fits(op->tensors[2].length, rows, n, 1, sizeof(float)) ||
+	    rows * n > (uint64_t)MAX_GROUPS * 64)
 		return -EINVAL;
-	p->pc.n[0] = (uint32_t)n;
+	p->pc.n[0] = (uint32_t)(rows * n);
+	p->pc.n[1] = (uint32_t)n;
 	switch (op->opcode) {
 	case EDGEQ_OP_ADD:
 		p->pipe = VK_PIPE_ADD;
@@ -329,7 +331,7 @@ static int plan_simple(const struct edgeq_op_desc *op, struct op_plan *p)
 		p->pipe = VK_PIPE_SILU_MUL;
 		break;
 	}
-	p->groups[0] = div_up(n, 64);
+	p->groups[0] = div_up(rows * n, 64);
 	return 0;
 }
 
