@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -44,6 +45,7 @@ struct kq_dev {
 	uint32_t kv_handle;
 	/* the module's bounds: ops per write(), ops a client may have out */
 	uint32_t max_batch, max_outstanding;
+	unsigned int wait_s; /* how long a wait on the queue may take */
 };
 
 struct edgeq_place_kq {
@@ -119,16 +121,41 @@ static int weight_handle(struct kq_dev *d, const struct edgeq_place_weight *w,
 	return 0;
 }
 
+#define KQ_WAIT_S 10
+
+/*
+ * How long a wait on queue @name may take: past the module's op timeout
+ * (sysfs timeout_ms; an agent slower than that has its ops failed by the
+ * module, -ETIMEDOUT in their completions), at least KQ_WAIT_S. A queue
+ * given minutes (a slow device, an emulated test VM) is waited for.
+ */
+static unsigned int queue_wait_s(const char *name)
+{
+	char path[160];
+	unsigned long ms = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/timeout_ms", name);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%lu", &ms) != 1)
+			ms = 0;
+		fclose(f);
+	}
+	return ms / 1000 + 2 > KQ_WAIT_S ? (unsigned int)(ms / 1000 + 2) :
+					   KQ_WAIT_S;
+}
+
 /*
  * Submit @sqe (prepared on k->ring) and wait for its completion, at most
- * KQ_WAIT_S (the module's own op timeout is shorter): *@res gets its result.
- * On timeout the request is cancelled and -ETIMEDOUT returned.
+ * @wait_s (longer than the module's own op timeout, queue_wait_s()):
+ * *@res gets its result. On timeout the request is cancelled and
+ * -ETIMEDOUT returned.
  */
-#define KQ_WAIT_S 10
 static int ring_wait_one(struct edgeq_place_kq *k, struct io_uring_sqe *sqe,
-			 int *res)
+			 unsigned int wait_s, int *res)
 {
-	struct __kernel_timespec ts = { .tv_sec = KQ_WAIT_S };
+	struct __kernel_timespec ts = { .tv_sec = wait_s };
 	struct io_uring_cqe *cqe;
 	uint64_t tag = ++k->tag;
 	int ret;
@@ -173,7 +200,7 @@ static int submit_writes(struct edgeq_place_kq *k, struct kq_dev *d,
 
 		io_uring_prep_write(sqe, edgeq_kq_fd(d->kq), op + off,
 				    m * sizeof(op[0]), 0);
-		ret = ring_wait_one(k, sqe, &res);
+		ret = ring_wait_one(k, sqe, d->wait_s, &res);
 		if (ret)
 			return ret;
 		if (res < 0)
@@ -220,7 +247,7 @@ static int collect(struct edgeq_place_kq *k, struct kq_dev *d, unsigned int n,
 		}
 		sqe = io_uring_get_sqe(&k->ring);
 		io_uring_prep_poll_add(sqe, edgeq_kq_fd(d->kq), POLLIN);
-		ret = ring_wait_one(k, sqe, &res);
+		ret = ring_wait_one(k, sqe, d->wait_s, &res);
 		if (!ret && res < 0)
 			ret = res;
 	}
@@ -472,6 +499,7 @@ int edgeq_place_kq_new(const struct edgeq_devices *devs,
 			struct edgeq_features f;
 
 			/* the bounds of v1 where the module does not say */
+			k->dev[i].wait_s = queue_wait_s(devs->dev[i].name);
 			k->dev[i].max_batch = 64;
 			k->dev[i].max_outstanding = 1024;
 			if (edgeq_kq_features(k->dev[i].kq, &f)) {
