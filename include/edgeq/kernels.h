@@ -53,6 +53,17 @@ int edgeq_kernels_bench_matvec_packed(const char *type, int64_t rows,
 				      size_t footprint, int iters,
 				      struct edgeq_matvec_bench *out,
 				      struct edgeq_error *err);
+/*
+ * The packed layout (@packed) or the file's with @nb tokens a product (a
+ * prompt's token tiles; @nb 1 is the matvec above): one product reads each
+ * weight byte once for all @nb tokens. tools/kcount counts the
+ * instructions it executes per weight byte.
+ */
+int edgeq_kernels_bench_tokens(const char *type, int64_t rows, int64_t cols,
+			       int64_t nb, bool packed, int nthreads,
+			       size_t footprint, int iters,
+			       struct edgeq_matvec_bench *out,
+			       struct edgeq_error *err);
 
 struct edgeq_matmul_bench {
 	double gflops;	      /* 2 x rows x cols x tokens per second (10^9) */

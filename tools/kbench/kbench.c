@@ -9,6 +9,11 @@
  *                        into at load
  *   kbench --digest      one line per type: hash of quantizer, dot,
  *                        matvec and matmul outputs (scalar and selected)
+ *   kbench --insn [-b TOKENS] [--packed] -T TYPE -r ROWS -c COLS -i ITERS
+ *                        ITERS products and nothing else (no bandwidth
+ *                        run, no timing printed): what tools/kcount runs
+ *                        under an instruction counter, twice, to take the
+ *                        instructions of ITERS products by difference
  */
 #include <errno.h>
 #include <getopt.h>
@@ -108,13 +113,44 @@ static int digest(void)
 	return bad ? 1 : 0;
 }
 
+/* ---- a fixed number of products, for an instruction counter ---- */
+
+static int count_run(const char *type, long rows, long cols, long nb,
+		     bool packed, long iters)
+{
+	struct edgeq_matvec_bench b;
+	struct edgeq_error err = { 0 };
+	int ret;
+
+	if (iters < 1 || strchr(type, ',')) {
+		fprintf(stderr, "kbench: --insn takes one type (-T) and -i N "
+				"(N >= 1)\n");
+		return 2;
+	}
+	/* one matrix (footprint 1 byte): the same weights every product */
+	ret = edgeq_kernels_bench_tokens(type, rows, cols, nb, packed, 1, 1,
+					 (int)iters, &b, &err);
+	if (ret) {
+		fprintf(stderr, "kbench: %s\n", err.msg);
+		return ret == -EOPNOTSUPP ? 3 : 1;
+	}
+	printf("kernels %s type %s rows %ld cols %ld tokens %ld layout %s "
+	       "weight_bytes %zu iters %ld\n",
+	       b.kernels, type, rows, cols, nb, packed ? "packed" : "file",
+	       b.weight_bytes, iters);
+	return 0;
+}
+
 /* ---- speed ---- */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kbench [-t THREADS,...] [-T TYPE,...] [-r ROWS] [-c COLS] "
-		"[-f FOOTPRINT_MiB] [-i ITERS] [--packed] | --digest\n");
+		"[-f FOOTPRINT_MiB] [-i ITERS] [--packed]\n"
+		"       kbench --insn [-b TOKENS] [--packed] -T TYPE -r ROWS -c COLS "
+		"-i ITERS\n"
+		"       kbench --digest\n");
 }
 
 int main(int argc, char **argv)
@@ -128,16 +164,18 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'i' },
 		{ "digest", no_argument, NULL, 'd' },
 		{ "packed", no_argument, NULL, 'p' },
+		{ "insn", no_argument, NULL, 'I' },
+		{ "tokens", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char threads[64] = "1,2", types[256] = "Q4_0,Q8_0,Q4_K,Q6_K,F16";
-	long rows = 2048, cols = 8192, fp_mib = 1024, iters = 0;
-	bool packed = false;
+	long rows = 2048, cols = 8192, fp_mib = 1024, iters = 0, nb = 1;
+	bool packed = false, insn = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:T:r:c:f:i:h", longopts, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, "t:T:r:c:f:i:b:h", longopts,
+				NULL)) != -1) {
 		switch (c) {
 		case 't':
 			snprintf(threads, sizeof(threads), "%s", optarg);
@@ -162,6 +200,12 @@ int main(int argc, char **argv)
 		case 'p':
 			packed = true;
 			break;
+		case 'I':
+			insn = true;
+			break;
+		case 'b':
+			nb = strtol(optarg, NULL, 0);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -170,6 +214,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (insn)
+		return count_run(types, rows, cols, nb, packed, iters);
 	printf("kernels: %s   matrix %ld x %ld, footprint %ld MiB, %s layout\n",
 	       edgeq_kernels_select()->name, rows, cols, fp_mib,
 	       packed ? "packed 16-row" : "file");

@@ -72,8 +72,9 @@ static void fill_task(void *arg, int ith, int nth)
  * decoder repacks into at load, each matrix packed from a filled one.
  */
 static int bench_matvec(const char *type, int64_t rows, int64_t cols,
-			int nthreads, size_t footprint, int iters, bool packed,
-			struct edgeq_matvec_bench *out, struct edgeq_error *err)
+			int64_t nb, int nthreads, size_t footprint, int iters,
+			bool packed, struct edgeq_matvec_bench *out,
+			struct edgeq_error *err)
 {
 	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
 	const struct edgeq_type_traits *tt;
@@ -94,11 +95,12 @@ static int bench_matvec(const char *type, int64_t rows, int64_t cols,
 		return ret;
 	tt = edgeq_type_traits(t);
 	rs = edgeq_row_size(t, cols);
-	if (!tt->weight || rows < 1 || !rs || rows > (1 << 24))
+	if (!tt->weight || rows < 1 || !rs || rows > (1 << 24) || nb < 1 ||
+	    nb > 512)
 		return edgeq_error_set(err, EINVAL,
-				       "bad shape %lld x %lld for %s",
+				       "bad shape %lld x %lld x %lld for %s",
 				       (long long)rows, (long long)cols,
-				       tt->name);
+				       (long long)nb, tt->name);
 	if (packed && !ops->pack16[t])
 		return edgeq_error_set(
 			err, EOPNOTSUPP,
@@ -120,9 +122,9 @@ static int bench_matvec(const char *type, int64_t rows, int64_t cols,
 		return edgeq_error_set(err, ENOMEM, "cannot map %zu bytes",
 				       nmat * mbytes);
 	madvise(w, nmat * mbytes, MADV_HUGEPAGE);
-	a = malloc(as);
+	a = malloc(as * (size_t)nb);
 	x = malloc((size_t)cols * sizeof(float));
-	y = malloc((size_t)rows * sizeof(float));
+	y = malloc((size_t)(rows * nb) * sizeof(float));
 	times = calloc((size_t)iters, sizeof(*times));
 	if (!a || !x || !y || !times) {
 		ret = edgeq_error_set(err, ENOMEM, "out of memory");
@@ -150,16 +152,23 @@ static int bench_matvec(const char *type, int64_t rows, int64_t cols,
 		munmap(w, nmat * mbytes);
 		w = NULL;
 	}
-	for (int64_t j = 0; j < cols; j++)
-		x[j] = (float)((j * 7919) % 257) / 128.0f - 1.0f;
-	ops->quantize_act(tt->vec_dot_type, x, a, cols);
+	for (int64_t b = 0; b < nb; b++) {
+		for (int64_t j = 0; j < cols; j++)
+			x[j] = (float)(((j + b) * 7919) % 257) / 128.0f - 1.0f;
+		ops->quantize_act(tt->vec_dot_type, x,
+				  (char *)a + (size_t)b * as, cols);
+	}
 	for (int i = 0; i < iters; i++) {
 		uint64_t t0 = edgeq_now_ns();
 
 		if (pw)
 			edgeq_par_matmul_packed(
 				tp, ops, t, pw + (size_t)(i % (int)nmat) * psz,
-				cols, rows, a, 0, 1, y, 0);
+				cols, rows, a, as, nb, y, rows);
+		else if (nb > 1)
+			edgeq_par_matmul(tp, ops, t,
+					 w + (size_t)(i % (int)nmat) * mbytes,
+					 cols, rows, a, as, nb, y, rows);
 		else
 			edgeq_par_matvec(tp, ops, t,
 					 w + (size_t)(i % (int)nmat) * mbytes,
@@ -190,8 +199,8 @@ int edgeq_kernels_bench_matvec(const char *type, int64_t rows, int64_t cols,
 			       struct edgeq_matvec_bench *out,
 			       struct edgeq_error *err)
 {
-	return bench_matvec(type, rows, cols, nthreads, footprint, iters, false,
-			    out, err);
+	return bench_matvec(type, rows, cols, 1, nthreads, footprint, iters,
+			    false, out, err);
 }
 
 int edgeq_kernels_bench_matvec_packed(const char *type, int64_t rows,
@@ -200,8 +209,18 @@ int edgeq_kernels_bench_matvec_packed(const char *type, int64_t rows,
 				      struct edgeq_matvec_bench *out,
 				      struct edgeq_error *err)
 {
-	return bench_matvec(type, rows, cols, nthreads, footprint, iters, true,
-			    out, err);
+	return bench_matvec(type, rows, cols, 1, nthreads, footprint, iters,
+			    true, out, err);
+}
+
+int edgeq_kernels_bench_tokens(const char *type, int64_t rows, int64_t cols,
+			       int64_t nb, bool packed, int nthreads,
+			       size_t footprint, int iters,
+			       struct edgeq_matvec_bench *out,
+			       struct edgeq_error *err)
+{
+	return bench_matvec(type, rows, cols, nb, nthreads, footprint, iters,
+			    packed, out, err);
 }
 
 static void empty_task(void *arg, int ith, int nth)
