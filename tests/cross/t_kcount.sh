@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
+# timeout: 400
+# tools/kcount: the instructions the NEON kernels (under qemu) and the AVX2
+# ones (under valgrind) execute per weight byte, counted by difference of
+# two kbench --insn runs, and the Orin figures profiles.ini derives from
+# them. The counts barely move (timer reads, malloc), so they are checked
+# closely: the same count within 1.5 % from another iteration count, token
+# tiles cheaper per token than a matvec, and profiles.ini's cpu_stream_gbps what the kernels count today.
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+cd "$EDGEQ_TOP"
+A=build-aarch64
+[ -x $A/tools/kbench ] || skip_all "no aarch64 build: run 'make cross'"
+command -v valgrind >/dev/null || skip_all "valgrind not installed (tools/install-deps)"
+KB="$O/tools/kbench"
+
+# kbench --insn refusals
+"$KB" --insn -T Q4_0,Q8_0 -r 32 -c 256 -i 2 >/dev/null 2>"$T/e1"
+check "--insn refuses two types (exit 2)" test $? -eq 2
+check "  and says why" grep -q "one type" "$T/e1"
+"$KB" --insn -T Q4_0 -r 32 -c 256 -i 0 >/dev/null 2>&1
+check "--insn refuses -i 0 (exit 2)" test $? -eq 2
+"$KB" --insn -T Q4_0 -r 32 -c 256 -i 1 -b 0 >/dev/null 2>"$T/e2"
+check "--insn refuses 0 tokens with the shape" grep -q "bad shape 32 x 256 x 0" "$T/e2"
+"$KB" --insn -T Q4_0 -r 32 -c 256 -i 1 -b 4 >"$T/ok"
+check "--insn prints the product's figures" \
+	grep -q "type Q4_0 rows 32 cols 256 tokens 4 layout file weight_bytes 4608 iters 1" "$T/ok"
+
+# kcount refusals
+tools/kcount -r 17 >/dev/null 2>&1
+check "kcount refuses rows not a multiple of 16 (exit 2)" test $? -eq 2
+tools/kcount -b x >/dev/null 2>&1
+check "kcount refuses bad --tokens (exit 2)" test $? -eq 2
+tools/kcount --arm64 /nonexistent --no-x86 >/dev/null 2>"$T/e3"
+check "kcount with nothing to count exits 77" test $? -eq 77
+check "  and names what it needs" grep -q "make cross" "$T/e3"
+tools/kcount -T Q9_9 -b 1 -r 32 -c 256 -i 1 --no-x86 >/dev/null 2>"$T/e4"
+check "kcount: an unknown type fails with kbench's message (exit 1)" \
+	test $? -eq 1
+check "  naming the type" grep -q "Q9_9" "$T/e4"
+
+# counts on a small shape
+tools/kcount -T Q4_0,Q4_K -b 1,4 -r 64 -c 1024 -i 2 --json >"$T/a.json" 2>"$T/a.err"
+check "kcount counts Q4_0 and Q4_K (aarch64 and x86-64)" test $? -eq 0 || cat "$T/a.err"
+tools/kcount -T Q4_0,Q4_K -b 1,4 -r 64 -c 1024 -i 3 --json >"$T/b.json" 2>>"$T/a.err"
+python3 - "$T/a.json" "$T/b.json" >"$T/py.log" 2>&1 <<'EOF'
+import json, sys
+a = json.load(open(sys.argv[1]))
+b = json.load(open(sys.argv[2]))
+def rows(d):
+    return {(r["type"], r["tokens"], r["isa"], r["layout"]): r for r in d["rows"]}
+ra, rb = rows(a), rows(b)
+ok = True
+def want(what, cond):
+    global ok
+    print(("ok " if cond else "FAIL ") + what)
+    ok &= bool(cond)
+for t in ("Q4_0", "Q4_K"):
+    p1 = ra.get((t, 1, "aarch64", "packed"))
+    p4 = ra.get((t, 4, "aarch64", "packed"))
+    x1 = ra.get((t, 1, "x86-64", "file"))
+    want(f"{t}: packed NEON rows counted", p1 and p4 and p1["kernels"] == "neon")
+    want(f"{t}: AVX2 row counted", x1 and x1["kernels"] == "avx2" and x1["insn_per_byte"] > 0)
+    if not (p1 and p4):
+        continue
+    want(f"{t}: the packed tile is where the instructions go ({p1['functions'][0]})",
+         p1["functions"][0][0].startswith("tile") and p1["functions"][0][1] > 0.8)
+    want(f"{t}: 4-token tiles cost less per token than a matvec "
+         f"({p4['insn_per_byte'] / 4:.3f} < {p1['insn_per_byte']:.3f})",
+         p4["insn_per_byte"] / 4 < p1["insn_per_byte"])
+    want(f"{t}: SIMD instructions counted", p1["classes"].get("simd", 0) > 0)
+    for k in (p1, p4, x1):
+        o = rb[(k["type"], k["tokens"], k["isa"], k["layout"])]
+        want(f"{t} {k['isa']} {k['layout']} x{k['tokens']}: the same count from -i 3 "
+             f"({k['insn']:.0f} vs {o['insn']:.0f}, within 1.5 %)", abs(k["insn"] - o["insn"]) <= 0.015 * k["insn"])
+sys.exit(0 if ok else 1)
+EOF
+check "counts: attributed, amortised by tokens, stable across iteration counts" test $? -eq 0
+cat "$T/py.log"
+
+# profiles.ini's figures are what the kernels count today (the default shape)
+tools/kcount -T Q4_0,Q4_K -b 1 --no-x86 --profiles share/edgeq/profiles.ini --json >"$T/p.json" 2>>"$T/a.err"
+check "kcount --profiles runs" test $? -eq 0
+python3 - "$T/p.json" share/edgeq/profiles.ini >"$T/py2.log" 2>&1 <<'EOF'
+import configparser, json, sys
+d = json.load(open(sys.argv[1]))
+cp = configparser.ConfigParser(inline_comment_prefixes=("#",))
+cp.read(sys.argv[2])
+ok = bool(d["boards"])
+for e in d["boards"]:
+    have = dict(x.split(":") for x in cp[e["board"]]["cpu_stream_gbps"].split(","))
+    fig = float(have.get(e["type"], "nan"))
+    good = abs(fig - e["cpu_gbps"]) <= 0.02 * e["cpu_gbps"]
+    print(("ok " if good else "FAIL ") + f"{e['board']} {e['type']}: profiles.ini {fig}, counted {e['cpu_gbps']}")
+    ok &= good
+sys.exit(0 if ok else 1)
+EOF
+check "profiles.ini's cpu_stream_gbps equal today's counts (rerun tools/kcount --profiles after a kernel change)" test $? -eq 0
+cat "$T/py2.log"
+"$EDGEQ" plan -P jetson-orin-nano-8gb --params 1.1e9 --bpw 4.5 >"$T/plan.txt" 2>&1
+check "edgeq plan shows the counted CPU stream" grep -q "CPU kernels' stream *Q4_0" "$T/plan.txt"
+check "  and the types it bounds" grep -q "bound by the CPU, not memory, for: Q4_K" "$T/plan.txt"
+summary
