@@ -37,6 +37,19 @@ struct edgeq_profile {
 	double throttle;      /* sustained / peak speed after heat soak (0.7) */
 	int cores;
 	bool measured; /* filled live (local) */
+	/*
+	 * The CPU's expected weight stream for decode, all cores, per weight
+	 * type, from the kernels' counted instructions per byte and the
+	 * cores' clock (tools/kcount --profiles): where it is under
+	 * mem_bw x efficiency, decode on the CPU is bound by its kernels,
+	 * not by memory. Absent (0 types) where not counted.
+	 */
+	double cpu_ghz;
+	unsigned int n_cpu_stream;
+	struct {
+		char type[16]; /* "Q4_0" */
+		double bw;     /* bytes/s */
+	} cpu_stream[8];
 };
 
 /*

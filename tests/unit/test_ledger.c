@@ -194,6 +194,11 @@ static void test_profiles(void **state)
 			 0);
 	assert_near(p.mem_bw, 68e9, 1);
 	assert_string_equal(p.family, "jetson-orin-nano");
+	/* the counted CPU stream: Q4_0 first, figures in bytes/s */
+	assert_near(p.cpu_ghz, 1.5, 1e-9);
+	assert_true(p.n_cpu_stream >= 3);
+	assert_string_equal(p.cpu_stream[0].type, "Q4_0");
+	assert_true(p.cpu_stream[0].bw > 1e9 && p.cpu_stream[0].bw < 1e12);
 	assert_int_equal(edgeq_profile_load(profiles_file(),
 					    "jetson-orin-nano-super", &p, &e),
 			 0);
@@ -229,6 +234,53 @@ static void test_bad_profile_value(void **state)
 	assert_int_equal(edgeq_profile_load(path, "x", &p, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "mem_bw_gbps"));
 	assert_non_null(strstr(e.msg, "line 2"));
+	unlink(path);
+}
+
+static void test_bad_cpu_stream(void **state)
+{
+	static const char *const bad[] = {
+		"Q4_0",	    /* no figure */
+		"Q4_0:",    /* empty figure */
+		":12",	    /* no type */
+		"Q9_9:12",  /* unknown type */
+		"Q4_0:0",   /* not positive */
+		"Q4_0:-3",  /* negative */
+		"Q4_0:12x", /* trailing junk */
+		"Q4_0:12,", /* empty entry */
+		"Q4_0:1,Q4_0:1,Q4_0:1,Q4_0:1,Q4_0:1,Q4_0:1,Q4_0:1,Q4_0:1,Q4_0:1",
+		"", /* nothing */
+	};
+	char path[] = "/tmp/edgeq-prof.XXXXXX";
+	struct edgeq_profile p;
+	struct edgeq_error e;
+	int fd = mkstemp(path);
+
+	close(fd);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *f = fopen(path, "w");
+
+		fprintf(f, "[x]\nmem_bw_gbps = 10\ncpu_stream_gbps = %s\n",
+			bad[i]);
+		fclose(f);
+		assert_int_equal(edgeq_profile_load(path, "x", &p, &e),
+				 -EINVAL);
+		assert_non_null(strstr(e.msg, "cpu_stream_gbps"));
+	}
+	{
+		FILE *f = fopen(path, "w");
+
+		fputs("[x]\nmem_bw_gbps = 10\ncpu_ghz = 2\n"
+		      "cpu_stream_gbps = q8_0:7.5,Q4_K:3\n",
+		      f);
+		fclose(f);
+	}
+	assert_int_equal(edgeq_profile_load(path, "x", &p, &e), 0);
+	assert_int_equal(p.n_cpu_stream, 2);
+	assert_near(p.cpu_stream[0].bw, 7.5e9, 1);
+	assert_string_equal(p.cpu_stream[1].type, "Q4_K");
+	assert_near(p.cpu_stream[1].bw, 3e9, 1);
+	assert_near(p.cpu_ghz, 2, 1e-9);
 	unlink(path);
 }
 
@@ -270,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_plan_rejects),
 		cmocka_unit_test(test_profiles),
 		cmocka_unit_test(test_bad_profile_value),
+		cmocka_unit_test(test_bad_cpu_stream),
 		cmocka_unit_test(test_stats),
 	};
 

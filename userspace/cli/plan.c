@@ -259,6 +259,35 @@ static int parse_count(const char *s, uint64_t *out)
 #define GIB(x) ((double)(x) / (double)(1ull << 30))
 #define MIB(x) ((double)(x) / (double)(1ull << 20))
 
+/*
+ * The CPU kernels' expected stream (counted: tools/kcount) against the
+ * memory's: the types whose kernels stream slower than mem_bw x efficiency
+ * are bound by the CPU, and their decode bound above is too high.
+ */
+static void print_cpu_stream(const struct edgeq_profile *p, double eff)
+{
+	bool slower = false;
+
+	if (!p->n_cpu_stream)
+		return;
+	printf("  CPU kernels' stream      ");
+	for (unsigned int i = 0; i < p->n_cpu_stream; i++)
+		printf("%s%s %.1f", i ? ", " : "", p->cpu_stream[i].type,
+		       p->cpu_stream[i].bw / 1e9);
+	printf(" GB/s (%d cores at %.2f GHz, counted)\n", p->cores, p->cpu_ghz);
+	for (unsigned int i = 0; i < p->n_cpu_stream; i++) {
+		if (p->cpu_stream[i].bw >= p->mem_bw * eff)
+			continue;
+		if (!slower)
+			printf("  bound by the CPU, not memory, for:");
+		printf(" %s (%.0f %%)", p->cpu_stream[i].type,
+		       100.0 * p->cpu_stream[i].bw / (p->mem_bw * eff));
+		slower = true;
+	}
+	if (slower)
+		printf("\n");
+}
+
 static void print_human(const struct edgeq_profile *p,
 			const struct edgeq_model_shape *s,
 			const struct edgeq_plan_params *pp,
@@ -293,8 +322,10 @@ static void print_human(const struct edgeq_profile *p,
 	printf("  decode bound, ctx %-6u %.2f tok/s (%.2f GB per token)\n",
 	       pp->ctx, edgeq_ledger_trunc2(o->decode_tps),
 	       o->bytes_per_token / 1e9);
-	printf("  prefill bound            %.2f tok/s (%.0f GFLOP/s, 2 FLOP per parameter)\n\n",
+	printf("  prefill bound            %.2f tok/s (%.0f GFLOP/s, 2 FLOP per parameter)\n",
 	       edgeq_ledger_trunc2(o->prefill_tps), p->compute / 1e9);
+	print_cpu_stream(p, eff);
+	printf("\n");
 	printf("memory ledger  RAM %.2f GiB, %.2f GiB kept by the OS\n",
 	       GIB(p->ram), GIB(p->reserved));
 	printf("  weights    %9.1f MiB\n", MIB(o->weights));
@@ -358,7 +389,7 @@ static json_t *plan_json(const struct edgeq_profile *p,
 			 const struct edgeq_plan *o, struct plan_req *reqs,
 			 int nreq)
 {
-	json_t *routes = json_array();
+	json_t *routes = json_array(), *j;
 
 	for (int i = 0; i < nreq; i++)
 		json_array_append_new(
@@ -374,7 +405,7 @@ static json_t *plan_json(const struct edgeq_profile *p,
 				reqs[i].route_s, "slo_feasible_local",
 				reqs[i].d.slo_feasible, "reason",
 				edgeq_route_reason_name(reqs[i].d.reason)));
-	return json_pack(
+	j = json_pack(
 		"{s:{s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:i, s:b},"
 		" s:{s:s, s:s, s:I, s:f, s:I, s:I, s:i, s:i, s:i, s:i, s:i},"
 		" s:{s:f, s:f, s:f, s:f, s:f, s:i},"
@@ -420,6 +451,18 @@ static json_t *plan_json(const struct edgeq_profile *p,
 		pp->slo_s, "peak_s", o->req_peak_s, "sustained_s",
 		o->req_sustained_s, "slo_met_peak", o->slo_met_peak,
 		"slo_met_sustained", o->slo_met_sustained, "routing", routes);
+	if (j && p->n_cpu_stream) {
+		json_t *cs = json_object();
+
+		for (unsigned int i = 0; i < p->n_cpu_stream; i++)
+			json_object_set_new(cs, p->cpu_stream[i].type,
+					    json_real(p->cpu_stream[i].bw));
+		json_object_set_new(json_object_get(j, "profile"), "cpu_stream",
+				    cs);
+		json_object_set_new(json_object_get(j, "profile"), "cpu_ghz",
+				    json_real(p->cpu_ghz));
+	}
+	return j;
 }
 
 static int cmd_plan(int argc, char **argv)

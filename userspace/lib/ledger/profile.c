@@ -77,6 +77,51 @@ static void add_name(char *names, size_t len, const char *section)
 	snprintf(names + n, len - n, "%s%s", n ? ", " : "", section);
 }
 
+/*
+ * cpu_stream_gbps = TYPE:GB/s[,TYPE:GB/s...]: a known weight type each,
+ * a positive figure, at most as many as the profile holds.
+ */
+static int parse_cpu_stream(struct load_state *st, const char *section,
+			    const char *value)
+{
+	struct edgeq_profile *p = st->p;
+	const char *s = value;
+
+	p->n_cpu_stream = 0;
+	while (*s) {
+		const char *colon = strchr(s, ':');
+		size_t len = colon ? (size_t)(colon - s) : 0;
+		unsigned int i = p->n_cpu_stream;
+		enum edgeq_type t;
+		char *end;
+		double v;
+
+		if (!colon || !len || len >= sizeof(p->cpu_stream[0].type) ||
+		    i >= sizeof(p->cpu_stream) / sizeof(p->cpu_stream[0]))
+			goto bad;
+		memcpy(p->cpu_stream[i].type, s, len);
+		p->cpu_stream[i].type[len] = 0;
+		if (edgeq_type_from_name(p->cpu_stream[i].type, &t))
+			goto bad;
+		v = strtod(colon + 1, &end);
+		if (end == colon + 1 || !(v > 0) || (*end && *end != ',') ||
+		    (*end == ',' && !end[1]))
+			goto bad;
+		p->cpu_stream[i].bw = v * 1e9;
+		p->n_cpu_stream++;
+		s = *end ? end + 1 : end;
+	}
+	if (p->n_cpu_stream)
+		return 1;
+bad:
+	snprintf(
+		st->bad, sizeof(st->bad),
+		"[%s] cpu_stream_gbps = '%s' is not TYPE:GB/s[,TYPE:GB/s...] (a known weight type, a positive figure, at most %zu)",
+		section, value,
+		sizeof(p->cpu_stream) / sizeof(p->cpu_stream[0]));
+	return 0;
+}
+
 static int on_key(void *user, const char *section, const char *key,
 		  const char *value)
 {
@@ -97,6 +142,8 @@ static int on_key(void *user, const char *section, const char *key,
 		snprintf(p->family, sizeof(p->family), "%s", value);
 		return 1;
 	}
+	if (!strcmp(key, "cpu_stream_gbps"))
+		return parse_cpu_stream(st, section, value);
 	v = strtod(value, &end);
 	if (end == value || *end || v < 0) {
 		snprintf(st->bad, sizeof(st->bad),
@@ -124,6 +171,8 @@ static int on_key(void *user, const char *section, const char *key,
 		p->throttle = v;
 	else if (!strcmp(key, "cores"))
 		p->cores = (int)v;
+	else if (!strcmp(key, "cpu_ghz"))
+		p->cpu_ghz = v;
 	else {
 		snprintf(st->bad, sizeof(st->bad), "[%s] unknown key '%s'",
 			 section, key);
