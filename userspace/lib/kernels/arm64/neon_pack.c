@@ -236,114 +236,151 @@ static inline void widen16(const uint8_t *p, int32x4_t o[4])
 	o[3] = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(h)));
 }
 
-/* Bit @j of each byte of @h moved to bit 4, the other bits cleared. */
-static inline uint8x16_t bit_to_4(uint8x16_t h, int j)
-{
-	return vandq_u8(vshlq_u8(h, vdupq_n_s8((int8_t)(4 - j))),
-			vdupq_n_u8(0x10));
-}
-
-/* One group against NT tokens, super-blocks [i0, i1); acc[4k + v]. */
+/* One group against NT tokens, super-blocks [i0, i1); acc[4k + v]. The
+ * sums stay in registers: the accumulators are copied in and out once,
+ * each row group v's two dot chains start from zero per sub-block pair,
+ * and the mins' term (no weights in it) is one widening multiply-add per
+ * sub-block, row group and token after the quants. */
 AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	       size_t as, const struct actk *ap, int64_t aps, const int NT,
-	       const bool Q5, float32x4_t *acc)
+	       const bool Q5, float32x4_t *accp)
 {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), b1 = vdupq_n_u8(1),
+			 b4 = vdupq_n_u8(0x10);
 	const int GB = Q5 ? GB_Q5_K : GB_Q4_K;
+	float32x4_t acc[2 * 4];
+	int k, v;
 
+	for (k = 0; k < 4 * NT; k++)
+		acc[k] = accp[k];
 	for (int64_t i = i0; i < i1; i++) {
 		const uint8_t *sb = gp + (size_t)i * GB;
 		int32x4_t isum[2 * 4], summ[2 * 4];
-		int k, v;
 
+#pragma GCC unroll 64
 		for (int o = 0; o < GB; o += 64)
 			__builtin_prefetch(sb + 2048 + o);
+#pragma GCC unroll 8
 		for (k = 0; k < 4 * NT; k++)
 			isum[k] = summ[k] = vdupq_n_s32(0);
+#pragma GCC unroll 1
 		for (int jj = 0; jj < 4; jj++) {
 			const uint8_t *qp = sb + 320 + 512 * jj;
-			int32x4_t sl[4], sh[4], ml[4], mh[4];
+			int8x16_t q[2][4];
+			int32x4_t sl[4], sh[4];
+			/* Q5: bit 2jj of qh to bit 0, bit 2jj + 1 to bit 4 */
+			const int8x16_t s_lo = vdupq_n_s8((int8_t)-(2 * jj)),
+					s_hi = vdupq_n_s8((int8_t)(3 - 2 * jj));
 
 			widen16(sb + 64 + 32 * jj, sl);
 			widen16(sb + 80 + 32 * jj, sh);
-			widen16(sb + 192 + 32 * jj, ml);
-			widen16(sb + 208 + 32 * jj, mh);
-			for (v = 0; v < 4; v++) {
-				int8x16_t lo[8], hi[8];
+#pragma GCC unroll 2
+			for (k = 0; k < NT; k++) {
+				const struct edgeq_block_q8_K *qb =
+					(const void *)(a + k * as);
 
+				for (int j = 0; j < 4; j++)
+					q[k][j] = vld1q_s8(qb[i].qs + 64 * jj +
+							   16 * j);
+			}
+#pragma GCC unroll 4
+			for (v = 0; v < 4; v++) {
+				int32x4_t l[2], h[2];
+
+#pragma GCC unroll 2
+				for (k = 0; k < NT; k++)
+					l[k] = h[k] = vdupq_n_s32(0);
+#pragma GCC unroll 8
 				for (int c = 0; c < 8; c++) {
 					uint8x16_t x =
 						vld1q_u8(qp + 64 * c + 16 * v);
-
-					uint8x16_t l = vandq_u8(x, m4),
-						   h = vshrq_n_u8(x, 4);
+					uint8x16_t lo, hi;
 
 					if (Q5) { /* sub-blocks 2jj, 2jj + 1 */
 						uint8x16_t qh = vld1q_u8(
 							sb + GB_Q4_K + 64 * c +
 							16 * v);
+						uint8x16_t t = vandq_u8(
+							vshlq_u8(qh, s_lo), b1);
+						uint8x16_t u = vandq_u8(
+							vshlq_u8(qh, s_hi), b4);
 
-						l = vorrq_u8(l,
-							     bit_to_4(qh,
-								      2 * jj));
-						h = vorrq_u8(
-							h,
-							bit_to_4(qh,
-								 2 * jj + 1));
+						/* bit 4 inserted under the
+						 * nibble: t's bit 0 shifted in
+						 * above x's low nibble, x's
+						 * high nibble shifted in
+						 * below u's bit 4 */
+						lo = vsliq_n_u8(x, t, 4);
+						hi = vsriq_n_u8(u, x, 4);
+					} else {
+						lo = vandq_u8(x, m4);
+						hi = vshrq_n_u8(x, 4);
 					}
-					lo[c] = vreinterpretq_s8_u8(l);
-					hi[c] = vreinterpretq_s8_u8(h);
+#pragma GCC unroll 2
+					for (k = 0; k < NT; k++) {
+#define D(ACC, W, Q)                                                          \
+	do {                                                                  \
+		switch (c & 3) {                                              \
+		case 0:                                                       \
+			ACC = vdotq_laneq_s32(ACC, W, Q, 0);                  \
+			break;                                                \
+		case 1:                                                       \
+			ACC = vdotq_laneq_s32(ACC, W, Q, 1);                  \
+			break;                                                \
+		case 2:                                                       \
+			ACC = vdotq_laneq_s32(ACC, W, Q, 2);                  \
+			break;                                                \
+		default:                                                      \
+			ACC = vdotq_laneq_s32(ACC, W, Q, 3);                  \
+			break;                                                \
+		}                                                             \
+	} while (0)
+						D(l[k], vreinterpretq_s8_u8(lo),
+						  q[k][c >> 2]);
+						D(h[k], vreinterpretq_s8_u8(hi),
+						  q[k][2 + (c >> 2)]);
+#undef D
+					}
 				}
 #pragma GCC unroll 2
-				for (k = 0; k < NT; k++) {
-					const struct edgeq_block_q8_K *qb =
-						(const void *)(a + k * as);
-					const int8_t *q = qb[i].qs + 64 * jj;
-					const struct actk *x =
-						&ap[k * aps + i - i0];
-					int8x16_t q0 = vld1q_s8(q),
-						  q1 = vld1q_s8(q + 16);
-					int8x16_t q2 = vld1q_s8(q + 32),
-						  q3 = vld1q_s8(q + 48);
-					int32x4_t z = vdupq_n_s32(0);
-					int32x4_t l0 = z, l1 = z, h0 = z,
-						  h1 = z;
-
-					l0 = vdotq_laneq_s32(l0, lo[0], q0, 0);
-					l1 = vdotq_laneq_s32(l1, lo[1], q0, 1);
-					h0 = vdotq_laneq_s32(h0, hi[0], q2, 0);
-					h1 = vdotq_laneq_s32(h1, hi[1], q2, 1);
-					l0 = vdotq_laneq_s32(l0, lo[2], q0, 2);
-					l1 = vdotq_laneq_s32(l1, lo[3], q0, 3);
-					h0 = vdotq_laneq_s32(h0, hi[2], q2, 2);
-					h1 = vdotq_laneq_s32(h1, hi[3], q2, 3);
-					l0 = vdotq_laneq_s32(l0, lo[4], q1, 0);
-					l1 = vdotq_laneq_s32(l1, lo[5], q1, 1);
-					h0 = vdotq_laneq_s32(h0, hi[4], q3, 0);
-					h1 = vdotq_laneq_s32(h1, hi[5], q3, 1);
-					l0 = vdotq_laneq_s32(l0, lo[6], q1, 2);
-					l1 = vdotq_laneq_s32(l1, lo[7], q1, 3);
-					h0 = vdotq_laneq_s32(h0, hi[6], q3, 2);
-					h1 = vdotq_laneq_s32(h1, hi[7], q3, 3);
+				for (k = 0; k < NT; k++)
 					isum[4 * k + v] = vmlaq_s32(
-						vmlaq_s32(isum[4 * k + v],
-							  vaddq_s32(l0, l1),
+						vmlaq_s32(isum[4 * k + v], l[k],
 							  sl[v]),
-						vaddq_s32(h0, h1), sh[v]);
-					summ[4 * k + v] = vmlaq_n_s32(
-						vmlaq_n_s32(summ[4 * k + v],
-							    ml[v],
-							    x->bs[2 * jj]),
-						mh[v], x->bs[2 * jj + 1]);
-				}
+						h[k], sh[v]);
 			}
 		}
+		/* the mins: m[j][r] (6 bits) x the sub-block's activation
+		 * sum (|bs| <= 32 x 128, an int16) */
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++) {
+			uint8x16_t mb = vld1q_u8(sb + 192 + 16 * j);
+			int16x8_t m0 = vreinterpretq_s16_u16(
+					  vmovl_u8(vget_low_u8(mb))),
+				  m1 = vreinterpretq_s16_u16(vmovl_high_u8(mb));
+
+#pragma GCC unroll 2
+			for (k = 0; k < NT; k++) {
+				int16_t b = (int16_t)ap[k * aps + i - i0].bs[j];
+
+				summ[4 * k] = vmlal_n_s16(
+					summ[4 * k], vget_low_s16(m0), b);
+				summ[4 * k + 1] =
+					vmlal_high_n_s16(summ[4 * k + 1], m0, b);
+				summ[4 * k + 2] = vmlal_n_s16(
+					summ[4 * k + 2], vget_low_s16(m1), b);
+				summ[4 * k + 3] =
+					vmlal_high_n_s16(summ[4 * k + 3], m1, b);
+			}
+		}
+#pragma GCC unroll 4
 		for (v = 0; v < 4; v++) {
 			float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(
 				vld1_u16((const uint16_t *)sb + 4 * v)));
 			float32x4_t dm = vcvt_f32_f16(vreinterpret_f16_u16(
 				vld1_u16((const uint16_t *)(sb + 32) + 4 * v)));
 
+#pragma GCC unroll 2
 			for (k = 0; k < NT; k++) {
 				float da = ap[k * aps + i - i0].d;
 
@@ -356,6 +393,8 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			}
 		}
 	}
+	for (k = 0; k < 4 * NT; k++)
+		accp[k] = acc[k];
 }
 
 static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
