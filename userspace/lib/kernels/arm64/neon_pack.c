@@ -432,73 +432,72 @@ static void act6_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
 	}
 }
 
-/* q + 32 from a nibble vector and the 2-bit pairs of h at bits sh..sh+1 */
-static inline int8x16_t q6w(uint8x16_t nib, uint8x16_t h, int sh)
-{
-	uint8x16_t hb = vandq_u8(h, vdupq_n_u8((uint8_t)(3u << sh)));
-
-	switch (sh) {
-	case 0:
-		hb = vshlq_n_u8(hb, 4);
-		break;
-	case 2:
-		hb = vshlq_n_u8(hb, 2);
-		break;
-	case 6:
-		hb = vshrq_n_u8(hb, 2);
-		break;
-	default:
-		break;
-	}
-	return vreinterpretq_s8_u8(vorrq_u8(nib, hb));
-}
-
+/*
+ * One group against NT tokens. Per quarter (half n, 16-column half c4) the
+ * activation vectors and the scales are loaded once; for each row group v
+ * the 4 x NT chains start at -32 x the group's activation sum, and each
+ * chunk's four weight vectors are built with one shift-insert each: the
+ * two high bits (from qh) go in above ql's low nibble (SLI) or below its
+ * high nibble (SRI), so no nibble needs masking or shifting of its own.
+ */
 AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		size_t as, const struct act6 *ap, int64_t aps, const int NT,
-		float32x4_t *acc)
+		float32x4_t *accp)
 {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	const uint8x16_t m3 = vdupq_n_u8(3), m30 = vdupq_n_u8(0x30);
+	float32x4_t acc[2 * 4];
+	int k, v;
 
+	for (k = 0; k < 4 * NT; k++)
+		acc[k] = accp[k];
 	for (int64_t i = i0; i < i1; i++) {
 		const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
 		int32x4_t isum[2 * 4];
-		int k, v;
 
+#pragma GCC unroll 64
 		for (int o = 0; o < GB_Q6_K; o += 64)
 			__builtin_prefetch(sb + 2048 + o);
+#pragma GCC unroll 8
 		for (k = 0; k < 4 * NT; k++)
 			isum[k] = vdupq_n_s32(0);
-		for (v = 0; v < 4; v++) {
-			for (int q4 = 0; q4 < 4; q4++) {
-				const int n = q4 >> 1, c4 = q4 & 1;
-				int32x4_t sc[4], s[2][4];
-				int8x16_t qa[2][4];
+#pragma GCC unroll 1
+		for (int q4 = 0; q4 < 4; q4++) {
+			const int n = q4 >> 1, c4 = q4 & 1;
+			int8x16_t qa[2][4];
+			int16x8_t sw[4][2];
 
-				for (int j = 0; j < 4; j++) {
-					int8x8_t b8 = vld1_s8(
-						(const int8_t *)sb + 32 +
-						16 * (8 * n + c4 + 2 * j) +
-						4 * v);
+#pragma GCC unroll 2
+			for (k = 0; k < NT; k++) {
+				const struct edgeq_block_q8_K *qb =
+					(const void *)(a + k * as);
 
-					sc[j] = vmovl_s16(
-						vget_low_s16(vmovl_s8(b8)));
-				}
+				for (int j = 0; j < 4; j++)
+					qa[k][j] = vld1q_s8(qb[i].qs + 128 * n +
+							    32 * j + 16 * c4);
+			}
+			for (int j = 0; j < 4; j++) {
+				int8x16_t b = vld1q_s8(
+					(const int8_t *)sb + 32 +
+					16 * (8 * n + c4 + 2 * j));
+
+				sw[j][0] = vmovl_s8(vget_low_s8(b));
+				sw[j][1] = vmovl_high_s8(b);
+			}
+#pragma GCC unroll 4
+			for (v = 0; v < 4; v++) {
+				int32x4_t s[2][4];
+
 #pragma GCC unroll 2
 				for (k = 0; k < NT; k++) {
-					const struct edgeq_block_q8_K *qb =
-						(const void *)(a + k * as);
 					const struct act6 *x =
 						&ap[k * aps + i - i0];
 
-					for (int j = 0; j < 4; j++) {
+					for (int j = 0; j < 4; j++)
 						s[k][j] = vdupq_n_s32(
 							x->nb32[8 * n + c4 +
 								2 * j]);
-						qa[k][j] = vld1q_s8(
-							qb[i].qs + 128 * n +
-							32 * j + 16 * c4);
-					}
 				}
+#pragma GCC unroll 4
 				for (int cc = 0; cc < 4; cc++) {
 					const int c = 4 * c4 + cc;
 					uint8x16_t A = vld1q_u8(
@@ -510,12 +509,17 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					uint8x16_t H = vld1q_u8(
 						sb + 2336 + 64 * (8 * n + c) +
 						16 * v);
+					uint8x16_t H2 = vshrq_n_u8(H, 2);
 					int8x16_t w[4];
 
-					w[0] = q6w(vandq_u8(A, m4), H, 0);
-					w[1] = q6w(vandq_u8(B, m4), H, 2);
-					w[2] = q6w(vshrq_n_u8(A, 4), H, 4);
-					w[3] = q6w(vshrq_n_u8(B, 4), H, 6);
+					w[0] = vreinterpretq_s8_u8(
+						vsliq_n_u8(A, vandq_u8(H, m3), 4));
+					w[1] = vreinterpretq_s8_u8(vsliq_n_u8(
+						B, vandq_u8(H2, m3), 4));
+					w[2] = vreinterpretq_s8_u8(
+						vsriq_n_u8(vandq_u8(H, m30), A, 4));
+					w[3] = vreinterpretq_s8_u8(vsriq_n_u8(
+						vandq_u8(H2, m30), B, 4));
 #pragma GCC unroll 2
 					for (k = 0; k < NT; k++) {
 #define D(J, L) s[k][J] = vdotq_laneq_s32(s[k][J], w[J], qa[k][J], L)
@@ -544,17 +548,26 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #undef D
 					}
 				}
-				for (k = 0; k < NT; k++)
-					for (int j = 0; j < 4; j++)
+				for (int j = 0; j < 4; j++) {
+					int16x8_t h = sw[j][v >> 1];
+					int32x4_t sc = v & 1 ?
+							       vmovl_high_s16(h) :
+							       vmovl_s16(vget_low_s16(h));
+
+#pragma GCC unroll 2
+					for (k = 0; k < NT; k++)
 						isum[4 * k + v] = vmlaq_s32(
 							isum[4 * k + v],
-							s[k][j], sc[j]);
+							s[k][j], sc);
+				}
 			}
 		}
+#pragma GCC unroll 4
 		for (v = 0; v < 4; v++) {
 			float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(
 				vld1_u16((const uint16_t *)sb + 4 * v)));
 
+#pragma GCC unroll 2
 			for (k = 0; k < NT; k++)
 				acc[4 * k + v] = vfmaq_f32(
 					acc[4 * k + v],
@@ -562,6 +575,8 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					vcvtq_f32_s32(isum[4 * k + v]));
 		}
 	}
+	for (k = 0; k < 4 * NT; k++)
+		accp[k] = acc[k];
 }
 
 static void tile_q6_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
