@@ -144,26 +144,40 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		} else {
 #pragma GCC unroll 4
 			for (v = 0; v < 4; v++) {
-				int8x16_t w[8];
-
-				for (int c = 0; c < 8; c++)
-					w[c] = vreinterpretq_s8_u8(veorq_u8(
+				/* each chunk's vector straight into the chains:
+				 * no array of 8 to spill */
+#pragma GCC unroll 8
+				for (int c = 0; c < 8; c++) {
+					int8x16_t w = vreinterpretq_s8_u8(veorq_u8(
 						vld1q_u8(blk + 32 + 64 * c +
 							 16 * v),
 						x80));
-#pragma GCC unroll 4
-				for (k = 0; k < NT; k++) {
-					int32x4_t x = s[4 * k + v];
 
-					x = vdotq_laneq_s32(x, w[0], q0[k], 0);
-					x = vdotq_laneq_s32(x, w[1], q0[k], 1);
-					x = vdotq_laneq_s32(x, w[2], q0[k], 2);
-					x = vdotq_laneq_s32(x, w[3], q0[k], 3);
-					x = vdotq_laneq_s32(x, w[4], q1[k], 0);
-					x = vdotq_laneq_s32(x, w[5], q1[k], 1);
-					x = vdotq_laneq_s32(x, w[6], q1[k], 2);
-					x = vdotq_laneq_s32(x, w[7], q1[k], 3);
-					s[4 * k + v] = x;
+#pragma GCC unroll 4
+					for (k = 0; k < NT; k++) {
+						int8x16_t qv = c < 4 ? q0[k] :
+								       q1[k];
+						int32x4_t *x = &s[4 * k + v];
+
+						switch (c & 3) {
+						case 0:
+							*x = vdotq_laneq_s32(
+								*x, w, qv, 0);
+							break;
+						case 1:
+							*x = vdotq_laneq_s32(
+								*x, w, qv, 1);
+							break;
+						case 2:
+							*x = vdotq_laneq_s32(
+								*x, w, qv, 2);
+							break;
+						default:
+							*x = vdotq_laneq_s32(
+								*x, w, qv, 3);
+							break;
+						}
+					}
 				}
 			}
 		}
