@@ -100,5 +100,5 @@ check "profiles.ini's cpu_stream_gbps equal today's counts (rerun tools/kcount -
 cat "$T/py2.log"
 "$EDGEQ" plan -P jetson-orin-nano-8gb --params 1.1e9 --bpw 4.5 >"$T/plan.txt" 2>&1
 check "edgeq plan shows the counted CPU stream" grep -q "CPU kernels' stream *Q4_0" "$T/plan.txt"
-check "  and the types it bounds" grep -q "bound by the CPU, not memory, for: Q4_K" "$T/plan.txt"
+check "  and the types it bounds" grep -q "bound by the CPU, not memory, for: Q5_K" "$T/plan.txt"
 summary

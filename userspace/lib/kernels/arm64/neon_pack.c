@@ -148,10 +148,11 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 				 * no array of 8 to spill */
 #pragma GCC unroll 8
 				for (int c = 0; c < 8; c++) {
-					int8x16_t w = vreinterpretq_s8_u8(veorq_u8(
-						vld1q_u8(blk + 32 + 64 * c +
-							 16 * v),
-						x80));
+					int8x16_t w = vreinterpretq_s8_u8(
+						veorq_u8(vld1q_u8(blk + 32 +
+								  64 * c +
+								  16 * v),
+							 x80));
 
 #pragma GCC unroll 4
 					for (k = 0; k < NT; k++) {
@@ -283,7 +284,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			int8x16_t q[2][4];
 			int32x4_t sl[4], sh[4];
 			/* Q5: bit 2jj of qh to bit 0, bit 2jj + 1 to bit 4 */
-			const int8x16_t s_lo = vdupq_n_s8((int8_t)-(2 * jj)),
+			const int8x16_t s_lo = vdupq_n_s8((int8_t) - (2 * jj)),
 					s_hi = vdupq_n_s8((int8_t)(3 - 2 * jj));
 
 			widen16(sb + 64 + 32 * jj, sl);
@@ -332,22 +333,22 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					}
 #pragma GCC unroll 2
 					for (k = 0; k < NT; k++) {
-#define D(ACC, W, Q)                                                          \
-	do {                                                                  \
-		switch (c & 3) {                                              \
-		case 0:                                                       \
-			ACC = vdotq_laneq_s32(ACC, W, Q, 0);                  \
-			break;                                                \
-		case 1:                                                       \
-			ACC = vdotq_laneq_s32(ACC, W, Q, 1);                  \
-			break;                                                \
-		case 2:                                                       \
-			ACC = vdotq_laneq_s32(ACC, W, Q, 2);                  \
-			break;                                                \
-		default:                                                      \
-			ACC = vdotq_laneq_s32(ACC, W, Q, 3);                  \
-			break;                                                \
-		}                                                             \
+#define D(ACC, W, Q)                                         \
+	do {                                                 \
+		switch (c & 3) {                             \
+		case 0:                                      \
+			ACC = vdotq_laneq_s32(ACC, W, Q, 0); \
+			break;                               \
+		case 1:                                      \
+			ACC = vdotq_laneq_s32(ACC, W, Q, 1); \
+			break;                               \
+		case 2:                                      \
+			ACC = vdotq_laneq_s32(ACC, W, Q, 2); \
+			break;                               \
+		default:                                     \
+			ACC = vdotq_laneq_s32(ACC, W, Q, 3); \
+			break;                               \
+		}                                            \
 	} while (0)
 						D(l[k], vreinterpretq_s8_u8(lo),
 						  q[k][c >> 2]);
@@ -377,14 +378,14 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			for (k = 0; k < NT; k++) {
 				int16_t b = (int16_t)ap[k * aps + i - i0].bs[j];
 
-				summ[4 * k] = vmlal_n_s16(
-					summ[4 * k], vget_low_s16(m0), b);
-				summ[4 * k + 1] =
-					vmlal_high_n_s16(summ[4 * k + 1], m0, b);
+				summ[4 * k] = vmlal_n_s16(summ[4 * k],
+							  vget_low_s16(m0), b);
+				summ[4 * k + 1] = vmlal_high_n_s16(
+					summ[4 * k + 1], m0, b);
 				summ[4 * k + 2] = vmlal_n_s16(
 					summ[4 * k + 2], vget_low_s16(m1), b);
-				summ[4 * k + 3] =
-					vmlal_high_n_s16(summ[4 * k + 3], m1, b);
+				summ[4 * k + 3] = vmlal_high_n_s16(
+					summ[4 * k + 3], m1, b);
 			}
 		}
 #pragma GCC unroll 4
@@ -490,9 +491,9 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 							    32 * j + 16 * c4);
 			}
 			for (int j = 0; j < 4; j++) {
-				int8x16_t b = vld1q_s8(
-					(const int8_t *)sb + 32 +
-					16 * (8 * n + c4 + 2 * j));
+				int8x16_t b =
+					vld1q_s8((const int8_t *)sb + 32 +
+						 16 * (8 * n + c4 + 2 * j));
 
 				sw[j][0] = vmovl_s8(vget_low_s8(b));
 				sw[j][1] = vmovl_high_s8(b);
@@ -526,12 +527,12 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					uint8x16_t H2 = vshrq_n_u8(H, 2);
 					int8x16_t w[4];
 
-					w[0] = vreinterpretq_s8_u8(
-						vsliq_n_u8(A, vandq_u8(H, m3), 4));
+					w[0] = vreinterpretq_s8_u8(vsliq_n_u8(
+						A, vandq_u8(H, m3), 4));
 					w[1] = vreinterpretq_s8_u8(vsliq_n_u8(
 						B, vandq_u8(H2, m3), 4));
-					w[2] = vreinterpretq_s8_u8(
-						vsriq_n_u8(vandq_u8(H, m30), A, 4));
+					w[2] = vreinterpretq_s8_u8(vsriq_n_u8(
+						vandq_u8(H, m30), A, 4));
 					w[3] = vreinterpretq_s8_u8(vsriq_n_u8(
 						vandq_u8(H2, m30), B, 4));
 #pragma GCC unroll 2
@@ -564,9 +565,10 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 				}
 				for (int j = 0; j < 4; j++) {
 					int16x8_t h = sw[j][v >> 1];
-					int32x4_t sc = v & 1 ?
-							       vmovl_high_s16(h) :
-							       vmovl_s16(vget_low_s16(h));
+					int32x4_t sc =
+						v & 1 ? vmovl_high_s16(h) :
+							vmovl_s16(vget_low_s16(
+								h));
 
 #pragma GCC unroll 2
 					for (k = 0; k < NT; k++)
