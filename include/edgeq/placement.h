@@ -37,6 +37,8 @@
 extern "C" {
 #endif
 
+/* Where edgeq.ko's queues appear. */
+#define EDGEQ_SYSFS_CLASS "/sys/class/edgeq"
 #define EDGEQ_MAX_DEVICES 8
 #define EDGEQ_DEV_NAME_MAX 32
 #define EDGEQ_OP_NAME_MAX 24
@@ -116,6 +118,7 @@ struct edgeq_device_state {
 	uint32_t cooling_max;	 /* ... and its maximum (0: none) */
 	double freq_ratio;	 /* current / maximum frequency; 0: unknown */
 	double temp_c;		 /* for the explanation only; 0: unknown */
+	uint32_t timeout_ms;	 /* the module's op timeout; 0: none/unknown */
 };
 
 /* A state with everything at full capacity. */

@@ -762,7 +762,9 @@ static void test_discover(void **state)
 	mkattr(dir, "npu0", "max_inflight", "8\n");
 	mkattr(dir, "npu0", "cooling_state", "1\n");
 	mkattr(dir, "npu0", "cooling_max_state", "4\n");
+	mkattr(dir, "npu0", "timeout_ms", "60000\n");
 	mkattr(dir, "gpu1", "agent_pid", "0\n");
+	mkattr(dir, "gpu1", "timeout_ms", "soon\n");
 	n = edgeq_devices_discover(&d, dir, pr, (size_t)n_profs, NULL, &err);
 	assert_int_equal(n, 2);
 	k = edgeq_devices_find(&d, "npu0");
@@ -771,8 +773,11 @@ static void test_discover(void **state)
 	assert_true(d.dev[k].state.agent_alive);
 	assert_int_equal(d.dev[k].state.inflight_limit, 8);
 	assert_true(fabs(edgeq_device_capacity(&d.dev[k].state) - 0.75) < 1e-9);
+	/* the op timeout the kq backend waits past; 0 where unreadable */
+	assert_int_equal(d.dev[k].state.timeout_ms, 60000);
 	k = edgeq_devices_find(&d, "gpu1");
 	assert_false(d.dev[k].state.agent_alive);
+	assert_int_equal(d.dev[k].state.timeout_ms, 0);
 	/* a queue whose profile is unknown is named, with what to do */
 	mkattr(dir, "tpu0", "agent_pid", "1\n");
 	edgeq_devices_init(&d, prof("cpu"));

@@ -21,7 +21,7 @@
 #include "plan_placement.h"
 
 static const char *opt_model, *opt_devices, *opt_queues, *opt_map,
-	*opt_sysfs = "/sys/class/edgeq", *opt_calib, *opt_cooling, *opt_lost,
+	*opt_sysfs = EDGEQ_SYSFS_CLASS, *opt_calib, *opt_cooling, *opt_lost,
 	*opt_shape, *opt_wtype;
 static bool opt_json, opt_placement, opt_all_ops;
 static int opt_ctx = 512;

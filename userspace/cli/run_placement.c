@@ -17,8 +17,6 @@
 #include "plan_placement.h"
 #include "run_placement.h"
 
-#define SYSFS_EDGEQ "/sys/class/edgeq"
-
 struct run_placement {
 	struct edgeq_devices d;
 	struct edgeq_place_inline inl;
@@ -61,7 +59,7 @@ int run_placement_draft_choice(const char *queues,
 	struct edgeq_devices d;
 	int ret;
 
-	ret = load_devices(queues, who, opt, SYSFS_EDGEQ, &d);
+	ret = load_devices(queues, who, opt, EDGEQ_SYSFS_CLASS, &d);
 	if (ret)
 		return ret;
 	if (edgeq_place_model_shape(target, &ts) ||
@@ -85,7 +83,7 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 	int ret;
 
 	ret = load_devices(queues, who, o->opt,
-			   o->inline_be ? NULL : SYSFS_EDGEQ, &d);
+			   o->inline_be ? NULL : EDGEQ_SYSFS_CLASS, &d);
 	if (ret)
 		return ret;
 	rp = calloc(1, sizeof(*rp));
@@ -129,9 +127,9 @@ int run_placement_start_opts(struct edgeq_ctx *c, const char *queues,
 		;		 /* nothing to re-place on */
 	else if (o->no_pressure) /* states come from run_placement_pressure */
 		edgeq_place_watch(rp->x, NULL,
-				  o->inline_be ? NULL : SYSFS_EDGEQ);
+				  o->inline_be ? NULL : EDGEQ_SYSFS_CLASS);
 	else if (!edgeq_pressure_new(NULL, &rp->pm, &err))
-		edgeq_place_watch(rp->x, rp->pm, SYSFS_EDGEQ);
+		edgeq_place_watch(rp->x, rp->pm, EDGEQ_SYSFS_CLASS);
 	else
 		fprintf(stderr,
 			"edgeq %s: no pressure monitor (%s); "

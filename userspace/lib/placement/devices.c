@@ -101,8 +101,8 @@ static int read_u64(const char *dir, const char *name, const char *attr,
 /*
  * A queue's state from /sys/class/edgeq/<name>/: agent_pid (0: no agent),
  * effective_inflight (the limit the cooling state leaves; else max_inflight),
- * cooling_state and cooling_max_state. Attributes the module lacks keep the
- * full-capacity defaults.
+ * cooling_state, cooling_max_state and timeout_ms. Attributes the module
+ * lacks keep the full-capacity defaults.
  */
 int edgeq_device_read_state(const char *sysfs_dir, const char *name,
 			    struct edgeq_device_state *s)
@@ -123,6 +123,8 @@ int edgeq_device_read_state(const char *sysfs_dir, const char *name,
 		s->cooling_state = (uint32_t)v;
 	if (!read_u64(sysfs_dir, name, "cooling_max_state", &v))
 		s->cooling_max = (uint32_t)v;
+	if (!read_u64(sysfs_dir, name, "timeout_ms", &v))
+		s->timeout_ms = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 	return 0;
 }
 

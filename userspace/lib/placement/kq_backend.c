@@ -131,17 +131,11 @@ static int weight_handle(struct kq_dev *d, const struct edgeq_place_weight *w,
  */
 static unsigned int queue_wait_s(const char *name)
 {
-	char path[160];
+	struct edgeq_device_state st;
 	unsigned long ms = 0;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/class/edgeq/%s/timeout_ms", name);
-	f = fopen(path, "re");
-	if (f) {
-		if (fscanf(f, "%lu", &ms) != 1)
-			ms = 0;
-		fclose(f);
-	}
+	if (!edgeq_device_read_state(EDGEQ_SYSFS_CLASS, name, &st))
+		ms = st.timeout_ms;
 	return ms / 1000 + 2 > KQ_WAIT_S ? (unsigned int)(ms / 1000 + 2) :
 					   KQ_WAIT_S;
 }
