@@ -452,15 +452,13 @@ static json_t *plan_json(const struct edgeq_profile *p,
 		o->req_sustained_s, "slo_met_peak", o->slo_met_peak,
 		"slo_met_sustained", o->slo_met_sustained, "routing", routes);
 	if (j && p->n_cpu_stream) {
-		json_t *cs = json_object();
+		json_t *cs = json_object(), *pj = json_object_get(j, "profile");
 
 		for (unsigned int i = 0; i < p->n_cpu_stream; i++)
 			json_object_set_new(cs, p->cpu_stream[i].type,
 					    json_real(p->cpu_stream[i].bw));
-		json_object_set_new(json_object_get(j, "profile"), "cpu_stream",
-				    cs);
-		json_object_set_new(json_object_get(j, "profile"), "cpu_ghz",
-				    json_real(p->cpu_ghz));
+		json_object_set_new(pj, "cpu_stream", cs);
+		json_object_set_new(pj, "cpu_ghz", json_real(p->cpu_ghz));
 	}
 	return j;
 }

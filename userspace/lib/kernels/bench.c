@@ -68,8 +68,10 @@ static void fill_task(void *arg, int ith, int nth)
 }
 
 /*
- * Either layout: the file's rows, or (@packed) the 16-row groups the
- * decoder repacks into at load, each matrix packed from a filled one.
+ * Products of one matrix by @nb activation rows (1: decode's matvec, more:
+ * a prompt's matmul, timed per product), in either layout: the file's
+ * rows, or (@packed) the 16-row groups the decoder repacks into at load,
+ * each matrix packed from a filled one.
  */
 static int bench_matvec(const char *type, int64_t rows, int64_t cols,
 			int64_t nb, int nthreads, size_t footprint, int iters,
