@@ -230,20 +230,44 @@ matmul32(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
 
 /* ---- K-quants x Q8_K ---- */
 
-/* A super-block unpacked: q[k] the signed weights of elements
- * 16k..16k+15, sc[k] their sub-block's scale (32-element sub-blocks: two
- * equal entries), and the min term's inputs. */
+/*
+ * A super-block unpacked: q[k] the weights of elements 16k..16k+15 as
+ * signed bytes, sc[] the sub-block scales as int32 lanes (Q2_K, Q3_K: lane
+ * k % 4 of sc[k / 4] for 16-element sub-block k; Q5_K, IQ4_XS: lane j % 4
+ * of sc[j / 4] for 32-element sub-block j), and the inputs of the term
+ * that multiplies the activation's 16-element sums: Q2_K's mins, Q5_K's
+ * mins (per 32, lanes 0-7 of m[0]), Q3_K's scales (its weights are
+ * unpacked as q + 4, the -4 goes through the sums).
+ */
 struct kunp {
 	int8x16_t q[16];
-	int32_t sc[16];
-	int16_t mins[16]; /* Q2_K: per 16; Q5_K: per 32 in 0..7 */
+	int32x4_t sc[4];
+	int16x8_t m[2];
 	float d, dmin;
 };
+
+/* The 8 bytes at @p as two int32x4 (lanes 0-3, 4-7). */
+static inline __attribute__((always_inline)) void widen8(uint8x8_t b,
+							 int32x4_t *o)
+{
+	uint16x8_t w = vmovl_u8(b);
+
+	o[0] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(w)));
+	o[1] = vreinterpretq_s32_u32(vmovl_high_u16(w));
+}
+
+/* bit @from of each byte of @x at bit @to, every other bit clear */
+#define BIT_TO(x, from, to)                                                 \
+	vandq_u8((to) > (from) ?                                            \
+			 vshlq_n_u8(x, (to) > (from) ? (to) - (from) : 0) : \
+		 (to) < (from) ?                                            \
+			 vshrq_n_u8(x, (to) < (from) ? (from) - (to) : 1) : \
+			 (x),                                               \
+		 vdupq_n_u8(1u << (to)))
 
 static inline __attribute__((always_inline)) void
 unpack_q5_K(const struct edgeq_block_q5_K *b, struct kunp *u)
 {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1);
 	uint8x16_t qh[2] = { vld1q_u8(b->qh), vld1q_u8(b->qh + 16) };
 	uint8_t sc[8], mn[8];
 
@@ -253,17 +277,17 @@ unpack_q5_K(const struct edgeq_block_q5_K *b, struct kunp *u)
 		_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
 		{
 			uint8x16_t v = vld1q_u8(b->qs + 32 * (j / 2) + 16 * h);
-			uint8x16_t q = (j & 1) ? vshrq_n_u8(v, 4) :
-						 vandq_u8(v, m4);
-			uint8x16_t hb = vandq_u8(
-				vshlq_u8(qh[h], vdupq_n_s8((int8_t)-j)), one);
 
+			/* bit j of qh under the nibble: shifted in above the
+			 * low one (SLI), below the high one (SRI) */
 			u->q[2 * j + h] = vreinterpretq_s8_u8(
-				vorrq_u8(q, vshlq_n_u8(hb, 4)));
-			u->sc[2 * j + h] = sc[j];
+				(j & 1) ?
+					vsriq_n_u8(BIT_TO(qh[h], j, 4), v, 4) :
+					vsliq_n_u8(v, BIT_TO(qh[h], j, 0), 4));
 		}
-		u->mins[j] = mn[j];
 	}
+	widen8(vld1_u8(sc), u->sc);
+	u->m[0] = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
 	u->d = h2f(b->d);
 	u->dmin = h2f(b->dmin);
 }
@@ -272,17 +296,21 @@ static inline __attribute__((always_inline)) void
 unpack_q2_K(const struct edgeq_block_q2_K *b, struct kunp *u)
 {
 	const uint8x16_t m3 = vdupq_n_u8(3);
+	uint8x16_t s = vld1q_u8(b->scales), sc = vandq_u8(s, vdupq_n_u8(0xf)),
+		   mn = vshrq_n_u8(s, 4);
 
 	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++)
 	{
 		uint8x16_t v = vld1q_u8(b->qs + 32 * (g / 8) + 16 * (g & 1));
+		const int sh = 2 * ((g / 2) & 3);
 
-		u->q[g] = vreinterpretq_s8_u8(vandq_u8(
-			vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * ((g / 2) & 3)))),
-			m3));
-		u->sc[g] = b->scales[g] & 0xf;
-		u->mins[g] = b->scales[g] >> 4;
+		u->q[g] = vreinterpretq_s8_u8(
+			vandq_u8(sh ? vshrq_n_u8(v, sh ? sh : 1) : v, m3));
 	}
+	widen8(vget_low_u8(sc), u->sc);
+	widen8(vget_high_u8(sc), u->sc + 2);
+	u->m[0] = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn)));
+	u->m[1] = vreinterpretq_s16_u16(vmovl_high_u8(mn));
 	u->d = h2f(b->d);
 	u->dmin = h2f(b->dmin);
 }
@@ -290,26 +318,29 @@ unpack_q2_K(const struct edgeq_block_q2_K *b, struct kunp *u)
 static inline __attribute__((always_inline)) void
 unpack_q3_K(const struct edgeq_block_q3_K *b, struct kunp *u)
 {
-	const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
+	uint8x16_t hm[2] = { vld1q_u8(b->hmask), vld1q_u8(b->hmask + 16) };
 	int8_t sc[16];
+	int8x16_t s;
 
 	edgeq_q3_K_scales(b->scales, sc);
 	_Pragma("GCC unroll 16") for (int g = 0; g < 16; g++)
 	{
-		int nn = g / 8, j = (g / 2) & 3, h = g & 1;
+		const int nn = g / 8, j = (g / 2) & 3, h = g & 1;
 		uint8x16_t v = vld1q_u8(b->qs + 32 * nn + 16 * h);
-		uint8x16_t hm = vld1q_u8(b->hmask + 16 * h);
-		uint8x16_t lo =
-			vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * j))), m3);
-		uint8x16_t hb = vandq_u8(
-			vshlq_u8(hm, vdupq_n_s8((int8_t) - (4 * nn + j))), one);
 
-		/* q - 4 where the mask bit is clear */
-		u->q[g] = vsubq_s8(
-			vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hb, 2))),
-			vdupq_n_s8(4));
-		u->sc[g] = sc[g];
+		/* q + 4: the two low bits (whatever lies above them is
+		 * shifted out by SLI) and the mask bit at bit 2 */
+		u->q[g] = vreinterpretq_s8_u8(
+			vsliq_n_u8(j ? vshrq_n_u8(v, j ? 2 * j : 1) : v,
+				   BIT_TO(hm[h], 4 * nn + j, 0), 2));
 	}
+	s = vld1q_s8(sc);
+	u->m[0] = vmovl_s8(vget_low_s8(s));
+	u->m[1] = vmovl_high_s8(s);
+	u->sc[0] = vmovl_s16(vget_low_s16(u->m[0]));
+	u->sc[1] = vmovl_high_s16(u->m[0]);
+	u->sc[2] = vmovl_s16(vget_low_s16(u->m[1]));
+	u->sc[3] = vmovl_high_s16(u->m[1]);
 	u->d = h2f(b->d);
 }
 
@@ -319,6 +350,7 @@ unpack_iq4_xs(const struct edgeq_block_iq4_xs *b, struct kunp *u)
 	int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
 	int8_t ls[8];
+	int16x8_t l;
 
 	edgeq_iq4_xs_scales(b, ls);
 	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
@@ -327,8 +359,10 @@ unpack_iq4_xs(const struct edgeq_block_iq4_xs *b, struct kunp *u)
 
 		u->q[2 * k] = vqtbl1q_s8(tab, vandq_u8(v, m4));
 		u->q[2 * k + 1] = vqtbl1q_s8(tab, vshrq_n_u8(v, 4));
-		u->sc[2 * k] = u->sc[2 * k + 1] = ls[k];
 	}
+	l = vmovl_s8(vld1_s8(ls));
+	u->sc[0] = vmovl_s16(vget_low_s16(l));
+	u->sc[1] = vmovl_high_s16(l);
 	u->d = h2f(b->d);
 }
 
@@ -345,40 +379,64 @@ unpack_k(enum edgeq_type t, const void *row, int64_t i, struct kunp *u)
 		unpack_iq4_xs((const struct edgeq_block_iq4_xs *)row + i, u);
 }
 
+/* sub-block sums x scale, into s: 16-element sub-blocks (one SDOT each)
+ * or 32-element ones (two SDOTs in one chain) */
+#define KD16(K)                                                    \
+	s = vmlaq_laneq_s32(s,                                     \
+			    vdotq_s32(vdupq_n_s32(0), u->q[K],     \
+				      vld1q_s8(y->qs + 16 * (K))), \
+			    u->sc[(K) / 4], (K) % 4)
+#define KD32(J)                                                                \
+	s = vmlaq_laneq_s32(s,                                                 \
+			    vdotq_s32(vdotq_s32(vdupq_n_s32(0), u->q[2 * (J)], \
+						vld1q_s8(y->qs + 32 * (J))),   \
+				      u->q[2 * (J) + 1],                       \
+				      vld1q_s8(y->qs + 32 * (J) + 16)),        \
+			    u->sc[(J) / 4], (J) % 4)
+
 static inline __attribute__((always_inline)) float
 kstep(enum edgeq_type t, const struct kunp *u, const struct edgeq_block_q8_K *y,
       float acc)
 {
 	int32x4_t s = vdupq_n_s32(0);
-	int32_t summs = 0;
+	int32_t summs = 0, isum;
 
-	_Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) s = vmlaq_n_s32(
-		s, vdotq_s32(vdupq_n_s32(0), u->q[k], vld1q_s8(y->qs + 16 * k)),
-		u->sc[k]);
-	if (t == EDGEQ_TYPE_Q5_K) {
-		int16x8_t bs = vpaddq_s16(vld1q_s16(y->bsums),
-					  vld1q_s16(y->bsums + 8));
-		int16x8_t mn = vld1q_s16(u->mins);
-		int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(mn));
-
-		ms = vmlal_s16(ms, vget_high_s16(bs), vget_high_s16(mn));
-		summs = vaddvq_s32(ms);
-	} else if (t == EDGEQ_TYPE_Q2_K) {
+	if (t == EDGEQ_TYPE_Q2_K || t == EDGEQ_TYPE_Q3_K) {
 		int16x8_t b0 = vld1q_s16(y->bsums),
 			  b1 = vld1q_s16(y->bsums + 8);
-		int16x8_t m0 = vld1q_s16(u->mins), m1 = vld1q_s16(u->mins + 8);
-		int32x4_t ms = vmull_s16(vget_low_s16(b0), vget_low_s16(m0));
+		int32x4_t ms =
+			vmull_s16(vget_low_s16(b0), vget_low_s16(u->m[0]));
 
-		ms = vmlal_s16(ms, vget_high_s16(b0), vget_high_s16(m0));
-		ms = vmlal_s16(ms, vget_low_s16(b1), vget_low_s16(m1));
-		ms = vmlal_s16(ms, vget_high_s16(b1), vget_high_s16(m1));
+		KD16(0), KD16(1), KD16(2), KD16(3), KD16(4), KD16(5);
+		KD16(6), KD16(7), KD16(8), KD16(9), KD16(10), KD16(11);
+		KD16(12), KD16(13), KD16(14), KD16(15);
+		ms = vmlal_high_s16(ms, b0, u->m[0]);
+		ms = vmlal_s16(ms, vget_low_s16(b1), vget_low_s16(u->m[1]));
+		ms = vmlal_high_s16(ms, b1, u->m[1]);
 		summs = vaddvq_s32(ms);
+	} else {
+		KD32(0), KD32(1), KD32(2), KD32(3);
+		KD32(4), KD32(5), KD32(6), KD32(7);
+		if (t == EDGEQ_TYPE_Q5_K) {
+			int16x8_t bs = vpaddq_s16(vld1q_s16(y->bsums),
+						  vld1q_s16(y->bsums + 8));
+			int32x4_t ms = vmull_s16(vget_low_s16(bs),
+						 vget_low_s16(u->m[0]));
+
+			ms = vmlal_high_s16(ms, bs, u->m[0]);
+			summs = vaddvq_s32(ms);
+		}
 	}
-	acc = fmaf(u->d * y->d, (float)vaddvq_s32(s), acc);
+	isum = vaddvq_s32(s);
+	if (t == EDGEQ_TYPE_Q3_K) /* the weights were q + 4 */
+		isum -= 4 * summs;
+	acc = fmaf(u->d * y->d, (float)isum, acc);
 	if (t == EDGEQ_TYPE_Q5_K || t == EDGEQ_TYPE_Q2_K)
 		acc = fmaf(-(u->dmin * y->d), (float)summs, acc);
 	return acc;
 }
+#undef KD16
+#undef KD32
 
 static inline __attribute__((always_inline)) float
 dotk(enum edgeq_type t, int64_t n, const void *w, const void *a)
