@@ -66,6 +66,7 @@ static float dot_f32(int64_t n, const float *x, const float *y)
 	float wt[32];
 
 	for (; j + 32 <= n; j += 32)
+#pragma GCC unroll 4
 		for (int k = 0; k < 4; k++)
 			a[k] = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * k),
 					       _mm256_loadu_ps(y + j + 8 * k),
@@ -90,6 +91,7 @@ static float dot_f16(int64_t n, const uint16_t *k, const float *q)
 	float wt[32];
 
 	for (; j + 32 <= n; j += 32)
+#pragma GCC unroll 4
 		for (int i = 0; i < 4; i++) {
 			__m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(
 				(const __m128i *)(k + j + 8 * i)));
@@ -127,6 +129,7 @@ static float vec_dot_bf16(int64_t n, const void *w, const void *act)
 	float wt[32];
 
 	for (; j + 32 <= n; j += 32)
+#pragma GCC unroll 4
 		for (int i = 0; i < 4; i++)
 			a[i] = _mm256_fmadd_ps(bf16x8(x + j + 8 * i),
 					       _mm256_loadu_ps(y + j + 8 * i),
