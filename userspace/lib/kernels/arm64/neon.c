@@ -401,6 +401,7 @@ static inline void rows8_neon(enum edgeq_type t, int64_t nb, const char *w,
 		int32x4_t p[8];
 		float dx[8];
 
+#pragma GCC unroll 8
 		for (int r = 0; r < 8; r++) {
 			int8x16_t x0, x1;
 
@@ -459,6 +460,7 @@ static inline void tile_neon(enum edgeq_type t, int64_t nb, const char *w,
 		float dx[4];
 		float32x4_t dw;
 
+#pragma GCC unroll 4
 		for (int r = 0; r < 4; r++) {
 			int8x16_t x0, x1;
 
