@@ -23,6 +23,30 @@
 #define GB_Q4_0 (32 + 4 * 64)
 #define GB_Q8_0 (32 + 8 * 64)
 
+/*
+ * acc + sdot of @w by lane @lane of @q: the lane must be an immediate, so
+ * callers pass a constant (an unrolled loop's index) and the switch folds.
+ */
+AI int32x4_t sdot_lane(int32x4_t acc, int8x16_t w, int8x16_t q, const int lane)
+{
+	switch (lane & 3) {
+	case 0:
+		return vdotq_laneq_s32(acc, w, q, 0);
+	case 1:
+		return vdotq_laneq_s32(acc, w, q, 1);
+	case 2:
+		return vdotq_laneq_s32(acc, w, q, 2);
+	default:
+		return vdotq_laneq_s32(acc, w, q, 3);
+	}
+}
+
+/* The 4 fp16 scales at @p as floats. */
+AI float32x4_t f16x4(const void *p)
+{
+	return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
 /* Per activation block: its scale, and Q4_0's bias (-8 times its sum). */
 struct act {
 	float d;
@@ -82,8 +106,7 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		__builtin_prefetch(blk + 2048 + 192);
 		__builtin_prefetch(blk + 2048 + 256);
 		for (v = 0; v < 4; v++)
-			dw[v] = vcvt_f32_f16(vreinterpret_f16_u16(
-				vld1_u16((const uint16_t *)blk + 4 * v)));
+			dw[v] = f16x4((const uint16_t *)blk + 4 * v);
 #pragma GCC unroll 4
 		for (k = 0; k < NT; k++) {
 			const int8_t *q = ((
@@ -155,30 +178,11 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 							 x80));
 
 #pragma GCC unroll 4
-					for (k = 0; k < NT; k++) {
-						int8x16_t qv = c < 4 ? q0[k] :
-								       q1[k];
-						int32x4_t *x = &s[4 * k + v];
-
-						switch (c & 3) {
-						case 0:
-							*x = vdotq_laneq_s32(
-								*x, w, qv, 0);
-							break;
-						case 1:
-							*x = vdotq_laneq_s32(
-								*x, w, qv, 1);
-							break;
-						case 2:
-							*x = vdotq_laneq_s32(
-								*x, w, qv, 2);
-							break;
-						default:
-							*x = vdotq_laneq_s32(
-								*x, w, qv, 3);
-							break;
-						}
-					}
+					for (k = 0; k < NT; k++)
+						s[4 * k + v] = sdot_lane(
+							s[4 * k + v], w,
+							c < 4 ? q0[k] : q1[k],
+							c);
 				}
 			}
 		}
@@ -333,28 +337,14 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					}
 #pragma GCC unroll 2
 					for (k = 0; k < NT; k++) {
-#define D(ACC, W, Q)                                         \
-	do {                                                 \
-		switch (c & 3) {                             \
-		case 0:                                      \
-			ACC = vdotq_laneq_s32(ACC, W, Q, 0); \
-			break;                               \
-		case 1:                                      \
-			ACC = vdotq_laneq_s32(ACC, W, Q, 1); \
-			break;                               \
-		case 2:                                      \
-			ACC = vdotq_laneq_s32(ACC, W, Q, 2); \
-			break;                               \
-		default:                                     \
-			ACC = vdotq_laneq_s32(ACC, W, Q, 3); \
-			break;                               \
-		}                                            \
-	} while (0)
-						D(l[k], vreinterpretq_s8_u8(lo),
-						  q[k][c >> 2]);
-						D(h[k], vreinterpretq_s8_u8(hi),
-						  q[k][2 + (c >> 2)]);
-#undef D
+						l[k] = sdot_lane(
+							l[k],
+							vreinterpretq_s8_u8(lo),
+							q[k][c >> 2], c);
+						h[k] = sdot_lane(
+							h[k],
+							vreinterpretq_s8_u8(hi),
+							q[k][2 + (c >> 2)], c);
 					}
 				}
 #pragma GCC unroll 2
@@ -390,10 +380,9 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		}
 #pragma GCC unroll 4
 		for (v = 0; v < 4; v++) {
-			float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(
-				vld1_u16((const uint16_t *)sb + 4 * v)));
-			float32x4_t dm = vcvt_f32_f16(vreinterpret_f16_u16(
-				vld1_u16((const uint16_t *)(sb + 32) + 4 * v)));
+			float32x4_t dw = f16x4((const uint16_t *)sb + 4 * v);
+			float32x4_t dm =
+				f16x4((const uint16_t *)(sb + 32) + 4 * v);
 
 #pragma GCC unroll 2
 			for (k = 0; k < NT; k++) {
@@ -537,30 +526,18 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 						vandq_u8(H2, m30), B, 4));
 #pragma GCC unroll 2
 					for (k = 0; k < NT; k++) {
-#define D(J, L) s[k][J] = vdotq_laneq_s32(s[k][J], w[J], qa[k][J], L)
-						switch (cc) {
-						case 0:
-							D(0, 0), D(1, 0),
-								D(2, 0),
-								D(3, 0);
-							break;
-						case 1:
-							D(0, 1), D(1, 1),
-								D(2, 1),
-								D(3, 1);
-							break;
-						case 2:
-							D(0, 2), D(1, 2),
-								D(2, 2),
-								D(3, 2);
-							break;
-						default:
-							D(0, 3), D(1, 3),
-								D(2, 3),
-								D(3, 3);
-							break;
-						}
-#undef D
+						s[k][0] =
+							sdot_lane(s[k][0], w[0],
+								  qa[k][0], cc);
+						s[k][1] =
+							sdot_lane(s[k][1], w[1],
+								  qa[k][1], cc);
+						s[k][2] =
+							sdot_lane(s[k][2], w[2],
+								  qa[k][2], cc);
+						s[k][3] =
+							sdot_lane(s[k][3], w[3],
+								  qa[k][3], cc);
 					}
 				}
 				for (int j = 0; j < 4; j++) {
@@ -580,8 +557,7 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		}
 #pragma GCC unroll 4
 		for (v = 0; v < 4; v++) {
-			float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(
-				vld1_u16((const uint16_t *)sb + 4 * v)));
+			float32x4_t dw = f16x4((const uint16_t *)sb + 4 * v);
 
 #pragma GCC unroll 2
 			for (k = 0; k < NT; k++)
