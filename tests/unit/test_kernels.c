@@ -1450,13 +1450,17 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 	};
 	static const enum edgeq_type types[] = {
 		EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_K,
-		EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_Q6_K,
+		EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_Q6_K, EDGEQ_TYPE_Q3_K,
+		EDGEQ_TYPE_Q2_K,
 	};
 	int checked = 0;
 
 	if (!ops->matvec_packed)
 		return;
-	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q3_K, 16, 256), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_IQ4_XS, 16, 256), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q3_K, 17, 256), 2 * 1824);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q2_K, 16, 512),
+			 2 * 16 * 84);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q6_K, 16, 256), 16 * 210);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 16, 48), 0);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 17, 64),

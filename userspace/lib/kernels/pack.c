@@ -29,6 +29,16 @@
  * 4r..4r+3 are row r's qh[4c..4c+3] (bit j: bit 4 of sub-block j's
  * element), 2880 bytes per group and super-block (2.3 % over the file).
  *
+ * Q3_K and Q2_K keep Q6_K's frame (d at 0, the 16 sub-blocks' scales
+ * from byte 32, the quants from byte 288) so one NEON tile serves the
+ * three, with the scales ordered for the row group (sc16() below): Q3_K,
+ * 1824 bytes (3.6 % over the file: the 6-bit scales unpacked to int8,
+ * value - 32), has 16 chunks of qs (chunk c: row r's qs[4c..4c+3]) and
+ * from byte 1312 8 chunks of hmask (chunk c: row r's hmask[4c..4c+3], the
+ * file's bit order); Q2_K, 1344 bytes (the file's size), has the file's
+ * scale bytes (scale | min << 4), 16 chunks of qs and the 16 fp16 dmin at
+ * byte 1312.
+ *
  * So one 64-byte load holds 4 weights of each of the 16 rows, one 32-bit
  * lane per row: a SIMD table multiplies them by 4 broadcast activation
  * bytes and the 16 rows' exact block sums land in 16 lanes, with no
@@ -41,6 +51,25 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+
+/* @nc chunks from @dst: row @r's src[4c..4c+3] at bytes 4r.. of chunk c */
+static void chunks(uint8_t *dst, const uint8_t *src, int nc, int64_t r)
+{
+	for (int c = 0; c < nc; c++)
+		memcpy(dst + 64 * c + 4 * r, src + 4 * c, 4);
+}
+
+/*
+ * Q3_K/Q2_K: where sub-block g's scale of row r goes. By row group v =
+ * r / 4, then by quarter q = 2 (g / 8) + g % 2 (the half and 16-column
+ * half the NEON tile walks), then j = (g / 2) % 4: one 16-byte load holds
+ * what a row group needs for a quarter.
+ */
+static size_t sc16(int g, int64_t r)
+{
+	return 32 + 64 * (size_t)(r / 4) + 16 * (2 * (g / 8) + g % 2) +
+	       4 * ((g / 2) % 4) + (size_t)(r % 4);
+}
 
 static size_t group_block_bytes(enum edgeq_type t)
 {
@@ -55,6 +84,10 @@ static size_t group_block_bytes(enum edgeq_type t)
 		return 64 + 256 + 32 * 64 + 8 * 64;
 	case EDGEQ_TYPE_Q6_K:
 		return 32 + 256 + 32 * 64 + 16 * 64;
+	case EDGEQ_TYPE_Q3_K:
+		return 32 + 256 + 16 * 64 + 8 * 64;
+	case EDGEQ_TYPE_Q2_K:
+		return 32 + 256 + 16 * 64 + 32;
 	default:
 		return 0;
 	}
@@ -63,10 +96,7 @@ static size_t group_block_bytes(enum edgeq_type t)
 size_t edgeq_pack16_size(enum edgeq_type t, int64_t rows, int64_t n)
 {
 	size_t gb = group_block_bytes(t);
-	int64_t bs = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K ||
-				     t == EDGEQ_TYPE_Q6_K ?
-			     256 :
-			     32;
+	int64_t bs = t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0 ? 32 : 256;
 
 	if (!gb || rows < 1 || n < bs || n % bs)
 		return 0;
@@ -78,7 +108,9 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 {
 	size_t gb = group_block_bytes(t), rs = edgeq_row_size(t, n);
 	bool k = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K;
-	int64_t nblk = n / (k || t == EDGEQ_TYPE_Q6_K ? 256 : 32), g, i, r;
+	int64_t nblk = n / (t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0 ? 32 :
+									   256),
+		g, i, r;
 	uint8_t *o = out;
 
 	for (g = 0; g < (rows + 15) / 16; g++)
@@ -96,13 +128,28 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					for (int j = 0; j < 16; j++)
 						o[32 + 16 * j + r] =
 							(uint8_t)b->scales[j];
-					for (int c = 0; c < 32; c++)
-						memcpy(o + 288 + 64 * c + 4 * r,
-						       b->ql + 4 * c, 4);
-					for (int c = 0; c < 16; c++)
-						memcpy(o + 2336 + 64 * c +
-							       4 * r,
-						       b->qh + 4 * c, 4);
+					chunks(o + 288, b->ql, 32, r);
+					chunks(o + 2336, b->qh, 16, r);
+				} else if (t == EDGEQ_TYPE_Q3_K) {
+					const struct edgeq_block_q3_K *b =
+						(const void *)(row + i * 110);
+					int8_t sc[16];
+
+					memcpy(o + 2 * r, &b->d, 2);
+					edgeq_q3_K_scales(b->scales, sc);
+					for (int j = 0; j < 16; j++)
+						o[sc16(j, r)] = (uint8_t)sc[j];
+					chunks(o + 288, b->qs, 16, r);
+					chunks(o + 1312, b->hmask, 8, r);
+				} else if (t == EDGEQ_TYPE_Q2_K) {
+					const struct edgeq_block_q2_K *b =
+						(const void *)(row + i * 84);
+
+					memcpy(o + 2 * r, &b->d, 2);
+					memcpy(o + 1312 + 2 * r, &b->dmin, 2);
+					for (int j = 0; j < 16; j++)
+						o[sc16(j, r)] = b->scales[j];
+					chunks(o + 288, b->qs, 16, r);
 				} else if (k) {
 					/* Q4_K and Q5_K share d, dmin,
 					 * scales and qs (at other offsets) */
@@ -128,27 +175,15 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 						o[64 + 16 * j + r] = sc[j];
 						o[192 + 16 * j + r] = m[j];
 					}
-					for (int jj = 0; jj < 4; jj++)
-						for (int c = 0; c < 8; c++)
-							memcpy(o + 320 +
-								       64 * (8 * jj +
-									     c) +
-								       4 * r,
-							       qs + 32 * jj +
-								       4 * c,
-							       4);
-					for (int c = 0; five && c < 8; c++)
-						memcpy(o + 2368 + 64 * c +
-							       4 * r,
-						       b5->qh + 4 * c, 4);
+					chunks(o + 320, qs, 32, r);
+					if (five)
+						chunks(o + 2368, b5->qh, 8, r);
 				} else if (t == EDGEQ_TYPE_Q4_0) {
 					const struct edgeq_block_q4_0 *b =
 						(const void *)(row + i * 18);
 
 					memcpy(o + 2 * r, &b->d, 2);
-					for (int c = 0; c < 4; c++)
-						memcpy(o + 32 + 64 * c + 4 * r,
-						       b->qs + 4 * c, 4);
+					chunks(o + 32, b->qs, 4, r);
 				} else {
 					const struct edgeq_block_q8_0 *b =
 						(const void *)(row + i * 34);

@@ -417,56 +417,122 @@ static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		tile_k(gp, i0, i1, a, as, ap, aps, 1, false, acc);
 }
 
-/* ---- Q6_K: as avx512_pack.c's, 4 rows per vector ---- */
+/* ---- 16-element sub-blocks: Q6_K (as avx512_pack.c's), Q3_K and Q2_K
+ * (kernels/pack.c: one frame, d at 0, scales from 32, quants from 288) ---- */
 
 #define GB_Q6_K (32 + 256 + 32 * 64 + 16 * 64)
+#define GB_Q3_K (32 + 256 + 16 * 64 + 8 * 64)
+#define GB_Q2_K (32 + 256 + 16 * 64 + 32)
 
-struct act6 {
+struct act16 {
 	float d;
-	int32_t nb32[16]; /* -32 x each 16-byte group's sum */
+	/* per 16-byte group: where its chain starts (Q6_K: -32, Q3_K: -4
+	 * times its sum, the weights being stored q + 32 and q + 4); Q2_K:
+	 * the sum itself, for the mins */
+	int32_t nb[16];
 };
 
-static void act6_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
-		      struct act6 *o)
+static void act16_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
+		       int64_t nsb, struct act16 *o)
 {
+	const int32_t f = t == EDGEQ_TYPE_Q6_K ? -32 :
+			  t == EDGEQ_TYPE_Q3_K ? -4 :
+						 1;
+
 	for (int64_t i = 0; i < nsb; i++) {
 		o[i].d = a[i].d;
 		for (int g = 0; g < 16; g++)
-			o[i].nb32[g] = -32 * a[i].bsums[g];
+			o[i].nb[g] = f * a[i].bsums[g];
+	}
+}
+
+/*
+ * Chunk @c (0-7) of half @n of a quarter's row group @v as four weight
+ * vectors, element 128 n + 32 j + l in w[j], all unsigned:
+ * Q6_K: the two high bits (from qh) shifted in above ql's low nibble (SLI)
+ * or below its high nibble (SRI), so no nibble is masked on its own;
+ * Q3_K: the two low bits, and the mask bit (moved to bit 0..3 by @hs,
+ * -4 n) at bit 2 with one insert or bit select: q + 4;
+ * Q2_K: the two bits.
+ */
+AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
+	    int8x16_t hs, int8x16_t w[4])
+{
+	const uint8x16_t m1 = vdupq_n_u8(1), m3 = vdupq_n_u8(3),
+			 m4 = vdupq_n_u8(4), m30 = vdupq_n_u8(0x30);
+
+	if (T == EDGEQ_TYPE_Q6_K) {
+		uint8x16_t A = vld1q_u8(sb + 288 + 64 * (16 * n + c) + 16 * v);
+		uint8x16_t B =
+			vld1q_u8(sb + 288 + 64 * (16 * n + 8 + c) + 16 * v);
+		uint8x16_t H = vld1q_u8(sb + 2336 + 64 * (8 * n + c) + 16 * v);
+		uint8x16_t H2 = vshrq_n_u8(H, 2);
+
+		w[0] = vreinterpretq_s8_u8(vsliq_n_u8(A, vandq_u8(H, m3), 4));
+		w[1] = vreinterpretq_s8_u8(vsliq_n_u8(B, vandq_u8(H2, m3), 4));
+		w[2] = vreinterpretq_s8_u8(vsriq_n_u8(vandq_u8(H, m30), A, 4));
+		w[3] = vreinterpretq_s8_u8(vsriq_n_u8(vandq_u8(H2, m30), B, 4));
+	} else {
+		uint8x16_t Q = vld1q_u8(sb + 288 + 64 * (8 * n + c) + 16 * v);
+		uint8x16_t l1 = vandq_u8(vshrq_n_u8(Q, 2), m3);
+		uint8x16_t l2 = vandq_u8(vshrq_n_u8(Q, 4), m3);
+		uint8x16_t l3 = vshrq_n_u8(Q, 6);
+
+		if (T == EDGEQ_TYPE_Q3_K) {
+			uint8x16_t H = vshlq_u8(
+				vld1q_u8(sb + 1312 + 64 * c + 16 * v), hs);
+
+			w[0] = vreinterpretq_s8_u8(
+				vsliq_n_u8(Q, vandq_u8(H, m1), 2));
+			w[1] = vreinterpretq_s8_u8(
+				vbslq_u8(m4, vshlq_n_u8(H, 1), l1));
+			w[2] = vreinterpretq_s8_u8(vbslq_u8(m4, H, l2));
+			w[3] = vreinterpretq_s8_u8(
+				vbslq_u8(m4, vshrq_n_u8(H, 1), l3));
+		} else {
+			w[0] = vreinterpretq_s8_u8(vandq_u8(Q, m3));
+			w[1] = vreinterpretq_s8_u8(l1);
+			w[2] = vreinterpretq_s8_u8(l2);
+			w[3] = vreinterpretq_s8_u8(l3);
+		}
 	}
 }
 
 /*
  * One group against NT tokens. Per quarter (half n, 16-column half c4) the
  * activation vectors and the scales are loaded once; for each row group v
- * the 4 x NT chains start at -32 x the group's activation sum, and each
- * chunk's four weight vectors are built with one shift-insert each: the
- * two high bits (from qh) go in above ql's low nibble (SLI) or below its
- * high nibble (SRI), so no nibble needs masking or shifting of its own.
+ * the 4 x NT chains start at the act16 value of their 16-byte group and
+ * take the four weight vectors of each chunk (w16()); then each chain
+ * times its sub-block's scale goes into the super-block's exact sum, and
+ * for Q2_K each min times the group's activation sum into a second one.
  */
-AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
-		size_t as, const struct act6 *ap, int64_t aps, const int NT,
-		float32x4_t *accp)
+AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
+		int64_t i1, const char *a, size_t as, const struct act16 *ap,
+		int64_t aps, const int NT, float32x4_t *accp)
 {
-	const uint8x16_t m3 = vdupq_n_u8(3), m30 = vdupq_n_u8(0x30);
+	const int GB = T == EDGEQ_TYPE_Q6_K ? GB_Q6_K :
+		       T == EDGEQ_TYPE_Q3_K ? GB_Q3_K :
+					      GB_Q2_K;
+	const bool mins = T == EDGEQ_TYPE_Q2_K;
 	float32x4_t acc[2 * 4];
 	int k, v;
 
 	for (k = 0; k < 4 * NT; k++)
 		acc[k] = accp[k];
 	for (int64_t i = i0; i < i1; i++) {
-		const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
-		int32x4_t isum[2 * 4];
+		const uint8_t *sb = gp + (size_t)i * GB;
+		int32x4_t isum[2 * 4], summ[2 * 4];
 
 #pragma GCC unroll 64
-		for (int o = 0; o < GB_Q6_K; o += 64)
+		for (int o = 0; o < GB; o += 64)
 			__builtin_prefetch(sb + 2048 + o);
 #pragma GCC unroll 8
 		for (k = 0; k < 4 * NT; k++)
-			isum[k] = vdupq_n_s32(0);
+			isum[k] = summ[k] = vdupq_n_s32(0);
 #pragma GCC unroll 1
 		for (int q4 = 0; q4 < 4; q4++) {
 			const int n = q4 >> 1, c4 = q4 & 1;
+			const int8x16_t hs = vdupq_n_s8((int8_t)(-4 * n));
 			int8x16_t qa[2][4];
 			int16x8_t sw[4][2];
 
@@ -475,11 +541,14 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 				const struct edgeq_block_q8_K *qb =
 					(const void *)(a + k * as);
 
+#pragma GCC unroll 4
 				for (int j = 0; j < 4; j++)
 					qa[k][j] = vld1q_s8(qb[i].qs + 128 * n +
 							    32 * j + 16 * c4);
 			}
-			for (int j = 0; j < 4; j++) {
+			/* Q6_K: sub-block g's 16 rows at 32 + 16 g, kept
+			 * widened for the quarter (the x86 layout) */
+			for (int j = 0; T == EDGEQ_TYPE_Q6_K && j < 4; j++) {
 				int8x16_t b =
 					vld1q_s8((const int8_t *)sb + 32 +
 						 16 * (8 * n + c4 + 2 * j));
@@ -493,37 +562,23 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 
 #pragma GCC unroll 2
 				for (k = 0; k < NT; k++) {
-					const struct act6 *x =
+					const struct act16 *x =
 						&ap[k * aps + i - i0];
 
+#pragma GCC unroll 4
 					for (int j = 0; j < 4; j++)
-						s[k][j] = vdupq_n_s32(
-							x->nb32[8 * n + c4 +
-								2 * j]);
+						s[k]
+						 [j] = mins ? vdupq_n_s32(0) :
+							      vdupq_n_s32(
+								      x->nb[8 * n +
+									    c4 +
+									    2 * j]);
 				}
 #pragma GCC unroll 4
 				for (int cc = 0; cc < 4; cc++) {
-					const int c = 4 * c4 + cc;
-					uint8x16_t A = vld1q_u8(
-						sb + 288 + 64 * (16 * n + c) +
-						16 * v);
-					uint8x16_t B = vld1q_u8(
-						sb + 288 +
-						64 * (16 * n + 8 + c) + 16 * v);
-					uint8x16_t H = vld1q_u8(
-						sb + 2336 + 64 * (8 * n + c) +
-						16 * v);
-					uint8x16_t H2 = vshrq_n_u8(H, 2);
 					int8x16_t w[4];
 
-					w[0] = vreinterpretq_s8_u8(vsliq_n_u8(
-						A, vandq_u8(H, m3), 4));
-					w[1] = vreinterpretq_s8_u8(vsliq_n_u8(
-						B, vandq_u8(H2, m3), 4));
-					w[2] = vreinterpretq_s8_u8(vsriq_n_u8(
-						vandq_u8(H, m30), A, 4));
-					w[3] = vreinterpretq_s8_u8(vsriq_n_u8(
-						vandq_u8(H2, m30), B, 4));
+					w16(T, sb, n, 4 * c4 + cc, v, hs, w);
 #pragma GCC unroll 2
 					for (k = 0; k < NT; k++) {
 						s[k][0] =
@@ -540,18 +595,81 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 								  qa[k][3], cc);
 					}
 				}
+				/* Q3_K, Q2_K: the quarter's 4 sub-blocks of
+				 * rows 4v..4v+3 in one 16-byte vector (byte
+				 * 4 j + r), widened here: fewer live registers
+				 * than 4 x 16 rows kept for the quarter */
+				int16x8_t s16[2], m16[2];
+
+				if (T != EDGEQ_TYPE_Q6_K) {
+					uint8x16_t b = vld1q_u8(
+						sb + 32 + 64 * v + 16 * q4);
+
+					if (mins) { /* scale | min << 4 */
+						uint8x16_t sc = vandq_u8(
+							b, vdupq_n_u8(0x0f));
+						uint8x16_t m = vshrq_n_u8(b, 4);
+
+						s16[0] = vreinterpretq_s16_u16(
+							vmovl_u8(vget_low_u8(
+								sc)));
+						s16[1] = vreinterpretq_s16_u16(
+							vmovl_high_u8(sc));
+						m16[0] = vreinterpretq_s16_u16(
+							vmovl_u8(vget_low_u8(
+								m)));
+						m16[1] = vreinterpretq_s16_u16(
+							vmovl_high_u8(m));
+					} else {
+						int8x16_t c =
+							vreinterpretq_s8_u8(b);
+
+						s16[0] = vmovl_s8(
+							vget_low_s8(c));
+						s16[1] = vmovl_high_s8(c);
+					}
+				}
+#pragma GCC unroll 4
 				for (int j = 0; j < 4; j++) {
-					int16x8_t h = sw[j][v >> 1];
+					int16x8_t h = T == EDGEQ_TYPE_Q6_K ?
+							      sw[j][v >> 1] :
+							      s16[j >> 1];
+					const int hi = T == EDGEQ_TYPE_Q6_K ?
+							       v & 1 :
+							       j & 1;
 					int32x4_t sc =
-						v & 1 ? vmovl_high_s16(h) :
-							vmovl_s16(vget_low_s16(
-								h));
+						hi ? vmovl_high_s16(h) :
+						     vmovl_s16(vget_low_s16(h));
 
 #pragma GCC unroll 2
-					for (k = 0; k < NT; k++)
+					for (k = 0; k < NT; k++) {
+						/* |sum| <= 16 x 128 */
+						int16_t bs;
+
 						isum[4 * k + v] = vmlaq_s32(
 							isum[4 * k + v],
 							s[k][j], sc);
+						if (!mins)
+							continue;
+						bs = (int16_t)ap[k * aps + i -
+								 i0]
+							     .nb[8 * n + c4 +
+								 2 * j];
+						summ[4 * k + v] =
+							j & 1 ? vmlal_high_n_s16(
+									summ[4 * k +
+									     v],
+									m16[j >>
+									    1],
+									bs) :
+								vmlal_n_s16(
+									summ[4 * k +
+									     v],
+									vget_low_s16(
+										m16[j >>
+										    1]),
+									bs);
+					}
 				}
 			}
 		}
@@ -560,25 +678,48 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			float32x4_t dw = f16x4((const uint16_t *)sb + 4 * v);
 
 #pragma GCC unroll 2
-			for (k = 0; k < NT; k++)
+			for (k = 0; k < NT; k++) {
+				float da = ap[k * aps + i - i0].d;
+
 				acc[4 * k + v] = vfmaq_f32(
-					acc[4 * k + v],
-					vmulq_n_f32(dw, ap[k * aps + i - i0].d),
+					acc[4 * k + v], vmulq_n_f32(dw, da),
 					vcvtq_f32_s32(isum[4 * k + v]));
+				if (mins)
+					acc[4 * k + v] = vfmsq_f32(
+						acc[4 * k + v],
+						vmulq_n_f32(
+							f16x4((const uint16_t
+								       *)(sb +
+									  1312) +
+							      4 * v),
+							da),
+						vcvtq_f32_s32(summ[4 * k + v]));
+			}
 		}
 	}
 	for (k = 0; k < 4 * NT; k++)
 		accp[k] = acc[k];
 }
 
-static void tile_q6_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+static void tile_16_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 			int64_t i1, const char *a, size_t as, const void *ap,
 			int64_t aps, int nt, float32x4_t *acc)
 {
-	if (nt == 2)
-		tile_q6(gp, i0, i1, a, as, ap, aps, 2, acc);
-	else
-		tile_q6(gp, i0, i1, a, as, ap, aps, 1, acc);
+#define T(TY, N)                                                             \
+	do {                                                                 \
+		if (t == EDGEQ_TYPE_##TY && nt == N) {                       \
+			tile_16(EDGEQ_TYPE_##TY, gp, i0, i1, a, as, ap, aps, \
+				N, acc);                                     \
+			return;                                              \
+		}                                                            \
+	} while (0)
+	T(Q6_K, 2);
+	T(Q6_K, 1);
+	T(Q3_K, 2);
+	T(Q3_K, 1);
+	T(Q2_K, 2);
+	T(Q2_K, 1);
+#undef T
 }
 
 /* ---- one driver for every packed type (as avx512_pack.c's) ---- */
@@ -593,9 +734,9 @@ static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 	actk_prep(a, nblk, out);
 }
 
-static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+static void prep_16(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
-	act6_prep(a, nblk, out);
+	act16_prep(t, a, nblk, out);
 }
 
 struct kind {
@@ -621,7 +762,13 @@ static const struct kind k_q5_K = {
 	256, GB_Q5_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
 };
 static const struct kind k_q6_K = {
-	256, GB_Q6_K, 292, sizeof(struct act6), 2, prep_q6, tile_q6_any
+	256, GB_Q6_K, 292, sizeof(struct act16), 2, prep_16, tile_16_any
+};
+static const struct kind k_q3_K = {
+	256, GB_Q3_K, 292, sizeof(struct act16), 2, prep_16, tile_16_any
+};
+static const struct kind k_q2_K = {
+	256, GB_Q2_K, 292, sizeof(struct act16), 2, prep_16, tile_16_any
 };
 
 /* Without heap scratch, this many blocks are prepared on the stack. */
@@ -636,11 +783,13 @@ void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
 			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
 			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
+			       t == EDGEQ_TYPE_Q3_K ? &k_q3_K :
+			       t == EDGEQ_TYPE_Q2_K ? &k_q2_K :
 						      &k_q6_K;
 	int64_t nblk = n / k->bs, g, b0;
 	size_t gsz = (size_t)nblk * k->gb;
 	char *ab = act_bytes((size_t)(nb * nblk) * k->act);
-	_Alignas(16) char st[4 * SEG * sizeof(struct act6)];
+	_Alignas(16) char st[4 * SEG * sizeof(struct act16)];
 	float32x4_t acc[16];
 	float out[16];
 
