@@ -52,7 +52,7 @@
 
 #include "kernels/kernels.h"
 
-/* @nc chunks from @dst: row @r's src[4c..4c+3] at bytes 4r.. of chunk c */
+/* @nc chunks into @dst: row @r's src[4c..4c+3] at bytes 4r.. of chunk c */
 static void chunks(uint8_t *dst, const uint8_t *src, int nc, int64_t r)
 {
 	for (int c = 0; c < nc; c++)
@@ -69,6 +69,12 @@ static size_t sc16(int g, int64_t r)
 {
 	return 32 + 64 * (size_t)(r / 4) + 16 * (2 * (g / 8) + g % 2) +
 	       4 * ((g / 2) % 4) + (size_t)(r % 4);
+}
+
+/* columns per block: Q4_0/Q8_0's 32, the K-quants' 256 */
+static int64_t block_cols(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0 ? 32 : 256;
 }
 
 static size_t group_block_bytes(enum edgeq_type t)
@@ -96,7 +102,7 @@ static size_t group_block_bytes(enum edgeq_type t)
 size_t edgeq_pack16_size(enum edgeq_type t, int64_t rows, int64_t n)
 {
 	size_t gb = group_block_bytes(t);
-	int64_t bs = t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0 ? 32 : 256;
+	int64_t bs = block_cols(t);
 
 	if (!gb || rows < 1 || n < bs || n % bs)
 		return 0;
@@ -108,9 +114,7 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 {
 	size_t gb = group_block_bytes(t), rs = edgeq_row_size(t, n);
 	bool k = t == EDGEQ_TYPE_Q4_K || t == EDGEQ_TYPE_Q5_K;
-	int64_t nblk = n / (t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0 ? 32 :
-									   256),
-		g, i, r;
+	int64_t nblk = n / block_cols(t), g, i, r;
 	uint8_t *o = out;
 
 	for (g = 0; g < (rows + 15) / 16; g++)
