@@ -37,7 +37,7 @@ add() { # MODEL PROMPT
 	args+=("$1" "$2")
 	n=$((n + 1))
 }
-for t in q4_0 q8_0 q4_k q3_k_m q2_k; do # q3_k_m, q2_k: the 16-row Q3_K/Q2_K tiles
+for t in q4_0 q8_0 q4_k q3_k_m q2_k q4_1 q5_0 q5_1 iq4_nl; do # q3_k_m, q2_k: the 16-row Q3_K/Q2_K tiles; q4_1 .. iq4_nl: the 4-row token tiles
 	"$B/tools/gguf-gen" -o "$W/$t.gguf" --type "$t" --seed 21 >/dev/null 2>&1 && add "$PWD/$W/$t.gguf" "Hello world, again"
 done
 [ -f "$EDGEQ_TEST_MODELS/stories260K.gguf" ] && add "$EDGEQ_TEST_MODELS/stories260K.gguf" "Once upon a time"

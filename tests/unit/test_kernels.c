@@ -888,6 +888,25 @@ static void matmul_check(const struct edgeq_kernel_ops *ops)
 						ym[b * ROWS + r], y[r], d);
 			}
 		}
+		/* the few-token batches of continuous batching: every tail
+		 * of a token tile, from row 1 */
+		for (int nb = 1; nb <= 9; nb++) {
+			ops->matmul(t, w, N, 1, ROWS, a + 5 * as, as, nb, ym,
+				    ROWS);
+			for (int b = 0; b < nb; b++)
+				for (int r = 1; r < ROWS; r++) {
+					float d = ref->vec_dot[t](
+						N, w + r * rs,
+						a + (5 + b) * as);
+
+					if (!same_float(ym[b * ROWS + r], d))
+						fail_msg(
+							"%s %s matmul of %d tokens row %d token %d: %a, scalar %a",
+							ops->name, tt->name, nb,
+							r, b, ym[b * ROWS + r],
+							d);
+				}
+		}
 		free(w);
 		free(a);
 		free(x);

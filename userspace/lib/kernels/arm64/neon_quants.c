@@ -7,8 +7,8 @@
  * sums, and every float step is the scalar fmaf chain.
  *
  *  - 32-element blocks x Q8_0: decode takes 8 rows per step (two
- *    float32x4 chains, pairwise-add trees as the Q4_0 matvec); prefill runs
- *    it per token over groups of 8 rows that stay in L1.
+ *    float32x4 chains, pairwise-add trees as the Q4_0 matvec); prefill
+ *    tiles of 4 rows x 4 tokens unpack each block once for the 4 tokens.
  *  - K-quants x Q8_K: a super-block unpacked once into 16 vectors of 16
  *    bytes (element order) and 16 sub-block scales, then per token 16 sdot
  *    and a multiply-accumulate by the scale; prefill tiles of one row x 4
@@ -16,6 +16,7 @@
  */
 #include <arm_neon.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -31,122 +32,152 @@ static inline float h2f(uint16_t h)
 	return (float)f;
 }
 
-/* bytes b of @bits (a 16-bit half of the Q5 word) as 0 or @val */
-static inline uint8x16_t bits16_to_bytes(uint32_t bits, uint8_t val)
-{
-	static const uint8_t bit[16] = { 1, 2, 4, 8, 16, 32, 64, 128,
-					 1, 2, 4, 8, 16, 32, 64, 128 };
-	uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)bits),
-				   vdup_n_u8((uint8_t)(bits >> 8)));
-
-	return vandq_u8(vtstq_u8(v, vld1q_u8(bit)), vdupq_n_u8(val));
-}
-
 /* ---- 32-element blocks x Q8_0 ---- */
+
+#define AI static inline __attribute__((always_inline))
+
+/* Every block starts with its fp16 scale d; the affine types' min m
+ * follows it. */
+_Static_assert(offsetof(struct edgeq_block_q4_1, m) == 2, "q4_1 min");
+_Static_assert(offsetof(struct edgeq_block_q5_1, m) == 2, "q5_1 min");
 
 static inline bool affine(enum edgeq_type t)
 {
 	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
 }
 
-/* Block i as two halves of 16 signed bytes (elements 0-15, 16-31), its
- * scale and min. */
-static inline __attribute__((always_inline)) void
-wblock(enum edgeq_type t, const void *row, int64_t i, int8x16_t *x0,
-       int8x16_t *x1, float *d, float *m)
+AI size_t bsize32(enum edgeq_type t)
 {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f);
-	const uint8_t *qs;
-	uint8x16_t lo, hi;
+	switch (t) {
+	case EDGEQ_TYPE_Q4_1:
+		return sizeof(struct edgeq_block_q4_1);
+	case EDGEQ_TYPE_Q5_0:
+		return sizeof(struct edgeq_block_q5_0);
+	case EDGEQ_TYPE_Q5_1:
+		return sizeof(struct edgeq_block_q5_1);
+	default:
+		return sizeof(struct edgeq_block_iq4_nl);
+	}
+}
+
+AI float f16at(const char *p)
+{
+	uint16_t h;
+
+	memcpy(&h, p, sizeof(h));
+	return h2f(h);
+}
+
+/* The fp16 at @p and at @p + k @rs (k = 1..3) as 4 float lanes, loaded
+ * into their lanes (blocks and rows have even sizes, so each is 2-byte
+ * aligned). */
+AI float32x4_t f16_rows4(const char *p, size_t rs)
+{
+	uint16x4_t v = vld1_dup_u16((const uint16_t *)p);
+
+	v = vld1_lane_u16((const uint16_t *)(p + rs), v, 1);
+	v = vld1_lane_u16((const uint16_t *)(p + 2 * rs), v, 2);
+	v = vld1_lane_u16((const uint16_t *)(p + 3 * rs), v, 3);
+	return vcvt_f32_f16(vreinterpret_f16_u16(v));
+}
+
+/*
+ * Q5's fifth bits as byte masks: byte l of @lo is 0xff when bit l of qh is
+ * set, of @hi when bit 16 + l is. The word is broadcast once and its bytes
+ * spread by one table lookup per half (byte l takes qh byte l / 8), then
+ * each lane tests its own bit.
+ */
+AI void q5_bits(const uint8_t *qhb, uint8x16_t *lo, uint8x16_t *hi)
+{
+	static const uint8_t idx[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1,
+					 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+					 2, 2, 3, 3, 3, 3, 3, 3, 3, 3 };
+	static const uint8_t bit[16] = { 1, 2, 4, 8, 16, 32, 64, 128,
+					 1, 2, 4, 8, 16, 32, 64, 128 };
+	uint8x16_t v = vreinterpretq_u8_u32(vdupq_n_u32(edgeq_q5_qh(qhb)));
+
+	*lo = vtstq_u8(vqtbl1q_u8(v, vld1q_u8(idx)), vld1q_u8(bit));
+	*hi = vtstq_u8(vqtbl1q_u8(v, vld1q_u8(idx + 16)), vld1q_u8(bit));
+}
+
+/* The block at @blk as two halves of 16 signed bytes (elements 0-15,
+ * 16-31): Q5_0's q - 16 is the nibble less 16 where the fifth bit is
+ * clear (one bic and one sub a half). */
+AI void wq(enum edgeq_type t, const char *blk, int8x16_t *x0, int8x16_t *x1)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0f), b4 = vdupq_n_u8(16);
+	uint8x16_t v, lo, hi, l, h;
 
 	switch (t) {
-	case EDGEQ_TYPE_Q4_1: {
-		const struct edgeq_block_q4_1 *b =
-			(const struct edgeq_block_q4_1 *)row + i;
-
-		*d = h2f(b->d);
-		*m = h2f(b->m);
-		qs = b->qs;
-		break;
-	}
-	case EDGEQ_TYPE_Q5_0:
-	case EDGEQ_TYPE_Q5_1: {
-		const uint8_t *qhb;
-		uint32_t qh;
-
-		if (t == EDGEQ_TYPE_Q5_0) {
-			const struct edgeq_block_q5_0 *b =
-				(const struct edgeq_block_q5_0 *)row + i;
-
-			*d = h2f(b->d);
-			*m = 0;
-			qs = b->qs;
-			qhb = b->qh;
-		} else {
-			const struct edgeq_block_q5_1 *b =
-				(const struct edgeq_block_q5_1 *)row + i;
-
-			*d = h2f(b->d);
-			*m = h2f(b->m);
-			qs = b->qs;
-			qhb = b->qh;
-		}
-		qh = edgeq_q5_qh(qhb);
-		lo = vorrq_u8(vandq_u8(vld1q_u8(qs), m4),
-			      bits16_to_bytes(qh, 16));
-		hi = vorrq_u8(vshrq_n_u8(vld1q_u8(qs), 4),
-			      bits16_to_bytes(qh >> 16, 16));
-		if (t == EDGEQ_TYPE_Q5_0) {
-			lo = vsubq_u8(lo, vdupq_n_u8(16));
-			hi = vsubq_u8(hi, vdupq_n_u8(16));
-		}
-		*x0 = vreinterpretq_s8_u8(lo);
-		*x1 = vreinterpretq_s8_u8(hi);
+	case EDGEQ_TYPE_Q4_1:
+		v = vld1q_u8((const uint8_t *)blk +
+			     offsetof(struct edgeq_block_q4_1, qs));
+		*x0 = vreinterpretq_s8_u8(vandq_u8(v, m4));
+		*x1 = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
 		return;
-	}
+	case EDGEQ_TYPE_Q5_0:
+		v = vld1q_u8((const uint8_t *)blk +
+			     offsetof(struct edgeq_block_q5_0, qs));
+		q5_bits((const uint8_t *)blk +
+				offsetof(struct edgeq_block_q5_0, qh),
+			&lo, &hi);
+		l = vsubq_u8(vandq_u8(v, m4), vbicq_u8(b4, lo));
+		h = vsubq_u8(vshrq_n_u8(v, 4), vbicq_u8(b4, hi));
+		*x0 = vreinterpretq_s8_u8(l);
+		*x1 = vreinterpretq_s8_u8(h);
+		return;
+	case EDGEQ_TYPE_Q5_1:
+		v = vld1q_u8((const uint8_t *)blk +
+			     offsetof(struct edgeq_block_q5_1, qs));
+		q5_bits((const uint8_t *)blk +
+				offsetof(struct edgeq_block_q5_1, qh),
+			&lo, &hi);
+		l = vorrq_u8(vandq_u8(v, m4), vandq_u8(b4, lo));
+		h = vorrq_u8(vshrq_n_u8(v, 4), vandq_u8(b4, hi));
+		*x0 = vreinterpretq_s8_u8(l);
+		*x1 = vreinterpretq_s8_u8(h);
+		return;
 	default: {
-		const struct edgeq_block_iq4_nl *b =
-			(const struct edgeq_block_iq4_nl *)row + i;
 		int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
-		uint8x16_t v = vld1q_u8(b->qs);
 
-		*d = h2f(b->d);
-		*m = 0;
+		v = vld1q_u8((const uint8_t *)blk +
+			     offsetof(struct edgeq_block_iq4_nl, qs));
 		*x0 = vqtbl1q_s8(tab, vandq_u8(v, m4));
 		*x1 = vqtbl1q_s8(tab, vshrq_n_u8(v, 4));
 		return;
 	}
 	}
-	*x0 = vreinterpretq_s8_u8(vandq_u8(vld1q_u8(qs), m4));
-	*x1 = vreinterpretq_s8_u8(vshrq_n_u8(vld1q_u8(qs), 4));
 }
 
-static inline int32x4_t block_dot(int8x16_t x0, int8x16_t x1, const int8_t *y)
+static inline int32x4_t block_dot(int8x16_t x0, int8x16_t x1, int8x16_t y0,
+				  int8x16_t y1)
 {
-	return vdotq_s32(vdotq_s32(vdupq_n_s32(0), x0, vld1q_s8(y)), x1,
-			 vld1q_s8(y + 16));
+	return vdotq_s32(vdotq_s32(vdupq_n_s32(0), x0, y0), x1, y1);
 }
 
-static inline int32_t act_sum(const int8_t *y)
+/* an activation block's sum, for the affine types' min term */
+static inline float act_sum(int8x16_t y0, int8x16_t y1)
 {
-	return vaddlvq_s8(vld1q_s8(y)) + vaddlvq_s8(vld1q_s8(y + 16));
+	return (float)(vaddlvq_s8(y0) + vaddlvq_s8(y1));
 }
 
-static inline __attribute__((always_inline)) float
-dot32(enum edgeq_type t, int64_t n, const void *w, const void *a)
+AI float dot32(enum edgeq_type t, int64_t n, const void *w, const void *a)
 {
 	const struct edgeq_block_q8_0 *y = a;
+	const size_t bs = bsize32(t);
 	float acc = 0;
 
 	for (int64_t i = 0; i < n / 32; i++) {
-		int8x16_t x0, x1;
-		float d, m, da = h2f(y[i].d);
+		const char *blk = (const char *)w + i * bs;
+		int8x16_t x0, x1, y0 = vld1q_s8(y[i].qs),
+				  y1 = vld1q_s8(y[i].qs + 16);
+		float da = h2f(y[i].d);
 
-		wblock(t, w, i, &x0, &x1, &d, &m);
-		acc = fmaf(d * da,
-			   (float)vaddvq_s32(block_dot(x0, x1, y[i].qs)), acc);
+		wq(t, blk, &x0, &x1);
+		acc = fmaf(f16at(blk) * da,
+			   (float)vaddvq_s32(block_dot(x0, x1, y0, y1)), acc);
 		if (affine(t))
-			acc = fmaf(m * da, (float)act_sum(y[i].qs), acc);
+			acc = fmaf(f16at(blk + 2) * da, act_sum(y0, y1), acc);
 	}
 	return acc;
 }
@@ -176,56 +207,150 @@ static inline int32x4_t hsum_4x4(const int32x4_t p[4])
 	return vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
 }
 
-static inline __attribute__((always_inline)) void
-rows8_32(enum edgeq_type t, int64_t nb, const char *w, size_t rs, const void *a,
-	 float *y)
+/*
+ * Rows r..r+3 x tokens 0..NT-1 (NT <= 4), one output per float lane: each
+ * block of the 4 rows is unpacked once for the NT tokens; per token 8 sdot
+ * and one pairwise-add tree give the rows' exact block sums, then the
+ * scalar dot's fma (and the min term's) on 4 rows at once. Decode (one
+ * token) takes rows8() instead, which shares the activation over 8 rows.
+ */
+AI void tile32(enum edgeq_type t, const int NT, int64_t nb, const char *w,
+	       size_t rs, const char *a, size_t as, float *y, int64_t ldy)
+{
+	const size_t bs = bsize32(t);
+	float32x4_t acc[4];
+
+	for (int k = 0; k < NT; k++)
+		acc[k] = vdupq_n_f32(0);
+	for (int64_t i = 0; i < nb; i++) {
+		const char *blk = w + i * bs;
+		float32x4_t dw = f16_rows4(blk, rs), dm = vdupq_n_f32(0);
+		int8x16_t x[8];
+
+		if (affine(t))
+			dm = f16_rows4(blk + 2, rs);
+#pragma GCC unroll 4
+		for (int r = 0; r < 4; r++)
+			wq(t, blk + r * rs, &x[2 * r], &x[2 * r + 1]);
+#pragma GCC unroll 4
+		for (int k = 0; k < NT; k++) {
+			const struct edgeq_block_q8_0 *ya =
+				(const struct edgeq_block_q8_0 *)(a + k * as) +
+				i;
+			int8x16_t y0 = vld1q_s8(ya->qs),
+				  y1 = vld1q_s8(ya->qs + 16);
+			float da = h2f(ya->d);
+			int32x4_t p[4];
+
+#pragma GCC unroll 4
+			for (int r = 0; r < 4; r++)
+				p[r] = block_dot(x[2 * r], x[2 * r + 1], y0,
+						 y1);
+			acc[k] = vfmaq_f32(acc[k], vmulq_n_f32(dw, da),
+					   vcvtq_f32_s32(hsum_4x4(p)));
+			if (affine(t))
+				acc[k] =
+					vfmaq_f32(acc[k], vmulq_n_f32(dm, da),
+						  vdupq_n_f32(act_sum(y0, y1)));
+		}
+	}
+	for (int k = 0; k < NT; k++)
+		vst1q_f32(y + k * ldy, acc[k]);
+}
+
+/* Decode: 8 rows at once, one row per float lane (two float32x4 chains). */
+AI void rows8_32(enum edgeq_type t, int64_t nb, const char *w, size_t rs,
+		 const void *a, float *y)
 {
 	const struct edgeq_block_q8_0 *ya = a;
+	const size_t bs = bsize32(t);
 	float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
 
 	for (int64_t i = 0; i < nb; i++) {
-		float32x4_t da = vdupq_n_f32(h2f(ya[i].d));
+		const char *blk = w + i * bs;
+		int8x16_t y0 = vld1q_s8(ya[i].qs), y1 = vld1q_s8(ya[i].qs + 16);
+		float da = h2f(ya[i].d);
 		int32x4_t p[8];
-		float d[8], m[8];
 
+#pragma GCC unroll 8
 		for (int r = 0; r < 8; r++) {
 			int8x16_t x0, x1;
 
-			wblock(t, w + r * rs, i, &x0, &x1, &d[r], &m[r]);
-			p[r] = block_dot(x0, x1, ya[i].qs);
+			wq(t, blk + r * rs, &x0, &x1);
+			p[r] = block_dot(x0, x1, y0, y1);
 		}
-		acc0 = vfmaq_f32(acc0, vmulq_f32(vld1q_f32(d), da),
+		acc0 = vfmaq_f32(acc0, vmulq_n_f32(f16_rows4(blk, rs), da),
 				 vcvtq_f32_s32(hsum_4x4(p)));
-		acc1 = vfmaq_f32(acc1, vmulq_f32(vld1q_f32(d + 4), da),
+		acc1 = vfmaq_f32(acc1,
+				 vmulq_n_f32(f16_rows4(blk + 4 * rs, rs), da),
 				 vcvtq_f32_s32(hsum_4x4(p + 4)));
 		if (affine(t)) {
-			float32x4_t s = vdupq_n_f32((float)act_sum(ya[i].qs));
+			float32x4_t s = vdupq_n_f32(act_sum(y0, y1));
 
-			acc0 = vfmaq_f32(acc0, vmulq_f32(vld1q_f32(m), da), s);
-			acc1 = vfmaq_f32(acc1, vmulq_f32(vld1q_f32(m + 4), da),
-					 s);
+			acc0 = vfmaq_f32(
+				acc0, vmulq_n_f32(f16_rows4(blk + 2, rs), da),
+				s);
+			acc1 = vfmaq_f32(
+				acc1,
+				vmulq_n_f32(f16_rows4(blk + 2 + 4 * rs, rs),
+					    da),
+				s);
 		}
 	}
 	vst1q_f32(y, acc0);
 	vst1q_f32(y + 4, acc1);
 }
 
-static inline __attribute__((always_inline)) void
-matmul32(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
-	 int64_t row1, const char *a, size_t as, int64_t nb, float *y,
-	 int64_t ldy)
+/* Token blocks of this many keep their activations in L2 while the tiles
+ * walk the rows; each tile's 4 rows stay in L1 across the block. */
+#define TOK_BLK32 64
+
+AI void matmul32(enum edgeq_type t, const void *w, int64_t n, int64_t row0,
+		 int64_t row1, const char *a, size_t as, int64_t nb, float *y,
+		 int64_t ldy)
 {
 	size_t rs = edgeq_row_size(t, n);
-	int64_t r = row0;
+	int64_t nblk = n / 32, r = row0;
 
-	for (; r + 8 <= row1; r += 8)
-		for (int64_t b = 0; b < nb; b++)
-			rows8_32(t, n / 32, (const char *)w + r * rs, rs,
-				 a + b * as, y + b * ldy + r);
-	for (; r < row1; r++)
-		for (int64_t b = 0; b < nb; b++)
-			y[b * ldy + r] = dot32(t, n, (const char *)w + r * rs,
-					       a + b * as);
+	if (nb == 1) {
+		for (; r + 8 <= row1; r += 8)
+			rows8_32(t, nblk, (const char *)w + r * rs, rs, a,
+				 y + r);
+		for (; r < row1; r++)
+			y[r] = dot32(t, n, (const char *)w + r * rs, a);
+		return;
+	}
+	for (int64_t b0 = 0; b0 < nb; b0 += TOK_BLK32) {
+		int64_t b1 = b0 + TOK_BLK32 < nb ? b0 + TOK_BLK32 : nb;
+
+		for (r = row0; r + 4 <= row1; r += 4) {
+			const char *wr = (const char *)w + r * rs;
+			int64_t b = b0;
+
+			for (; b + 4 <= b1; b += 4)
+				tile32(t, 4, nblk, wr, rs, a + b * as, as,
+				       y + b * ldy + r, ldy);
+			switch (b1 - b) {
+			case 3:
+				tile32(t, 3, nblk, wr, rs, a + b * as, as,
+				       y + b * ldy + r, ldy);
+				break;
+			case 2:
+				tile32(t, 2, nblk, wr, rs, a + b * as, as,
+				       y + b * ldy + r, ldy);
+				break;
+			case 1:
+				tile32(t, 1, nblk, wr, rs, a + b * as, as,
+				       y + b * ldy + r, ldy);
+				break;
+			}
+		}
+		for (; r < row1; r++)
+			for (int64_t b = b0; b < b1; b++)
+				y[b * ldy + r] = dot32(t, n,
+						       (const char *)w + r * rs,
+						       a + b * as);
+	}
 }
 
 /* ---- K-quants x Q8_K ---- */
