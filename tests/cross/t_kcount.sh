@@ -79,6 +79,28 @@ EOF
 check "counts: attributed, amortised by tokens, stable across iteration counts" test $? -eq 0
 cat "$T/py.log"
 
+# the i8mm table: refused for the boards (Orin has no i8mm), and its
+# token-pair tile (usmmla) cheaper per token than the sdot tile
+tools/kcount -b 1 --no-x86 --arm64-kernels neon-i8mm --profiles share/edgeq/profiles.ini >/dev/null 2>"$T/e5"
+check "kcount --profiles refuses the i8mm table (exit 2)" test $? -eq 2
+check "  and says why" grep -q "no i8mm" "$T/e5"
+tools/kcount -T Q8_0 -b 4 -r 64 -c 1024 -i 2 --no-x86 --json >"$T/n.json" 2>>"$T/a.err"
+tools/kcount -T Q8_0 -b 4 -r 64 -c 1024 -i 2 --no-x86 --arm64-kernels neon-i8mm --json >"$T/m.json" 2>>"$T/a.err"
+python3 - "$T/n.json" "$T/m.json" >"$T/py3.log" 2>&1 <<'EOF'
+import json, sys
+def packed(f):
+    return [r for r in json.load(open(f))["rows"] if r["layout"] == "packed"][0]
+n, m = packed(sys.argv[1]), packed(sys.argv[2])
+good = (n["kernels"] == "neon" and m["kernels"] == "neon-i8mm" and
+        m["functions"][0][0] == "tile_mm_any" and
+        m["insn_per_byte"] < 0.9 * n["insn_per_byte"])
+print(f"Q8_0 x4 packed: neon {n['insn_per_byte']:.3f} ({n['functions'][0][0]}), "
+      f"neon-i8mm {m['insn_per_byte']:.3f} ({m['functions'][0][0]}) instructions per byte")
+sys.exit(0 if good else 1)
+EOF
+check "the i8mm tile runs >10 % fewer instructions than the sdot tile (Q8_0, 4 tokens)" test $? -eq 0
+cat "$T/py3.log"
+
 # profiles.ini's figures are what the kernels count today (the default shape)
 tools/kcount -T Q4_0,Q4_K -b 1 --no-x86 --profiles share/edgeq/profiles.ini --json >"$T/p.json" 2>>"$T/a.err"
 check "kcount --profiles runs" test $? -eq 0

@@ -8,8 +8,9 @@
 # BPF programs attach to an arm64 kernel (thermal_pressure_update among
 # them) and pass their BPF_PROG_TEST_RUN selftest, the NEON kernels' and the
 # streamer's unit tests pass with real io_uring (which qemu-user lacks), and
-# greedy decoding, mmap and streamed through io_uring, gives the x86-64
-# build's tokens and logits bit for bit; with edgeq.ko cross-built for the
+# greedy decoding, mmap (with the i8mm table the VM's CPU selects, and with
+# the dotprod-only neon table an Orin runs) and streamed through io_uring,
+# gives the x86-64 build's tokens and logits bit for bit; with edgeq.ko cross-built for the
 # arm64 kernel (tools/vm/kmod-arm64) loaded, every kmodtest case passes and
 # the module unloads. Any BUG/WARNING/refcount line in the guest's kernel
 # log fails (tools/vm/run-in-vm).
@@ -93,14 +94,16 @@ if [ -n "${EDGEQ_KMOD_ARM64:-}" ]; then
 		esac
 	done
 fi
+check "the VM's CPU (-cpu max, i8mm) selects the neon-i8mm table" \
+	grep -q 'selected kernels: neon-i8mm' "$G/unit-test_kernels.log"
 for u in test_kernels test_stream test_stream_budget; do
 	check "$u passes on arm64 ($(grep -E '^\[  (PASSED|FAILED) ' "$G/unit-$u.log" | tr '\n' ' '))" \
 		grep -qx 'rc=0' "$G/unit-$u.log"
 done
 for ((i = 0; i < n; i++)); do
 	m=$(basename "${args[2 * i]}")
-	for w in mmap stream; do
-		check "$m, --weights $w: aarch64 VM = x86-64, tokens and logits" \
+	for w in mmap neon stream; do
+		check "$m ($w): aarch64 VM = x86-64, tokens and logits" \
 			bash -c "cmp -s '$W/x-$i.json' '$G/run-$i-$w.json' && cmp -s '$W/x-$i.bin' '$G/run-$i-$w.bin'"
 	done
 	check "$m: streamed through io_uring (no fallback said)" bash -c "! grep -q io_uring '$G/run-$i-stream.err'"

@@ -1024,8 +1024,8 @@ static void q80_check_tables(enum edgeq_type t, const void *w, int R,
 			     int64_t nb, const void *a, int NB,
 			     const char *what)
 {
-	static const char *const names[] = { "scalar", "avx2", "avx512",
-					     "neon" };
+	static const char *const names[] = { "scalar", "avx2", "avx512", "neon",
+					     "neon-i8mm" };
 	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
 	int64_t n = nb * 32;
 	size_t rs = edgeq_row_size(t, n),
@@ -1584,7 +1584,8 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 
 static void test_simd_tables(void **state)
 {
-	static const char *const names[] = { "avx2", "avx512", "neon" };
+	static const char *const names[] = { "avx2", "avx512", "neon",
+					     "neon-i8mm" };
 	int tested = 0;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -211,7 +211,7 @@ size_t edgeq_row_size(uint32_t type, int64_t n);
 typedef float (*edgeq_vec_dot_fn)(int64_t n, const void *w, const void *a);
 
 struct edgeq_kernel_ops {
-	const char *name; /* "scalar", "avx2", "neon" */
+	const char *name; /* "scalar", "avx2", "avx512", "neon", "neon-i8mm" */
 	edgeq_vec_dot_fn vec_dot[EDGEQ_TYPE_COUNT]; /* by weight type */
 
 	/*
@@ -440,7 +440,8 @@ int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n);
 #endif
 #if defined(__aarch64__)
-/* arm64/neon_pack.c: Q4_0/Q8_0/Q4_K/Q5_K/Q6_K on 16-row packed weights. */
+/* arm64/neon_pack.c: Q4_0/Q8_0/Q4_K/Q5_K/Q6_K/Q3_K/Q2_K on 16-row packed
+ * weights; the i8mm form takes Q4_0/Q8_0 prompts by token pairs (usmmla). */
 void edgeq_neon_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
 			      int64_t row0, int64_t row1, const void *a,
 			      float *y);
@@ -448,6 +449,10 @@ void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			      int64_t row0, int64_t row1, const void *a,
 			      size_t a_stride, int64_t nb, float *y,
 			      int64_t ldy);
+void edgeq_neon_i8mm_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
+				   int64_t row0, int64_t row1, const void *a,
+				   size_t a_stride, int64_t nb, float *y,
+				   int64_t ldy);
 #endif
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
 			  enum edgeq_type type, const void *w, int64_t n,
@@ -538,6 +543,9 @@ extern const struct edgeq_kernel_ops edgeq_kernel_ops_scalar;
 /* Defined only in builds for that ISA (x86/avx2.c, arm64/neon.c). */
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_avx2;
 extern const struct edgeq_kernel_ops edgeq_kernel_ops_neon;
+/* The NEON table with the Armv8.6 int8 matrix multiply (i8mm) for Q4_0 and
+ * Q8_0 prompts (arm64/neon.c); the same values. */
+const struct edgeq_kernel_ops *edgeq_kernel_ops_neon_i8mm(void);
 /* AVX2 plus AVX-512 VNNI: Q8_0/Q4_0 dots, decode matvec for Q4_0, Q8_0,
  * Q4_K and Q6_K, prefill matmul for the same types, many-key attention and
  * the softmax (x86/avx512*.c, x86/attn512.c). */

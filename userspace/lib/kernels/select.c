@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Choosing the ops table once at start-up: the best the CPU runs (cpuid on
- * x86-64, AT_HWCAP on aarch64), or the one EDGEQ_KERNELS names. Each ISA
+ * x86-64, AT_HWCAP and AT_HWCAP2 on aarch64), or the one EDGEQ_KERNELS names. Each ISA
  * build references only its own table (x86/ or arm64/ files are built for
  * their ISA alone). This file is built without ISA flags so the probes run
  * on any CPU.
@@ -38,13 +38,21 @@ static const struct edgeq_kernel_ops *isa_table(const char *name)
 #define HWCAP_FPHP (1 << 9)
 #endif
 
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
+
 static const struct edgeq_kernel_ops *isa_table(const char *name)
 {
 	unsigned long hw = getauxval(AT_HWCAP);
 
-	if (strcmp(name, "neon") || !(hw & HWCAP_ASIMDDP) || !(hw & HWCAP_FPHP))
+	if (!(hw & HWCAP_ASIMDDP) || !(hw & HWCAP_FPHP))
 		return NULL;
-	return &edgeq_kernel_ops_neon;
+	if (!strcmp(name, "neon"))
+		return &edgeq_kernel_ops_neon;
+	if (!strcmp(name, "neon-i8mm") && (getauxval(AT_HWCAP2) & HWCAP2_I8MM))
+		return edgeq_kernel_ops_neon_i8mm();
+	return NULL;
 }
 #else
 static const struct edgeq_kernel_ops *isa_table(const char *name)
@@ -71,8 +79,8 @@ static pthread_once_t select_once = PTHREAD_ONCE_INIT;
 static void select_best(void)
 {
 	const char *env = getenv("EDGEQ_KERNELS");
-	static const char *const order[] = { "avx512", "avx2", "neon",
-					     "scalar" };
+	static const char *const order[] = { "avx512", "avx2", "neon-i8mm",
+					     "neon", "scalar" };
 
 	if (env && *env && (selected = edgeq_kernels_by_name(env)))
 		return;

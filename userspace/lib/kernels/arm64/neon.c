@@ -11,6 +11,7 @@
  */
 #include <arm_neon.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -634,3 +635,19 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
 	.axpy_q8_0 = axpy_q8_0,
 	.stream_read = stream_read,
 };
+
+static struct edgeq_kernel_ops table_i8mm;
+static pthread_once_t i8mm_once = PTHREAD_ONCE_INIT;
+
+static void i8mm_init(void)
+{
+	table_i8mm = edgeq_kernel_ops_neon;
+	table_i8mm.name = "neon-i8mm";
+	table_i8mm.matmul_packed = edgeq_neon_i8mm_matmul_packed;
+}
+
+const struct edgeq_kernel_ops *edgeq_kernel_ops_neon_i8mm(void)
+{
+	pthread_once(&i8mm_once, i8mm_init);
+	return &table_i8mm;
+}

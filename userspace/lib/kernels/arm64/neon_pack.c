@@ -53,16 +53,23 @@ struct act {
 	int32_t bias;
 };
 
-static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
-		     int64_t nblk, struct act *out)
+/* bias: @mul times the block's sum */
+static void act_prep_mul(const struct edgeq_block_q8_0 *a, int64_t nblk,
+			 int32_t mul, struct act *out)
 {
 	for (int64_t i = 0; i < nblk; i++) {
 		int16x8_t s = vaddq_s16(vpaddlq_s8(vld1q_s8(a[i].qs)),
 					vpaddlq_s8(vld1q_s8(a[i].qs + 16)));
 
 		out[i].d = edgeq_fp16_to_fp32(a[i].d);
-		out[i].bias = t == EDGEQ_TYPE_Q4_0 ? -8 * vaddlvq_s16(s) : 0;
+		out[i].bias = mul * vaddlvq_s16(s);
 	}
+}
+
+static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
+		     int64_t nblk, struct act *out)
+{
+	act_prep_mul(a, nblk, t == EDGEQ_TYPE_Q4_0 ? -8 : 0, out);
 }
 
 static __thread void *tl_act;
@@ -199,27 +206,193 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 	}
 }
 
+/* @F (tile or tile_mm) with a constant type and token count */
+#define Q80_CASE(F, N)                                                    \
+	case N:                                                           \
+		if (t == EDGEQ_TYPE_Q4_0)                                 \
+			F(EDGEQ_TYPE_Q4_0, gp, i0, i1, a, as, ap, aps, N, \
+			  acc);                                           \
+		else                                                      \
+			F(EDGEQ_TYPE_Q8_0, gp, i0, i1, a, as, ap, aps, N, \
+			  acc);                                           \
+		return
+#define Q80_SWITCH(F)           \
+	switch (nt) {           \
+		Q80_CASE(F, 1); \
+		Q80_CASE(F, 2); \
+		Q80_CASE(F, 3); \
+		Q80_CASE(F, 4); \
+	}
+
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		     int64_t i1, const char *a, size_t as, const void *ap,
 		     int64_t aps, int nt, float32x4_t *acc)
 {
-#define T(N)                                                                 \
-	case N:                                                              \
-		if (t == EDGEQ_TYPE_Q4_0)                                    \
-			tile(EDGEQ_TYPE_Q4_0, gp, i0, i1, a, as, ap, aps, N, \
-			     acc);                                           \
-		else                                                         \
-			tile(EDGEQ_TYPE_Q8_0, gp, i0, i1, a, as, ap, aps, N, \
-			     acc);                                           \
-		return
-	switch (nt) {
-		T(1);
-		T(2);
-		T(3);
-		T(4);
-	}
-#undef T
+	Q80_SWITCH(tile)
 }
+
+/*
+ * ---- i8mm (Armv8.6 int8 matrix multiply): Q4_0/Q8_0 prefill by token
+ * pairs, on the same packed layout ----
+ *
+ * usmmla(acc, W, A) with W = [row a: 8 bytes | row b: 8 bytes] (unsigned)
+ * and A = [token t: 8 bytes | token u: 8 bytes] (signed) adds the four dots
+ * [a.t, a.u, b.t, b.u]: 32 multiply-adds an instruction where sdot by lane
+ * does 16. Chunk c's lane r holds bytes 4c..4c+3 of row r, so zip1/zip2 of
+ * two chunks' 32-bit lanes give rows (4v, 4v+1) and (4v+2, 4v+3) over 8
+ * consecutive bytes (Q4_0: zip the raw bytes, then the low nibbles are
+ * elements 8j.., the high ones 16 + 8j..); a pair's activations zip by
+ * 64-bit halves. The weights stay unsigned (Q4_0's nibbles, Q8_0's stored
+ * q + 128), so each chain starts at -8 or -128 times the token's block
+ * sum: the exact block sums, then the same float step per row and token
+ * as tile(), in lanes ordered by row pair and token pair (zipped in and
+ * out of the caller's acc[4 * k + v] once per call).
+ */
+#define I8MM __attribute__((target("+i8mm")))
+
+/* NT tokens (a constant at each call, up to 4) as NT / 2 pairs rounded
+ * up; an odd last token is paired with itself and its twin discarded.
+ * More pairs a tile spill: at 8 tokens the 16 activation operands and 32
+ * accumulators do not fit the 32 vector registers (kcount: Q4_0 0.305
+ * instructions per byte and token against 0.287 at 4). */
+I8MM AI void tile_mm(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		     int64_t i1, const char *a, size_t as, const struct act *ap,
+		     int64_t aps, const int NT, float32x4_t *acc)
+{
+	const size_t gb = t == EDGEQ_TYPE_Q4_0 ? GB_Q4_0 : GB_Q8_0;
+	const int NP = (NT + 1) / 2;
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	float32x4_t f[2 * 8];
+	int p, v;
+
+	/* f[8p + 2v + h]: rows 4v + 2h, 4v + 2h + 1 x tokens 2p, 2p + 1 */
+	for (p = 0; p < NP; p++)
+		for (v = 0; v < 4; v++) {
+			float32x4_t x = acc[8 * p + v], y = acc[8 * p + 4 + v];
+
+			f[8 * p + 2 * v] = vzip1q_f32(x, y);
+			f[8 * p + 2 * v + 1] = vzip2q_f32(x, y);
+		}
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *blk = gp + (size_t)i * gb;
+		int8x16_t A[2][4];
+		int32x4_t st[2];
+		float32x4_t da[2];
+
+		__builtin_prefetch(blk + 2048);
+		__builtin_prefetch(blk + 2048 + 64);
+		__builtin_prefetch(blk + 2048 + 128);
+		__builtin_prefetch(blk + 2048 + 192);
+		__builtin_prefetch(blk + 2048 + 256);
+#pragma GCC unroll 4
+		for (p = 0; p < NP; p++) {
+			const int k0 = 2 * p,
+				  k1 = 2 * p + 1 < NT ? 2 * p + 1 : 2 * p;
+			const int8_t *y0 = ((const struct edgeq_block_q8_0
+						     *)(a + k0 * as))[i]
+						   .qs,
+				     *y1 = ((const struct edgeq_block_q8_0
+						     *)(a + k1 * as))[i]
+						   .qs;
+			const struct act *x0 = &ap[k0 * aps + i - i0],
+					 *x1 = &ap[k1 * aps + i - i0];
+			int64x2_t q0 = vreinterpretq_s64_s8(vld1q_s8(y0)),
+				  q1 = vreinterpretq_s64_s8(vld1q_s8(y0 + 16)),
+				  r0 = vreinterpretq_s64_s8(vld1q_s8(y1)),
+				  r1 = vreinterpretq_s64_s8(vld1q_s8(y1 + 16));
+			int32x2_t b = vset_lane_s32(x1->bias,
+						    vdup_n_s32(x0->bias), 1);
+			float32x2_t d =
+				vset_lane_f32(x1->d, vdup_n_f32(x0->d), 1);
+
+			A[p][0] = vreinterpretq_s8_s64(vzip1q_s64(q0, r0));
+			A[p][1] = vreinterpretq_s8_s64(vzip2q_s64(q0, r0));
+			A[p][2] = vreinterpretq_s8_s64(vzip1q_s64(q1, r1));
+			A[p][3] = vreinterpretq_s8_s64(vzip2q_s64(q1, r1));
+			st[p] = vcombine_s32(b, b);
+			da[p] = vcombine_f32(d, d);
+		}
+#pragma GCC unroll 4
+		for (v = 0; v < 4; v++) {
+			float32x4_t d4 = f16x4((const uint16_t *)blk + 4 * v);
+			float32x4_t dw[2] = { vzip1q_f32(d4, d4),
+					      vzip2q_f32(d4, d4) };
+			uint8x16_t W[2][4];
+
+			if (t == EDGEQ_TYPE_Q4_0) {
+				uint32x4_t c[4];
+
+				for (int j = 0; j < 4; j++)
+					c[j] = vreinterpretq_u32_u8(vld1q_u8(
+						blk + 32 + 64 * j + 16 * v));
+#pragma GCC unroll 2
+				for (int h = 0; h < 2; h++) {
+					uint8x16_t z0 = vreinterpretq_u8_u32(
+						h ? vzip2q_u32(c[0], c[1]) :
+						    vzip1q_u32(c[0], c[1]));
+					uint8x16_t z1 = vreinterpretq_u8_u32(
+						h ? vzip2q_u32(c[2], c[3]) :
+						    vzip1q_u32(c[2], c[3]));
+
+					W[h][0] = vandq_u8(z0, m4);
+					W[h][1] = vandq_u8(z1, m4);
+					W[h][2] = vshrq_n_u8(z0, 4);
+					W[h][3] = vshrq_n_u8(z1, 4);
+				}
+			} else {
+#pragma GCC unroll 4
+				for (int j = 0; j < 4; j++) {
+					uint32x4_t c0 =
+						vreinterpretq_u32_u8(vld1q_u8(
+							blk + 32 +
+							64 * (2 * j) + 16 * v));
+					uint32x4_t c1 = vreinterpretq_u32_u8(
+						vld1q_u8(blk + 32 +
+							 64 * (2 * j + 1) +
+							 16 * v));
+
+					W[0][j] = vreinterpretq_u8_u32(
+						vzip1q_u32(c0, c1));
+					W[1][j] = vreinterpretq_u8_u32(
+						vzip2q_u32(c0, c1));
+				}
+			}
+#pragma GCC unroll 4
+			for (p = 0; p < NP; p++)
+#pragma GCC unroll 2
+				for (int h = 0; h < 2; h++) {
+					int32x4_t s = st[p];
+					float32x4_t *fp = &f[8 * p + 2 * v + h];
+
+					s = vusmmlaq_s32(s, W[h][0], A[p][0]);
+					s = vusmmlaq_s32(s, W[h][1], A[p][1]);
+					s = vusmmlaq_s32(s, W[h][2], A[p][2]);
+					s = vusmmlaq_s32(s, W[h][3], A[p][3]);
+					*fp = vfmaq_f32(*fp,
+							vmulq_f32(dw[h], da[p]),
+							vcvtq_f32_s32(s));
+				}
+		}
+	}
+	for (p = 0; p < NP; p++)
+		for (v = 0; v < 4; v++) {
+			float32x4_t x = f[8 * p + 2 * v],
+				    y = f[8 * p + 2 * v + 1];
+
+			acc[8 * p + v] = vuzp1q_f32(x, y);
+			acc[8 * p + 4 + v] = vuzp2q_f32(x, y);
+		}
+}
+
+static I8MM void tile_mm_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+			     int64_t i1, const char *a, size_t as,
+			     const void *ap, int64_t aps, int nt,
+			     float32x4_t *acc)
+{
+	Q80_SWITCH(tile_mm)
+}
+#undef Q80_SWITCH
+#undef Q80_CASE
 
 /* ---- Q4_K and Q5_K: the x86 file's design (avx512_pack.c), 4 rows per
  * vector; Q5_K adds a plane of 8 chunks whose byte holds the fifth bit of
@@ -729,6 +902,13 @@ static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 	act_prep(t, a, nblk, out);
 }
 
+/* usmmla's start values: -8 (Q4_0) or -128 (Q8_0) times the block sum */
+static void prep_q80_mm(enum edgeq_type t, const void *a, int64_t nblk,
+			void *out)
+{
+	act_prep_mul(a, nblk, t == EDGEQ_TYPE_Q4_0 ? -8 : -128, out);
+}
+
 static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
 	actk_prep(a, nblk, out);
@@ -755,6 +935,12 @@ static const struct kind k_q4_0 = { 32, GB_Q4_0,  34,	   sizeof(struct act),
 				    4,	prep_q80, tile_any };
 static const struct kind k_q8_0 = { 32, GB_Q8_0,  34,	   sizeof(struct act),
 				    4,	prep_q80, tile_any };
+static const struct kind k_q4_0_mm = {
+	32, GB_Q4_0, 34, sizeof(struct act), 4, prep_q80_mm, tile_mm_any
+};
+static const struct kind k_q8_0_mm = {
+	32, GB_Q8_0, 34, sizeof(struct act), 4, prep_q80_mm, tile_mm_any
+};
 static const struct kind k_q4_K = {
 	256, GB_Q4_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
 };
@@ -774,23 +960,17 @@ static const struct kind k_q2_K = {
 /* Without heap scratch, this many blocks are prepared on the stack. */
 #define SEG 16
 
-void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
-			      int64_t row0, int64_t row1, const void *a,
-			      size_t a_stride, int64_t nb, float *y,
-			      int64_t ldy)
+#define TMAX 4 /* the most tokens a kind's tile takes */
+
+static void matmul_kind(const struct kind *k, enum edgeq_type t, const void *w,
+			int64_t n, int64_t row0, int64_t row1, const void *a,
+			size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
-	const struct kind *k = t == EDGEQ_TYPE_Q4_0 ? &k_q4_0 :
-			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
-			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
-			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
-			       t == EDGEQ_TYPE_Q3_K ? &k_q3_K :
-			       t == EDGEQ_TYPE_Q2_K ? &k_q2_K :
-						      &k_q6_K;
 	int64_t nblk = n / k->bs, g, b0;
 	size_t gsz = (size_t)nblk * k->gb;
 	char *ab = act_bytes((size_t)(nb * nblk) * k->act);
-	_Alignas(16) char st[4 * SEG * sizeof(struct act16)];
-	float32x4_t acc[16];
+	_Alignas(16) char st[TMAX * SEG * sizeof(struct act16)];
+	float32x4_t acc[4 * TMAX];
 	float out[16];
 
 	for (b0 = 0; ab && b0 < nb; b0++)
@@ -805,7 +985,8 @@ void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			int nt = nb - b0 < k->tmax ? (int)(nb - b0) : k->tmax;
 			const char *ak = (const char *)a + b0 * a_stride;
 
-			for (int j = 0; j < 4 * nt; j++)
+			/* all of them: tile_mm reads an odd tile's twin */
+			for (int j = 0; j < 4 * TMAX; j++)
 				acc[j] = vdupq_n_f32(0);
 			if (ab)
 				k->tile(t, gp, 0, nblk, ak, a_stride,
@@ -837,6 +1018,41 @@ void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			}
 		}
 	}
+}
+
+static const struct kind *kind_of(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_0 ? &k_q4_0 :
+	       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
+	       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
+	       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
+	       t == EDGEQ_TYPE_Q3_K ? &k_q3_K :
+	       t == EDGEQ_TYPE_Q2_K ? &k_q2_K :
+				      &k_q6_K;
+}
+
+void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      size_t a_stride, int64_t nb, float *y,
+			      int64_t ldy)
+{
+	matmul_kind(kind_of(t), t, w, n, row0, row1, a, a_stride, nb, y, ldy);
+}
+
+/* The i8mm table's: Q4_0/Q8_0 prompts by token pairs (a single token,
+ * decode's matvec, stays with sdot: a pair would do twice its work). */
+void edgeq_neon_i8mm_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
+				   int64_t row0, int64_t row1, const void *a,
+				   size_t a_stride, int64_t nb, float *y,
+				   int64_t ldy)
+{
+	const struct kind *k = kind_of(t);
+
+	if (nb > 1 && t == EDGEQ_TYPE_Q4_0)
+		k = &k_q4_0_mm;
+	else if (nb > 1 && t == EDGEQ_TYPE_Q8_0)
+		k = &k_q8_0_mm;
+	matmul_kind(k, t, w, n, row0, row1, a, a_stride, nb, y, ldy);
 }
 
 void edgeq_neon_matvec_packed(enum edgeq_type t, const void *w, int64_t n,

@@ -116,27 +116,29 @@ AI void wq(enum edgeq_type t, const char *blk, int8x16_t *x0, int8x16_t *x1)
 		*x1 = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
 		return;
 	case EDGEQ_TYPE_Q5_0:
+	case EDGEQ_TYPE_Q5_1: {
+		const bool q50 = t == EDGEQ_TYPE_Q5_0;
+
 		v = vld1q_u8((const uint8_t *)blk +
-			     offsetof(struct edgeq_block_q5_0, qs));
+			     (q50 ? offsetof(struct edgeq_block_q5_0, qs) :
+				    offsetof(struct edgeq_block_q5_1, qs)));
 		q5_bits((const uint8_t *)blk +
-				offsetof(struct edgeq_block_q5_0, qh),
+				(q50 ? offsetof(struct edgeq_block_q5_0, qh) :
+				       offsetof(struct edgeq_block_q5_1, qh)),
 			&lo, &hi);
-		l = vsubq_u8(vandq_u8(v, m4), vbicq_u8(b4, lo));
-		h = vsubq_u8(vshrq_n_u8(v, 4), vbicq_u8(b4, hi));
+		l = vandq_u8(v, m4);
+		h = vshrq_n_u8(v, 4);
+		if (q50) {
+			l = vsubq_u8(l, vbicq_u8(b4, lo));
+			h = vsubq_u8(h, vbicq_u8(b4, hi));
+		} else {
+			l = vorrq_u8(l, vandq_u8(b4, lo));
+			h = vorrq_u8(h, vandq_u8(b4, hi));
+		}
 		*x0 = vreinterpretq_s8_u8(l);
 		*x1 = vreinterpretq_s8_u8(h);
 		return;
-	case EDGEQ_TYPE_Q5_1:
-		v = vld1q_u8((const uint8_t *)blk +
-			     offsetof(struct edgeq_block_q5_1, qs));
-		q5_bits((const uint8_t *)blk +
-				offsetof(struct edgeq_block_q5_1, qh),
-			&lo, &hi);
-		l = vorrq_u8(vandq_u8(v, m4), vandq_u8(b4, lo));
-		h = vorrq_u8(vshrq_n_u8(v, 4), vandq_u8(b4, hi));
-		*x0 = vreinterpretq_s8_u8(l);
-		*x1 = vreinterpretq_s8_u8(h);
-		return;
+	}
 	default: {
 		int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
 
