@@ -101,6 +101,29 @@ EOF
 check "the i8mm tile runs >10 % fewer instructions than the sdot tile (Q8_0, 4 tokens)" test $? -eq 0
 cat "$T/py3.log"
 
+# attention per (key, query) pair: kbench --attn and kcount --attn
+"$KB" --attn 64:8 -i 1 >/dev/null 2>"$T/e6"
+check "kbench --attn refuses a spec without the query count (exit 2)" test $? -eq 2
+check "  and says what it takes" grep -q "HD:NK:NQ" "$T/e6"
+"$KB" --attn 64:8:2 --attn-path sideways -i 1 >/dev/null 2>&1
+check "kbench --attn refuses an unknown path (exit 2)" test $? -eq 2
+for p in loop single group; do "$KB" --attn 40:9:3 --attn-path $p -i 1; done >"$T/attn.txt" 2>&1
+check "kbench --attn: the three paths give the same output" \
+	test "$(sed -n 's/.* check //p' "$T/attn.txt" | sort -u | wc -l)" -eq 1
+tools/kcount --attn 64:0:4 >/dev/null 2>&1
+check "kcount --attn refuses 0 keys (exit 2)" test $? -eq 2
+tools/kcount --attn 64:64:4 -i 1 --no-x86 --json >"$T/at.json" 2>>"$T/a.err"
+python3 - "$T/at.json" >"$T/py4.log" 2>&1 <<'EOF'
+import json, sys
+r = {x["path"]: x for x in json.load(open(sys.argv[1]))["rows"]}
+c = {p: r[p]["cycles_per_pair"] for p in ("loop", "single", "group") if p in r}
+print("cycles per (key, query) pair, hd 64, 64 keys, 4 queries:", c)
+sys.exit(0 if len(c) == 3 and c["group"] < c["single"] < c["loop"] and
+         r["group"]["functions"][0][0].startswith("edgeq_attn_") else 1)
+EOF
+check "NEON attention: the group forms cost less than the many-key forms, those less than the per-key loop" test $? -eq 0
+cat "$T/py4.log"
+
 # profiles.ini's figures are what the kernels count today (the default shape)
 tools/kcount -T Q4_0,Q4_K -b 1 --no-x86 --profiles share/edgeq/profiles.ini --json >"$T/p.json" 2>>"$T/a.err"
 check "kcount --profiles runs" test $? -eq 0

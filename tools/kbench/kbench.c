@@ -10,6 +10,10 @@
  *   kbench --digest      one line per type: hash of quantizer, dot,
  *                        matvec, matmul and (where the selected table
  *                        packs the type) packed matmul outputs
+ *   kbench --attn HD:NK:NQ --attn-path group|single|loop -i ITERS
+ *                        one GQA group's attention ITERS times through
+ *                        one path of the selected table (tools/kcount
+ *                        --attn counts it)
  *   kbench --insn [-b TOKENS] [--packed] -T TYPE -r ROWS -c COLS -i ITERS
  *                        ITERS products and nothing else (no bandwidth
  *                        run, no timing printed): what tools/kcount runs
@@ -159,6 +163,93 @@ static int count_run(const char *type, long rows, long cols, long nb,
 	return 0;
 }
 
+/*
+ * ---- attention, for an instruction counter: one GQA group of @nq queries
+ * over @nk keys of head size @hd, @iters times, through one path of the
+ * selected table: "group" (attn_*_g), "single" (attn_scores_f16 and
+ * attn_av_f16 per query) or "loop" (dot_f16 and axpy_f16 per key), with
+ * the softmax between, as model/decode.c runs them ----
+ */
+static int attn_run(const char *spec, const char *path, long iters)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
+						      edgeq_softmax_ref;
+	long hd, nk, nq;
+	uint16_t *k, *v;
+	float *q, *att, *out;
+	bool group = !strcmp(path, "group"), single = !strcmp(path, "single");
+
+	if (sscanf(spec, "%ld:%ld:%ld", &hd, &nk, &nq) != 3 || hd < 1 ||
+	    hd > 1024 || nk < 1 || nk > 65536 || nq < 1 || nq > 16 ||
+	    iters < 1 || (!group && !single && strcmp(path, "loop"))) {
+		fprintf(stderr, "kbench: --attn HD:NK:NQ (head size 1-1024, "
+				"1-65536 keys, 1-16 queries), --attn-path "
+				"group|single|loop and -i N (N >= 1)\n");
+		return 2;
+	}
+	if ((group && !ops->attn_scores_f16_g) ||
+	    (single && !ops->attn_scores_f16)) {
+		fprintf(stderr, "kbench: the %s table has no %s attention\n",
+			ops->name, path);
+		return 3;
+	}
+	k = malloc((size_t)(nk * hd) * sizeof(*k));
+	v = malloc((size_t)(nk * hd) * sizeof(*v));
+	q = malloc((size_t)(nq * hd) * sizeof(*q));
+	att = malloc((size_t)(nq * nk) * sizeof(*att));
+	out = malloc((size_t)(nq * hd) * sizeof(*out));
+	if (!k || !v || !q || !att || !out) {
+		fprintf(stderr, "kbench: out of memory\n");
+		return 1;
+	}
+	for (long i = 0; i < nk * hd; i++) {
+		k[i] = edgeq_fp32_to_fp16(rnd_val());
+		v[i] = edgeq_fp32_to_fp16(rnd_val());
+	}
+	for (long i = 0; i < nq * hd; i++)
+		q[i] = rnd_val();
+	for (long it = 0; it < iters; it++) {
+		if (group)
+			ops->attn_scores_f16_g(hd, nk, k, hd, (int)nq, q, hd,
+					       0.125f, att, nk);
+		for (long j = 0; j < nq && !group; j++)
+			if (single)
+				ops->attn_scores_f16(hd, nk, k, hd, q + j * hd,
+						     0.125f, att + j * nk);
+			else
+				for (long t = 0; t < nk; t++)
+					att[j * nk + t] =
+						ops->dot_f16(hd, k + t * hd,
+							     q + j * hd) *
+						0.125f;
+		for (long j = 0; j < nq; j++)
+			sm(att + j * nk, nk);
+		if (group)
+			ops->attn_av_f16_g(hd, nk, (int)nq, att, nk, v, hd, out,
+					   hd);
+		for (long j = 0; j < nq && !group; j++)
+			if (single) {
+				ops->attn_av_f16(hd, nk, att + j * nk, v, hd,
+						 out + j * hd);
+			} else {
+				memset(out + j * hd, 0, hd * sizeof(*out));
+				for (long t = 0; t < nk; t++)
+					ops->axpy_f16(hd, att[j * nk + t],
+						      v + t * hd, out + j * hd);
+			}
+	}
+	printf("kernels %s attn hd %ld keys %ld queries %ld path %s pairs %ld "
+	       "iters %ld check %a\n",
+	       ops->name, hd, nk, nq, path, nk * nq, iters, (double)out[0]);
+	free(k);
+	free(v);
+	free(q);
+	free(att);
+	free(out);
+	return 0;
+}
+
 /* ---- speed ---- */
 
 static void usage(FILE *f)
@@ -167,6 +258,8 @@ static void usage(FILE *f)
 		"usage: kbench [-t THREADS,...] [-T TYPE,...] [-r ROWS] [-c COLS] "
 		"[-f FOOTPRINT_MiB] [-i ITERS] [--packed]\n"
 		"       kbench --insn [-b TOKENS] [--packed] -T TYPE -r ROWS -c COLS "
+		"-i ITERS\n"
+		"       kbench --attn HD:NK:NQ --attn-path group|single|loop "
 		"-i ITERS\n"
 		"       kbench --digest\n");
 }
@@ -184,12 +277,15 @@ int main(int argc, char **argv)
 		{ "packed", no_argument, NULL, 'p' },
 		{ "insn", no_argument, NULL, 'I' },
 		{ "tokens", required_argument, NULL, 'b' },
+		{ "attn", required_argument, NULL, 'A' },
+		{ "attn-path", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char threads[64] = "1,2", types[256] = "Q4_0,Q8_0,Q4_K,Q6_K,F16";
 	long rows = 2048, cols = 8192, fp_mib = 1024, iters = 0, nb = 1;
 	bool packed = false, insn = false;
+	const char *attn = NULL, *attn_path = "group";
 	int c;
 
 	while ((c = getopt_long(argc, argv, "t:T:r:c:f:i:b:h", longopts,
@@ -224,6 +320,12 @@ int main(int argc, char **argv)
 		case 'b':
 			nb = strtol(optarg, NULL, 0);
 			break;
+		case 'A':
+			attn = optarg;
+			break;
+		case 'P':
+			attn_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -232,6 +334,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (attn)
+		return attn_run(attn, attn_path, iters);
 	if (insn)
 		return count_run(types, rows, cols, nb, packed, iters);
 	printf("kernels: %s   matrix %ld x %ld, footprint %ld MiB, %s layout\n",

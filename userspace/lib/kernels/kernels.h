@@ -453,6 +453,19 @@ void edgeq_neon_i8mm_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 				   int64_t row0, int64_t row1, const void *a,
 				   size_t a_stride, int64_t nb, float *y,
 				   int64_t ldy);
+/* arm64/neon_attn.c: attention over many keys of an F16 cache, and the
+ * GQA group forms (the ops' attn_* fields). */
+void edgeq_attn_scores_f16_neon(int64_t hd, int64_t nk, const uint16_t *k,
+				size_t ks, const float *q, float scale,
+				float *s);
+void edgeq_attn_av_f16_neon(int64_t hd, int64_t nk, const float *a,
+			    const uint16_t *v, size_t vs, float *out);
+void edgeq_attn_scores_f16_g_neon(int64_t hd, int64_t nk, const uint16_t *k,
+				  size_t ks, int nq, const float *q, size_t qs,
+				  float scale, float *s, size_t ss);
+void edgeq_attn_av_f16_g_neon(int64_t hd, int64_t nk, int nq, const float *a,
+			      size_t as, const uint16_t *v, size_t vs,
+			      float *out, size_t os);
 #endif
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
 			  enum edgeq_type type, const void *w, int64_t n,

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * NEON attention over many keys of an F16 cache at once, and the group
+ * forms that share each key and value row's conversion among a GQA group's
+ * queries (x86/attn512.c has the AVX-512 design). The values are the
+ * per-key ops' bit for bit:
+ *
+ *  - a score is dot_f16's steps: element j in lane j % 32 (eight
+ *    float32x4, lanes 4c..4c+3 in vector c), fused multiply-adds from +0 in
+ *    element order, the fold (l[k] + l[k+8]) + (l[k+16] + l[k+24]) and
+ *    edgeq_reduce8; only four keys' last steps run side by side;
+ *  - a weighted value is axpy_f16's: out[j] = 0, then per key in order
+ *    out[j] = fmaf(a[t], v_t[j], out[j]), with the output row held in
+ *    registers across the keys instead of loaded and stored per key.
+ *
+ * Head sizes that are not a multiple of 32 (scores) or 16 (values) take
+ * the table's dot_f16 / axpy_f16 for the whole row or its tail.
+ */
+#include <arm_neon.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+#define AI static inline __attribute__((always_inline))
+
+AI float32x4_t f16x4(const uint16_t *p)
+{
+	return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
+/* [l0+l4, l1+l5, l2+l6, l3+l7] of one key: the 32-lane fold of Documentation
+ * /kernels.rst, lanes 0-3 of vector c in a[c] */
+AI float32x4_t fold_t(const float32x4_t a[8])
+{
+	float32x4_t lo =
+		vaddq_f32(vaddq_f32(a[0], a[2]), vaddq_f32(a[4], a[6]));
+	float32x4_t hi =
+		vaddq_f32(vaddq_f32(a[1], a[3]), vaddq_f32(a[5], a[7]));
+
+	return vaddq_f32(lo, hi);
+}
+
+/* edgeq_reduce8's last steps, (t0 + t2) + (t1 + t3), of four keys at once:
+ * the 64-bit zips pair t0 t1 with t2 t3 of two keys, one add gives
+ * [t0+t2, t1+t3] of each, the pairwise add the sums in key order */
+AI float32x4_t reduce4x4(const float32x4_t t[4])
+{
+	float64x2_t a = vreinterpretq_f64_f32(t[0]),
+		    b = vreinterpretq_f64_f32(t[1]),
+		    c = vreinterpretq_f64_f32(t[2]),
+		    d = vreinterpretq_f64_f32(t[3]);
+	float32x4_t p = vaddq_f32(vreinterpretq_f32_f64(vzip1q_f64(a, b)),
+				  vreinterpretq_f32_f64(vzip2q_f64(a, b)));
+	float32x4_t r = vaddq_f32(vreinterpretq_f32_f64(vzip1q_f64(c, d)),
+				  vreinterpretq_f32_f64(vzip2q_f64(c, d)));
+
+	return vpaddq_f32(p, r);
+}
+
+AI float reduce1(float32x4_t t)
+{
+	float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));
+
+	return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
+}
+
+/*
+ * QB queries (1 or 2, a constant) against the keys: per 32 elements the
+ * key's 8 vectors are converted once and each query's 8 chains take them.
+ * Keys in fours, so four folds reduce together.
+ */
+AI void scores_q(const int QB, int64_t hd, int64_t nk, const uint16_t *k,
+		 size_t ks, const float *q, size_t qs, float scale, float *s,
+		 size_t ss)
+{
+	int64_t t = 0;
+
+	for (; t < nk; t += 4) {
+		int nkb = nk - t < 4 ? (int)(nk - t) : 4;
+		float32x4_t f[2][4];
+
+		for (int i = 0; i < nkb; i++) {
+			const uint16_t *kr = k + (t + i) * ks;
+			float32x4_t a[2][8];
+
+#pragma GCC unroll 2
+			for (int j = 0; j < QB; j++)
+#pragma GCC unroll 8
+				for (int c = 0; c < 8; c++)
+					a[j][c] = vdupq_n_f32(0);
+			for (int64_t e = 0; e < hd; e += 32) {
+				float32x4_t kv[8];
+
+#pragma GCC unroll 8
+				for (int c = 0; c < 8; c++)
+					kv[c] = f16x4(kr + e + 4 * c);
+#pragma GCC unroll 2
+				for (int j = 0; j < QB; j++)
+#pragma GCC unroll 8
+					for (int c = 0; c < 8; c++)
+						a[j][c] = vfmaq_f32(
+							a[j][c], kv[c],
+							vld1q_f32(q + j * qs +
+								  e + 4 * c));
+			}
+#pragma GCC unroll 2
+			for (int j = 0; j < QB; j++)
+				f[j][i] = fold_t(a[j]);
+		}
+#pragma GCC unroll 2
+		for (int j = 0; j < QB; j++) {
+			if (nkb == 4) {
+				vst1q_f32(s + j * ss + t,
+					  vmulq_n_f32(reduce4x4(f[j]), scale));
+				continue;
+			}
+			for (int i = 0; i < nkb; i++)
+				s[j * ss + t + i] = reduce1(f[j][i]) * scale;
+		}
+	}
+}
+
+void edgeq_attn_scores_f16_neon(int64_t hd, int64_t nk, const uint16_t *k,
+				size_t ks, const float *q, float scale,
+				float *s)
+{
+	if (hd % 32) {
+		for (int64_t t = 0; t < nk; t++)
+			s[t] = edgeq_kernel_ops_neon.dot_f16(hd, k + t * ks,
+							     q) *
+			       scale;
+		return;
+	}
+	scores_q(1, hd, nk, k, ks, q, 0, scale, s, 0);
+}
+
+void edgeq_attn_scores_f16_g_neon(int64_t hd, int64_t nk, const uint16_t *k,
+				  size_t ks, int nq, const float *q, size_t qs,
+				  float scale, float *s, size_t ss)
+{
+	int j = 0;
+
+	if (hd % 32 == 0)
+		for (; j + 2 <= nq; j += 2)
+			scores_q(2, hd, nk, k, ks, q + j * qs, qs, scale,
+				 s + j * ss, ss);
+	for (; j < nq; j++)
+		edgeq_attn_scores_f16_neon(hd, nk, k, ks, q + j * qs, scale,
+					   s + j * ss);
+}
+
+/*
+ * The weighted values of QB queries (1 or 2): per 32 output elements (16
+ * for a tail of 16) the QB output rows stay in registers across the keys,
+ * each value row converted once and applied in key order.
+ */
+AI void av_q(const int QB, const int W, int64_t j, int64_t nk, const float *a,
+	     size_t as, const uint16_t *v, size_t vs, float *out, size_t os)
+{
+	float32x4_t o[2][8];
+
+#pragma GCC unroll 2
+	for (int i = 0; i < QB; i++)
+#pragma GCC unroll 8
+		for (int c = 0; c < W / 4; c++)
+			o[i][c] = vdupq_n_f32(0);
+	for (int64_t t = 0; t < nk; t++) {
+		const uint16_t *r = v + t * vs + j;
+		float32x4_t x[8];
+
+#pragma GCC unroll 8
+		for (int c = 0; c < W / 4; c++)
+			x[c] = f16x4(r + 4 * c);
+#pragma GCC unroll 2
+		for (int i = 0; i < QB; i++) {
+			float w = a[i * as + t];
+
+#pragma GCC unroll 8
+			for (int c = 0; c < W / 4; c++)
+				o[i][c] = vfmaq_n_f32(o[i][c], x[c], w);
+		}
+	}
+#pragma GCC unroll 2
+	for (int i = 0; i < QB; i++)
+#pragma GCC unroll 8
+		for (int c = 0; c < W / 4; c++)
+			vst1q_f32(out + i * os + j + 4 * c, o[i][c]);
+}
+
+AI void av_rows(const int QB, int64_t hd, int64_t nk, const float *a,
+		size_t as, const uint16_t *v, size_t vs, float *out, size_t os)
+{
+	int64_t j = 0;
+
+	for (; j + 32 <= hd; j += 32)
+		av_q(QB, 32, j, nk, a, as, v, vs, out, os);
+	if (j + 16 <= hd) {
+		av_q(QB, 16, j, nk, a, as, v, vs, out, os);
+		j += 16;
+	}
+	if (j == hd)
+		return;
+	for (int i = 0; i < QB; i++) {
+		memset(out + i * os + j, 0, (size_t)(hd - j) * sizeof(float));
+		for (int64_t t = 0; t < nk; t++)
+			edgeq_kernel_ops_neon.axpy_f16(hd - j, a[i * as + t],
+						       v + t * vs + j,
+						       out + i * os + j);
+	}
+}
+
+void edgeq_attn_av_f16_neon(int64_t hd, int64_t nk, const float *a,
+			    const uint16_t *v, size_t vs, float *out)
+{
+	av_rows(1, hd, nk, a, 0, v, vs, out, 0);
+}
+
+void edgeq_attn_av_f16_g_neon(int64_t hd, int64_t nk, int nq, const float *a,
+			      size_t as, const uint16_t *v, size_t vs,
+			      float *out, size_t os)
+{
+	int i = 0;
+
+	for (; i + 2 <= nq; i += 2)
+		av_rows(2, hd, nk, a + i * as, as, v, vs, out + i * os, os);
+	if (i < nq)
+		av_rows(1, hd, nk, a + i * as, as, v, vs, out + i * os, os);
+}
