@@ -558,38 +558,50 @@ static void silu_mul_neon(float *o, const float *x, int64_t n)
 	}
 }
 
-/* edgeq_softmax_ref's order: key t into lane t % 16 (4 vectors of 4). */
+/*
+ * edgeq_softmax_ref's order: key t into lane t % 16 (4 vectors of 4). The
+ * max is fmaxnm's (a quiet NaN is skipped, as the reference's x[t] > mx
+ * skips it; a zero's sign may differ, which x - m does not see); whole
+ * chunks of 4 straight from x, the tail through a padded copy.
+ */
 static void softmax_neon(float *x, int64_t n)
 {
-	float32x4_t acc[4], m, inv;
-	float mx = -INFINITY, l[8];
-	int64_t t;
+	float32x4_t acc[4], m, inv, mv = vdupq_n_f32(-INFINITY);
+	float mx, l[8];
+	int64_t t = 0, n4 = n & ~(int64_t)3;
 
-	for (t = 0; t < n; t++)
+	for (; t < n4; t += 4)
+		mv = vmaxnmq_f32(mv, vld1q_f32(x + t));
+	mx = vmaxnmvq_f32(mv);
+	for (; t < n; t++)
 		if (x[t] > mx)
 			mx = x[t];
 	m = vdupq_n_f32(mx);
 	for (int j = 0; j < 4; j++)
 		acc[j] = vdupq_n_f32(0);
-	for (t = 0; t < n; t += 16)
-		for (int j = 0; j < 4 && t + 4 * j < n; j++) {
-			int64_t u = t + 4 * j;
-			int k = n - u >= 4 ? 4 : (int)(n - u);
-			float b[4] = { 0 };
-			float32x4_t e;
+	for (t = 0; t < n4; t += 4) {
+		float32x4_t e = expf4(vsubq_f32(vld1q_f32(x + t), m));
 
-			memcpy(b, x + u, (size_t)k * sizeof(float));
-			e = expf4(vsubq_f32(vld1q_f32(b), m));
-			vst1q_f32(b, e);
-			memcpy(x + u, b, (size_t)k * sizeof(float));
-			for (int q = k; q < 4; q++)
-				b[q] = 0; /* lanes past the end add nothing */
-			acc[j] = vaddq_f32(acc[j], vld1q_f32(b));
-		}
+		vst1q_f32(x + t, e);
+		acc[(t >> 2) & 3] = vaddq_f32(acc[(t >> 2) & 3], e);
+	}
+	if (t < n) {
+		float b[4] = { 0 };
+		int k = (int)(n - t);
+		float32x4_t e;
+
+		memcpy(b, x + t, (size_t)k * sizeof(float));
+		e = expf4(vsubq_f32(vld1q_f32(b), m));
+		vst1q_f32(b, e);
+		memcpy(x + t, b, (size_t)k * sizeof(float));
+		for (int q = k; q < 4; q++)
+			b[q] = 0; /* lanes past the end add nothing */
+		acc[(t >> 2) & 3] = vaddq_f32(acc[(t >> 2) & 3], vld1q_f32(b));
+	}
 	vst1q_f32(l, vaddq_f32(acc[0], acc[2]));
 	vst1q_f32(l + 4, vaddq_f32(acc[1], acc[3]));
 	inv = vdupq_n_f32(1.0f / edgeq_reduce8(l));
-	for (t = 0; t + 4 <= n; t += 4)
+	for (t = 0; t < n4; t += 4)
 		vst1q_f32(x + t, vmulq_f32(vld1q_f32(x + t), inv));
 	for (; t < n; t++)
 		x[t] *= vgetq_lane_f32(inv, 0);

@@ -187,8 +187,8 @@ AI void av_q(const int QB, const int W, int64_t j, int64_t nk, const float *a,
 			vst1q_f32(out + i * os + j + 4 * c, o[i][c]);
 }
 
-AI void av_rows(const int QB, int64_t hd, int64_t nk, const float *a,
-		size_t as, const uint16_t *v, size_t vs, float *out, size_t os)
+AI void av_rows(const int QB, int64_t hd, int64_t nk, const float *a, size_t as,
+		const uint16_t *v, size_t vs, float *out, size_t os)
 {
 	int64_t j = 0;
 
