@@ -962,11 +962,47 @@ static const struct kind k_q2_K = {
 
 #define TMAX 4 /* the most tokens a kind's tile takes */
 
+/*
+ * Bytes of a token block's activations and their prepared form: half an
+ * A78's 256 KiB L2, so they stay there while every group of rows meets
+ * them (without blocks a long prompt's activations came from memory again
+ * for each group of 16 rows: 128 times for 2048 rows).
+ */
+#define ACT_L2 (128 << 10)
+
+/* Tokens b0 .. b0 + nt - 1 against the group at @gp into acc[4 * j + v],
+ * their activations prepared in @ab or, without it, segment by segment in
+ * @st on the way. */
+static void group_tile(const struct kind *k, enum edgeq_type t,
+		       const uint8_t *gp, int64_t nblk, const char *a,
+		       size_t a_stride, const char *ab, char *st, int64_t b0,
+		       int nt, float32x4_t *acc)
+{
+	const char *ak = a + b0 * a_stride;
+
+	/* all of them: tile_mm reads an odd tile's twin */
+	for (int j = 0; j < 4 * TMAX; j++)
+		acc[j] = vdupq_n_f32(0);
+	if (ab) {
+		k->tile(t, gp, 0, nblk, ak, a_stride,
+			ab + (size_t)(b0 * nblk) * k->act, nblk, nt, acc);
+		return;
+	}
+	for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
+		int64_t i1 = i0 + SEG < nblk ? i0 + SEG : nblk;
+
+		for (int j = 0; j < nt; j++)
+			k->prep(t, ak + j * a_stride + (size_t)i0 * k->ablk,
+				i1 - i0, st + (size_t)j * SEG * k->act);
+		k->tile(t, gp, i0, i1, ak, a_stride, st, SEG, nt, acc);
+	}
+}
+
 static void matmul_kind(const struct kind *k, enum edgeq_type t, const void *w,
 			int64_t n, int64_t row0, int64_t row1, const void *a,
 			size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
-	int64_t nblk = n / k->bs, g, b0;
+	int64_t nblk = n / k->bs, g, b0, t0, tb;
 	size_t gsz = (size_t)nblk * k->gb;
 	char *ab = act_bytes((size_t)(nb * nblk) * k->act);
 	_Alignas(16) char st[TMAX * SEG * sizeof(struct act16)];
@@ -976,45 +1012,34 @@ static void matmul_kind(const struct kind *k, enum edgeq_type t, const void *w,
 	for (b0 = 0; ab && b0 < nb; b0++)
 		k->prep(t, (const char *)a + b0 * a_stride, nblk,
 			ab + (size_t)(b0 * nblk) * k->act);
-	for (g = row0 / 16; 16 * g < row1; g++) {
-		const uint8_t *gp = (const uint8_t *)w + (size_t)g * gsz;
-		int64_t r0 = row0 > 16 * g ? row0 - 16 * g : 0;
-		int64_t r1 = row1 - 16 * g < 16 ? row1 - 16 * g : 16;
+	tb = (int64_t)(ACT_L2 / ((size_t)nblk * (k->ablk + k->act))) / k->tmax *
+	     k->tmax;
+	if (tb < k->tmax)
+		tb = k->tmax;
+	for (t0 = 0; t0 < nb; t0 += tb) {
+		int64_t t1 = t0 + tb < nb ? t0 + tb : nb;
 
-		for (b0 = 0; b0 < nb; b0 += k->tmax) {
-			int nt = nb - b0 < k->tmax ? (int)(nb - b0) : k->tmax;
-			const char *ak = (const char *)a + b0 * a_stride;
+		for (g = row0 / 16; 16 * g < row1; g++) {
+			const uint8_t *gp =
+				(const uint8_t *)w + (size_t)g * gsz;
+			int64_t r0 = row0 > 16 * g ? row0 - 16 * g : 0;
+			int64_t r1 = row1 - 16 * g < 16 ? row1 - 16 * g : 16;
 
-			/* all of them: tile_mm reads an odd tile's twin */
-			for (int j = 0; j < 4 * TMAX; j++)
-				acc[j] = vdupq_n_f32(0);
-			if (ab)
-				k->tile(t, gp, 0, nblk, ak, a_stride,
-					ab + (size_t)(b0 * nblk) * k->act, nblk,
-					nt, acc);
-			else /* each segment's blocks prepared on the way */
-				for (int64_t i0 = 0; i0 < nblk; i0 += SEG) {
-					int64_t i1 = i0 + SEG < nblk ?
-							     i0 + SEG :
-							     nblk;
+			for (b0 = t0; b0 < t1; b0 += k->tmax) {
+				int nt = t1 - b0 < k->tmax ? (int)(t1 - b0) :
+							     k->tmax;
 
-					for (int j = 0; j < nt; j++)
-						k->prep(t,
-							ak + j * a_stride +
-								(size_t)i0 *
-									k->ablk,
-							i1 - i0,
-							st + (size_t)j * SEG *
-									k->act);
-					k->tile(t, gp, i0, i1, ak, a_stride, st,
-						SEG, nt, acc);
+				group_tile(k, t, gp, nblk, a, a_stride, ab, st,
+					   b0, nt, acc);
+				for (int j = 0; j < nt; j++) {
+					for (int v = 0; v < 4; v++)
+						vst1q_f32(out + 4 * v,
+							  acc[4 * j + v]);
+					memcpy(y + (b0 + j) * ldy + 16 * g + r0,
+					       out + r0,
+					       (size_t)(r1 - r0) *
+						       sizeof(float));
 				}
-			for (int j = 0; j < nt; j++) {
-				for (int v = 0; v < 4; v++)
-					vst1q_f32(out + 4 * v, acc[4 * j + v]);
-				memcpy(y + (b0 + j) * ldy + 16 * g + r0,
-				       out + r0,
-				       (size_t)(r1 - r0) * sizeof(float));
 			}
 		}
 	}
