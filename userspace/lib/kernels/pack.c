@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/pack_layout.h"
 
 /* @nc chunks into @dst: row @r's src[4c..4c+3] at bytes 4r.. of chunk c */
 static void chunks(uint8_t *dst, const uint8_t *src, int nc, int64_t r)
@@ -67,8 +68,8 @@ static void chunks(uint8_t *dst, const uint8_t *src, int nc, int64_t r)
  */
 static size_t sc16(int g, int64_t r)
 {
-	return 32 + 64 * (size_t)(r / 4) + 16 * (2 * (g / 8) + g % 2) +
-	       4 * ((g / 2) % 4) + (size_t)(r % 4);
+	return EDGEQ_PK_16_SC + 64 * (size_t)(r / 4) +
+	       16 * (2 * (g / 8) + g % 2) + 4 * ((g / 2) % 4) + (size_t)(r % 4);
 }
 
 /* columns per block: Q4_0/Q8_0's 32, the K-quants' 256 */
@@ -81,19 +82,19 @@ static size_t group_block_bytes(enum edgeq_type t)
 {
 	switch (t) {
 	case EDGEQ_TYPE_Q4_0:
-		return 32 + 4 * 64;
+		return EDGEQ_PK_GB_Q4_0;
 	case EDGEQ_TYPE_Q8_0:
-		return 32 + 8 * 64;
+		return EDGEQ_PK_GB_Q8_0;
 	case EDGEQ_TYPE_Q4_K:
-		return 64 + 256 + 32 * 64;
+		return EDGEQ_PK_GB_Q4_K;
 	case EDGEQ_TYPE_Q5_K:
-		return 64 + 256 + 32 * 64 + 8 * 64;
+		return EDGEQ_PK_GB_Q5_K;
 	case EDGEQ_TYPE_Q6_K:
-		return 32 + 256 + 32 * 64 + 16 * 64;
+		return EDGEQ_PK_GB_Q6_K;
 	case EDGEQ_TYPE_Q3_K:
-		return 32 + 256 + 16 * 64 + 8 * 64;
+		return EDGEQ_PK_GB_Q3_K;
 	case EDGEQ_TYPE_Q2_K:
-		return 32 + 256 + 16 * 64 + 32;
+		return EDGEQ_PK_GB_Q2_K;
 	default:
 		return 0;
 	}
@@ -130,10 +131,12 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 
 					memcpy(o + 2 * r, &b->d, 2);
 					for (int j = 0; j < 16; j++)
-						o[32 + 16 * j + r] =
+						o[EDGEQ_PK_16_SC + 16 * j + r] =
 							(uint8_t)b->scales[j];
-					chunks(o + 288, b->ql, 32, r);
-					chunks(o + 2336, b->qh, 16, r);
+					chunks(o + EDGEQ_PK_16_QS, b->ql, 32,
+					       r);
+					chunks(o + EDGEQ_PK_Q6K_QH, b->qh, 16,
+					       r);
 				} else if (t == EDGEQ_TYPE_Q3_K) {
 					const struct edgeq_block_q3_K *b =
 						(const void *)(row + i * 110);
@@ -143,17 +146,21 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					edgeq_q3_K_scales(b->scales, sc);
 					for (int j = 0; j < 16; j++)
 						o[sc16(j, r)] = (uint8_t)sc[j];
-					chunks(o + 288, b->qs, 16, r);
-					chunks(o + 1312, b->hmask, 8, r);
+					chunks(o + EDGEQ_PK_16_QS, b->qs, 16,
+					       r);
+					chunks(o + EDGEQ_PK_Q3K_HMASK, b->hmask,
+					       8, r);
 				} else if (t == EDGEQ_TYPE_Q2_K) {
 					const struct edgeq_block_q2_K *b =
 						(const void *)(row + i * 84);
 
 					memcpy(o + 2 * r, &b->d, 2);
-					memcpy(o + 1312 + 2 * r, &b->dmin, 2);
+					memcpy(o + EDGEQ_PK_Q2K_DMIN + 2 * r,
+					       &b->dmin, 2);
 					for (int j = 0; j < 16; j++)
 						o[sc16(j, r)] = b->scales[j];
-					chunks(o + 288, b->qs, 16, r);
+					chunks(o + EDGEQ_PK_16_QS, b->qs, 16,
+					       r);
 				} else if (k) {
 					/* Q4_K and Q5_K share d, dmin,
 					 * scales and qs (at other offsets) */
@@ -173,21 +180,26 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					uint8_t sc[8], m[8];
 
 					memcpy(o + 2 * r, d, 2);
-					memcpy(o + 32 + 2 * r, dm, 2);
+					memcpy(o + EDGEQ_PK_K_DMIN + 2 * r, dm,
+					       2);
 					edgeq_q4_K_unpack_scales(scl, sc, m);
 					for (int j = 0; j < 8; j++) {
-						o[64 + 16 * j + r] = sc[j];
-						o[192 + 16 * j + r] = m[j];
+						o[EDGEQ_PK_K_SC + 16 * j + r] =
+							sc[j];
+						o[EDGEQ_PK_K_MIN + 16 * j + r] =
+							m[j];
 					}
-					chunks(o + 320, qs, 32, r);
+					chunks(o + EDGEQ_PK_K_QS, qs, 32, r);
 					if (five)
-						chunks(o + 2368, b5->qh, 8, r);
+						chunks(o + EDGEQ_PK_Q5K_QH,
+						       b5->qh, 8, r);
 				} else if (t == EDGEQ_TYPE_Q4_0) {
 					const struct edgeq_block_q4_0 *b =
 						(const void *)(row + i * 18);
 
 					memcpy(o + 2 * r, &b->d, 2);
-					chunks(o + 32, b->qs, 4, r);
+					chunks(o + EDGEQ_PK_Q80_QS, b->qs, 4,
+					       r);
 				} else {
 					const struct edgeq_block_q8_0 *b =
 						(const void *)(row + i * 34);
@@ -195,7 +207,8 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					memcpy(o + 2 * r, &b->d, 2);
 					for (int c = 0; c < 8; c++)
 						for (int j = 0; j < 4; j++)
-							o[32 + 64 * c + 4 * r +
+							o[EDGEQ_PK_Q80_QS +
+							  64 * c + 4 * r +
 							  j] = (uint8_t)(b->qs[4 * c +
 									       j] +
 									 128);

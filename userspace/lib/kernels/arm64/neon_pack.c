@@ -18,10 +18,9 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/pack_layout.h"
 
 #define AI __attribute__((always_inline)) static inline
-#define GB_Q4_0 (32 + 4 * 64)
-#define GB_Q8_0 (32 + 8 * 64)
 
 /*
  * acc + sdot of @w by lane @lane of @q: the lane must be an immediate, so
@@ -97,7 +96,8 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 	     const char *a, size_t as, const struct act *ap, int64_t aps,
 	     const int NT, float32x4_t *acc)
 {
-	const size_t gb = t == EDGEQ_TYPE_Q4_0 ? GB_Q4_0 : GB_Q8_0;
+	const size_t gb = t == EDGEQ_TYPE_Q4_0 ? EDGEQ_PK_GB_Q4_0 :
+						 EDGEQ_PK_GB_Q8_0;
 	const uint8x16_t m4 = vdupq_n_u8(0x0f), x80 = vdupq_n_u8(0x80);
 
 	for (int64_t i = i0; i < i1; i++) {
@@ -129,10 +129,14 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		if (t == EDGEQ_TYPE_Q4_0) {
 #pragma GCC unroll 4
 			for (v = 0; v < 4; v++) {
-				uint8x16_t c0 = vld1q_u8(blk + 32 + 16 * v);
-				uint8x16_t c1 = vld1q_u8(blk + 96 + 16 * v);
-				uint8x16_t c2 = vld1q_u8(blk + 160 + 16 * v);
-				uint8x16_t c3 = vld1q_u8(blk + 224 + 16 * v);
+				uint8x16_t c0 = vld1q_u8(blk + EDGEQ_PK_Q80_QS +
+							 16 * v);
+				uint8x16_t c1 = vld1q_u8(blk + EDGEQ_PK_Q80_QS +
+							 64 + 16 * v);
+				uint8x16_t c2 = vld1q_u8(blk + EDGEQ_PK_Q80_QS +
+							 128 + 16 * v);
+				uint8x16_t c3 = vld1q_u8(blk + EDGEQ_PK_Q80_QS +
+							 192 + 16 * v);
 				int8x16_t l0 =
 					vreinterpretq_s8_u8(vandq_u8(c0, m4));
 				int8x16_t l1 =
@@ -178,11 +182,13 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 				 * no array of 8 to spill */
 #pragma GCC unroll 8
 				for (int c = 0; c < 8; c++) {
-					int8x16_t w = vreinterpretq_s8_u8(
-						veorq_u8(vld1q_u8(blk + 32 +
-								  64 * c +
-								  16 * v),
-							 x80));
+					int8x16_t w =
+						vreinterpretq_s8_u8(veorq_u8(
+							vld1q_u8(blk +
+								 EDGEQ_PK_Q80_QS +
+								 64 * c +
+								 16 * v),
+							x80));
 
 #pragma GCC unroll 4
 					for (k = 0; k < NT; k++)
@@ -259,7 +265,8 @@ I8MM AI void tile_mm(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		     int64_t i1, const char *a, size_t as, const struct act *ap,
 		     int64_t aps, const int NT, float32x4_t *acc)
 {
-	const size_t gb = t == EDGEQ_TYPE_Q4_0 ? GB_Q4_0 : GB_Q8_0;
+	const size_t gb = t == EDGEQ_TYPE_Q4_0 ? EDGEQ_PK_GB_Q4_0 :
+						 EDGEQ_PK_GB_Q8_0;
 	const int NP = (NT + 1) / 2;
 	const uint8x16_t m4 = vdupq_n_u8(0x0f);
 	float32x4_t f[2 * 8];
@@ -323,8 +330,9 @@ I8MM AI void tile_mm(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 				uint32x4_t c[4];
 
 				for (int j = 0; j < 4; j++)
-					c[j] = vreinterpretq_u32_u8(vld1q_u8(
-						blk + 32 + 64 * j + 16 * v));
+					c[j] = vreinterpretq_u32_u8(
+						vld1q_u8(blk + EDGEQ_PK_Q80_QS +
+							 64 * j + 16 * v));
 #pragma GCC unroll 2
 				for (int h = 0; h < 2; h++) {
 					uint8x16_t z0 = vreinterpretq_u8_u32(
@@ -344,10 +352,10 @@ I8MM AI void tile_mm(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 				for (int j = 0; j < 4; j++) {
 					uint32x4_t c0 =
 						vreinterpretq_u32_u8(vld1q_u8(
-							blk + 32 +
+							blk + EDGEQ_PK_Q80_QS +
 							64 * (2 * j) + 16 * v));
 					uint32x4_t c1 = vreinterpretq_u32_u8(
-						vld1q_u8(blk + 32 +
+						vld1q_u8(blk + EDGEQ_PK_Q80_QS +
 							 64 * (2 * j + 1) +
 							 16 * v));
 
@@ -398,9 +406,6 @@ static I8MM void tile_mm_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
  * vector; Q5_K adds a plane of 8 chunks whose byte holds the fifth bit of
  * the same position's weight in each of the 8 sub-blocks ---- */
 
-#define GB_Q4_K (64 + 256 + 32 * 64)
-#define GB_Q5_K (GB_Q4_K + 8 * 64)
-
 struct actk {
 	float d;
 	int32_t bs[8]; /* sub-block sums of the activation's bytes */
@@ -439,7 +444,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 {
 	const uint8x16_t m4 = vdupq_n_u8(0x0f), b1 = vdupq_n_u8(1),
 			 b4 = vdupq_n_u8(0x10);
-	const int GB = Q5 ? GB_Q5_K : GB_Q4_K;
+	const int GB = Q5 ? EDGEQ_PK_GB_Q5_K : EDGEQ_PK_GB_Q4_K;
 	float32x4_t acc[2 * 4];
 	int k, v;
 
@@ -457,15 +462,15 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			isum[k] = summ[k] = vdupq_n_s32(0);
 #pragma GCC unroll 1
 		for (int jj = 0; jj < 4; jj++) {
-			const uint8_t *qp = sb + 320 + 512 * jj;
+			const uint8_t *qp = sb + EDGEQ_PK_K_QS + 512 * jj;
 			int8x16_t q[2][4];
 			int32x4_t sl[4], sh[4];
 			/* Q5: bit 2jj of qh to bit 0, bit 2jj + 1 to bit 4 */
 			const int8x16_t s_lo = vdupq_n_s8((int8_t) - (2 * jj)),
 					s_hi = vdupq_n_s8((int8_t)(3 - 2 * jj));
 
-			widen16(sb + 64 + 32 * jj, sl);
-			widen16(sb + 80 + 32 * jj, sh);
+			widen16(sb + EDGEQ_PK_K_SC + 32 * jj, sl);
+			widen16(sb + EDGEQ_PK_K_SC + 16 + 32 * jj, sh);
 #pragma GCC unroll 2
 			for (k = 0; k < NT; k++) {
 				const struct edgeq_block_q8_K *qb =
@@ -490,8 +495,8 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 
 					if (Q5) { /* sub-blocks 2jj, 2jj + 1 */
 						uint8x16_t qh = vld1q_u8(
-							sb + GB_Q4_K + 64 * c +
-							16 * v);
+							sb + EDGEQ_PK_GB_Q4_K +
+							64 * c + 16 * v);
 						uint8x16_t t = vandq_u8(
 							vshlq_u8(qh, s_lo), b1);
 						uint8x16_t u = vandq_u8(
@@ -532,7 +537,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		 * sum (|bs| <= 32 x 128, an int16) */
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++) {
-			uint8x16_t mb = vld1q_u8(sb + 192 + 16 * j);
+			uint8x16_t mb = vld1q_u8(sb + EDGEQ_PK_K_MIN + 16 * j);
 			int16x8_t m0 = vreinterpretq_s16_u16(
 					  vmovl_u8(vget_low_u8(mb))),
 				  m1 = vreinterpretq_s16_u16(vmovl_high_u8(mb));
@@ -555,7 +560,8 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		for (v = 0; v < 4; v++) {
 			float32x4_t dw = f16x4((const uint16_t *)sb + 4 * v);
 			float32x4_t dm =
-				f16x4((const uint16_t *)(sb + 32) + 4 * v);
+				f16x4((const uint16_t *)(sb + EDGEQ_PK_K_DMIN) +
+				      4 * v);
 
 #pragma GCC unroll 2
 			for (k = 0; k < NT; k++) {
@@ -592,10 +598,6 @@ static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 
 /* ---- 16-element sub-blocks: Q6_K (as avx512_pack.c's), Q3_K and Q2_K
  * (kernels/pack.c: one frame, d at 0, scales from 32, quants from 288) ---- */
-
-#define GB_Q6_K (32 + 256 + 32 * 64 + 16 * 64)
-#define GB_Q3_K (32 + 256 + 16 * 64 + 8 * 64)
-#define GB_Q2_K (32 + 256 + 16 * 64 + 32)
 
 struct act16 {
 	float d;
@@ -635,10 +637,12 @@ AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
 			 m4 = vdupq_n_u8(4), m30 = vdupq_n_u8(0x30);
 
 	if (T == EDGEQ_TYPE_Q6_K) {
-		uint8x16_t A = vld1q_u8(sb + 288 + 64 * (16 * n + c) + 16 * v);
-		uint8x16_t B =
-			vld1q_u8(sb + 288 + 64 * (16 * n + 8 + c) + 16 * v);
-		uint8x16_t H = vld1q_u8(sb + 2336 + 64 * (8 * n + c) + 16 * v);
+		uint8x16_t A = vld1q_u8(sb + EDGEQ_PK_16_QS +
+					64 * (16 * n + c) + 16 * v);
+		uint8x16_t B = vld1q_u8(sb + EDGEQ_PK_16_QS +
+					64 * (16 * n + 8 + c) + 16 * v);
+		uint8x16_t H = vld1q_u8(sb + EDGEQ_PK_Q6K_QH +
+					64 * (8 * n + c) + 16 * v);
 		uint8x16_t H2 = vshrq_n_u8(H, 2);
 
 		w[0] = vreinterpretq_s8_u8(vsliq_n_u8(A, vandq_u8(H, m3), 4));
@@ -646,14 +650,17 @@ AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
 		w[2] = vreinterpretq_s8_u8(vsriq_n_u8(vandq_u8(H, m30), A, 4));
 		w[3] = vreinterpretq_s8_u8(vsriq_n_u8(vandq_u8(H2, m30), B, 4));
 	} else {
-		uint8x16_t Q = vld1q_u8(sb + 288 + 64 * (8 * n + c) + 16 * v);
+		uint8x16_t Q = vld1q_u8(sb + EDGEQ_PK_16_QS + 64 * (8 * n + c) +
+					16 * v);
 		uint8x16_t l1 = vandq_u8(vshrq_n_u8(Q, 2), m3);
 		uint8x16_t l2 = vandq_u8(vshrq_n_u8(Q, 4), m3);
 		uint8x16_t l3 = vshrq_n_u8(Q, 6);
 
 		if (T == EDGEQ_TYPE_Q3_K) {
-			uint8x16_t H = vshlq_u8(
-				vld1q_u8(sb + 1312 + 64 * c + 16 * v), hs);
+			uint8x16_t H =
+				vshlq_u8(vld1q_u8(sb + EDGEQ_PK_Q3K_HMASK +
+						  64 * c + 16 * v),
+					 hs);
 
 			w[0] = vreinterpretq_s8_u8(
 				vsliq_n_u8(Q, vandq_u8(H, m1), 2));
@@ -683,9 +690,9 @@ AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
 		int64_t i1, const char *a, size_t as, const struct act16 *ap,
 		int64_t aps, const int NT, float32x4_t *accp)
 {
-	const int GB = T == EDGEQ_TYPE_Q6_K ? GB_Q6_K :
-		       T == EDGEQ_TYPE_Q3_K ? GB_Q3_K :
-					      GB_Q2_K;
+	const int GB = T == EDGEQ_TYPE_Q6_K ? EDGEQ_PK_GB_Q6_K :
+		       T == EDGEQ_TYPE_Q3_K ? EDGEQ_PK_GB_Q3_K :
+					      EDGEQ_PK_GB_Q2_K;
 	const bool mins = T == EDGEQ_TYPE_Q2_K;
 	float32x4_t acc[2 * 4];
 	int k, v;
@@ -722,9 +729,9 @@ AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
 			/* Q6_K: sub-block g's 16 rows at 32 + 16 g, kept
 			 * widened for the quarter (the x86 layout) */
 			for (int j = 0; T == EDGEQ_TYPE_Q6_K && j < 4; j++) {
-				int8x16_t b =
-					vld1q_s8((const int8_t *)sb + 32 +
-						 16 * (8 * n + c4 + 2 * j));
+				int8x16_t b = vld1q_s8(
+					(const int8_t *)sb + EDGEQ_PK_16_SC +
+					16 * (8 * n + c4 + 2 * j));
 
 				sw[j][0] = vmovl_s8(vget_low_s8(b));
 				sw[j][1] = vmovl_high_s8(b);
@@ -775,8 +782,9 @@ AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
 				int16x8_t s16[2], m16[2];
 
 				if (T != EDGEQ_TYPE_Q6_K) {
-					uint8x16_t b = vld1q_u8(
-						sb + 32 + 64 * v + 16 * q4);
+					uint8x16_t b =
+						vld1q_u8(sb + EDGEQ_PK_16_SC +
+							 64 * v + 16 * q4);
 
 					if (mins) { /* scale | min << 4 */
 						uint8x16_t sc = vandq_u8(
@@ -863,7 +871,7 @@ AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
 						vmulq_n_f32(
 							f16x4((const uint16_t
 								       *)(sb +
-									  1312) +
+									  EDGEQ_PK_Q2K_DMIN) +
 							      4 * v),
 							da),
 						vcvtq_f32_s32(summ[4 * k + v]));
@@ -931,31 +939,38 @@ struct kind {
 		     int64_t aps, int nt, float32x4_t *acc);
 };
 
-static const struct kind k_q4_0 = { 32, GB_Q4_0,  34,	   sizeof(struct act),
-				    4,	prep_q80, tile_any };
-static const struct kind k_q8_0 = { 32, GB_Q8_0,  34,	   sizeof(struct act),
-				    4,	prep_q80, tile_any };
-static const struct kind k_q4_0_mm = {
-	32, GB_Q4_0, 34, sizeof(struct act), 4, prep_q80_mm, tile_mm_any
+static const struct kind k_q4_0 = {
+	32, EDGEQ_PK_GB_Q4_0, 34, sizeof(struct act), 4, prep_q80, tile_any
 };
-static const struct kind k_q8_0_mm = {
-	32, GB_Q8_0, 34, sizeof(struct act), 4, prep_q80_mm, tile_mm_any
+static const struct kind k_q8_0 = {
+	32, EDGEQ_PK_GB_Q8_0, 34, sizeof(struct act), 4, prep_q80, tile_any
 };
+static const struct kind k_q4_0_mm = { 32,	   EDGEQ_PK_GB_Q4_0,
+				       34,	   sizeof(struct act),
+				       4,	   prep_q80_mm,
+				       tile_mm_any };
+static const struct kind k_q8_0_mm = { 32,	   EDGEQ_PK_GB_Q8_0,
+				       34,	   sizeof(struct act),
+				       4,	   prep_q80_mm,
+				       tile_mm_any };
 static const struct kind k_q4_K = {
-	256, GB_Q4_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
+	256, EDGEQ_PK_GB_Q4_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
 };
 static const struct kind k_q5_K = {
-	256, GB_Q5_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
+	256, EDGEQ_PK_GB_Q5_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
 };
-static const struct kind k_q6_K = {
-	256, GB_Q6_K, 292, sizeof(struct act16), 2, prep_16, tile_16_any
-};
-static const struct kind k_q3_K = {
-	256, GB_Q3_K, 292, sizeof(struct act16), 2, prep_16, tile_16_any
-};
-static const struct kind k_q2_K = {
-	256, GB_Q2_K, 292, sizeof(struct act16), 2, prep_16, tile_16_any
-};
+static const struct kind k_q6_K = { 256,	EDGEQ_PK_GB_Q6_K,
+				    292,	sizeof(struct act16),
+				    2,		prep_16,
+				    tile_16_any };
+static const struct kind k_q3_K = { 256,	EDGEQ_PK_GB_Q3_K,
+				    292,	sizeof(struct act16),
+				    2,		prep_16,
+				    tile_16_any };
+static const struct kind k_q2_K = { 256,	EDGEQ_PK_GB_Q2_K,
+				    292,	sizeof(struct act16),
+				    2,		prep_16,
+				    tile_16_any };
 
 /* Without heap scratch, this many blocks are prepared on the stack. */
 #define SEG 16

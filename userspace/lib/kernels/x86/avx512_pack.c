@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/pack_layout.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")
 
@@ -31,7 +32,7 @@ struct act {
 
 static size_t gblock(enum edgeq_type t)
 {
-	return t == EDGEQ_TYPE_Q4_0 ? 32 + 4 * 64 : 32 + 8 * 64;
+	return t == EDGEQ_TYPE_Q4_0 ? EDGEQ_PK_GB_Q4_0 : EDGEQ_PK_GB_Q8_0;
 }
 
 static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
@@ -129,8 +130,8 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		if (t == EDGEQ_TYPE_Q4_0) {
 #pragma GCC unroll 4
 			for (int c = 0; c < 4; c++) {
-				__m512i v =
-					_mm512_loadu_si512(blk + 32 + 64 * c);
+				__m512i v = _mm512_loadu_si512(
+					blk + EDGEQ_PK_Q80_QS + 64 * c);
 
 				w[c] = _mm512_and_si512(v, m4);
 				w[4 + c] = _mm512_and_si512(
@@ -139,7 +140,8 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		} else {
 #pragma GCC unroll 8
 			for (int c = 0; c < 8; c++)
-				w[c] = _mm512_loadu_si512(blk + 32 + 64 * c);
+				w[c] = _mm512_loadu_si512(
+					blk + EDGEQ_PK_Q80_QS + 64 * c);
 		}
 #pragma GCC unroll 8
 		for (k = 0; k < NT; k++) {
@@ -208,9 +210,6 @@ static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 
 /* ---- Q4_K ---- */
 
-#define GB_Q4_K (64 + 256 + 32 * 64)
-#define GB_Q5_K (GB_Q4_K + 8 * 64)
-
 /* Per Q8_K super-block: its scale and the sub-block sums of its bytes in
  * pairs, bp[p] = bsum(2p) | bsum(2p + 1) << 16 (int16 each: |sum| <= 4064). */
 struct actk {
@@ -241,12 +240,13 @@ static void actk_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
  */
 AI __m512i k_weights(const uint8_t *sb, int j, int c, bool Q5)
 {
-	__m512i v = _mm512_loadu_si512(sb + 320 + 512 * (j >> 1) + 64 * c);
+	__m512i v = _mm512_loadu_si512(sb + EDGEQ_PK_K_QS + 512 * (j >> 1) +
+				       64 * c);
 	__m512i w = _mm512_and_si512((j & 1) ? _mm512_srli_epi16(v, 4) : v,
 				     _mm512_set1_epi8(0x0f));
 
 	if (Q5) {
-		__m512i h = _mm512_loadu_si512(sb + GB_Q4_K + 64 * c);
+		__m512i h = _mm512_loadu_si512(sb + EDGEQ_PK_GB_Q4_K + 64 * c);
 
 		h = j <= 4 ? _mm512_slli_epi16(h, 4 - j) :
 			     _mm512_srli_epi16(h, j - 4);
@@ -260,12 +260,12 @@ AI __m512i k_weights(const uint8_t *sb, int j, int c, bool Q5)
 AI __m512i k_mins(const uint8_t *sb, int jj)
 {
 	return _mm512_or_si512(
-		_mm512_cvtepu8_epi32(
-			_mm_loadu_si128((const __m128i *)(sb + 192 + 32 * jj))),
-		_mm512_slli_epi32(
-			_mm512_cvtepu8_epi32(_mm_loadu_si128(
-				(const __m128i *)(sb + 208 + 32 * jj))),
-			16));
+		_mm512_cvtepu8_epi32(_mm_loadu_si128(
+			(const __m128i *)(sb + EDGEQ_PK_K_MIN + 32 * jj))),
+		_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((
+					  const __m128i *)(sb + EDGEQ_PK_K_MIN +
+							   16 + 32 * jj))),
+				  16));
 }
 
 /*
@@ -281,7 +281,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	       size_t as, const struct actk *ap, int64_t aps, const int NT,
 	       const bool Q5, __m512 *acc)
 {
-	const size_t GB = Q5 ? GB_Q5_K : GB_Q4_K;
+	const size_t GB = Q5 ? EDGEQ_PK_GB_Q5_K : EDGEQ_PK_GB_Q4_K;
 	__m512 c_[8];
 	int k;
 
@@ -292,8 +292,8 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		const uint8_t *sb = gp + (size_t)i * GB;
 		__m512 dw = _mm512_cvtph_ps(
 			_mm256_loadu_si256((const __m256i *)sb));
-		__m512 dm = _mm512_cvtph_ps(
-			_mm256_loadu_si256((const __m256i *)(sb + 32)));
+		__m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(
+			(const __m256i *)(sb + EDGEQ_PK_K_DMIN)));
 		__m512i isum[8], summ[8];
 
 #pragma GCC unroll 8
@@ -311,8 +311,8 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			     o < (GB / 64 * (j + 1) / 8) * 64; o += 64)
 				_mm_prefetch((const char *)sb + PF_K + o,
 					     _MM_HINT_T0);
-			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(
-				(const __m128i *)(sb + 64 + 16 * j)));
+			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((
+				const __m128i *)(sb + EDGEQ_PK_K_SC + 16 * j)));
 			__m512i w[8];
 
 #pragma GCC unroll 8
@@ -386,7 +386,7 @@ AI void tile_kw(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		size_t as, const struct actk *ap, int64_t aps, const int NT,
 		const bool Q5, __m512 *acc)
 {
-	const size_t GB = Q5 ? GB_Q5_K : GB_Q4_K;
+	const size_t GB = Q5 ? EDGEQ_PK_GB_Q5_K : EDGEQ_PK_GB_Q4_K;
 	int k;
 
 	for (int64_t i = i0; i < i1; i++) {
@@ -398,8 +398,8 @@ AI void tile_kw(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			isum[k] = _mm512_setzero_si512();
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++) {
-			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(
-				(const __m128i *)(sb + 64 + 16 * j)));
+			__m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((
+				const __m128i *)(sb + EDGEQ_PK_K_SC + 16 * j)));
 			__m512i sd[8];
 
 #pragma GCC unroll 6
@@ -435,8 +435,8 @@ AI void tile_kw(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			mp[jj] = k_mins(sb, jj);
 		__m512 dw = _mm512_cvtph_ps(
 			_mm256_loadu_si256((const __m256i *)sb));
-		__m512 dm = _mm512_cvtph_ps(
-			_mm256_loadu_si256((const __m256i *)(sb + 32)));
+		__m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(
+			(const __m256i *)(sb + EDGEQ_PK_K_DMIN)));
 
 #pragma GCC unroll 8
 		for (k = 0; k < NT; k++) {
@@ -487,8 +487,6 @@ static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 
 /* ---- Q6_K ---- */
 
-#define GB_Q6_K (32 + 256 + 32 * 64 + 16 * 64)
-
 /*
  * Sub-block 8 n + c4 + 2 j's weights (q + 32) in chunk c = 4 c4 + cc of
  * the packed Q6_K super-block at sb: the low (j < 2) or high nibbles of
@@ -498,9 +496,9 @@ static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 AI __m512i q6_weights(const uint8_t *sb, int n, int c, int j)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	__m512i Q =
-		_mm512_loadu_si512(sb + 288 + 64 * (16 * n + (j & 1) * 8 + c));
-	__m512i H = _mm512_loadu_si512(sb + 2336 + 64 * (8 * n + c));
+	__m512i Q = _mm512_loadu_si512(sb + EDGEQ_PK_16_QS +
+				       64 * (16 * n + (j & 1) * 8 + c));
+	__m512i H = _mm512_loadu_si512(sb + EDGEQ_PK_Q6K_QH + 64 * (8 * n + c));
 	__m512i lo = j < 2 ? _mm512_and_si512(Q, m4) :
 			     _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
 	__m512i hb = j == 0 ? _mm512_slli_epi16(H, 4) :
@@ -549,13 +547,13 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	for (k = 0; k < NT; k++)
 		c_[k] = acc[k];
 	for (int64_t i = i0; i < i1; i++) {
-		const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
+		const uint8_t *sb = gp + (size_t)i * EDGEQ_PK_GB_Q6_K;
 		__m512 dw = _mm512_cvtph_ps(
 			_mm256_loadu_si256((const __m256i *)sb));
 		__m512i isum[4];
 
 #pragma GCC unroll 53
-		for (size_t o = 0; o < GB_Q6_K; o += 64)
+		for (size_t o = 0; o < EDGEQ_PK_GB_Q6_K; o += 64)
 			_mm_prefetch((const char *)sb + PF_AHEAD + o,
 				     _MM_HINT_T0);
 #pragma GCC unroll 4
@@ -569,7 +567,7 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #pragma GCC unroll 4
 			for (int j = 0; j < 4; j++)
 				sc[j] = _mm512_cvtepi8_epi32(_mm_loadu_si128(
-					(const __m128i *)(sb + 32 +
+					(const __m128i *)(sb + EDGEQ_PK_16_SC +
 							  16 * (8 * n + c4 +
 								2 * j))));
 #pragma GCC unroll 4
@@ -646,7 +644,7 @@ AI void tile_q6w(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	int k;
 
 	for (int64_t i = i0; i < i1; i++) {
-		const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
+		const uint8_t *sb = gp + (size_t)i * EDGEQ_PK_GB_Q6_K;
 		__m512i isum[8];
 
 #pragma GCC unroll 8
@@ -658,12 +656,16 @@ AI void tile_q6w(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			const int q4 = u >> 2, j = u & 3, n = q4 >> 1,
 				  c4 = q4 & 1, g = 8 * n + c4 + 2 * j;
 			__m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(
-				(const __m128i *)(sb + 32 + 16 * g)));
+				(const __m128i *)(sb + EDGEQ_PK_16_SC +
+						  16 * g)));
 			__m512i sd[8];
 
 #pragma GCC unroll 4
-			for (size_t o = (GB_Q6_K / 64 * (size_t)u / 16) * 64;
-			     o < (GB_Q6_K / 64 * (size_t)(u + 1) / 16) * 64;
+			for (size_t o =
+				     (EDGEQ_PK_GB_Q6_K / 64 * (size_t)u / 16) *
+				     64;
+			     o < (EDGEQ_PK_GB_Q6_K / 64 * (size_t)(u + 1) /
+				  16) * 64;
 			     o += 64)
 				_mm_prefetch((const char *)sb + PF_K + o,
 					     _MM_HINT_T0);
@@ -755,11 +757,11 @@ struct grp {
 static void prep_k4_packed(struct q4k_prep *P, const uint8_t *sb)
 {
 	P->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sb));
-	P->dmin =
-		_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sb + 32)));
+	P->dmin = _mm512_cvtph_ps(
+		_mm256_loadu_si256((const __m256i *)(sb + EDGEQ_PK_K_DMIN)));
 	for (int j = 0; j < 8; j++)
-		P->sc[j] = _mm512_cvtepu8_epi32(
-			_mm_loadu_si128((const __m128i *)(sb + 64 + 16 * j)));
+		P->sc[j] = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+			(const __m128i *)(sb + EDGEQ_PK_K_SC + 16 * j)));
 	for (int jj = 0; jj < 4; jj++)
 		P->mp[jj] = k_mins(sb, jj);
 }
@@ -771,15 +773,15 @@ static void prep_group(void *Pv, int64_t r, int64_t nsb, const void *arg)
 
 	for (int64_t i = 0; i < nsb; i++) {
 		if (G->t == EDGEQ_TYPE_Q4_K) {
-			const uint8_t *sb = gp + (size_t)i * GB_Q4_K;
+			const uint8_t *sb = gp + (size_t)i * EDGEQ_PK_GB_Q4_K;
 			struct q4k_prep *P = (struct q4k_prep *)Pv + i;
 
 			prep_k4_packed(P, sb);
 			for (int c = 0; c < 32; c++)
-				P->qs[c] =
-					_mm512_loadu_si512(sb + 320 + 64 * c);
+				P->qs[c] = _mm512_loadu_si512(
+					sb + EDGEQ_PK_K_QS + 64 * c);
 		} else if (G->t == EDGEQ_TYPE_Q5_K) {
-			const uint8_t *sb = gp + (size_t)i * GB_Q5_K;
+			const uint8_t *sb = gp + (size_t)i * EDGEQ_PK_GB_Q5_K;
 			struct q5k_prep *P = (struct q5k_prep *)Pv + i;
 
 			prep_k4_packed((struct q4k_prep *)P, sb);
@@ -788,7 +790,7 @@ static void prep_group(void *Pv, int64_t r, int64_t nsb, const void *arg)
 					P->q[8 * j + c] =
 						k_weights(sb, j, c, true);
 		} else {
-			const uint8_t *sb = gp + (size_t)i * GB_Q6_K;
+			const uint8_t *sb = gp + (size_t)i * EDGEQ_PK_GB_Q6_K;
 			struct q6k_prep *P = (struct q6k_prep *)Pv + i;
 
 			P->d = _mm512_cvtph_ps(
@@ -799,7 +801,8 @@ static void prep_group(void *Pv, int64_t r, int64_t nsb, const void *arg)
 					  c4 = q4 & 1, sg = 8 * n + c4 + 2 * j;
 
 				P->sc[sg] = _mm512_cvtepi8_epi32(_mm_loadu_si128(
-					(const __m128i *)(sb + 32 + 16 * sg)));
+					(const __m128i *)(sb + EDGEQ_PK_16_SC +
+							  16 * sg)));
 				for (int cc = 0; cc < 4; cc++)
 					P->q[4 * sg + cc] = q6_weights(
 						sb, n, 4 * c4 + cc, j);
@@ -842,19 +845,19 @@ struct kind {
 };
 
 static const struct kind k_q4_0 = {
-	32, 32 + 4 * 64, 34, sizeof(struct act), 8, prep_q80, tile_any
+	32, EDGEQ_PK_GB_Q4_0, 34, sizeof(struct act), 8, prep_q80, tile_any
 };
 static const struct kind k_q8_0 = {
-	32, 32 + 8 * 64, 34, sizeof(struct act), 8, prep_q80, tile_any
+	32, EDGEQ_PK_GB_Q8_0, 34, sizeof(struct act), 8, prep_q80, tile_any
 };
 static const struct kind k_q4_K = {
-	256, GB_Q4_K, 292, sizeof(struct actk), 8, prep_k, tile_k_any
+	256, EDGEQ_PK_GB_Q4_K, 292, sizeof(struct actk), 8, prep_k, tile_k_any
 };
 static const struct kind k_q5_K = {
-	256, GB_Q5_K, 292, sizeof(struct actk), 8, prep_k, tile_k_any
+	256, EDGEQ_PK_GB_Q5_K, 292, sizeof(struct actk), 8, prep_k, tile_k_any
 };
 static const struct kind k_q6_K = {
-	256, GB_Q6_K, 292, sizeof(struct act6), 8, prep_q6, tile_q6_any
+	256, EDGEQ_PK_GB_Q6_K, 292, sizeof(struct act6), 8, prep_q6, tile_q6_any
 };
 
 /* Bytes of a token block's activations (of a 1 MiB L2). */

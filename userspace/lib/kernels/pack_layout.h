@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Where things lie in the 16-row packed layouts, per group of 16 rows and
+ * block (32 columns for Q4_0/Q8_0, a 256-column super-block for the
+ * K-quants): kernels/pack.c writes them (its comment says what each part
+ * holds), arm64/neon_pack.c and x86/avx512_pack.c read them. A chunk is
+ * 64 bytes: 4 bytes of each of the 16 rows, row r's at 4r.
+ */
+#ifndef EDGEQ_KERNELS_PACK_LAYOUT_H
+#define EDGEQ_KERNELS_PACK_LAYOUT_H
+
+#define EDGEQ_PK_CHUNK 64
+
+/* Q4_0, Q8_0: the 16 fp16 d, then 4 (Q4_0) or 8 (Q8_0) chunks */
+#define EDGEQ_PK_Q80_QS 32
+#define EDGEQ_PK_GB_Q4_0 (EDGEQ_PK_Q80_QS + 4 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_GB_Q8_0 (EDGEQ_PK_Q80_QS + 8 * EDGEQ_PK_CHUNK)
+
+/* Q4_K, Q5_K: 16 fp16 d, 16 fp16 dmin, the scales and the mins as bytes
+ * (16 per sub-block), 32 chunks of nibbles; Q5_K then 8 chunks of qh */
+#define EDGEQ_PK_K_DMIN 32
+#define EDGEQ_PK_K_SC 64
+#define EDGEQ_PK_K_MIN 192
+#define EDGEQ_PK_K_QS 320
+#define EDGEQ_PK_GB_Q4_K (EDGEQ_PK_K_QS + 32 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_Q5K_QH EDGEQ_PK_GB_Q4_K
+#define EDGEQ_PK_GB_Q5_K (EDGEQ_PK_Q5K_QH + 8 * EDGEQ_PK_CHUNK)
+
+/* Q6_K, Q3_K, Q2_K, one frame: 16 fp16 d, the 16 sub-blocks' scales as
+ * bytes, then the quants; Q6_K's qh, Q3_K's hmask or Q2_K's dmin after */
+#define EDGEQ_PK_16_SC 32
+#define EDGEQ_PK_16_QS 288
+#define EDGEQ_PK_Q6K_QH (EDGEQ_PK_16_QS + 32 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_GB_Q6_K (EDGEQ_PK_Q6K_QH + 16 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_Q3K_HMASK (EDGEQ_PK_16_QS + 16 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_GB_Q3_K (EDGEQ_PK_Q3K_HMASK + 8 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_Q2K_DMIN (EDGEQ_PK_16_QS + 16 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_GB_Q2_K (EDGEQ_PK_Q2K_DMIN + 32)
+
+_Static_assert(EDGEQ_PK_GB_Q4_K == 2368 && EDGEQ_PK_GB_Q5_K == 2880 &&
+		       EDGEQ_PK_GB_Q6_K == 3360 && EDGEQ_PK_GB_Q3_K == 1824 &&
+		       EDGEQ_PK_GB_Q2_K == 1344,
+	       "the packed sizes Documentation/kernels.rst states");
+
+#endif /* EDGEQ_KERNELS_PACK_LAYOUT_H */
