@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/arm64/neon_fold.h"
 #include "kernels/arm64/neon_quants.h"
 #include "kernels/q80_tiles.h"
 
@@ -26,25 +27,11 @@ static inline float h2f(uint16_t h)
 	return (float)f;
 }
 
-/* edgeq_reduce8 with lanes 0-3 in lo, 4-7 in hi */
-static inline float reduce8(float32x4_t lo, float32x4_t hi)
-{
-	float32x4_t t = vaddq_f32(lo, hi);
-	float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));
-
-	return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
-}
-
 /* ---- float rows: 32 lanes in 8 vectors ---- */
 
 static float fold32(const float32x4_t a[8])
 {
-	float32x4_t lo =
-		vaddq_f32(vaddq_f32(a[0], a[2]), vaddq_f32(a[4], a[6]));
-	float32x4_t hi =
-		vaddq_f32(vaddq_f32(a[1], a[3]), vaddq_f32(a[5], a[7]));
-
-	return reduce8(lo, hi);
+	return edgeq_neon_reduce_t(edgeq_neon_fold_t(a));
 }
 
 /* The tail (n % 32 elements) goes through memory to lanes 0.. of acc[]. */

@@ -20,24 +20,13 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/arm64/neon_fold.h"
 
 #define AI static inline __attribute__((always_inline))
 
 AI float32x4_t f16x4(const uint16_t *p)
 {
 	return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
-}
-
-/* [l0+l4, l1+l5, l2+l6, l3+l7] of one key: the 32-lane fold of Documentation
- * /kernels.rst, lanes 0-3 of vector c in a[c] */
-AI float32x4_t fold_t(const float32x4_t a[8])
-{
-	float32x4_t lo =
-		vaddq_f32(vaddq_f32(a[0], a[2]), vaddq_f32(a[4], a[6]));
-	float32x4_t hi =
-		vaddq_f32(vaddq_f32(a[1], a[3]), vaddq_f32(a[5], a[7]));
-
-	return vaddq_f32(lo, hi);
 }
 
 /* edgeq_reduce8's last steps, (t0 + t2) + (t1 + t3), of four keys at once:
@@ -55,13 +44,6 @@ AI float32x4_t reduce4x4(const float32x4_t t[4])
 				  vreinterpretq_f32_f64(vzip2q_f64(c, d)));
 
 	return vpaddq_f32(p, r);
-}
-
-AI float reduce1(float32x4_t t)
-{
-	float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));
-
-	return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
 }
 
 /*
@@ -105,7 +87,7 @@ AI void scores_q(const int QB, int64_t hd, int64_t nk, const uint16_t *k,
 			}
 #pragma GCC unroll 2
 			for (int j = 0; j < QB; j++)
-				f[j][i] = fold_t(a[j]);
+				f[j][i] = edgeq_neon_fold_t(a[j]);
 		}
 #pragma GCC unroll 2
 		for (int j = 0; j < QB; j++) {
@@ -115,7 +97,8 @@ AI void scores_q(const int QB, int64_t hd, int64_t nk, const uint16_t *k,
 				continue;
 			}
 			for (int i = 0; i < nkb; i++)
-				s[j * ss + t + i] = reduce1(f[j][i]) * scale;
+				s[j * ss + t + i] =
+					edgeq_neon_reduce_t(f[j][i]) * scale;
 		}
 	}
 }
