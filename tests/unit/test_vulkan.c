@@ -834,6 +834,153 @@ static void test_shared_act(void **state)
 	free(wf);
 }
 
+/* A product of @type, rows x n, of the nb rows at input offset @xo. */
+static void fused_product(struct arena *a, struct edgeq_op_desc *op,
+			  uint64_t key, uint32_t type, uint64_t rows,
+			  uint64_t n, uint64_t nb, uint64_t xo, float *wf)
+{
+	size_t wrow = edgeq_row_size(type, (int64_t)n);
+
+	edgeq_op_desc_init(op, nb > 1 ? EDGEQ_OP_MATMUL : EDGEQ_OP_MATVEC, key);
+	op->dtype = type;
+	op->shape[0] = rows;
+	op->shape[1] = n;
+	if (nb > 1)
+		op->shape[2] = nb;
+	fill(wf, rows * n, (unsigned int)(key * 7));
+	edgeq_type_traits(type)->from_float(
+		wf, arena_take(a, op, 0, rows * wrow), (int64_t)(rows * n));
+	edgeq_op_desc_tensor(op, 1, 1, xo, nb * n * 4);
+	arena_take(a, op, 2, nb * rows * 4);
+}
+
+static void fused_rope(struct arena *a, struct edgeq_op_desc *op, uint64_t key,
+		       uint64_t heads, uint64_t pos)
+{
+	edgeq_op_desc_init(op, EDGEQ_OP_ROPE, key);
+	op->shape[0] = heads;
+	op->shape[1] = 64;
+	op->param[0] = pos;
+	op->param[1] = bitsf(10000.0f);
+	fill(arena_take(a, op, 0, heads * 64 * 4), heads * 64,
+	     (unsigned int)key);
+}
+
+/* STORE F32 of n floats from @src (an offset, or 0: a new filled row) */
+static void fused_store(struct arena *a, struct edgeq_op_desc *op, uint64_t key,
+			uint64_t n, uint64_t src)
+{
+	edgeq_op_desc_init(op, EDGEQ_OP_STORE, key);
+	op->dtype = EDGEQ_DTYPE_F32;
+	op->shape[0] = n;
+	if (src)
+		edgeq_op_desc_tensor(op, 0, 1, src, n * 4);
+	else
+		fill(arena_take(a, op, 0, n * 4), n, (unsigned int)key);
+	arena_take(a, op, 1, n * 4);
+}
+
+/*
+ * Independent neighbours share a dispatch (vk_ops.c fuse()): an RMSNORM
+ * quantizes its rows for the product after it (Q8_0 and Q8_K), RoPE of q
+ * and k with one table, a K row's STORE and its V row's; the results the
+ * same bits as with EDGEQ_VK_FUSE=0 and the CPU's within the chain
+ * bound, 4 dispatches fewer. Not fused: an in-place norm (its rows are
+ * recomputed from the input), RoPE at another position (another table),
+ * a STORE that reads the one before's output.
+ */
+static void test_fused(void **state)
+{
+	enum { N = 15 };
+	const uint64_t n = 256;
+	const unsigned int out[N] = { 2, 2, 2, 2, 2, 0, 0, 0,
+				      1, 1, 1, 1, 2, 2, 2 };
+	struct edgeq_backend_tensor(*t)[EDGEQ_MAX_TENSORS] =
+		calloc(N, sizeof(*t));
+	struct edgeq_op_desc op[N];
+	struct edgeq_backend_info i0, i1;
+	float *wf = malloc(40 * n * 4);
+	char *start, *unfused;
+	uint64_t d_off, d_on;
+	struct arena a;
+	int st[N];
+
+	NEED_VK();
+	arena_init(&a, 1 << 20, 41);
+	/* 0-2: a norm of 2 rows, then two Q8_0-activation products of it */
+	edgeq_op_desc_init(&op[0], EDGEQ_OP_RMSNORM, 1);
+	op[0].ndims = 2;
+	op[0].shape[0] = n;
+	op[0].shape[1] = 2;
+	op[0].param[0] = bitsf(1e-6f);
+	fill(arena_take(&a, &op[0], 0, 2 * n * 4), 2 * n, 51);
+	fill(arena_take(&a, &op[0], 1, n * 4), n, 52);
+	arena_take(&a, &op[0], 2, 2 * n * 4);
+	fused_product(&a, &op[1], 2, EDGEQ_TYPE_Q8_0, 40, n, 2,
+		      op[0].tensors[2].offset, wf);
+	fused_product(&a, &op[2], 3, EDGEQ_TYPE_Q4_0, 24, n, 2,
+		      op[0].tensors[2].offset, wf);
+	/* 3-4: a norm of one row, then a Q8_K-activation product */
+	edgeq_op_desc_init(&op[3], EDGEQ_OP_RMSNORM, 4);
+	op[3].shape[0] = n;
+	op[3].param[0] = bitsf(1e-5f);
+	fill(arena_take(&a, &op[3], 0, n * 4), n, 53);
+	op[3].tensors[1] = op[0].tensors[1];
+	arena_take(&a, &op[3], 2, n * 4);
+	fused_product(&a, &op[4], 5, EDGEQ_TYPE_Q4_K, 16, n, 1,
+		      op[3].tensors[2].offset, wf);
+	/* 5-7: q and k at position 9 (fused), another k at 10 (not) */
+	fused_rope(&a, &op[5], 6, 8, 9);
+	fused_rope(&a, &op[6], 7, 2, 9);
+	fused_rope(&a, &op[7], 8, 2, 10);
+	/* 8-9: a K and a V row (fused); 10-11: the second reads the first's
+	 * output (not) */
+	fused_store(&a, &op[8], 9, n, 0);
+	fused_store(&a, &op[9], 10, n, 0);
+	fused_store(&a, &op[10], 11, n, 0);
+	fused_store(&a, &op[11], 12, n, op[10].tensors[1].offset);
+	/* 12-13: a norm in place, then a product of it (not fused) */
+	edgeq_op_desc_init(&op[12], EDGEQ_OP_RMSNORM, 13);
+	op[12].shape[0] = n;
+	op[12].param[0] = bitsf(1e-6f);
+	fill(arena_take(&a, &op[12], 0, n * 4), n, 54);
+	op[12].tensors[1] = op[0].tensors[1];
+	op[12].tensors[2] = op[12].tensors[0];
+	fused_product(&a, &op[13], 14, EDGEQ_TYPE_Q8_0, 8, n, 1,
+		      op[12].tensors[0].offset, wf);
+	/* 14: a product of the norm's output after another op (not fused:
+	 * not the norm's neighbour) */
+	fused_product(&a, &op[14], 15, EDGEQ_TYPE_Q8_0, 8, n, 1,
+		      op[3].tensors[2].offset, wf);
+	for (int i = 0; i < N; i++)
+		tensors_of(&a, &op[i], t[i]);
+	start = malloc(a.size);
+	unfused = malloc(a.size);
+	memcpy(start, a.map, a.size);
+
+	setenv("EDGEQ_VK_FUSE", "0", 1);
+	edgeq_backend_get_info(vk, &i0);
+	assert_int_equal(edgeq_backend_run(vk, op, t, st, N), 0);
+	edgeq_backend_get_info(vk, &i1);
+	unsetenv("EDGEQ_VK_FUSE");
+	d_off = i1.dispatches - i0.dispatches;
+	memcpy(unfused, a.map, a.size);
+	memcpy(a.map, start, a.size);
+	print_message("fused chain: max |d| = %.3g\n",
+		      run_compare(vk, &a, op, N, out, 1e-5, 1e-4, NULL));
+	edgeq_backend_get_info(vk, &i0);
+	d_on = i0.dispatches - i1.dispatches;
+	/* unfused: 15 ops and 4 quantizing passes (op 2 shares op 1's) */
+	assert_int_equal(d_off, 19);
+	assert_int_equal(d_on, 15);
+	assert_memory_equal(a.map, unfused, a.size);
+	free(start);
+	free(unfused);
+	free(t);
+	free(wf);
+	arena_fini(&a);
+}
+
 /*
  * A chain over more mappings than the backend's first table holds (each
  * op's tensors in a memfd of their own), on both memory paths: the
@@ -1235,6 +1382,7 @@ int main(void)
 		cmocka_unit_test(test_store_q8_0),
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_shared_act),
+		cmocka_unit_test(test_fused),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_staging),
 		cmocka_unit_test(test_float_only),

@@ -3,20 +3,21 @@
 // per super-block of 256; t1 holds n1 rows of n0 floats. Out, at scratch
 // word os: per super-block 81 words, d (float bits), 64 words of packed
 // int8 quants, 16 group sums (int bits).
-// Included by q8_k.comp (float64 division) and q8_k_f32.comp.
+// Included by q8_k.comp (float64 division) and q8_k_f32.comp, and (with
+// Q8_FUSED, the source Q8SRC(i) defined first) by rmsnorm.glsl.
 
-layout(local_size_x = 64) in;
+#ifndef Q8SRC
+#define Q8SRC(i) f1(i)
+#endif
 
-void main()
+// Super-block g (row g / nsb of n1) into scratch at os + 81 g.
+void q8_k_block(uint g)
 {
-	uint nsb = pc.n0 / 256u, g = gl_GlobalInvocationID.x;
-	uint r, i, x, o, j, w;
+	uint nsb = pc.n0 / 256u, r, i, x, o, j, w;
 	float amax = 0.0, mx = 0.0;
 	precise float iscale, d;
 	bool fin = true;
 
-	if (g >= nsb * pc.n1)
-		return;
 	r = g / nsb;
 	i = g % nsb;
 	x = r * pc.n0 + i * 256u;
@@ -24,7 +25,7 @@ void main()
 	for (j = 0u; j < 80u; j++)
 		sc[o + 1u + j] = 0u;
 	for (j = 0u; j < 256u; j++) {
-		float v = f1(x + j);
+		float v = Q8SRC(x + j);
 
 		fin = fin && finite(v);
 		if (abs(v) > amax) {
@@ -45,7 +46,7 @@ void main()
 		uint packed = 0u;
 
 		for (j = 0u; j < 4u; j++) {
-			precise float v = iscale * f1(x + w * 4u + j);
+			precise float v = iscale * Q8SRC(x + w * 4u + j);
 			int q = min(127, int(roundEven(v)));
 
 			packed |= (uint(q) & 0xffu) << (8u * j);
@@ -66,3 +67,15 @@ void main()
 	d = div_rn(1.0, iscale);
 	sc[o] = floatBitsToUint(d);
 }
+
+#ifndef Q8_FUSED
+layout(local_size_x = 64) in;
+
+void main()
+{
+	uint g = gl_GlobalInvocationID.x;
+
+	if (g < pc.n0 / 256u * pc.n1)
+		q8_k_block(g);
+}
+#endif

@@ -4,9 +4,25 @@
 // As the decoder's rmsnorm(): the sum of squares in double, in element
 // order, where the device has float64 (rmsnorm.comp); in float otherwise
 // (rmsnorm_f32.comp, a relative error of n0 * 2^-24 more).
+// p1 1 or 2: the rows are also quantized into scratch at os, Q8_0 or Q8_K
+// blocks as q8_0.glsl / q8_k.glsl make them from y (each element computed
+// again, the same product: no other invocation's write is read), for the
+// product that reads y next; one dispatch instead of two.
 layout(local_size_x = 64) in;
 
 shared float scale;
+
+float rms_val(uint i)
+{
+	precise float y = f0(i) * scale * f1(i % pc.n0);
+
+	return y;
+}
+
+#define Q8_FUSED 1
+#define Q8SRC(i) rms_val(i)
+#include "q8_0.glsl"
+#include "q8_k.glsl"
 
 void main()
 {
@@ -39,9 +55,12 @@ void main()
 #endif
 	}
 	barrier();
-	for (i = tid; i < n; i += 64u) {
-		precise float y = f0(b + i) * scale * f1(i);
-
-		t2[pc.o2 + b + i] = floatBitsToUint(y);
-	}
+	for (i = tid; i < n; i += 64u)
+		t2[pc.o2 + b + i] = floatBitsToUint(rms_val(b + i));
+	if (pc.p1 == 1u)
+		for (i = tid; i < n / 32u; i += 64u)
+			q8_0_block(row * (n / 32u) + i);
+	else if (pc.p1 == 2u)
+		for (i = tid; i < n / 256u; i += 64u)
+			q8_k_block(row * (n / 256u) + i);
 }

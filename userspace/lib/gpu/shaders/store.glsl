@@ -6,9 +6,25 @@
 // the CPU quantizes activations (kernels/quants.c quantize_act_q8_0()),
 // one invocation per two blocks (68 bytes, 17 words), so n0 is a multiple
 // of 64 and the row word-aligned.
+// A second row, t2 into t3 of the same n0 and type (a K row and its V
+// row), is the dispatch's workgroups of y = 1: one dispatch for both.
 // Included by store.comp (float64 division) and store_f32.comp.
 
 layout(local_size_x = 64) in;
+
+// word k of this workgroup's source row, and word k of its destination
+uint src(uint k)
+{
+	return gl_WorkGroupID.y == 0u ? t0[pc.o0 + k] : t2[pc.o2 + k];
+}
+
+void put(uint k, uint v)
+{
+	if (gl_WorkGroupID.y == 0u)
+		t1[pc.o1 + k] = v;
+	else
+		t3[pc.o3 + k] = v;
+}
 
 uint to_half(uint u)
 {
@@ -47,7 +63,7 @@ void q8_block(uint x, uint o, inout uint by[68])
 	uint j;
 
 	for (j = 0u; j < 32u; j++) {
-		float v = f0(x + j);
+		float v = uintBitsToFloat(src(x + j));
 
 		fin = fin && finite(v);
 		amax = max(amax, abs(v));
@@ -66,7 +82,7 @@ void q8_block(uint x, uint o, inout uint by[68])
 	by[o] = h & 0xffu;
 	by[o + 1u] = h >> 8;
 	for (j = 0u; j < 32u; j++) {
-		precise float v = f0(x + j) * id;
+		precise float v = uintBitsToFloat(src(x + j)) * id;
 
 		by[o + 2u + j] = uint(int(round_away(v))) & 0xffu;
 	}
@@ -84,20 +100,18 @@ void main()
 		q8_block(64u * i, 0u, by);
 		q8_block(64u * i + 32u, 34u, by);
 		for (w = 0u; w < 17u; w++)
-			t1[pc.o1 + 17u * i + w] = by[4u * w] |
-						  (by[4u * w + 1u] << 8) |
-						  (by[4u * w + 2u] << 16) |
-						  (by[4u * w + 3u] << 24);
+			put(17u * i + w, by[4u * w] | (by[4u * w + 1u] << 8) |
+						 (by[4u * w + 2u] << 16) |
+						 (by[4u * w + 3u] << 24));
 		return;
 	}
 
 	if (pc.p0 == 0u) {
 		if (i < pc.n0)
-			t1[pc.o1 + i] = t0[pc.o0 + i];
+			put(i, src(i));
 		return;
 	}
 	if (2u * i >= pc.n0)
 		return;
-	t1[pc.o1 + i] = to_half(t0[pc.o0 + 2u * i]) |
-			(to_half(t0[pc.o0 + 2u * i + 1u]) << 16);
+	put(i, to_half(src(2u * i)) | (to_half(src(2u * i + 1u)) << 16));
 }

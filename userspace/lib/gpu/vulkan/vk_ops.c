@@ -587,6 +587,82 @@ shares_act(const struct edgeq_op_desc *ops,
 	return true;
 }
 
+static bool same_range(const struct edgeq_backend_tensor *a,
+		       const struct edgeq_backend_tensor *b)
+{
+	return a->base == b->base && a->offset == b->offset &&
+	       a->length == b->length;
+}
+
+static bool disjoint(const struct edgeq_backend_tensor *a,
+		     const struct edgeq_backend_tensor *b)
+{
+	return !overlaps(a, b->base, b->offset, b->length);
+}
+
+/*
+ * Fewer dispatches for the same work (a dispatch and its barrier cost
+ * ~0.2 ms on lavapipe, a few us and a pipeline drain on a GPU): op i + 1
+ * goes into op i's dispatch where the two are independent and a shader
+ * takes both. An RMSNORM whose output the next product quantizes writes
+ * the quantized rows too (rmsnorm.glsl p1), RoPE of q then k with the same
+ * table rotates both (rope.comp n3), a K row's STORE then its V row's
+ * stores both (store.glsl); each shader computes every value as the
+ * separate ones do, so the bits are the same. EDGEQ_VK_FUSE=0 turns it off.
+ */
+static void fuse(const struct vk_ctx *v, const struct edgeq_op_desc *ops,
+		 const struct edgeq_backend_tensor (*t)[EDGEQ_MAX_TENSORS],
+		 struct op_plan *plan, unsigned int n)
+{
+	const char *env = getenv("EDGEQ_VK_FUSE");
+
+	if (env && !strcmp(env, "0"))
+		return;
+	for (unsigned int i = 0; i + 1 < n; i++) {
+		struct op_plan *p = &plan[i], *q = &plan[i + 1];
+		const struct edgeq_backend_tensor *a = t[i], *b = t[i + 1];
+
+		if (p->pipe < 0 || q->pipe < 0)
+			continue;
+		if (p->pipe == VK_PIPE_RMSNORM &&
+		    (q->pre == VK_PIPE_Q8_0 || q->pre == VK_PIPE_Q8_K) &&
+		    same_range(&b[1], &a[2]) && q->pre_pc.n[0] == p->pc.n[0] &&
+		    q->pre_pc.n[1] == p->pc.n[1] && disjoint(&a[0], &a[2]) &&
+		    disjoint(&a[1], &a[2])) {
+			p->pc.p[1] = q->pre == VK_PIPE_Q8_0 ? 1 : 2;
+			p->pc.os = q->pre_pc.os;
+			q->pre = -1;
+		} else if (p->pipe == VK_PIPE_ROPE && q->pipe == VK_PIPE_ROPE &&
+			   ops[i].opcode == ops[i + 1].opcode && !p->pc.n[3] &&
+			   p->pc.n[1] == q->pc.n[1] &&
+			   p->pc.n[2] == q->pc.n[2] &&
+			   p->pc.p[0] == q->pc.p[0] &&
+			   p->pc.p[1] == q->pc.p[1] && disjoint(&a[0], &b[0]) &&
+			   !memcmp((uint32_t *)v->scratch.host + p->pc.os,
+				   (uint32_t *)v->scratch.host + q->pc.os,
+				   p->scratch_words * 4)) {
+			p->pc.n[3] = q->pc.n[0];
+			p->bi[2] = q->bi[0];
+			p->pc.o[2] = q->pc.o[0];
+			if (q->groups[0] > p->groups[0])
+				p->groups[0] = q->groups[0];
+			p->groups[1] = 2;
+			q->pipe = -1;
+		} else if (p->pipe == VK_PIPE_STORE &&
+			   q->pipe == VK_PIPE_STORE && p->groups[1] == 1 &&
+			   p->pc.n[0] == q->pc.n[0] &&
+			   p->pc.p[0] == q->pc.p[0] && disjoint(&a[1], &b[0]) &&
+			   disjoint(&a[1], &b[1]) && disjoint(&b[1], &a[0])) {
+			p->bi[2] = q->bi[0];
+			p->bi[3] = q->bi[1];
+			p->pc.o[2] = q->pc.o[0];
+			p->pc.o[3] = q->pc.o[1];
+			p->groups[1] = 2;
+			q->pipe = -1;
+		}
+	}
+}
+
 /* Record and run @n (<= VK_CHAIN_MAX) planned ops. */
 static int
 run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
@@ -647,6 +723,7 @@ run_planned(struct vk_ctx *v, const struct edgeq_op_desc *ops,
 	}
 	if (ret)
 		return ret;
+	fuse(v, ops, t, plan, n);
 	for (i = 0; i < n; i++)
 		copy_in(&ops[i], &plan[i], t[i]);
 	vkResetDescriptorPool(v->dev, v->dpool, 0);
