@@ -754,19 +754,20 @@ static int cmd_agent(int argc, char **argv)
 }
 
 EDGEQ_COMMAND(
-	agent, "serve an edgeq.ko queue with Vulkan compute or the CPU kernels",
-	"usage: edgeq agent --queue NAME [--backend auto|vulkan|cpu]\n"
+	agent, "serve an edgeq.ko queue with Vulkan, CUDA or the CPU kernels",
+	"usage: edgeq agent --queue NAME [--backend auto|vulkan|cuda|cpu]\n"
 	"                   [--device N|NAME] [--profile npu|gpu|cpu] [--speed X]\n"
 	"       edgeq agent --list-devices\n"
 	"\n"
 	"Attach to /dev/edgeq/NAME as its agent and execute the ops clients\n"
 	"submit: with Vulkan compute shaders on a GPU (any Vulkan 1.2 device,\n"
 	"lavapipe included; the clients' memfds imported without a copy where\n"
-	"the driver has VK_EXT_external_memory_host), or with the engine's CPU\n"
-	"kernels. auto picks vulkan when a usable device exists and says so\n"
-	"when it falls back to cpu. A profile restricts the ops accepted (npu:\n"
-	"matrices, silu_mul and add; no softmax, norms or RoPE); on the cpu\n"
-	"backend it also scales the speed: below 1 the agent sleeps to be\n"
-	"slower, above 1 it reports proportionally less busy time. Needs\n"
-	"edgeq.ko and CAP_SYS_ADMIN. Documentation/gpu-agent.rst.",
+	"the driver has VK_EXT_external_memory_host), with CUDA where it was\n"
+	"built with nvcc, or with the engine's CPU kernels. auto picks vulkan\n"
+	"when a usable device exists and says so when it falls back to cpu.\n"
+	"A profile restricts the ops accepted (npu: matrices, silu_mul and\n"
+	"add; no softmax, norms or RoPE); on the cpu backend it also scales\n"
+	"the speed: below 1 the agent sleeps to be slower, above 1 it reports\n"
+	"proportionally less busy time. Needs edgeq.ko and CAP_SYS_ADMIN.\n"
+	"Documentation/gpu-agent.rst.",
 	agent_opts, cmd_agent);
