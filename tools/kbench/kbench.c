@@ -14,6 +14,11 @@
  *                        one GQA group's attention ITERS times through
  *                        one path of the selected table (tools/kcount
  *                        --attn counts it)
+ *   kbench --quant [-r ROWS] [-c COLS] [-i ITERS]
+ *                        activation quantization (Q8_0, Q8_K) of ROWS
+ *                        rows in cache, the selected table against the
+ *                        one before it (AVX-512: AVX2; else the scalar
+ *                        reference) in the same run, A B A B
  *   kbench --insn [-b TOKENS] [--packed] -T TYPE -r ROWS -c COLS -i ITERS
  *                        ITERS products and nothing else (no bandwidth
  *                        run, no timing printed): what tools/kcount runs
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <edgeq/edgeq.h>
 #include <edgeq/kernels.h>
@@ -252,6 +258,90 @@ static int attn_run(const char *spec, const char *path, long iters)
 
 /* ---- speed ---- */
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ns per block of @vdt for @q over rows x cols (best of 3). */
+static double quant_ns(int (*q)(enum edgeq_type, const float *, void *,
+				int64_t),
+		       enum edgeq_type vdt, const float *x, void *y, long rows,
+		       long cols, long iters)
+{
+	size_t rs = edgeq_row_size(vdt, cols);
+	int64_t bs = vdt == EDGEQ_TYPE_Q8_0 ? 32 : 256;
+	double best = 0;
+
+	for (int rep = 0; rep < 3; rep++) {
+		double t0 = now_s(), t;
+
+		for (long it = 0; it < iters; it++)
+			for (long r = 0; r < rows; r++)
+				q(vdt, x + r * cols, (char *)y + r * rs, cols);
+		t = (now_s() - t0) * 1e9 / ((double)iters * rows * cols / bs);
+		if (!rep || t < best)
+			best = t;
+	}
+	return best;
+}
+
+static int quant_run(long rows, long cols, long iters)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	static const enum edgeq_type vdts[] = { EDGEQ_TYPE_Q8_0,
+						EDGEQ_TYPE_Q8_K };
+	/* against the AVX2 form where the table is AVX-512's own */
+	int (*base)(enum edgeq_type, const float *, void *, int64_t) =
+		edgeq_quantize_act_ref;
+	const char *base_name = "scalar";
+	float *x;
+	void *y;
+
+#if defined(__x86_64__)
+	if (ops->quantize_act != edgeq_kernel_ops_avx2.quantize_act &&
+	    ops->quantize_act != edgeq_quantize_act_ref) {
+		base = edgeq_kernel_ops_avx2.quantize_act;
+		base_name = "avx2";
+	}
+#endif
+	if (rows < 1 || cols < 256 || cols % 256 || iters < 1) {
+		fprintf(stderr, "kbench: --quant needs -r >= 1, -c a multiple "
+				"of 256 and -i >= 1\n");
+		return 2;
+	}
+	x = malloc((size_t)(rows * cols) * sizeof(*x));
+	y = malloc(edgeq_row_size(EDGEQ_TYPE_Q8_K, cols) * (size_t)rows);
+	if (!x || !y) {
+		fprintf(stderr, "kbench: out of memory\n");
+		free(x);
+		free(y);
+		return 1;
+	}
+	for (long i = 0; i < rows * cols; i++)
+		x[i] = (float)((unsigned long)i * 2654435761u % 2001) / 500.0f -
+		       2.0f;
+	printf("kernels %s quantize_act %ld rows x %ld columns, ns per block "
+	       "(Q8_0: 32, Q8_K: 256), best of 3, A B A B\n",
+	       ops->name, rows, cols);
+	for (size_t v = 0; v < 2; v++) {
+		double r[4];
+
+		for (int k = 0; k < 4; k++)
+			r[k] = quant_ns(k % 2 ? ops->quantize_act : base,
+					vdts[v], x, y, rows, cols, iters);
+		printf("%-5s %-6s %8.2f %8.2f  %-8s %8.2f %8.2f  %.2fx\n",
+		       edgeq_type_name(vdts[v]), base_name, r[0], r[2],
+		       ops->name, r[1], r[3], (r[0] + r[2]) / (r[1] + r[3]));
+	}
+	free(x);
+	free(y);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -261,6 +351,7 @@ static void usage(FILE *f)
 		"-i ITERS\n"
 		"       kbench --attn HD:NK:NQ --attn-path group|single|loop "
 		"-i ITERS\n"
+		"       kbench --quant [-r ROWS] [-c COLS] [-i ITERS]\n"
 		"       kbench --digest\n");
 }
 
@@ -279,12 +370,14 @@ int main(int argc, char **argv)
 		{ "tokens", required_argument, NULL, 'b' },
 		{ "attn", required_argument, NULL, 'A' },
 		{ "attn-path", required_argument, NULL, 'P' },
+		{ "quant", no_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char threads[64] = "1,2", types[256] = "Q4_0,Q8_0,Q4_K,Q6_K,F16";
 	long rows = 2048, cols = 8192, fp_mib = 1024, iters = 0, nb = 1;
-	bool packed = false, insn = false;
+	bool packed = false, insn = false, quant = false;
+	bool rows_set = false, cols_set = false;
 	const char *attn = NULL, *attn_path = "group";
 	int c;
 
@@ -299,9 +392,11 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			rows = strtol(optarg, NULL, 0);
+			rows_set = true;
 			break;
 		case 'c':
 			cols = strtol(optarg, NULL, 0);
+			cols_set = true;
 			break;
 		case 'f':
 			fp_mib = strtol(optarg, NULL, 0);
@@ -326,6 +421,9 @@ int main(int argc, char **argv)
 		case 'P':
 			attn_path = optarg;
 			break;
+		case 'Q':
+			quant = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -336,6 +434,9 @@ int main(int argc, char **argv)
 	}
 	if (attn)
 		return attn_run(attn, attn_path, iters);
+	if (quant) /* a prompt block's rows of a 1B model, in cache */
+		return quant_run(rows_set ? rows : 64, cols_set ? cols : 2048,
+				 iters ? iters : 100);
 	if (insn)
 		return count_run(types, rows, cols, nb, packed, iters);
 	printf("kernels: %s   matrix %ld x %ld, footprint %ld MiB, %s layout\n",

@@ -438,6 +438,9 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 /* The same values as edgeq_quantize_act_ref, with AVX2 (x86/quant_act.c). */
 int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n);
+/* And with AVX-512, 16 Q8_0 blocks' scales at once (x86/avx512_quant.c). */
+int edgeq_quantize_act_avx512(enum edgeq_type vdt, const float *x, void *y,
+			      int64_t n);
 #endif
 #if defined(__aarch64__)
 /* arm64/neon_pack.c: Q4_0/Q8_0/Q4_K/Q5_K/Q6_K/Q3_K/Q2_K on 16-row packed
