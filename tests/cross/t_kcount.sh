@@ -124,6 +124,25 @@ EOF
 check "NEON attention: the group forms cost less than the many-key forms, those less than the per-key loop" test $? -eq 0
 cat "$T/py4.log"
 
+# activation quantization per block: kbench --insn --quant, kcount --quant
+"$KB" --insn --quant -T Q4_0 -i 1 >/dev/null 2>"$T/e7"
+check "kbench --insn --quant refuses a weight type (exit 2)" test $? -eq 2
+check "  and names the two it takes" grep -q "Q8_0|Q8_K" "$T/e7"
+tools/kcount --quant -c 512 -i 1 --no-x86 --json >"$T/q.json" 2>>"$T/a.err"
+python3 - "$T/q.json" >"$T/py5.log" 2>&1 <<'EOF2'
+import json, sys
+r = {(x["type"], x["kernels"]): x for x in json.load(open(sys.argv[1]))["quant"]}
+ok = True
+for t in ("Q8_0", "Q8_K"):
+    s, n = r[(t, "scalar")], r[(t, "neon")]
+    print(f"{t}: cycles per block, scalar reference {s['cycles_per_block']:.1f}, neon {n['cycles_per_block']:.1f}")
+    ok &= n["cycles_per_block"] * 3 < s["cycles_per_block"] and \
+        n["functions"][0][0] == "edgeq_quantize_act_neon"
+sys.exit(0 if ok else 1)
+EOF2
+check "NEON activation quantization: under a third of the scalar reference's cycles per block" test $? -eq 0
+cat "$T/py5.log"
+
 # profiles.ini's figures are what the kernels count today (the default shape)
 tools/kcount -T Q4_0,Q4_K -b 1 --no-x86 --profiles share/edgeq/profiles.ini --json >"$T/p.json" 2>>"$T/a.err"
 check "kcount --profiles runs" test $? -eq 0

@@ -19,6 +19,9 @@
  *                        rows in cache, the selected table against the
  *                        one before it (AVX-512: AVX2; else the scalar
  *                        reference) in the same run, A B A B
+ *   kbench --insn --quant -T Q8_0|Q8_K [-r ROWS] [-c COLS] -i ITERS
+ *                        ITERS quantizations and nothing else, for
+ *                        tools/kcount --quant
  *   kbench --insn [-b TOKENS] [--packed] -T TYPE -r ROWS -c COLS -i ITERS
  *                        ITERS products and nothing else (no bandwidth
  *                        run, no timing printed): what tools/kcount runs
@@ -342,6 +345,46 @@ static int quant_run(long rows, long cols, long iters)
 	return 0;
 }
 
+/* --insn --quant: ITERS quantizations of ROWS rows of TYPE (Q8_0, Q8_K)
+ * by the selected table, nothing timed (tools/kcount --quant). */
+static int quant_count(const char *type, long rows, long cols, long iters)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	enum edgeq_type vdt;
+	size_t rs;
+	float *x;
+	char *y;
+
+	if (edgeq_type_from_name(type, &vdt) ||
+	    (vdt != EDGEQ_TYPE_Q8_0 && vdt != EDGEQ_TYPE_Q8_K) || rows < 1 ||
+	    cols < 256 || cols % 256 || iters < 1) {
+		fprintf(stderr, "kbench: --insn --quant needs -T Q8_0|Q8_K, "
+				"-r >= 1, -c a multiple of 256 and -i >= 1\n");
+		return 2;
+	}
+	rs = edgeq_row_size(vdt, cols);
+	x = malloc((size_t)(rows * cols) * sizeof(*x));
+	y = malloc(rs * (size_t)rows);
+	if (!x || !y) {
+		fprintf(stderr, "kbench: out of memory\n");
+		free(x);
+		free(y);
+		return 1;
+	}
+	for (long i = 0; i < rows * cols; i++)
+		x[i] = (float)((unsigned long)i * 2654435761u % 2001) / 500.0f -
+		       2.0f;
+	for (long it = 0; it < iters; it++)
+		for (long r = 0; r < rows; r++)
+			ops->quantize_act(vdt, x + r * cols, y + r * rs, cols);
+	printf("kernels %s quant %s blocks %ld\n", ops->name,
+	       edgeq_type_name(vdt),
+	       rows * cols / (vdt == EDGEQ_TYPE_Q8_0 ? 32 : 256));
+	free(x);
+	free(y);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -352,6 +395,8 @@ static void usage(FILE *f)
 		"       kbench --attn HD:NK:NQ --attn-path group|single|loop "
 		"-i ITERS\n"
 		"       kbench --quant [-r ROWS] [-c COLS] [-i ITERS]\n"
+		"       kbench --insn --quant -T Q8_0|Q8_K [-r ROWS] [-c COLS] "
+		"-i ITERS\n"
 		"       kbench --digest\n");
 }
 
@@ -434,6 +479,9 @@ int main(int argc, char **argv)
 	}
 	if (attn)
 		return attn_run(attn, attn_path, iters);
+	if (quant && insn)
+		return quant_count(types, rows_set ? rows : 4,
+				   cols_set ? cols : 2048, iters);
 	if (quant) /* a prompt block's rows of a 1B model, in cache */
 		return quant_run(rows_set ? rows : 64, cols_set ? cols : 2048,
 				 iters ? iters : 100);

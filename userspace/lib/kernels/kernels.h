@@ -443,6 +443,9 @@ int edgeq_quantize_act_avx512(enum edgeq_type vdt, const float *x, void *y,
 			      int64_t n);
 #endif
 #if defined(__aarch64__)
+/* The same values as edgeq_quantize_act_ref, with NEON (arm64/neon_quant.c). */
+int edgeq_quantize_act_neon(enum edgeq_type vdt, const float *x, void *y,
+			    int64_t n);
 /* arm64/neon_pack.c: Q4_0/Q8_0/Q4_K/Q5_K/Q6_K/Q3_K/Q2_K on 16-row packed
  * weights; the i8mm form takes Q4_0/Q8_0 prompts by token pairs (usmmla). */
 void edgeq_neon_matvec_packed(enum edgeq_type t, const void *w, int64_t n,

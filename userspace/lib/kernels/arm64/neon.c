@@ -627,7 +627,7 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
 		[EDGEQ_TYPE_Q5_K] = edgeq_neon_dot_q5_K,
 		[EDGEQ_TYPE_IQ4_XS] = edgeq_neon_dot_iq4_xs,
 	},
-	.quantize_act = edgeq_quantize_act_ref,
+	.quantize_act = edgeq_quantize_act_neon,
 	.matvec = matvec_neon,
 	.matmul = matmul_neon,
 	.pack16 = { [EDGEQ_TYPE_Q4_0] = true,

@@ -44,8 +44,8 @@ AI __m512 abs16(__m512 v)
 AI __m512i round_away16(__m512 v)
 {
 	const __m512 sgn = _mm512_set1_ps(-0.0f);
-	__m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO |
-						   _MM_FROUND_NO_EXC);
+	__m512 t =
+		_mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
 	__mmask16 up = _mm512_cmp_ps_mask(abs16(_mm512_sub_ps(v, t)),
 					  _mm512_set1_ps(0.5f), _CMP_GE_OQ);
 	__m512 one = _mm512_or_ps(_mm512_set1_ps(1.0f), _mm512_and_ps(v, sgn));
@@ -179,11 +179,11 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 			v = _mm512_max_ps(_mm512_min_ps(v, lim),
 					  _mm512_sub_ps(_mm512_setzero_ps(),
 							lim));
-			q = _mm512_min_epi32(
-				_mm512_cvt_roundps_epi32(
-					v, _MM_FROUND_TO_NEAREST_INT |
-						   _MM_FROUND_NO_EXC),
-				_mm512_set1_epi32(127));
+			q = _mm512_min_epi32(_mm512_cvt_roundps_epi32(
+						     v,
+						     _MM_FROUND_TO_NEAREST_INT |
+							     _MM_FROUND_NO_EXC),
+					     _mm512_set1_epi32(127));
 			_mm_storeu_si128((__m128i *)(y[i].qs + j),
 					 _mm512_cvtsepi32_epi8(q));
 			y[i].bsums[j / 16] =
