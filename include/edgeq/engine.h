@@ -236,9 +236,10 @@ struct edgeq_gen_stats {
 	uint32_t n_eval;	  /* decode passes of the target in decode_ns */
 	uint32_t n_prompt_passes; /* passes that read a part of the prompt */
 	/* speculation: tokens drafted, drafts accepted, verify passes that
-	 * rejected one, draft time, the measured cost of a draft token over
-	 * a plain pass */
-	uint32_t n_drafted, n_accepted, n_rejected;
+	 * rejected one, verify passes (those with drafts; n_drafted /
+	 * n_verify is the mean draft length), draft time, the measured cost
+	 * of a draft token over a plain pass */
+	uint32_t n_drafted, n_accepted, n_rejected, n_verify;
 	uint64_t draft_ns;
 	double draft_cost;
 };

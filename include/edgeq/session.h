@@ -192,10 +192,11 @@ struct edgeq_session_status {
 	uint64_t stalled_ns; /* longest time a busy slot made no progress */
 	uint64_t prompt_tokens, gen_tokens; /* totals */
 	/* speculation: drafts made and accepted, verifications that
-	 * rejected one, decode passes; the acceptance rate per draft token
+	 * rejected one, verifications, decode passes; the acceptance rate
+	 * per draft token
 	 * (the geometric model's a) and the measured draft cost (a draft
 	 * token's time over a plain pass) the draft length is chosen by */
-	uint64_t drafted, accepted, rejected, passes;
+	uint64_t drafted, accepted, rejected, verifies, passes;
 	double draft_accept, draft_cost;
 	int draft_off; /* slots whose drafting is off (does not pay now) */
 	/* the steps that read no prompt: their wall time (drafting, the

@@ -92,6 +92,15 @@ done
 check "--json timings: draft_acceptance and tokens_per_pass" /usr/bin/python3 -c "
 import json; t=json.load(open('$T/spec'))['timings']
 assert t['draft_acceptance']==1.0 and t['tokens_per_pass']>1.5 and 'predicted_speedup' in t, t"
+# the prediction is the ledger's for a, the drafts per verify pass (4
+# drafted, fewer only at the end) and c; drafts over accepted plus
+# rejecting passes (1 when all are accepted) was taken for k before
+check "--json timings: the prediction's k is the drafts per verify pass" /usr/bin/python3 -c "
+import json; t=json.load(open('$T/spec'))['timings']
+a, k, c = t['draft_acceptance'], t['draft_len'], t['draft_cost']
+kk = int(k + 0.5)
+tok = kk + 1 if a >= 1 else (1 - a ** (kk + 1)) / (1 - a)
+assert 3 <= k <= 4 and abs(t['predicted_speedup'] - tok / (kk * c + 1)) < 1e-6, t"
 "$GEN" -o "$T/micro.gguf" --shape micro
 "$EDGEQ" run -m "$M" -p hi -n 2 --draft "$T/micro.gguf" --no-roofline >/dev/null 2>"$T/e"
 check "a draft model with another vocabulary is refused" sh -c "test $? -ne 0 && grep -q 'vocabulary' '$T/e'"

@@ -400,10 +400,8 @@ int bench_draft(const char *path, int threads, const char *draft, int max_len,
 		    (double)spec.n_accepted /
 			    (spec.n_accepted + spec.n_rejected) :
 		    0;
-	k = spec.n_accepted + spec.n_rejected ?
-		    (double)spec.n_drafted /
-			    (spec.n_accepted + spec.n_rejected) :
-		    0;
+	/* drafts per verify pass: the formula's k */
+	k = spec.n_verify ? (double)spec.n_drafted / spec.n_verify : 0;
 	edgeq_ledger_speculative(a, (int)(k + 0.5), spec.draft_cost, &pred);
 	speedup = dec_tok_s(&plain) > 0 ? dec_tok_s(&spec) / dec_tok_s(&plain) :
 					  0;
@@ -429,7 +427,7 @@ int bench_draft(const char *path, int threads, const char *draft, int max_len,
 	       draft, threads, n_gen, n_toks);
 	printf("plain %.2f tok/s, drafted %.2f tok/s: measured speedup %.2fx\n",
 	       dec_tok_s(&plain), dec_tok_s(&spec), speedup);
-	printf("acceptance %.3f per draft token, %.2f drafted per pass, draft cost %.3f, %.2f tokens per target pass\n",
+	printf("acceptance %.3f per draft token, %.2f drafted per verify pass, draft cost %.3f, %.2f tokens per target pass\n",
 	       a, k, spec.draft_cost,
 	       spec.n_eval ? (double)(spec.n_gen - 1) / spec.n_eval : 0);
 	printf("ledger prediction for that acceptance, length and cost: %.2fx (measured / predicted %.2f)%s\n",

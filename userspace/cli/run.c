@@ -509,11 +509,10 @@ static int cmd_run(int argc, char **argv)
 						   (st.n_accepted +
 						    st.n_rejected) :
 					   0;
-			double k =
-				st.n_accepted + st.n_rejected ?
-					(double)st.n_drafted / (st.n_accepted +
-								st.n_rejected) :
-					0;
+			/* drafts per verify pass: the formula's k */
+			double k = st.n_verify ?
+					   (double)st.n_drafted / st.n_verify :
+					   0;
 
 			edgeq_ledger_speculative(a, (int)(k + 0.5),
 						 st.draft_cost, &sp);
@@ -526,6 +525,7 @@ static int cmd_run(int argc, char **argv)
 							 0));
 			json_object_set_new(tm, "draft_tokens",
 					    json_integer(st.n_drafted));
+			json_object_set_new(tm, "draft_len", json_real(k));
 			json_object_set_new(tm, "draft_cost",
 					    json_real(st.draft_cost));
 			json_object_set_new(tm, "draft_ms",

@@ -159,7 +159,7 @@ struct edgeq_session {
 	uint64_t t_pass_end; /* when the last engine pass ended (its tokens') */
 	double cost;	     /* EWMA: a draft token's cost over a plain pass */
 	uint64_t n_cost;     /* measurements in cost */
-	uint64_t drafted, accepted, rejected, passes;
+	uint64_t drafted, accepted, rejected, verifies, passes;
 
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* the engine thread waits for work here */
@@ -647,10 +647,12 @@ static void verify(struct edgeq_session *s, struct eng_slot *sl)
 	sl->g->st.n_drafted += n_d;
 	sl->g->st.n_accepted += m - 1;
 	sl->g->st.n_rejected += acc ? 0 : 1;
+	sl->g->st.n_verify += n_d > 0;
 	sl->g->st.draft_cost = s->cost;
 	s->drafted += n_d;
 	s->accepted += m - 1;
 	s->rejected += acc ? 0 : 1;
+	s->verifies += n_d > 0;
 	pthread_mutex_unlock(&s->lock);
 	for (i = 0; i < m; i++)
 		if (!emit(s, sl, out[i], pos0 + 1 + i))
@@ -1450,6 +1452,7 @@ void edgeq_session_status(struct edgeq_session *s,
 	st->drafted = s->drafted;
 	st->accepted = s->accepted;
 	st->rejected = s->rejected;
+	st->verifies = s->verifies;
 	st->passes = s->passes;
 	st->decode_ns = s->decode_ns;
 	st->decode_tokens = s->decode_tokens;

@@ -238,7 +238,6 @@ void srv_metrics_render_session(const struct edgeq_session_status *ss,
 {
 	struct edgeq_spec sp;
 	double k, tpp;
-	uint64_t v = ss->accepted + ss->rejected;
 
 	srv_buf_printf(
 		o,
@@ -247,7 +246,8 @@ void srv_metrics_render_session(const struct edgeq_session_status *ss,
 		(unsigned long long)ss->steps);
 	if (!speculative)
 		return;
-	k = v ? (double)ss->drafted / (double)v : 0;
+	/* drafts per verify pass: the formula's k */
+	k = ss->verifies ? (double)ss->drafted / (double)ss->verifies : 0;
 	tpp = ss->passes ?
 		      (double)(ss->accepted + ss->passes) / (double)ss->passes :
 		      0;

@@ -29,7 +29,8 @@
  * exactly when some element is (FMAX and FMAXV return a NaN operand). */
 AI float amax_of(const float *x, int n)
 {
-	float32x4_t m0 = vabsq_f32(vld1q_f32(x)), m1 = vabsq_f32(vld1q_f32(x + 4));
+	float32x4_t m0 = vabsq_f32(vld1q_f32(x)),
+		    m1 = vabsq_f32(vld1q_f32(x + 4));
 
 	for (int j = 8; j < n; j += 8) {
 		m0 = vmaxq_f32(m0, vabsq_f32(vld1q_f32(x + j)));
@@ -120,7 +121,8 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 		 * the first 16 holding one, then the element within them */
 		for (int j = 0; j < EDGEQ_QK_K && !max; j += 16) {
 			const float32x4_t am = vdupq_n_f32(amax);
-			uint32x4_t e = vceqq_f32(vabsq_f32(vld1q_f32(x + j)), am);
+			uint32x4_t e =
+				vceqq_f32(vabsq_f32(vld1q_f32(x + j)), am);
 
 			for (int k = 4; k < 16; k += 4)
 				e = vorrq_u32(e, vceqq_f32(vabsq_f32(vld1q_f32(
@@ -142,13 +144,14 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 		s = vdupq_n_f32(iscale);
 		/* each 16 elements are one bsums group */
 		for (int j = 0; j < EDGEQ_QK_K; j += 16) {
-			int32x4_t q0 = near4(x + j, s), q1 = near4(x + j + 4, s);
+			int32x4_t q0 = near4(x + j, s),
+				  q1 = near4(x + j + 4, s);
 			int32x4_t q2 = near4(x + j + 8, s);
 			int32x4_t q3 = near4(x + j + 12, s);
 
 			vst1q_s8(y[i].qs + j, narrow16(q0, q1, q2, q3));
-			y[i].bsums[j / 16] = (int16_t)vaddvq_s32(
-				vaddq_s32(vaddq_s32(q0, q1), vaddq_s32(q2, q3)));
+			y[i].bsums[j / 16] = (int16_t)vaddvq_s32(vaddq_s32(
+				vaddq_s32(q0, q1), vaddq_s32(q2, q3)));
 		}
 		y[i].d = 1 / iscale;
 	}
