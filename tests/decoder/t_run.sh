@@ -101,6 +101,18 @@ a, k, c = t['draft_acceptance'], t['draft_len'], t['draft_cost']
 kk = int(k + 0.5)
 tok = kk + 1 if a >= 1 else (1 - a ** (kk + 1)) / (1 - a)
 assert 3 <= k <= 4 and abs(t['predicted_speedup'] - tok / (kk * c + 1)) < 1e-6, t"
+# gguf-gen --block-scale: the blocks' outputs scaled down, so the
+# embedding's path picks the next token and a 1-layer self-draft agrees
+# with the target (a speculation test vehicle of any size)
+"$GEN" -o "$T/bs.gguf" --block-scale 0.01 >/dev/null
+"$EDGEQ" run -m "$T/bs.gguf" -p "$R" -n 32 --temp 0 --json --no-roofline --draft layers:1 >"$T/bs.json" 2>/dev/null
+check "--block-scale 0.01: a 1-layer self-draft is accepted (a >= 0.9, ~4 a pass)" /usr/bin/python3 -c "
+import json; t=json.load(open('$T/bs.json'))['timings']
+assert t['draft_acceptance'] >= 0.9 and t['draft_len'] > 2.5 and t['tokens_per_pass'] > 2, t"
+for b in 0 1.5 x; do
+	"$GEN" -o "$T/bad.gguf" --block-scale "$b" >/dev/null 2>&1
+	check "gguf-gen --block-scale $b refused (2)" test $? -eq 2
+done
 "$GEN" -o "$T/micro.gguf" --shape micro
 "$EDGEQ" run -m "$M" -p hi -n 2 --draft "$T/micro.gguf" --no-roofline >/dev/null 2>"$T/e"
 check "a draft model with another vocabulary is refused" sh -c "test $? -ne 0 && grep -q 'vocabulary' '$T/e'"

@@ -17,7 +17,12 @@
  * q5_1, iq4_nl, iq4_xs (output.weight Q6_K, attn_v/ffn_down/attn_output
  * per layer as llama.cpp bumps them; see mix_type). Quantization uses the
  * kernels' reference quantizers, so the file is the same on every
- * machine.
+ * machine. --block-scale X scales every block's output matrices
+ * (attn_output, ffn_down) by X: the residual stream then stays near the
+ * token's embedding, so the next token is nearly a function of the
+ * current one, the same through the first layers as through all of them
+ * and at another weight type: a bandwidth-sized model whose drafts a
+ * self-draft or a cheaper copy gets right (speculation's benchmarks).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -320,7 +325,9 @@ static int usage(int st)
 		"                [--seed N] [--arch llama|qwen2|qwen3|gemma2|gemma3|phi3] [--tied] [--rope-freqs] [--rope-llama3]\n"
 		"                [--sliding-window N]\n"
 		"                [--vocab-from GGUF] (a SentencePiece vocabulary to use)\n"
-		"                [--layers N]\n");
+		"                [--layers N] [--block-scale X] (0 < X <= 1: the blocks'\n"
+		"                output matrices scaled by X, so the embedding's path\n"
+		"                decides the next token: a draft agrees with the target)\n");
 	return st;
 }
 
@@ -424,6 +431,7 @@ int main(int argc, char **argv)
 		{ "sliding-window", required_argument, NULL, 'W' },
 		{ "vocab-from", required_argument, NULL, 'V' },
 		{ "layers", required_argument, NULL, 'L' },
+		{ "block-scale", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -436,11 +444,12 @@ int main(int argc, char **argv)
 	int tied = 0, rope_freqs = 0, rope_llama3 = 0, c, qwen, qwen3, gemma3,
 	    gemma2, phi3;
 	uint32_t hd, swa = 0;
+	float bscale = 1.0f;
 	const char *vfrom = NULL;
 	long nthr;
-	char key[128], tmp[200];
+	char key[128], tmp[200], *end;
 
-	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TR3W:V:L:h", lo,
+	while ((c = getopt_long(argc, argv, "o:s:t:S:a:TR3W:V:L:B:h", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -482,6 +491,11 @@ int main(int argc, char **argv)
 			break;
 		case 'L':
 			sh.n_layer = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'B':
+			bscale = strtof(optarg, &end);
+			if (*end || !(bscale > 0 && bscale <= 1))
+				return usage(2);
 			break;
 		case 'h':
 			return usage(0);
@@ -580,7 +594,7 @@ int main(int argc, char **argv)
 				   -1, 0);
 			}
 			LT("attn_output.weight", qd, E, MT(C_O),
-			   sqrtf(3.0f / (float)qd), 0);
+			   bscale * sqrtf(3.0f / (float)qd), 0);
 			if (gemma3 || gemma2)
 				LT("post_attention_norm.weight", E, 0,
 				   EDGEQ_TYPE_F32, -1, 0);
@@ -591,7 +605,7 @@ int main(int argc, char **argv)
 				LT("ffn_gate.weight", E, F, MT(C_GATE), sE, 0);
 				LT("ffn_up.weight", E, F, MT(C_UP), sE, 0);
 			}
-			LT("ffn_down.weight", F, E, MT(C_DOWN), sF, 0);
+			LT("ffn_down.weight", F, E, MT(C_DOWN), bscale * sF, 0);
 			if (gemma3 || gemma2)
 				LT("post_ffw_norm.weight", E, 0, EDGEQ_TYPE_F32,
 				   -1, 0);
