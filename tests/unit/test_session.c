@@ -812,6 +812,33 @@ static void test_draft_choose(void **state)
 	assert_int_equal(eng_draft_choose(0.5, 0.0, 8, NULL), 8);
 }
 
+/* Off, a slot probes after 16 steps, then 32, 64, ... 256 while the
+ * probes find it still does not pay; on again, back to 16. */
+static void test_draft_probe(void **state)
+{
+	uint32_t off = 0, every = 0, steps = 0, probes[12];
+	int n = 0;
+
+	for (steps = 1; steps <= 1200 && n < 12; steps++)
+		if (eng_draft_probe(0, &off, &every) == 2)
+			probes[n++] = steps;
+	assert_int_equal(n, 7);
+	/* 16, 16 + 32, ..., then every 256 */
+	assert_int_equal(probes[0], 16);
+	assert_int_equal(probes[1], 48);
+	assert_int_equal(probes[2], 112);
+	assert_int_equal(probes[3], 240);
+	assert_int_equal(probes[4], 496);
+	assert_int_equal(probes[5], 752);
+	assert_int_equal(probes[6], 1008);
+	/* drafting on: its length, and the next time off probes at 16 */
+	assert_int_equal(eng_draft_probe(3, &off, &every), 3);
+	off = 0;
+	for (steps = 1; eng_draft_probe(0, &off, &every) != 2; steps++)
+		;
+	assert_int_equal(steps, 16);
+}
+
 /*
  * With sampling, the speculative sampling rule keeps the target's
  * distribution: the second and third tokens (drawn by verification, the
@@ -1280,6 +1307,7 @@ int main(void)
 		cmocka_unit_test(test_spec_caller_draft_ctx),
 		cmocka_unit_test(test_lookup_draft),
 		cmocka_unit_test(test_draft_choose),
+		cmocka_unit_test(test_draft_probe),
 		cmocka_unit_test(test_spec_sampling_distribution),
 		cmocka_unit_test(test_ctx_shift_rerope),
 		cmocka_unit_test(test_context_shift),

@@ -123,3 +123,19 @@ int eng_draft_choose(double accept, double cost, int max_len, double *speedup)
 		*speedup = best_k ? best : 1;
 	return best_k;
 }
+
+int eng_draft_probe(int k, uint32_t *off_steps, uint32_t *every)
+{
+	if (*every < ENG_PROBE_MIN)
+		*every = ENG_PROBE_MIN;
+	if (k) {
+		*every = ENG_PROBE_MIN;
+		return k;
+	}
+	if (++*off_steps < *every)
+		return 0;
+	*off_steps = 0;
+	if (*every < ENG_PROBE_MAX)
+		*every *= 2;
+	return 2;
+}

@@ -28,4 +28,17 @@ size_t eng_lookup_draft(const int32_t *h, size_t n, int32_t *out, size_t k);
  */
 int eng_draft_choose(double accept, double cost, int max_len, double *speedup);
 
+/* steps between probes of a slot whose drafting is off */
+#define ENG_PROBE_MIN 16
+#define ENG_PROBE_MAX 256
+
+/*
+ * The length a slot drafts given what eng_draft_choose() said (@k): @k
+ * when on (the probe interval *@every back to ENG_PROBE_MIN); when off,
+ * 2 once every *@every steps (counted in *@off_steps) to re-measure, the
+ * interval doubled each time up to ENG_PROBE_MAX (a draft model's probe
+ * first reads every token since the last one), else 0.
+ */
+int eng_draft_probe(int k, uint32_t *off_steps, uint32_t *every);
+
 #endif
