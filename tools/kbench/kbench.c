@@ -269,6 +269,25 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* rows x cols activations in [-2, 2] and room for them quantized (Q8_K,
+ * the larger); 0, or 1 after saying why. */
+static int quant_input(long rows, long cols, float **x, void **y)
+{
+	*x = malloc((size_t)(rows * cols) * sizeof(**x));
+	*y = malloc(edgeq_row_size(EDGEQ_TYPE_Q8_K, cols) * (size_t)rows);
+	if (!*x || !*y) {
+		fprintf(stderr, "kbench: out of memory\n");
+		free(*x);
+		free(*y);
+		return 1;
+	}
+	for (long i = 0; i < rows * cols; i++)
+		(*x)[i] = (float)((unsigned long)i * 2654435761u % 2001) /
+				  500.0f -
+			  2.0f;
+	return 0;
+}
+
 /* ns per block of @vdt for @q over rows x cols (best of 3). */
 static double quant_ns(int (*q)(enum edgeq_type, const float *, void *,
 				int64_t),
@@ -316,17 +335,8 @@ static int quant_run(long rows, long cols, long iters)
 				"of 256 and -i >= 1\n");
 		return 2;
 	}
-	x = malloc((size_t)(rows * cols) * sizeof(*x));
-	y = malloc(edgeq_row_size(EDGEQ_TYPE_Q8_K, cols) * (size_t)rows);
-	if (!x || !y) {
-		fprintf(stderr, "kbench: out of memory\n");
-		free(x);
-		free(y);
+	if (quant_input(rows, cols, &x, &y))
 		return 1;
-	}
-	for (long i = 0; i < rows * cols; i++)
-		x[i] = (float)((unsigned long)i * 2654435761u % 2001) / 500.0f -
-		       2.0f;
 	printf("kernels %s quantize_act %ld rows x %ld columns, ns per block "
 	       "(Q8_0: 32, Q8_K: 256), best of 3, A B A B\n",
 	       ops->name, rows, cols);
@@ -353,7 +363,7 @@ static int quant_count(const char *type, long rows, long cols, long iters)
 	enum edgeq_type vdt;
 	size_t rs;
 	float *x;
-	char *y;
+	void *y;
 
 	if (edgeq_type_from_name(type, &vdt) ||
 	    (vdt != EDGEQ_TYPE_Q8_0 && vdt != EDGEQ_TYPE_Q8_K) || rows < 1 ||
@@ -363,20 +373,12 @@ static int quant_count(const char *type, long rows, long cols, long iters)
 		return 2;
 	}
 	rs = edgeq_row_size(vdt, cols);
-	x = malloc((size_t)(rows * cols) * sizeof(*x));
-	y = malloc(rs * (size_t)rows);
-	if (!x || !y) {
-		fprintf(stderr, "kbench: out of memory\n");
-		free(x);
-		free(y);
+	if (quant_input(rows, cols, &x, &y))
 		return 1;
-	}
-	for (long i = 0; i < rows * cols; i++)
-		x[i] = (float)((unsigned long)i * 2654435761u % 2001) / 500.0f -
-		       2.0f;
 	for (long it = 0; it < iters; it++)
 		for (long r = 0; r < rows; r++)
-			ops->quantize_act(vdt, x + r * cols, y + r * rs, cols);
+			ops->quantize_act(vdt, x + r * cols, (char *)y + r * rs,
+					  cols);
 	printf("kernels %s quant %s blocks %ld\n", ops->name,
 	       edgeq_type_name(vdt),
 	       rows * cols / (vdt == EDGEQ_TYPE_Q8_0 ? 32 : 256));

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* GGUF/ggml type ids (the numbers stored in the file). */
 enum edgeq_type {
@@ -411,6 +412,22 @@ void edgeq_gelu_mul_ref(float *o, const float *x, int64_t n);
 uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);
 int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
 			   int64_t n);
+/*
+ * A table's quantize_act from its Q8_0 and Q8_K row quantizers (each for
+ * a whole number of blocks, the reference's bytes and return value): the
+ * rest (other types, partial blocks) goes to the reference.
+ */
+int edgeq_quantize_act_with(
+	enum edgeq_type vdt, const float *x, void *y, int64_t n,
+	int (*q8_0)(const float *x, struct edgeq_block_q8_0 *y, int64_t n),
+	int (*q8_K)(const float *x, struct edgeq_block_q8_K *y, int64_t n));
+/* A Q8_K block of zeros (an all-zero block, or a scale that overflows). */
+static inline void edgeq_q8_K_zero(struct edgeq_block_q8_K *y)
+{
+	memset(y->qs, 0, sizeof(y->qs));
+	memset(y->bsums, 0, sizeof(y->bsums));
+	y->d = 0;
+}
 #if defined(__x86_64__)
 /* x86/attn512.c: the attention helpers of the AVX-512 table. */
 void edgeq_attn_scores_f16_avx512(int64_t hd, int64_t nk, const uint16_t *k,

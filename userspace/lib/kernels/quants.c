@@ -1354,6 +1354,18 @@ int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,
 	}
 }
 
+int edgeq_quantize_act_with(
+	enum edgeq_type vdt, const float *x, void *y, int64_t n,
+	int (*q8_0)(const float *x, struct edgeq_block_q8_0 *y, int64_t n),
+	int (*q8_K)(const float *x, struct edgeq_block_q8_K *y, int64_t n))
+{
+	if (vdt == EDGEQ_TYPE_Q8_0 && n % EDGEQ_QK8_0 == 0)
+		return q8_0(x, y, n);
+	if (vdt == EDGEQ_TYPE_Q8_K && n % EDGEQ_QK_K == 0)
+		return q8_K(x, y, n);
+	return edgeq_quantize_act_ref(vdt, x, y, n);
+}
+
 static int q8_K_from_float(const float *x, void *y, int64_t n)
 {
 	return edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_K, x, y, n);

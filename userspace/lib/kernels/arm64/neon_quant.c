@@ -19,7 +19,6 @@
  */
 #include <arm_neon.h>
 #include <math.h>
-#include <string.h>
 
 #include "kernels/kernels.h"
 
@@ -93,13 +92,6 @@ static int q8_0(const float *x, struct edgeq_block_q8_0 *y, int64_t n)
 	return ret;
 }
 
-static void q8_K_zero(struct edgeq_block_q8_K *y)
-{
-	memset(y->qs, 0, sizeof(y->qs));
-	memset(y->bsums, 0, sizeof(y->bsums));
-	y->d = 0;
-}
-
 static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 {
 	int ret = 0;
@@ -114,7 +106,7 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 			continue;
 		}
 		if (!amax) {
-			q8_K_zero(&y[i]);
+			edgeq_q8_K_zero(&y[i]);
 			continue;
 		}
 		/* the reference keeps the first element of largest magnitude:
@@ -138,7 +130,7 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 		}
 		iscale = -127.f / max;
 		if (!isfinite(iscale)) {
-			q8_K_zero(&y[i]);
+			edgeq_q8_K_zero(&y[i]);
 			continue;
 		}
 		s = vdupq_n_f32(iscale);
@@ -161,9 +153,5 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 int edgeq_quantize_act_neon(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n)
 {
-	if (vdt == EDGEQ_TYPE_Q8_0 && n % EDGEQ_QK8_0 == 0)
-		return q8_0(x, y, n);
-	if (vdt == EDGEQ_TYPE_Q8_K && n % EDGEQ_QK_K == 0)
-		return q8_K(x, y, n);
-	return edgeq_quantize_act_ref(vdt, x, y, n);
+	return edgeq_quantize_act_with(vdt, x, y, n, q8_0, q8_K);
 }

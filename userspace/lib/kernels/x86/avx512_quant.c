@@ -21,7 +21,6 @@
 
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
 
 #include "kernels/kernels.h"
 
@@ -121,13 +120,6 @@ static int q8_0(const float *x, struct edgeq_block_q8_0 *y, int64_t n)
 	return ret;
 }
 
-static void q8_K_zero(struct edgeq_block_q8_K *y)
-{
-	memset(y->qs, 0, sizeof(y->qs));
-	memset(y->bsums, 0, sizeof(y->bsums));
-	y->d = 0;
-}
-
 static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 {
 	const __m512 lim = _mm512_set1_ps(4194303.f);
@@ -151,7 +143,7 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 		}
 		amax = _mm512_reduce_max_ps(m);
 		if (!amax) {
-			q8_K_zero(&y[i]);
+			edgeq_q8_K_zero(&y[i]);
 			continue;
 		}
 		/* the reference keeps the first element of largest magnitude */
@@ -167,7 +159,7 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 		}
 		iscale = -127.f / max;
 		if (!isfinite(iscale)) {
-			q8_K_zero(&y[i]);
+			edgeq_q8_K_zero(&y[i]);
 			continue;
 		}
 		sc = _mm512_set1_ps(iscale);
@@ -197,9 +189,5 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 int edgeq_quantize_act_avx512(enum edgeq_type vdt, const float *x, void *y,
 			      int64_t n)
 {
-	if (vdt == EDGEQ_TYPE_Q8_0 && n % EDGEQ_QK8_0 == 0)
-		return q8_0(x, y, n);
-	if (vdt == EDGEQ_TYPE_Q8_K && n % EDGEQ_QK_K == 0)
-		return q8_K(x, y, n);
-	return edgeq_quantize_act_ref(vdt, x, y, n);
+	return edgeq_quantize_act_with(vdt, x, y, n, q8_0, q8_K);
 }

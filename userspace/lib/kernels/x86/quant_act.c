@@ -10,7 +10,6 @@
  */
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
 
 #include "kernels/kernels.h"
 
@@ -116,9 +115,7 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 				m, _mm256_and_ps(_mm256_loadu_ps(x + j), abs));
 		amax = hmax8(m);
 		if (!amax) {
-			memset(y[i].qs, 0, sizeof(y[i].qs));
-			memset(y[i].bsums, 0, sizeof(y[i].bsums));
-			y[i].d = 0;
+			edgeq_q8_K_zero(&y[i]);
 			continue;
 		}
 		/* the reference keeps the first element of largest magnitude */
@@ -129,9 +126,7 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 			}
 		iscale = -127.f / max;
 		if (!isfinite(iscale)) {
-			memset(y[i].qs, 0, sizeof(y[i].qs));
-			memset(y[i].bsums, 0, sizeof(y[i].bsums));
-			y[i].d = 0;
+			edgeq_q8_K_zero(&y[i]);
 			continue;
 		}
 		sc = _mm256_set1_ps(iscale);
@@ -179,9 +174,5 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n)
 {
-	if (vdt == EDGEQ_TYPE_Q8_0 && n % EDGEQ_QK8_0 == 0)
-		return q8_0(x, y, n);
-	if (vdt == EDGEQ_TYPE_Q8_K && n % EDGEQ_QK_K == 0)
-		return q8_K(x, y, n);
-	return edgeq_quantize_act_ref(vdt, x, y, n);
+	return edgeq_quantize_act_with(vdt, x, y, n, q8_0, q8_K);
 }
