@@ -110,6 +110,16 @@ assert 3 <= k <= 4 and abs(t['predicted_speedup'] - tok / (kk * c + 1)) < 1e-6, 
 check "--block-scale 0.01: a 1-layer self-draft is accepted (a >= 0.9, > 3 tokens a pass)" /usr/bin/python3 -c "
 import json; t=json.load(open('$T/bs.json'))['timings']
 assert t['draft_acceptance'] >= 0.9 and t['tokens_per_pass'] > 3, t"
+# bench --draft: plain, drafted, plain; the prediction is the ledger's for
+# the measured a, drafts per verify pass and cost
+"$EDGEQ" bench -m "$T/bs.gguf" -t 1 --draft layers:1 -n 24 --json >"$T/bd.json" 2>/dev/null
+check "bench --draft: the speedup and the ledger's prediction for its a, k and c" /usr/bin/python3 -c "
+import json; d=json.load(open('$T/bd.json'))
+a, k, c = d['draft_acceptance'], d['draft_len'], d['draft_cost']
+kk = int(k + 0.5)
+tok = kk + 1 if a >= 1 else (1 - a ** (kk + 1)) / (1 - a)
+assert d['draft_tokens'] > 0 and a >= 0.8 and 1 <= k <= 4 and d['speedup'] > 0, d
+assert abs(d['predicted_speedup'] - tok / (kk * c + 1)) < 1e-6, d"
 for b in 0 1.5 x; do
 	"$GEN" -o "$T/bad.gguf" --block-scale "$b" >/dev/null 2>&1
 	check "gguf-gen --block-scale $b refused (2)" test $? -eq 2
