@@ -120,6 +120,14 @@ kk = int(k + 0.5)
 tok = kk + 1 if a >= 1 else (1 - a ** (kk + 1)) / (1 - a)
 assert d['draft_tokens'] > 0 and a >= 0.8 and 1 <= k <= 4 and d['speedup'] > 0, d
 assert abs(d['predicted_speedup'] - tok / (kk * c + 1)) < 1e-6, d"
+# lookup's prompt: the text, the model's own continuation, the text again,
+# so what follows is a rewrite of a given text (here the same tokens); how
+# often it drafts follows the host's timing (the tiny model's c), so only
+# that its drafts are right is checked
+"$EDGEQ" bench -m "$T/bs.gguf" -t 1 --draft lookup -n 24 --json >"$T/bl.json" 2>/dev/null
+check "bench --draft lookup: the prompt holds the model's continuation, and lookup drafts it" /usr/bin/python3 -c "
+import json; d=json.load(open('$T/bl.json'))
+assert d['prompt_echo'] == 24 and d['draft_tokens'] > 0 and d['draft_acceptance'] >= 0.5, d"
 for b in 0 1.5 x; do
 	"$GEN" -o "$T/bad.gguf" --block-scale "$b" >/dev/null 2>&1
 	check "gguf-gen --block-scale $b refused (2)" test $? -eq 2

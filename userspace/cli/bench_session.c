@@ -339,6 +339,59 @@ static double dec_tok_s(const struct edgeq_gen_stats *st)
 		       0;
 }
 
+/*
+ * For prompt lookup: the text, the model's own greedy continuation of it
+ * (up to @want tokens) and the text again (without BOS), in place, so
+ * that what follows the second copy is largely what followed the first:
+ * a given text rewritten, the case lookup is for. Returns the tokens of
+ * the continuation, or -errno.
+ */
+static int echo_prompt(struct edgeq_model *m, int32_t *toks, size_t *n,
+		       size_t cap, int want, bool bos, struct edgeq_error *err)
+{
+	struct edgeq_session_params sp;
+	struct edgeq_session *s = NULL;
+	struct edgeq_gen_request rq;
+	struct edgeq_gen *g = NULL;
+	struct edgeq_gen_event ev;
+	size_t n0 = *n, skip = bos ? 1 : 0, got = 0;
+	int ret;
+
+	if (n0 + (n0 - skip) + 1 > cap)
+		return 0;
+	if ((size_t)want > cap - n0 - (n0 - skip))
+		want = (int)(cap - n0 - (n0 - skip));
+	edgeq_session_params_init(&sp);
+	sp.n_slots = 1;
+	sp.ctx.n_ctx = (uint32_t)(n0 + (size_t)want + 8);
+	ret = edgeq_session_new(m, &sp, &s, err);
+	if (ret)
+		return ret;
+	memset(&rq, 0, sizeof(rq));
+	rq.toks = toks;
+	rq.n_toks = n0;
+	rq.n_predict = want;
+	edgeq_sampler_params_init(&rq.sampling);
+	rq.sampling.temp = 0;
+	ret = edgeq_session_submit(s, &rq, &g, err);
+	while (!ret) { /* the last event (0) may bring tokens too */
+		ret = edgeq_gen_next(g, &ev, err);
+		for (size_t i = 0;
+		     ret >= 0 && i < ev.n_toks && got < (size_t)want; i++)
+			toks[n0 + got++] = ev.toks[i];
+		ret = ret == 1 ? 0 : ret < 0 ? ret : 1;
+	}
+	if (ret > 0)
+		ret = 0;
+	edgeq_gen_free(g);
+	edgeq_session_free(s);
+	if (ret < 0)
+		return ret;
+	memmove(toks + n0 + got, toks + skip, (n0 - skip) * sizeof(*toks));
+	*n = n0 + got + (n0 - skip);
+	return (int)got;
+}
+
 int bench_draft(const char *path, int threads, const char *draft, int max_len,
 		int n_gen, bool json)
 {
@@ -360,7 +413,7 @@ int bench_draft(const char *path, int threads, const char *draft, int max_len,
 	size_t n_toks = 0;
 	const char *dpath;
 	double a, k, speedup;
-	int ret, status = EXIT_OK;
+	int ret, status = EXIT_OK, echo = 0;
 
 	if (edgeq_draft_parse(draft, &d, &dpath) || !d.kind)
 		return cli_error(EXIT_USAGE, "bench",
@@ -378,6 +431,13 @@ int bench_draft(const char *path, int threads, const char *draft, int max_len,
 	if (!ret)
 		ret = edgeq_tokenize(m, text, edgeq_model_info(m)->add_bos,
 				     false, toks, 512, &n_toks);
+	if (!ret && d.kind == EDGEQ_DRAFT_LOOKUP) {
+		ret = echo_prompt(m, toks, &n_toks, 512, n_gen,
+				  edgeq_model_info(m)->add_bos, &err);
+		echo = ret > 0 ? ret : 0;
+		if (ret > 0)
+			ret = 0;
+	}
 	/* plain first, then speculative, then plain again: the baseline is
 	 * the two plain runs' mean decode time, so a linear drift of the
 	 * host's speed cancels (the better of the two, as before, took the
@@ -410,9 +470,10 @@ int bench_draft(const char *path, int threads, const char *draft, int max_len,
 					  0;
 	if (json) {
 		json_t *j = json_pack(
-			"{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:f}",
+			"{s:s,s:i,s:i,s:I,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:f}",
 			"draft", draft, "threads", threads, "gen", n_gen,
-			"plain_tok_s", dec_tok_s(&plain), "draft_tok_s",
+			"prompt_tokens", (json_int_t)n_toks, "prompt_echo",
+			echo, "plain_tok_s", dec_tok_s(&plain), "draft_tok_s",
 			dec_tok_s(&spec), "speedup", speedup,
 			"draft_acceptance", a, "draft_len", k, "draft_cost",
 			spec.draft_cost, "tokens_per_pass",
@@ -428,6 +489,9 @@ int bench_draft(const char *path, int threads, const char *draft, int max_len,
 	}
 	printf("speculative decoding, --draft %s, %d threads, %d tokens, prompt %zu tokens\n",
 	       draft, threads, n_gen, n_toks);
+	if (echo)
+		printf("prompt: the text, the model's own continuation of it (%d tokens), the text again\n",
+		       echo);
 	printf("plain %.2f tok/s, drafted %.2f tok/s: measured speedup %.2fx\n",
 	       dec_tok_s(&plain), dec_tok_s(&spec), speedup);
 	printf("acceptance %.3f per draft token, %.2f drafted per verify pass, draft cost %.3f, %.2f tokens per target pass\n",
