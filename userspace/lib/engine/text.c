@@ -76,6 +76,8 @@ size_t eng_text_release(const char *p, size_t n, const char *const *stops,
 	int i;
 
 	*stopped = false;
+	if (!n) /* nothing yet (p may be NULL: no buffer) */
+		return 0;
 	for (i = 0; i < n_stops; i++) {
 		hit = memmem(p, n, stops[i], strlen(stops[i]));
 		if (hit && (size_t)(hit - p) < cut) {
