@@ -63,7 +63,7 @@ AI int32x4_t near4(const float *x, float32x4_t s)
 			 vdupq_n_s32(127));
 }
 
-static int q8_0(const float *x, struct edgeq_block_q8_0 *y, int64_t n)
+static int neon_q8_0(const float *x, struct edgeq_block_q8_0 *y, int64_t n)
 {
 	int ret = 0;
 
@@ -92,7 +92,7 @@ static int q8_0(const float *x, struct edgeq_block_q8_0 *y, int64_t n)
 	return ret;
 }
 
-static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
+static int neon_q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 {
 	int ret = 0;
 
@@ -153,5 +153,5 @@ static int q8_K(const float *x, struct edgeq_block_q8_K *y, int64_t n)
 int edgeq_quantize_act_neon(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n)
 {
-	return edgeq_quantize_act_with(vdt, x, y, n, q8_0, q8_K);
+	return edgeq_quantize_act_with(vdt, x, y, n, neon_q8_0, neon_q8_K);
 }
