@@ -421,6 +421,12 @@ int edgeq_quantize_act_with(
 	enum edgeq_type vdt, const float *x, void *y, int64_t n,
 	int (*q8_0)(const float *x, struct edgeq_block_q8_0 *y, int64_t n),
 	int (*q8_K)(const float *x, struct edgeq_block_q8_K *y, int64_t n));
+/*
+ * At least @n bytes of the calling thread's scratch (the packed drivers'
+ * prepared activations), grown as needed, freed when the thread exits;
+ * NULL when it cannot grow (the caller prepares in pieces on its stack).
+ */
+void *edgeq_thread_scratch(size_t n);
 /* A Q8_K block of zeros (an all-zero block, or a scale that overflows). */
 static inline void edgeq_q8_K_zero(struct edgeq_block_q8_K *y)
 {

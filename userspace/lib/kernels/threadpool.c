@@ -78,6 +78,48 @@ static _Atomic uint64_t pool_ids;
 /* the pool the calling thread is bound to (0: none) */
 static __thread uint64_t bound_to;
 
+/* edgeq_thread_scratch(): a thread's buffer, freed by the key's
+ * destructor when the thread exits (a session's engine and pool threads
+ * come and go with it; a plain __thread pointer leaked each one's) */
+static __thread void *tl_scratch;
+static __thread size_t tl_scratch_cap;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+
+static void scratch_free(void *p)
+{
+	free(p);
+}
+
+static void scratch_key_init(void)
+{
+	scratch_key_ok = !pthread_key_create(&scratch_key, scratch_free);
+}
+
+void *edgeq_thread_scratch(size_t n)
+{
+	void *p;
+
+	if (n <= tl_scratch_cap)
+		return tl_scratch;
+	pthread_once(&scratch_once, scratch_key_init);
+	if (!scratch_key_ok)
+		return NULL;
+	p = realloc(tl_scratch, n);
+	if (!p)
+		return NULL;
+	if (pthread_setspecific(scratch_key, p)) {
+		free(p);
+		tl_scratch = NULL;
+		tl_scratch_cap = 0;
+		return NULL;
+	}
+	tl_scratch = p;
+	tl_scratch_cap = n;
+	return p;
+}
+
 struct worker_start {
 	struct edgeq_threadpool *tp;
 	int ith;

@@ -71,22 +71,6 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 	act_prep_mul(a, nblk, t == EDGEQ_TYPE_Q4_0 ? -8 : 0, out);
 }
 
-static __thread void *tl_act;
-static __thread size_t tl_cap;
-
-static void *act_bytes(size_t n)
-{
-	if (n > tl_cap) {
-		void *p = realloc(tl_act, n);
-
-		if (!p)
-			return NULL;
-		tl_act = p;
-		tl_cap = n;
-	}
-	return tl_act;
-}
-
 /*
  * One group of 16 rows against NT tokens (a constant at each call), blocks
  * [i0, i1): token k's Q8_0 row at a + k * as, its prepared block i at
@@ -1019,7 +1003,7 @@ static void matmul_kind(const struct kind *k, enum edgeq_type t, const void *w,
 {
 	int64_t nblk = n / k->bs, g, b0, t0, tb;
 	size_t gsz = (size_t)nblk * k->gb;
-	char *ab = act_bytes((size_t)(nb * nblk) * k->act);
+	char *ab = edgeq_thread_scratch((size_t)(nb * nblk) * k->act);
 	_Alignas(16) char st[TMAX * SEG * sizeof(struct act16)];
 	float32x4_t acc[4 * TMAX];
 	float out[16];

@@ -75,23 +75,6 @@ static inline __mmask16 lanes(int64_t g, int64_t row0, int64_t row1)
 	return (__mmask16)m;
 }
 
-/* Scratch for the activation's per-block scales and biases. */
-static __thread void *tl_act;
-static __thread size_t tl_cap;
-
-static void *act_bytes(size_t n)
-{
-	if (n > tl_cap) {
-		void *p = realloc(tl_act, n);
-
-		if (!p)
-			return NULL;
-		tl_act = p;
-		tl_cap = n;
-	}
-	return tl_act;
-}
-
 #define AI __attribute__((always_inline)) static inline
 /* prefetch distance: whole blocks at their start (Q4_0, Q8_0, Q6_K decode)
  * or spread over the K super-block's sub-blocks */
@@ -878,7 +861,7 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 						      &k_q6_K;
 	int64_t nblk = n / k->bs, g, b0, t0, tb;
 	size_t gsz = (size_t)nblk * k->gb;
-	char *ab = act_bytes((size_t)(nb * nblk) * k->act);
+	char *ab = edgeq_thread_scratch((size_t)(nb * nblk) * k->act);
 	_Alignas(64) char st[8 * SEG * sizeof(struct act6)];
 	__m512 acc[8];
 
