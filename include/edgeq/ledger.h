@@ -132,6 +132,18 @@ struct edgeq_spec {
 };
 void edgeq_ledger_speculative(double accept, int draft_len, double draft_cost,
 			      struct edgeq_spec *out);
+/*
+ * The model's inputs as a run measured them, and its prediction for them
+ * with @draft_cost: a = accepted drafts over accepted drafts plus verify
+ * passes that rejected one (the geometric model's maximum-likelihood
+ * rate), k = drafts per verify pass (rounded for the model); 0 without
+ * any.
+ */
+void edgeq_ledger_speculative_measured(uint64_t drafted, uint64_t accepted,
+				       uint64_t rejected, uint64_t verifies,
+				       double draft_cost, double *accept,
+				       double *draft_len,
+				       struct edgeq_spec *out);
 
 /* Loading @bytes from flash. */
 struct edgeq_load {

@@ -71,6 +71,23 @@ static void test_speculative(void **state)
 	assert_true(s.speedup < 1);
 	edgeq_ledger_speculative(1, 4, 0, &s);
 	assert_near(s.speedup, 5, 1e-12);
+	/* from a run's counters: 10 verify passes of 4 drafts, 36 accepted,
+	 * 2 of the passes rejecting one: a = 36 / 38, k = 4 (not the drafts
+	 * over accepted plus rejecting, ~1.05); none of them: 0 and 0 */
+	{
+		double a, k;
+		struct edgeq_spec m;
+
+		edgeq_ledger_speculative_measured(40, 36, 2, 10, 0.15, &a, &k,
+						  &m);
+		assert_near(a, 36.0 / 38, 1e-12);
+		assert_near(k, 4, 1e-12);
+		edgeq_ledger_speculative(36.0 / 38, 4, 0.15, &s);
+		assert_near(m.speedup, s.speedup, 1e-12);
+		edgeq_ledger_speculative_measured(0, 0, 0, 0, 0.15, &a, &k, &m);
+		assert_near(a, 0, 0);
+		assert_near(k, 0, 0);
+	}
 }
 
 static void test_load(void **state)

@@ -459,13 +459,9 @@ int bench_draft(const char *path, int threads, const char *draft, int max_len,
 				   err.msg[0] ? err.msg : strerror(-ret));
 		goto out;
 	}
-	a = spec.n_accepted + spec.n_rejected ?
-		    (double)spec.n_accepted /
-			    (spec.n_accepted + spec.n_rejected) :
-		    0;
-	/* drafts per verify pass: the formula's k */
-	k = spec.n_verify ? (double)spec.n_drafted / spec.n_verify : 0;
-	edgeq_ledger_speculative(a, (int)(k + 0.5), spec.draft_cost, &pred);
+	edgeq_ledger_speculative_measured(spec.n_drafted, spec.n_accepted,
+					  spec.n_rejected, spec.n_verify,
+					  spec.draft_cost, &a, &k, &pred);
 	speedup = dec_tok_s(&plain) > 0 ? dec_tok_s(&spec) / dec_tok_s(&plain) :
 					  0;
 	if (json) {

@@ -504,18 +504,11 @@ static int cmd_run(int argc, char **argv)
 		json_object_set_new(tm, "prompt_tok_s", json_real(pps));
 		if (gp.draft.kind) {
 			struct edgeq_spec sp;
-			double a = st.n_accepted + st.n_rejected ?
-					   (double)st.n_accepted /
-						   (st.n_accepted +
-						    st.n_rejected) :
-					   0;
-			/* drafts per verify pass: the formula's k */
-			double k = st.n_verify ?
-					   (double)st.n_drafted / st.n_verify :
-					   0;
+			double a, k;
 
-			edgeq_ledger_speculative(a, (int)(k + 0.5),
-						 st.draft_cost, &sp);
+			edgeq_ledger_speculative_measured(
+				st.n_drafted, st.n_accepted, st.n_rejected,
+				st.n_verify, st.draft_cost, &a, &k, &sp);
 			json_object_set_new(tm, "draft_acceptance",
 					    json_real(a));
 			json_object_set_new(

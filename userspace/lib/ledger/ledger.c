@@ -52,6 +52,20 @@ double edgeq_ledger_prefill_bound(double compute, uint64_t n_params, double bw,
 	return by_compute < by_bw ? by_compute : by_bw;
 }
 
+void edgeq_ledger_speculative_measured(uint64_t drafted, uint64_t accepted,
+				       uint64_t rejected, uint64_t verifies,
+				       double draft_cost, double *accept,
+				       double *draft_len,
+				       struct edgeq_spec *out)
+{
+	*accept = accepted + rejected ?
+			  (double)accepted / (double)(accepted + rejected) :
+			  0;
+	*draft_len = verifies ? (double)drafted / (double)verifies : 0;
+	edgeq_ledger_speculative(*accept, (int)(*draft_len + 0.5), draft_cost,
+				 out);
+}
+
 void edgeq_ledger_speculative(double accept, int draft_len, double draft_cost,
 			      struct edgeq_spec *out)
 {

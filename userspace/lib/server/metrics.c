@@ -237,7 +237,7 @@ void srv_metrics_render_session(const struct edgeq_session_status *ss,
 				bool speculative, struct srv_buf *o)
 {
 	struct edgeq_spec sp;
-	double k, tpp;
+	double a, k, tpp;
 
 	srv_buf_printf(
 		o,
@@ -246,13 +246,13 @@ void srv_metrics_render_session(const struct edgeq_session_status *ss,
 		(unsigned long long)ss->steps);
 	if (!speculative)
 		return;
-	/* drafts per verify pass: the formula's k */
-	k = ss->verifies ? (double)ss->drafted / (double)ss->verifies : 0;
 	tpp = ss->passes ?
 		      (double)(ss->accepted + ss->passes) / (double)ss->passes :
 		      0;
-	edgeq_ledger_speculative(ss->draft_accept, (int)(k + 0.5),
-				 ss->draft_cost, &sp);
+	/* a is ss->draft_accept, from the same counters */
+	edgeq_ledger_speculative_measured(ss->drafted, ss->accepted,
+					  ss->rejected, ss->verifies,
+					  ss->draft_cost, &a, &k, &sp);
 	srv_buf_printf(
 		o,
 		"# HELP edgeq_draft_tokens_total Tokens drafted for speculative decoding.\n"
