@@ -7,6 +7,7 @@
 # timeout: 90
 import hashlib
 import os
+import re
 import subprocess
 import sys
 
@@ -32,8 +33,9 @@ def main(t):
     t.check("... with the model, the slots and the queue",
             "synthetic tiny" in line and "slots 0/2 running, 0/3 waiting" in line,
             line)
-    t.check("... and the TTFT from its histogram",
-            "TTFT mean" in line and "TTFT mean 0 ms" not in line, line)
+    m = re.search(r"TTFT mean ([0-9.]+) ms", line)
+    t.check("... and the TTFT from its histogram (a mean above zero)",
+            m is not None and float(m.group(1)) > 0, line)
     t.check("... the weights and the per-device ops",
             any(ln.startswith("WEIGHTS mmap") and "cpu" in ln
                 for ln in out.splitlines()), out[-600:])

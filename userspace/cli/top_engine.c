@@ -235,6 +235,7 @@ void top_engine_sample(struct top_engine *e)
 
 void top_engine_format(const struct top_engine *e, char *out, size_t len)
 {
+	double ttft_ms;
 	size_t n;
 
 	if (!e->up) {
@@ -242,13 +243,16 @@ void top_engine_format(const struct top_engine *e, char *out, size_t len)
 			 e->error);
 		return;
 	}
+	/* A tiny model on a fast host answers in well under a millisecond:
+	 * below 10 ms the mean keeps two decimals, so a measured TTFT never
+	 * reads as 0. */
+	ttft_ms = e->ttft_count > 0 ? e->ttft_sum / e->ttft_count * 1e3 : 0;
 	n = (size_t)snprintf(
 		out, len,
-		"ENGINE  %.60s  %.1f tok/s (peak %.1f)  slots %.0f/%.0f running, %.0f/%.0f waiting  TTFT mean %.0f ms p90 %.0f ms  KV %.0f%%",
+		"ENGINE  %.60s  %.1f tok/s (peak %.1f)  slots %.0f/%.0f running, %.0f/%.0f waiting  TTFT mean %.*f ms p90 %.0f ms  KV %.0f%%",
 		e->model, e->tok_s, e->peak_tok_s, e->running, e->slots,
-		e->waiting, e->queue,
-		e->ttft_count > 0 ? e->ttft_sum / e->ttft_count * 1e3 : 0,
-		e->ttft_p90 * 1e3, e->kv_ratio * 100);
+		e->waiting, e->queue, ttft_ms > 0 && ttft_ms < 10 ? 2 : 0,
+		ttft_ms, e->ttft_p90 * 1e3, e->kv_ratio * 100);
 	if (n >= len)
 		return;
 	n += (size_t)snprintf(out + n, len - n, "\nWEIGHTS %s",
