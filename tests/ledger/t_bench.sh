@@ -102,6 +102,18 @@ assert r['mem_bw_during_decode'] is True and r['mem_bw'] > 0 and r['mem_bw_start
 assert r['working_set'] >= 128 << 20
 assert abs(r['bound_tok_s'] - r['mem_bw'] / r['bytes_per_token']) < 1e-6 * r['bound_tok_s']
 assert abs(r['efficiency'] - r['tok_s']/r['bound_tok_s']) < 1e-6"
+	check "DRAM-sized model: the tg row's roofline at its own thread count" python3 -c "
+import json; d=json.load(open('$T/big.json')); r=d['roofline']
+tg=[x for x in d['llama_bench'] if x['test'].startswith('tg')]
+assert tg and all(x['mem_bw_threads'] > 0 for x in tg), tg
+for x in tg:
+    e = r['bytes_per_token'] * x['tok_s'] / x['mem_bw_threads']
+    assert abs(x['efficiency_threads'] - e) < 1e-6 * e, (x, e)"
+	"$EDGEQ" bench -m "$T/big.gguf" -t 1 -p 16 -n 8 -r 2 --no-matrix >"$T/big.txt" 2>/dev/null
+	check "DRAM-sized model: the table's line for tg8 at 1 thread" grep -qE '^  tg8 at 1 thread: [0-9.]+ GB/s of the [0-9.]+ GB/s 1 thread reads .*efficiency [0-9]+ %' "$T/big.txt"
+	check "tiny model: no per-thread roofline for a cache-sized model" python3 -c "
+import json; d=json.load(open('$T/q8_0.json'))
+assert not any('mem_bw_threads' in x for x in d['llama_bench'])"
 	check "tiny model: bandwidth from the start of the run" python3 -c "
 import json; r=json.load(open('$T/q8_0.json'))['roofline']
 assert r['mem_bw_during_decode'] is False and r['mem_bw'] == r['mem_bw_start']"

@@ -219,6 +219,11 @@ struct row {
 	char test[16];
 	int threads, n;
 	double tps, sd;
+	/* tgN: read bandwidth of `threads` threads (the roofline a decode on
+	 * that many cores can reach: one core cannot keep enough misses in
+	 * flight to read what all of them do), measured right before each
+	 * repetition of a DRAM-sized model's row; 0 when not measured */
+	double bw_threads;
 };
 
 struct bucket {
@@ -379,8 +384,8 @@ static int bench_table(struct results *R, const int *thr, int nthr,
 			progress("%s, %d thread%s, %d rep%s", row->test, thr[t],
 				 thr[t] > 1 ? "s" : "", b_reps,
 				 b_reps > 1 ? "s" : "");
-			double bw_sum = 0;
-			int bw_n = 0;
+			double bw_sum = 0, bwt_sum = 0;
+			int bw_n = 0, bwt_n = 0;
 
 			/* one warm-up, then the repetitions */
 			for (int k = -1; k < b_reps; k++) {
@@ -390,6 +395,14 @@ static int bench_table(struct results *R, const int *thr, int nthr,
 					if (!edgeq_membw_measure(0, 0, 2, &g) &&
 					    g > 0)
 						bw_sum += g * 1e9, bw_n++;
+				}
+				if (tg && dram && k >= 0) {
+					double g = 0;
+
+					if (!edgeq_membw_measure(thr[t], 0, 2,
+								 &g) &&
+					    g > 0)
+						bwt_sum += g * 1e9, bwt_n++;
 				}
 				if (tg) {
 					edgeq_ctx_truncate(r.c, 0);
@@ -414,6 +427,7 @@ static int bench_table(struct results *R, const int *thr, int nthr,
 			}
 			row->tps = edgeq_stats_mean(v, (size_t)b_reps);
 			row->sd = edgeq_stats_stddev(v, (size_t)b_reps);
+			row->bw_threads = bwt_n ? bwt_sum / bwt_n : 0;
 			if (tg && row->tps > R->tg_tps) {
 				R->tg_tps = row->tps;
 				R->tg_threads = thr[t];
@@ -743,6 +757,18 @@ static void print_table(const struct results *R)
 	       R->bytes_per_token * R->tg_tps / 1e9, R->mem_bw / 1e9,
 	       R->tg_bw > 0 ? " between the decode repetitions" : "",
 	       R->eff * 100, R->bound_tps, R->tg_threads);
+	for (int i = 0; i < R->nrows; i++) {
+		const struct row *w = &R->rows[i];
+
+		if (w->test[0] != 't' || w->bw_threads <= 0)
+			continue;
+		printf("  %s at %d thread%s: %.2f GB/s of the %.2f GB/s %d thread%s read%s (measured between its repetitions): efficiency %.0f %%\n",
+		       w->test, w->threads, w->threads > 1 ? "s" : "",
+		       R->bytes_per_token * w->tps / 1e9, w->bw_threads / 1e9,
+		       w->threads, w->threads > 1 ? "s" : "",
+		       w->threads > 1 ? "" : "s",
+		       100 * R->bytes_per_token * w->tps / w->bw_threads);
+	}
 	if (R->matrix) {
 		printf("\ntest matrix                measured      plan (local)   efficiency\n");
 		printf("  runtime init           %9.3f s   %9.3f s (preload from disk)\n",
@@ -862,13 +888,21 @@ static json_t *results_json(const struct results *R)
 			  (json_int_t)R->shape.n_params, "weight_bytes",
 			  (json_int_t)R->shape.weight_bytes, "token_bytes",
 			  (json_int_t)R->shape.token_bytes));
-	for (int i = 0; i < R->nrows; i++)
-		json_array_append_new(
-			rows, json_pack("{s:s, s:i, s:i, s:i, s:f, s:f}",
-					"test", R->rows[i].test, "threads",
-					R->rows[i].threads, "n", R->rows[i].n,
-					"reps", b_reps, "tok_s", R->rows[i].tps,
-					"sd", R->rows[i].sd));
+	for (int i = 0; i < R->nrows; i++) {
+		const struct row *w = &R->rows[i];
+
+		o = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f}", "test", w->test,
+			      "threads", w->threads, "n", w->n, "reps", b_reps,
+			      "tok_s", w->tps, "sd", w->sd);
+		if (w->test[0] == 't' && w->bw_threads > 0) {
+			json_object_set_new(o, "mem_bw_threads",
+					    json_real(w->bw_threads));
+			json_object_set_new(o, "efficiency_threads",
+					    json_real(R->bytes_per_token *
+						      w->tps / w->bw_threads));
+		}
+		json_array_append_new(rows, o);
+	}
 	json_object_set_new(j, "llama_bench", rows);
 	json_object_set_new(
 		j, "roofline",
