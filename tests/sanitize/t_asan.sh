@@ -27,7 +27,8 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # the unit tests, leaks included, as make sanitize runs them
 env -u EDGEQ_TEST_TMP O=$SO EDGEQ="$PWD/$SO/edgeq" tests/run unit >"$T/unit.log" 2>&1
-check "unit tests under ASan+UBSan: $(tail -n 1 "$T/unit.log")" test $? -eq 0 ||
+rc=$? # before the check's own $(tail): its status would stand in for this one
+check "unit tests under ASan+UBSan: $(tail -n 1 "$T/unit.log")" test $rc -eq 0 ||
 	grep -E '^FAIL' "$T/unit.log"
 # the daemon and the decoder (a server's leaks at SIGTERM are not findings)
 export ASAN_OPTIONS=detect_leaks=0
