@@ -37,6 +37,18 @@ for m in "$M" "$T/q4_k.gguf"; do
 		sh -c "cmp -s '$T/b1' '$T/b5' && cmp -s '$T/b1' '$T/b64'"
 done
 
+# A long prompt's attention goes through the keys-in-lanes tiles (jobs of
+# several tokens' heads, 16-key tiles) when a pass holds enough tokens;
+# the logits are the per-token form's (EDGEQ_ATTN_TILES=0) and the
+# one-token passes' (-b 1), bit for bit (155 tokens: the tiny model has 256
+# positions).
+LP=$(for i in 1 2 3 4 5; do printf '%s, ' "$P"; done)
+"$EDGEQ" run -m "$M" -p "$LP" -n 3 -t 2 --dump-logits "$T/lt" >/dev/null 2>&1
+EDGEQ_ATTN_TILES=0 "$EDGEQ" run -m "$M" -p "$LP" -n 3 -t 2 --dump-logits "$T/lg" >/dev/null 2>&1
+"$EDGEQ" run -m "$M" -p "$LP" -n 3 -t 2 -b 1 --dump-logits "$T/l1" >/dev/null 2>&1
+check "long prompt: logits identical with the attention tiles, without, one token a pass" \
+	sh -c "test -s '$T/lt' && cmp -s '$T/lt' '$T/lg' && cmp -s '$T/lt' '$T/l1'"
+
 a=$("$EDGEQ" run -m "$M" -p "$P" -n 16 --temp 0.9 --seed 42 --json --no-roofline 2>/dev/null | sed 's/"timings".*//')
 b=$("$EDGEQ" run -m "$M" -p "$P" -n 16 --temp 0.9 --seed 42 --json --no-roofline 2>/dev/null | sed 's/"timings".*//')
 check "seeded sampling repeats" test "$a" = "$b"

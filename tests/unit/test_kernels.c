@@ -714,6 +714,79 @@ static void attn_group_check(const struct edgeq_kernel_ops *ops)
 	assert_true(checked > 1000);
 }
 
+/*
+ * The keys-in-lanes form (a prompt's queries over tiles of 16 keys)
+ * against the scalar per-key dot: head sizes of the fast path and of the
+ * fallback (40, 288), 1-64 queries (blocks of 4, 2 and 1), each query its
+ * own key count (a causal block: tiles half seen, a query seeing none),
+ * key counts around the 16-key tiles, zeros, -0 and huge values. Scores
+ * past a query's count are not written.
+ */
+static void attn_tiles_check(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	static const int64_t hds[] = { 64, 128, 96, 32, 256, 40, 288 };
+	static const int nqs[] = { 1, 2, 3, 4, 5, 7, 13, 32, 64 };
+	enum { KS = 300, NK = 83, NQ = EDGEQ_ATTN_TQ };
+	static uint16_t kv[NK * KS];
+	static float q[NQ * KS], s1[NQ * (NK + 1)];
+	const float *qp[NQ];
+	float *sp[NQ];
+	int64_t nkq[NQ];
+	int checked = 0;
+
+	if (!ops->attn_scores_f16_t)
+		return;
+	for (size_t hi = 0; hi < sizeof(hds) / sizeof(hds[0]); hi++) {
+		for (size_t qi = 0; qi < sizeof(nqs) / sizeof(nqs[0]); qi++) {
+			int64_t hd = hds[hi];
+			int nq = nqs[qi],
+			    nk = (int)((qi * 29 + hi * 7) % NK) + 1;
+
+			for (int i = 0; i < NK * KS; i++)
+				kv[i] = edgeq_fp32_to_fp16(
+					rnd_normal() * (i % 97 ? 1.0f : 3e4f));
+			kv[5] = 0x8000; /* -0 */
+			for (int i = 0; i < NQ * KS; i++)
+				q[i] = rnd_normal() * (i % 13 ? 1.0f : 0.0f);
+			for (int j = 0; j < nq; j++) {
+				qp[j] = q + (size_t)j * KS;
+				sp[j] = s1 + (size_t)j * (NK + 1);
+				/* the last query sees all, the others a
+				 * causal share; query 1 none */
+				nkq[j] = j == nq - 1 ? nk :
+					 j == 1	     ? 0 :
+						  (int64_t)(nk * (j + 1) / nq);
+				sp[j][nkq[j]] = 12345.0f; /* must stay */
+			}
+			ops->attn_scores_f16_t(hd, nk, kv, KS, nq, qp, nkq,
+					       0.125f, sp);
+			for (int j = 0; j < nq; j++) {
+				for (int t = 0; t < nkq[j]; t++) {
+					float s0 = ref->dot_f16(hd, kv + t * KS,
+								qp[j]) *
+						   0.125f;
+
+					if (!same_float(s0, sp[j][t]))
+						fail_msg(
+							"%s attn_scores_t hd=%lld nq=%d nk=%d query %d of %lld keys, key %d: %a, scalar %a",
+							ops->name,
+							(long long)hd, nq, nk,
+							j, (long long)nkq[j], t,
+							sp[j][t], s0);
+					checked++;
+				}
+				if (sp[j][nkq[j]] != 12345.0f)
+					fail_msg(
+						"%s attn_scores_t hd=%lld nq=%d: query %d wrote past its %lld keys",
+						ops->name, (long long)hd, nq, j,
+						(long long)nkq[j]);
+			}
+		}
+	}
+	assert_true(checked > 10000);
+}
+
 /* edgeq_expf within 2 ulp of exp over its whole range (dense sweep and
  * random), exact at 0, 0 below the range, infinity above, NaN kept. */
 static void test_expf(void **state)
@@ -1602,6 +1675,7 @@ static void test_simd_tables(void **state)
 		test_attention_helpers(ops);
 		attn_many_keys_check(ops);
 		attn_group_check(ops);
+		attn_tiles_check(ops);
 		softmax_check(ops);
 		silu_check(ops);
 		quantize_act_check(ops);

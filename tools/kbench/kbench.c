@@ -10,7 +10,7 @@
  *   kbench --digest      one line per type: hash of quantizer, dot,
  *                        matvec, matmul and (where the selected table
  *                        packs the type) packed matmul outputs
- *   kbench --attn HD:NK:NQ --attn-path group|single|loop -i ITERS
+ *   kbench --attn HD:NK:NQ --attn-path tiles|group|single|loop -i ITERS
  *                        one GQA group's attention ITERS times through
  *                        one path of the selected table (tools/kcount
  *                        --attn counts it)
@@ -173,11 +173,14 @@ static int count_run(const char *type, long rows, long cols, long nb,
 }
 
 /*
- * ---- attention, for an instruction counter: one GQA group of @nq queries
- * over @nk keys of head size @hd, @iters times, through one path of the
- * selected table: "group" (attn_*_g), "single" (attn_scores_f16 and
- * attn_av_f16 per query) or "loop" (dot_f16 and axpy_f16 per key), with
- * the softmax between, as model/decode.c runs them ----
+ * ---- attention, for an instruction counter and a timer: @nq queries
+ * (a GQA group's heads, of several tokens for "tiles") over @nk keys of
+ * head size @hd, @iters times, through one path of the selected table:
+ * "tiles" (attn_scores_f16_t, keys in lanes, then attn_av_f16_g),
+ * "group" (attn_*_g), "single" (attn_scores_f16 and attn_av_f16 per
+ * query) or "loop" (dot_f16 and axpy_f16 per key), with the softmax
+ * between, as model/decode.c runs them; prints ns per (key, query) pair
+ * of each phase, in cache ----
  */
 static int attn_run(const char *spec, const char *path, long iters)
 {
@@ -187,17 +190,26 @@ static int attn_run(const char *spec, const char *path, long iters)
 	long hd, nk, nq;
 	uint16_t *k, *v;
 	float *q, *att, *out;
-	bool group = !strcmp(path, "group"), single = !strcmp(path, "single");
+	bool tiles = !strcmp(path, "tiles");
+	bool group = tiles || !strcmp(path, "group"),
+	     single = !strcmp(path, "single");
+	uint64_t ns[3] = { 0, 0, 0 }; /* scores, softmax, values */
+	const float *qp[EDGEQ_ATTN_TQ];
+	float *sp[EDGEQ_ATTN_TQ];
+	int64_t nkq[EDGEQ_ATTN_TQ];
 
 	if (sscanf(spec, "%ld:%ld:%ld", &hd, &nk, &nq) != 3 || hd < 1 ||
-	    hd > 1024 || nk < 1 || nk > 65536 || nq < 1 || nq > 16 ||
+	    hd > 1024 || nk < 1 || nk > 65536 || nq < 1 || nq > EDGEQ_ATTN_TQ ||
 	    iters < 1 || (!group && !single && strcmp(path, "loop"))) {
-		fprintf(stderr, "kbench: --attn HD:NK:NQ (head size 1-1024, "
-				"1-65536 keys, 1-16 queries), --attn-path "
-				"group|single|loop and -i N (N >= 1)\n");
+		fprintf(stderr,
+			"kbench: --attn HD:NK:NQ (head size 1-1024, "
+			"1-65536 keys, 1-%d queries), --attn-path "
+			"tiles|group|single|loop and -i N (N >= 1)\n",
+			EDGEQ_ATTN_TQ);
 		return 2;
 	}
-	if ((group && !ops->attn_scores_f16_g) ||
+	if ((tiles && !ops->attn_scores_f16_t) ||
+	    (group && !ops->attn_scores_f16_g) ||
 	    (single && !ops->attn_scores_f16)) {
 		fprintf(stderr, "kbench: the %s table has no %s attention\n",
 			ops->name, path);
@@ -218,8 +230,18 @@ static int attn_run(const char *spec, const char *path, long iters)
 	}
 	for (long i = 0; i < nq * hd; i++)
 		q[i] = rnd_val();
+	for (long j = 0; j < nq; j++) {
+		qp[j] = q + j * hd;
+		sp[j] = att + j * nk;
+		nkq[j] = nk;
+	}
 	for (long it = 0; it < iters; it++) {
-		if (group)
+		uint64_t t0 = edgeq_now_ns(), t1, t2;
+
+		if (tiles)
+			ops->attn_scores_f16_t(hd, nk, k, hd, (int)nq, qp, nkq,
+					       0.125f, sp);
+		else if (group)
 			ops->attn_scores_f16_g(hd, nk, k, hd, (int)nq, q, hd,
 					       0.125f, att, nk);
 		for (long j = 0; j < nq && !group; j++)
@@ -232,8 +254,12 @@ static int attn_run(const char *spec, const char *path, long iters)
 						ops->dot_f16(hd, k + t * hd,
 							     q + j * hd) *
 						0.125f;
+		t1 = edgeq_now_ns();
 		for (long j = 0; j < nq; j++)
 			sm(att + j * nk, nk);
+		t2 = edgeq_now_ns();
+		ns[0] += t1 - t0;
+		ns[1] += t2 - t1;
 		if (group)
 			ops->attn_av_f16_g(hd, nk, (int)nq, att, nk, v, hd, out,
 					   hd);
@@ -247,10 +273,17 @@ static int attn_run(const char *spec, const char *path, long iters)
 					ops->axpy_f16(hd, att[j * nk + t],
 						      v + t * hd, out + j * hd);
 			}
+		ns[2] += edgeq_now_ns() - t2;
 	}
 	printf("kernels %s attn hd %ld keys %ld queries %ld path %s pairs %ld "
 	       "iters %ld check %a\n",
 	       ops->name, hd, nk, nq, path, nk * nq, iters, (double)out[0]);
+	/* in cache (the working set is one group's keys and values): what
+	 * the arithmetic costs, per (key, query) pair */
+	printf("ns per pair: scores %.3f softmax %.3f values %.3f\n",
+	       (double)ns[0] / (double)(iters * nk * nq),
+	       (double)ns[1] / (double)(iters * nk * nq),
+	       (double)ns[2] / (double)(iters * nk * nq));
 	free(k);
 	free(v);
 	free(q);
@@ -394,7 +427,7 @@ static void usage(FILE *f)
 		"[-f FOOTPRINT_MiB] [-i ITERS] [--packed]\n"
 		"       kbench --insn [-b TOKENS] [--packed] -T TYPE -r ROWS -c COLS "
 		"-i ITERS\n"
-		"       kbench --attn HD:NK:NQ --attn-path group|single|loop "
+		"       kbench --attn HD:NK:NQ --attn-path tiles|group|single|loop "
 		"-i ITERS\n"
 		"       kbench --quant [-r ROWS] [-c COLS] [-i ITERS]\n"
 		"       kbench --insn --quant -T Q8_0|Q8_K [-r ROWS] [-c COLS] "

@@ -56,6 +56,8 @@ enum edgeq_type {
 #define EDGEQ_QK8_0 32
 #define EDGEQ_QK_K 256
 #define EDGEQ_K_SCALE_SIZE 12
+/* Most queries one attn_scores_f16_t call takes. */
+#define EDGEQ_ATTN_TQ 64
 
 /* Block layouts; fp16 values are stored as raw uint16_t. */
 struct edgeq_block_q4_0 {
@@ -286,6 +288,19 @@ struct edgeq_kernel_ops {
 	void (*attn_av_f16_g)(int64_t hd, int64_t nk, int nq, const float *a,
 			      size_t as, const uint16_t *v, size_t vs,
 			      float *out, size_t os);
+	/*
+	 * Optional (NULL: the caller uses the forms above): a prompt's
+	 * queries that share a KV head (a GQA group's heads of several
+	 * tokens, up to EDGEQ_ATTN_TQ), query i at qp[i] seeing the first
+	 * nkq[i] <= nk keys, its scores at sp[i]. Keys go in tiles of 16,
+	 * each converted and transposed once for all the queries, so one key
+	 * per vector lane; each lane's arithmetic is dot_f16's canonical
+	 * steps, so every score is attn_scores_f16's bit for bit.
+	 */
+	void (*attn_scores_f16_t)(int64_t hd, int64_t nk, const uint16_t *k,
+				  size_t ks, int nq, const float *const *qp,
+				  const int64_t *nkq, float scale,
+				  float *const *sp);
 	/* Optional (NULL: edgeq_softmax_ref): the same values. */
 	void (*softmax)(float *x, int64_t n);
 	/* Optional (NULL: edgeq_silu_mul_ref): the same values. */
@@ -450,6 +465,10 @@ void edgeq_attn_scores_f16_g_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_g_avx512(int64_t hd, int64_t nk, int nq, const float *a,
 				size_t as, const uint16_t *v, size_t vs,
 				float *out, size_t os);
+void edgeq_attn_scores_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *k,
+				    size_t ks, int nq, const float *const *qp,
+				    const int64_t *nkq, float scale,
+				    float *const *sp);
 /* x86/avx512_pack.c: Q4_0/Q8_0/Q4_K/Q5_K/Q6_K on 16-row packed weights. */
 void edgeq_avx512_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
 				int64_t row0, int64_t row1, const void *a,

@@ -45,6 +45,15 @@
 
 /* Up to this many heads of a GQA group share one attention job. */
 #define ATT_G 4
+/*
+ * A prompt's attention job with the keys-in-lanes form: a KV head's group
+ * of heads for as many consecutive tokens as make up to ATT_TQ queries,
+ * each 16-key tile transposed once for all of them. A thread's score rows
+ * hold that many queries while ATT_TQ x n_ctx floats stay within
+ * ATT_ROWS_MAX (past it, fewer: long contexts keep their scratch small).
+ */
+#define ATT_TQ 32
+#define ATT_ROWS_MAX (512u * 1024)
 
 struct edgeq_ctx {
 	struct edgeq_model *m;
@@ -58,9 +67,10 @@ struct edgeq_ctx {
 	int pass_nb; /* tokens of the forward pass running */
 	float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* [n_batch][dim] */
 	float *logits;				    /* [n_vocab] */
-	float *att;  /* [n_threads][ATT_G][n_ctx] */
-	uint8_t *qh; /* [n_threads][q8_0 of one head] */
-	uint8_t *qa; /* quantized activations [n_batch][qa_stride] */
+	float *att;	/* [n_threads][att_q][n_ctx] */
+	uint32_t att_q; /* score rows a thread has: ATT_G to ATT_TQ */
+	uint8_t *qh;	/* [n_threads][q8_0 of one head] */
+	uint8_t *qa;	/* quantized activations [n_batch][qa_stride] */
 	size_t qa_stride;
 	uint8_t *emb;	       /* raw embedding rows [n_batch][row_size] */
 	float *rope;	       /* [n_batch][n_rot / 2][2] cos, sin */
@@ -330,7 +340,10 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 	c->hb = calloc((size_t)B * hp->n_ff, sizeof(float));
 	c->hb2 = calloc((size_t)B * hp->n_ff, sizeof(float));
 	c->logits = calloc(hp->n_vocab, sizeof(float));
-	c->att = calloc(nt * ATT_G * c->n_ctx, sizeof(float));
+	c->att_q = ATT_TQ;
+	while (c->att_q > ATT_G && (size_t)c->att_q * c->n_ctx > ATT_ROWS_MAX)
+		c->att_q /= 2;
+	c->att = calloc(nt * c->att_q * c->n_ctx, sizeof(float));
 	c->qh = calloc(nt, edgeq_row_size(EDGEQ_TYPE_Q8_0, 32) *
 				   (hp->head_dim / 32 + 1));
 	c->qa = malloc((size_t)B * c->qa_stride);
@@ -655,6 +668,7 @@ static void softcap(float *x, uint32_t n, float cap)
 struct att_arg {
 	struct edgeq_ctx *w;
 	int layer, nb;
+	uint32_t tb; /* att_task_tiles: tokens per job */
 };
 
 /* The first key position a query at @p sees in @layer: a sliding-window
@@ -789,7 +803,7 @@ static void att_task(void *arg, int ith, int nth)
 		uint32_t kvh = r / nsub, h0 = kvh * group + (r % nsub) * ATT_G;
 		uint32_t hn = group - (r % nsub) * ATT_G, p, t0, i;
 		struct edgeq_ctx *c = w->tc[b];
-		float *att = c->att + (size_t)ith * ATT_G * c->n_ctx;
+		float *att = c->att + (size_t)ith * c->att_q * c->n_ctx;
 		size_t ks = c->kv_row / 2;
 		int64_t nk;
 
@@ -826,6 +840,137 @@ static void att_task(void *arg, int ith, int nth)
 				(size_t)t0 * ks + kvh * hd,
 			ks, w->xb2 + (size_t)b * q_dim + (size_t)h0 * hd, hd);
 	}
+}
+
+/*
+ * The prompt's form: a job is KV head kvh's group of heads for a block of
+ * consecutive tokens (up to the ctx's att_q queries), whose scores come
+ * from attn_scores_f16_t (each 16-key tile transposed once for the whole
+ * block); softmax and weighted values then per token, as att_task's. A
+ * block whose tokens are not one context's with the same first key (a
+ * batch of several streams, a sliding window) goes token by token through
+ * att_head. Every value is the per-token path's, bit for bit.
+ */
+static void att_task_tiles(void *arg, int ith, int nth)
+{
+	const struct att_arg *aa = arg;
+	struct edgeq_ctx *w = aa->w;
+	const struct edgeq_model *m = w->m;
+	const struct edgeq_kernel_ops *ops = m->ops;
+	const struct edgeq_hparams *hp = &m->hp;
+	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+	uint32_t q_dim = hp->n_head * hd;
+	uint32_t tb = aa->tb;
+	int64_t nblk = ((int64_t)aa->nb + tb - 1) / tb;
+	int64_t total = nblk * hp->n_head_kv, job;
+	float scale = hp->attn_scale, cap = hp->attn_softcap;
+	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
+						      edgeq_softmax_ref;
+
+	for (job = ith; job < total; job += nth) {
+		int b0 = (int)(job / hp->n_head_kv) * (int)tb, b1, b;
+		uint32_t kvh = (uint32_t)(job % hp->n_head_kv);
+		struct edgeq_ctx *c = w->tc[b0];
+		uint32_t t0 = att_first_key(hp, aa->layer, w->tpos[b0]);
+		float *att = c->att + (size_t)ith * c->att_q * c->n_ctx;
+		const float *qp[ATT_TQ];
+		float *sp[ATT_TQ];
+		int64_t nkq[ATT_TQ], nk = 0;
+		size_t ks = c->kv_row / 2;
+		int nq = 0;
+		bool one = c->kv_type == EDGEQ_KV_F16;
+
+		b1 = b0 + (int)tb < aa->nb ? b0 + (int)tb : aa->nb;
+		for (b = b0; b < b1 && one; b++)
+			one = w->tc[b] == c &&
+			      att_first_key(hp, aa->layer, w->tpos[b]) == t0 &&
+			      (uint32_t)(b - b0 + 1) * group <= c->att_q;
+		if (!one) {
+			for (b = b0; b < b1; b++)
+				for (uint32_t i = 0; i < group; i++)
+					att_head(
+						aa, ith, b, kvh * group + i,
+						w->tc[b]->att +
+							(size_t)ith *
+								w->tc[b]->att_q *
+								w->tc[b]->n_ctx);
+			continue;
+		}
+		for (b = b0; b < b1; b++)
+			for (uint32_t i = 0; i < group; i++, nq++) {
+				qp[nq] = w->q + (size_t)b * q_dim +
+					 (size_t)(kvh * group + i) * hd;
+				sp[nq] = att + (size_t)nq * c->n_ctx;
+				nkq[nq] = (int64_t)(w->tpos[b] + 1 - t0);
+				if (nkq[nq] > nk)
+					nk = nkq[nq];
+			}
+		ops->attn_scores_f16_t(
+			hd, nk,
+			(const uint16_t *)(c->k_cache + (size_t)aa->layer *
+								c->n_ctx *
+								c->kv_row) +
+				(size_t)t0 * ks + kvh * hd,
+			ks, nq, qp, nkq, scale, sp);
+		for (int i = 0; i < nq; i++) {
+			if (cap > 0)
+				softcap(sp[i], (uint32_t)nkq[i], cap);
+			sm(sp[i], nkq[i]);
+		}
+		for (b = b0; b < b1; b++) {
+			int i = (b - b0) * (int)group;
+
+			ops->attn_av_f16_g(
+				hd, nkq[i], (int)group, sp[i], c->n_ctx,
+				(const uint16_t *)(c->v_cache +
+						   (size_t)aa->layer *
+							   c->n_ctx *
+							   c->kv_row) +
+					(size_t)t0 * ks + kvh * hd,
+				ks,
+				w->xb2 + (size_t)b * q_dim +
+					(size_t)kvh * group * hd,
+				hd);
+		}
+	}
+}
+
+/* EDGEQ_ATTN_TILES=0: prompts take att_task too (for A/B measurements;
+ * the values are the same either way). */
+static bool getenv_tiles_off(void)
+{
+	static int off = -1;
+
+	if (off < 0) {
+		const char *e = getenv("EDGEQ_ATTN_TILES");
+
+		off = e && !strcmp(e, "0");
+	}
+	return off;
+}
+
+/*
+ * Tokens per att_task_tiles job for a pass of @nb tokens, 0 for att_task:
+ * the tile form needs the table's keys-in-lanes scores and an F16 cache,
+ * and pays when a job holds at least 8 queries (the transposition is
+ * shared by them); blocks shrink until each thread has 4 jobs.
+ */
+static uint32_t att_tokens(const struct edgeq_ctx *c, int nb)
+{
+	const struct edgeq_model *m = c->m;
+	const struct edgeq_hparams *hp = &m->hp;
+	uint32_t group = hp->n_head / hp->n_head_kv, tb;
+
+	if (!m->ops->attn_scores_f16_t || !m->ops->attn_av_f16_g ||
+	    c->kv_type != EDGEQ_KV_F16 || nb < 2 || getenv_tiles_off())
+		return 0;
+	tb = c->att_q / group;
+	if (tb > (uint32_t)nb)
+		tb = (uint32_t)nb;
+	while (tb > 1 && ((uint32_t)nb + tb - 1) / tb * hp->n_head_kv <
+				 4u * (uint32_t)m->n_threads)
+		tb--;
+	return tb * group >= 8 ? tb : 0;
 }
 
 static void kv_store(struct edgeq_ctx *c, int layer, uint32_t pos,
@@ -1077,8 +1222,8 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			pw_run(c, &pa, 2);
 		}
 		lap(m, EDGEQ_PROF_ROPE_KV, 0);
-		aa = (struct att_arg){ c, l, nb };
-		par_run(m, att_task, &aa);
+		aa = (struct att_arg){ c, l, nb, att_tokens(c, nb) };
+		par_run(m, aa.tb ? att_task_tiles : att_task, &aa);
 		lap(m, EDGEQ_PROF_ATTENTION, 0);
 		f->qa_src = NULL;
 		linear(f, EDGEQ_PROF_ATTN_OUT, L->wo, c->xb2, nb, (int)q_dim,

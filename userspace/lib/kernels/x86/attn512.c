@@ -383,3 +383,198 @@ void edgeq_softmax_avx512(float *x, int64_t n)
 	for (; t < n; t++)
 		x[t] *= _mm512_cvtss_f32(inv);
 }
+
+/*
+ * ---- keys in lanes: a prompt's queries over tiles of 16 keys ----
+ *
+ * dot_f16 folds a 32-lane accumulator (element j in lane j % 32) as
+ * v[k] = (l[k] + l[k+8]) + (l[k+16] + l[k+24]), then edgeq_reduce8(v):
+ * ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)). With 16 keys' rows
+ * transposed (kt[d * 16 + i] = element d of key i), every one of those
+ * steps is one vector operation over 16 keys, so no horizontal step is
+ * left; the transposition is paid once per tile for all the queries.
+ */
+
+/* r[0..15]: 16 rows of 16 floats, transposed in place. */
+static inline void transpose16(__m512 r[16])
+{
+	__m512 t[16], u[16];
+
+	for (int i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+	}
+	/* u[4g + c], lane L: column 4L + c of rows 4g..4g+3 */
+	for (int g = 0; g < 4; g++) {
+		__m512d a = _mm512_castps_pd(t[4 * g]),
+			b = _mm512_castps_pd(t[4 * g + 1]),
+			c = _mm512_castps_pd(t[4 * g + 2]),
+			d = _mm512_castps_pd(t[4 * g + 3]);
+
+		u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+		u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+		u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+		u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+	}
+	for (int c = 0; c < 4; c++) {
+		__m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88),
+		       w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88),
+		       v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd),
+		       w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+
+		r[c] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+		r[8 + c] = _mm512_shuffle_f32x4(v0, w0, 0xdd);
+		r[4 + c] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+		r[12 + c] = _mm512_shuffle_f32x4(v1, w1, 0xdd);
+	}
+}
+
+/* kt[d * 16 + i] = key i's element d (i < n; zero for the rest) */
+static void tile_transpose(int64_t hd, const uint16_t *k, size_t ks, int n,
+			   float *kt)
+{
+	for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+		__m512 r[16];
+
+		for (int i = 0; i < 16; i++)
+			r[i] = i < n ? _mm512_cvtph_ps(_mm256_loadu_si256(
+					       (const __m256i *)(k + i * ks +
+								 d0))) :
+				       _mm512_setzero_ps();
+		transpose16(r);
+		for (int c = 0; c < 16; c++)
+			_mm512_store_ps(kt + (d0 + c) * 16, r[c]);
+	}
+}
+
+/* The 16 keys' scores of QB queries: the fold's steps in its order. */
+static inline __attribute__((always_inline)) void
+tile_scores(const int QB, const int64_t hd, const float *kt,
+	    const float *const *q, float scale, __m512 *res)
+{
+	static const int ord[8] = { 0, 4, 2, 6, 1, 5, 3, 7 };
+	__m512 x[4], t02[4], t1[4];
+
+#pragma GCC unroll 8
+	for (int g = 0; g < 8; g++) {
+		__m512 p[4], p2[4];
+
+#pragma GCC unroll 4
+		for (int u = 0; u < 4; u++) {
+			int64_t l = ord[g] + 8 * u;
+			__m512 a[4];
+
+#pragma GCC unroll 4
+			for (int j = 0; j < QB; j++)
+				a[j] = _mm512_setzero_ps();
+			for (int64_t d = l; d < hd; d += 32) {
+				__m512 kv = _mm512_load_ps(kt + d * 16);
+
+#pragma GCC unroll 4
+				for (int j = 0; j < QB; j++)
+					a[j] = _mm512_fmadd_ps(
+						kv, _mm512_set1_ps(q[j][d]),
+						a[j]);
+			}
+#pragma GCC unroll 4
+			for (int j = 0; j < QB; j++) {
+				if (u == 0)
+					p[j] = a[j];
+				else if (u == 1)
+					p[j] = _mm512_add_ps(p[j], a[j]);
+				else if (u == 2)
+					p2[j] = a[j];
+				else
+					p2[j] = _mm512_add_ps(p2[j], a[j]);
+			}
+		}
+#pragma GCC unroll 4
+		for (int j = 0; j < QB; j++) {
+			__m512 v = _mm512_add_ps(p[j], p2[j]);
+
+			switch (g) {
+			case 0: /* v0 */
+			case 2: /* v2 */
+			case 4: /* v1 */
+			case 6: /* v3 */
+				x[j] = v;
+				break;
+			case 1: /* t0 = v0 + v4 */
+				t02[j] = _mm512_add_ps(x[j], v);
+				break;
+			case 3: /* t2 = v2 + v6, then t0 + t2 */
+				t02[j] = _mm512_add_ps(t02[j],
+						       _mm512_add_ps(x[j], v));
+				break;
+			case 5: /* t1 = v1 + v5 */
+				t1[j] = _mm512_add_ps(x[j], v);
+				break;
+			default: /* t3 = v3 + v7; (t0 + t2) + (t1 + t3) */
+				res[j] = _mm512_mul_ps(
+					_mm512_add_ps(
+						t02[j],
+						_mm512_add_ps(
+							t1[j],
+							_mm512_add_ps(x[j], v))),
+					_mm512_set1_ps(scale));
+				break;
+			}
+		}
+	}
+}
+
+void edgeq_attn_scores_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *k,
+				    size_t ks, int nq, const float *const *qp,
+				    const int64_t *nkq, float scale,
+				    float *const *sp)
+{
+	float kt[256 * 16] __attribute__((aligned(64)));
+
+	if (hd % 32 || hd > 256 || nq > EDGEQ_ATTN_TQ) {
+		for (int j = 0; j < nq; j++)
+			edgeq_attn_scores_f16_avx512(hd, nkq[j], k, ks, qp[j],
+						     scale, sp[j]);
+		return;
+	}
+	for (int64_t t = 0; t < nk; t += 16) {
+		const float *q[EDGEQ_ATTN_TQ];
+		int idx[EDGEQ_ATTN_TQ], n = 0, j = 0;
+
+		for (int i = 0; i < nq; i++)
+			if (nkq[i] > t) {
+				q[n] = qp[i];
+				idx[n++] = i;
+			}
+		if (!n)
+			continue;
+		tile_transpose(hd, k + t * ks, ks,
+			       nk - t < 16 ? (int)(nk - t) : 16, kt);
+		for (; j < n; j += 4) {
+			int qb = n - j < 4 ? n - j : 4;
+			__m512 res[4];
+
+			/* the common head sizes as constants: the
+			 * lanes' chains unrolled */
+			if (qb == 4 && hd == 64)
+				tile_scores(4, 64, kt, q + j, scale, res);
+			else if (qb == 4 && hd == 128)
+				tile_scores(4, 128, kt, q + j, scale, res);
+			else if (qb == 4)
+				tile_scores(4, hd, kt, q + j, scale, res);
+			else
+				for (int i = 0; i < qb; i++)
+					tile_scores(1, hd, kt, q + j + i, scale,
+						    res + i);
+			for (int i = 0; i < qb; i++) {
+				int64_t left = nkq[idx[j + i]] - t;
+
+				_mm512_mask_storeu_ps(
+					sp[idx[j + i]] + t,
+					left >= 16 ?
+						(__mmask16)0xffff :
+						(__mmask16)((1u << left) - 1),
+					res[i]);
+			}
+		}
+	}
+}
