@@ -720,7 +720,9 @@ static void attn_group_check(const struct edgeq_kernel_ops *ops)
  * fallback (40, 288), 1-64 queries (blocks of 4, 2 and 1), each query its
  * own key count (a causal block: tiles half seen, a query seeing none),
  * key counts around the 16-key tiles, zeros, -0 and huge values. Scores
- * past a query's count are not written.
+ * past a query's count are not written. Then the weighted values of the
+ * same queries (attn_av_f16_t: chunks of keys, blocks of queries and each
+ * query's own tail) against the scalar axpy loop; none seen: zeros.
  */
 static void attn_tiles_check(const struct edgeq_kernel_ops *ops)
 {
@@ -729,9 +731,10 @@ static void attn_tiles_check(const struct edgeq_kernel_ops *ops)
 	static const int nqs[] = { 1, 2, 3, 4, 5, 7, 13, 32, 64 };
 	enum { KS = 300, NK = 83, NQ = EDGEQ_ATTN_TQ };
 	static uint16_t kv[NK * KS];
-	static float q[NQ * KS], s1[NQ * (NK + 1)];
-	const float *qp[NQ];
-	float *sp[NQ];
+	static float q[NQ * KS], s1[NQ * (NK + 1)], o1[NQ * KS];
+	float o0[KS];
+	const float *qp[NQ], *ap[NQ];
+	float *sp[NQ], *op[NQ];
 	int64_t nkq[NQ];
 	int checked = 0;
 
@@ -781,6 +784,33 @@ static void attn_tiles_check(const struct edgeq_kernel_ops *ops)
 						"%s attn_scores_t hd=%lld nq=%d: query %d wrote past its %lld keys",
 						ops->name, (long long)hd, nq, j,
 						(long long)nkq[j]);
+			}
+			if (!ops->attn_av_f16_t)
+				continue;
+			/* the values: the scores' rows as weights */
+			for (int j = 0; j < nq; j++) {
+				ap[j] = sp[j];
+				op[j] = o1 + (size_t)j * KS;
+				for (int e = 0; e < hd; e++)
+					op[j][e] = 777.0f; /* overwritten */
+			}
+			ops->attn_av_f16_t(hd, nk, kv, KS, nq, ap, nkq, op);
+			for (int j = 0; j < nq; j++) {
+				for (int e = 0; e < hd; e++)
+					o0[e] = 0;
+				for (int t = 0; t < nkq[j]; t++)
+					ref->axpy_f16(hd, ap[j][t], kv + t * KS,
+						      o0);
+				for (int e = 0; e < hd; e++) {
+					if (!same_float(o0[e], op[j][e]))
+						fail_msg(
+							"%s attn_av_t hd=%lld nq=%d nk=%d query %d of %lld keys [%d]: %a, scalar %a",
+							ops->name,
+							(long long)hd, nq, nk,
+							j, (long long)nkq[j], e,
+							op[j][e], o0[e]);
+					checked++;
+				}
 			}
 		}
 	}

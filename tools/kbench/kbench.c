@@ -260,7 +260,14 @@ static int attn_run(const char *spec, const char *path, long iters)
 		t2 = edgeq_now_ns();
 		ns[0] += t1 - t0;
 		ns[1] += t2 - t1;
-		if (group)
+		if (tiles && ops->attn_av_f16_t) {
+			float *op[EDGEQ_ATTN_TQ];
+
+			for (long j = 0; j < nq; j++)
+				op[j] = out + j * hd;
+			ops->attn_av_f16_t(hd, nk, v, hd, (int)nq,
+					   (const float *const *)sp, nkq, op);
+		} else if (group)
 			ops->attn_av_f16_g(hd, nk, (int)nq, att, nk, v, hd, out,
 					   hd);
 		for (long j = 0; j < nq && !group; j++)

@@ -301,6 +301,15 @@ struct edgeq_kernel_ops {
 				  size_t ks, int nq, const float *const *qp,
 				  const int64_t *nkq, float scale,
 				  float *const *sp);
+	/*
+	 * Optional (NULL: the caller uses attn_av_f16_g): the weighted values
+	 * of the same queries, query i's weights at ap[i] over its first
+	 * nkq[i] keys, its output at op[i]; each value row converted once
+	 * for all of them, every output attn_av_f16's bit for bit.
+	 */
+	void (*attn_av_f16_t)(int64_t hd, int64_t nk, const uint16_t *v,
+			      size_t vs, int nq, const float *const *ap,
+			      const int64_t *nkq, float *const *op);
 	/* Optional (NULL: edgeq_softmax_ref): the same values. */
 	void (*softmax)(float *x, int64_t n);
 	/* Optional (NULL: edgeq_silu_mul_ref): the same values. */
@@ -465,6 +474,9 @@ void edgeq_attn_scores_f16_g_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_g_avx512(int64_t hd, int64_t nk, int nq, const float *a,
 				size_t as, const uint16_t *v, size_t vs,
 				float *out, size_t os);
+void edgeq_attn_av_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *v,
+				size_t vs, int nq, const float *const *ap,
+				const int64_t *nkq, float *const *op);
 void edgeq_attn_scores_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 				    size_t ks, int nq, const float *const *qp,
 				    const int64_t *nkq, float scale,

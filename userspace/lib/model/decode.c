@@ -917,6 +917,23 @@ static void att_task_tiles(void *arg, int ith, int nth)
 				softcap(sp[i], (uint32_t)nkq[i], cap);
 			sm(sp[i], nkq[i]);
 		}
+		if (ops->attn_av_f16_t) {
+			float *op[ATT_TQ];
+
+			for (int i = 0; i < nq; i++)
+				op[i] = w->xb2 +
+					(size_t)(b0 + i / (int)group) * q_dim +
+					(size_t)(kvh * group + i % group) * hd;
+			ops->attn_av_f16_t(
+				hd, nk,
+				(const uint16_t *)(c->v_cache +
+						   (size_t)aa->layer *
+							   c->n_ctx *
+							   c->kv_row) +
+					(size_t)t0 * ks + kvh * hd,
+				ks, nq, (const float *const *)sp, nkq, op);
+			continue;
+		}
 		for (b = b0; b < b1; b++) {
 			int i = (b - b0) * (int)group;
 

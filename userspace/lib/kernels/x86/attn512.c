@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 
@@ -577,4 +578,121 @@ void edgeq_attn_scores_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 			}
 		}
 	}
+}
+
+/*
+ * ---- a block's weighted values: value rows converted once per chunk ----
+ *
+ * attn_av_f16's order per query (out = 0, then for each key in order
+ * out = fma(a[t], v_t, out)), but the value rows of a chunk of keys are
+ * converted to float once for all the block's queries and stay in L1
+ * while QB queries at a time run over them; between chunks a query's
+ * sums wait in its output row (a float store and load change no bit).
+ */
+#define AV_CHUNK 64
+
+/* QB queries over keys [t0, t1) of the chunk at vf (row t at vf + t*HD) */
+static inline __attribute__((always_inline)) void
+av_chunk(const int HD, const int QB, const float *vf, int64_t c0, int64_t t0,
+	 int64_t t1, const float *const *a, float *const *o)
+{
+	__m512 acc[4][8];
+
+#pragma GCC unroll 4
+	for (int j = 0; j < QB; j++)
+#pragma GCC unroll 8
+		for (int c = 0; c < HD / 16; c++)
+			acc[j][c] = t0 ? _mm512_loadu_ps(o[j] + 16 * c) :
+					 _mm512_setzero_ps();
+	for (int64_t t = t0; t < t1; t++) {
+		const float *r = vf + (t - c0) * HD;
+		__m512 x[8];
+
+#pragma GCC unroll 8
+		for (int c = 0; c < HD / 16; c++)
+			x[c] = _mm512_load_ps(r + 16 * c);
+#pragma GCC unroll 4
+		for (int j = 0; j < QB; j++) {
+			__m512 w = _mm512_set1_ps(a[j][t]);
+
+#pragma GCC unroll 8
+			for (int c = 0; c < HD / 16; c++)
+				acc[j][c] = _mm512_fmadd_ps(w, x[c], acc[j][c]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int j = 0; j < QB; j++)
+#pragma GCC unroll 8
+		for (int c = 0; c < HD / 16; c++)
+			_mm512_storeu_ps(o[j] + 16 * c, acc[j][c]);
+}
+
+static inline __attribute__((always_inline)) void
+av_tiles(const int HD, int64_t nk, const uint16_t *v, size_t vs, int nq,
+	 const float *const *ap, const int64_t *nkq, float *const *op)
+{
+	const int QB = 256 / HD;	       /* 16 accumulators */
+	const int64_t CH = AV_CHUNK * 64 / HD; /* 16 KiB of rows */
+	float vf[AV_CHUNK * 64] __attribute__((aligned(64)));
+
+	for (int64_t c0 = 0; c0 < nk; c0 += CH) {
+		int64_t c1 = nk - c0 < CH ? nk : c0 + CH;
+		const float *a[EDGEQ_ATTN_TQ];
+		float *o[EDGEQ_ATTN_TQ];
+		int64_t end[EDGEQ_ATTN_TQ];
+		int n = 0;
+
+		for (int64_t t = c0; t < c1; t++)
+			for (int c = 0; c < HD / 16; c++)
+				_mm512_store_ps(
+					vf + (t - c0) * HD + 16 * c,
+					_mm512_cvtph_ps(_mm256_loadu_si256(
+						(const __m256i *)(v + t * vs +
+								  16 * c))));
+		for (int j = 0; j < nq; j++)
+			if (nkq[j] > c0) {
+				a[n] = ap[j];
+				o[n] = op[j];
+				end[n++] = nkq[j] < c1 ? nkq[j] : c1;
+			}
+		for (int j = 0; j < n; j += QB) {
+			int qb = n - j < QB ? n - j : QB;
+			int64_t e = c1;
+
+			for (int i = 0; i < qb; i++)
+				if (end[j + i] < e)
+					e = end[j + i];
+			/* together up to the first query's end, then each
+			 * query on to its own */
+			if (qb == QB)
+				av_chunk(HD, QB, vf, c0, c0, e, a + j, o + j);
+			else
+				for (int i = 0; i < qb; i++)
+					av_chunk(HD, 1, vf, c0, c0, e,
+						 a + j + i, o + j + i);
+			for (int i = 0; i < qb; i++)
+				if (end[j + i] > e)
+					av_chunk(HD, 1, vf, c0, e, end[j + i],
+						 a + j + i, o + j + i);
+		}
+	}
+}
+
+void edgeq_attn_av_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *v,
+				size_t vs, int nq, const float *const *ap,
+				const int64_t *nkq, float *const *op)
+{
+	for (int j = 0; j < nq; j++)
+		if (nkq[j] <= 0)
+			memset(op[j], 0, (size_t)hd * sizeof(float));
+	if (hd == 64 && nq <= EDGEQ_ATTN_TQ) {
+		av_tiles(64, nk, v, vs, nq, ap, nkq, op);
+		return;
+	}
+	if (hd == 128 && nq <= EDGEQ_ATTN_TQ) {
+		av_tiles(128, nk, v, vs, nq, ap, nkq, op);
+		return;
+	}
+	for (int j = 0; j < nq; j++)
+		edgeq_attn_av_f16_avx512(hd, nkq[j], ap[j], v, vs, op[j]);
 }
