@@ -107,8 +107,8 @@ check "kbench --attn refuses a spec without the query count (exit 2)" test $? -e
 check "  and says what it takes" grep -q "HD:NK:NQ" "$T/e6"
 "$KB" --attn 64:8:2 --attn-path sideways -i 1 >/dev/null 2>&1
 check "kbench --attn refuses an unknown path (exit 2)" test $? -eq 2
-for p in loop single group; do "$KB" --attn 40:9:3 --attn-path $p -i 1; done >"$T/attn.txt" 2>&1
-check "kbench --attn: the three paths give the same output" \
+for p in loop single group tiles; do "$KB" --attn 40:9:3 --attn-path $p -i 1; done >"$T/attn.txt" 2>&1
+check "kbench --attn: the four paths give the same output" \
 	test "$(sed -n 's/.* check //p' "$T/attn.txt" | sort -u | wc -l)" -eq 1
 tools/kcount --attn 64:0:4 >/dev/null 2>&1
 check "kcount --attn refuses 0 keys (exit 2)" test $? -eq 2
@@ -123,6 +123,21 @@ sys.exit(0 if len(c) == 3 and c["group"] < c["single"] < c["loop"] and
 EOF
 check "NEON attention: the group forms cost less than the many-key forms, those less than the per-key loop" test $? -eq 0
 cat "$T/py4.log"
+for p in group tiles; do "$KB" --attn 64:37:19 --attn-path $p -i 1; done >"$T/attn2.txt" 2>&1
+check "kbench --attn: tiles and group give the same output for a block of 19 queries" \
+	test "$(sed -n 's/.* check //p' "$T/attn2.txt" | sort -u | wc -l)" -eq 1
+tools/kcount --attn 64:64:32 -i 1 --no-x86 --json >"$T/at32.json" 2>>"$T/a.err"
+python3 - "$T/at32.json" >"$T/py6.log" 2>&1 <<'EOF'
+import json, sys
+r = {x["path"]: x for x in json.load(open(sys.argv[1]))["rows"]}
+print("cycles per pair, hd 64, 64 keys, 32 queries (a prompt block):",
+      {p: r[p]["cycles_per_pair"] for p in ("group", "tiles") if p in r})
+sys.exit(0 if r["tiles"]["cycles_per_pair"] < r["group"]["cycles_per_pair"]
+         and any(f[0] == "edgeq_attn_scores_f16_t_neon"
+                 for f in r["tiles"]["functions"]) else 1)
+EOF
+check "NEON attention: a prompt block's keys-in-lanes tiles cost less than the group forms" test $? -eq 0
+cat "$T/py6.log"
 
 # activation quantization per block: kbench --insn --quant, kcount --quant
 "$KB" --insn --quant -T Q4_0 -i 1 >/dev/null 2>"$T/e7"

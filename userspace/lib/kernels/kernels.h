@@ -526,6 +526,10 @@ void edgeq_attn_scores_f16_g_neon(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_g_neon(int64_t hd, int64_t nk, int nq, const float *a,
 			      size_t as, const uint16_t *v, size_t vs,
 			      float *out, size_t os);
+void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
+				  size_t ks, int nq, const float *const *qp,
+				  const int64_t *nkq, float scale,
+				  float *const *sp);
 #endif
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,
 			  enum edgeq_type type, const void *w, int64_t n,
