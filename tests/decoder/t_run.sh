@@ -43,11 +43,16 @@ done
 # one-token passes' (-b 1), bit for bit (155 tokens: the tiny model has 256
 # positions).
 LP=$(for i in 1 2 3 4 5; do printf '%s, ' "$P"; done)
-"$EDGEQ" run -m "$M" -p "$LP" -n 3 -t 2 --dump-logits "$T/lt" >/dev/null 2>&1
-EDGEQ_ATTN_TILES=0 "$EDGEQ" run -m "$M" -p "$LP" -n 3 -t 2 --dump-logits "$T/lg" >/dev/null 2>&1
-"$EDGEQ" run -m "$M" -p "$LP" -n 3 -t 2 -b 1 --dump-logits "$T/l1" >/dev/null 2>&1
-check "long prompt: logits identical with the attention tiles, without, one token a pass" \
-	sh -c "test -s '$T/lt' && cmp -s '$T/lt' '$T/lg' && cmp -s '$T/lt' '$T/l1'"
+# A sliding window (16 of the prompt's positions) makes a block's tokens
+# see different first keys: those blocks go token by token.
+"$GEN" -o "$T/swa.gguf" --type q8_0 --sliding-window 16 --seed 13 >/dev/null
+for m in "$M" "$T/swa.gguf"; do
+	"$EDGEQ" run -m "$m" -p "$LP" -n 3 -t 2 --dump-logits "$T/lt" >/dev/null 2>&1
+	EDGEQ_ATTN_TILES=0 "$EDGEQ" run -m "$m" -p "$LP" -n 3 -t 2 --dump-logits "$T/lg" >/dev/null 2>&1
+	"$EDGEQ" run -m "$m" -p "$LP" -n 3 -t 2 -b 1 --dump-logits "$T/l1" >/dev/null 2>&1
+	check "long prompt, $(basename "$m"): logits identical with the attention tiles, without, one token a pass" \
+		sh -c "test -s '$T/lt' && cmp -s '$T/lt' '$T/lg' && cmp -s '$T/lt' '$T/l1'"
+done
 
 a=$("$EDGEQ" run -m "$M" -p "$P" -n 16 --temp 0.9 --seed 42 --json --no-roofline 2>/dev/null | sed 's/"timings".*//')
 b=$("$EDGEQ" run -m "$M" -p "$P" -n 16 --temp 0.9 --seed 42 --json --no-roofline 2>/dev/null | sed 's/"timings".*//')

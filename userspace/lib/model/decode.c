@@ -777,68 +777,74 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 }
 
 /*
- * A job is up to ATT_G heads of one token that share a KV head: with an
- * F16 cache and the table's group forms, each key and value row is
- * converted once for all of them (the values are each head's own, bit
- * for bit); otherwise head by head.
+ * Heads h0..h0+hn-1 of token @b, which share KV head @kvh: with an F16
+ * cache and the table's group forms, each key and value row is converted
+ * once for all of them (the values are each head's own, bit for bit);
+ * otherwise head by head.
  */
-static void att_task(void *arg, int ith, int nth)
+static void att_job(const struct att_arg *aa, int ith, int b, uint32_t kvh,
+		    uint32_t h0, uint32_t hn)
 {
-	const struct att_arg *aa = arg;
 	struct edgeq_ctx *w = aa->w;
 	const struct edgeq_model *m = w->m;
 	const struct edgeq_kernel_ops *ops = m->ops;
 	const struct edgeq_hparams *hp = &m->hp;
-	uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+	uint32_t hd = hp->head_dim;
 	uint32_t q_dim = hp->n_head * hd;
-	uint32_t nsub = (group + ATT_G - 1) / ATT_G;
-	int64_t total = (int64_t)aa->nb * hp->n_head_kv * nsub, job;
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
 	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
 						      edgeq_softmax_ref;
+	struct edgeq_ctx *c = w->tc[b];
+	float *att = c->att + (size_t)ith * c->att_q * c->n_ctx;
+	size_t ks = c->kv_row / 2;
+	uint32_t p, t0, i;
+	int64_t nk;
+
+	if (hn == 1 || c->kv_type != EDGEQ_KV_F16 || !ops->attn_scores_f16_g ||
+	    !ops->attn_av_f16_g) {
+		for (i = 0; i < hn; i++)
+			att_head(aa, ith, b, h0 + i, att);
+		return;
+	}
+	p = w->tpos[b];
+	t0 = att_first_key(hp, aa->layer, p);
+	nk = (int64_t)(p + 1 - t0);
+	ops->attn_scores_f16_g(
+		hd, nk,
+		(const uint16_t *)(c->k_cache +
+				   (size_t)aa->layer * c->n_ctx * c->kv_row) +
+			(size_t)t0 * ks + kvh * hd,
+		ks, (int)hn, w->q + (size_t)b * q_dim + (size_t)h0 * hd, hd,
+		scale, att, c->n_ctx);
+	for (i = 0; i < hn; i++) {
+		if (cap > 0)
+			softcap(att + (size_t)i * c->n_ctx, (uint32_t)nk, cap);
+		sm(att + (size_t)i * c->n_ctx, nk);
+	}
+	ops->attn_av_f16_g(
+		hd, nk, (int)hn, att, c->n_ctx,
+		(const uint16_t *)(c->v_cache +
+				   (size_t)aa->layer * c->n_ctx * c->kv_row) +
+			(size_t)t0 * ks + kvh * hd,
+		ks, w->xb2 + (size_t)b * q_dim + (size_t)h0 * hd, hd);
+}
+
+/* A job is up to ATT_G heads of one token that share a KV head. */
+static void att_task(void *arg, int ith, int nth)
+{
+	const struct att_arg *aa = arg;
+	const struct edgeq_hparams *hp = &aa->w->m->hp;
+	uint32_t group = hp->n_head / hp->n_head_kv;
+	uint32_t nsub = (group + ATT_G - 1) / ATT_G;
+	int64_t total = (int64_t)aa->nb * hp->n_head_kv * nsub, job;
 
 	for (job = ith; job < total; job += nth) {
 		int b = (int)(job / ((int64_t)hp->n_head_kv * nsub));
 		uint32_t r = (uint32_t)(job % ((int64_t)hp->n_head_kv * nsub));
 		uint32_t kvh = r / nsub, h0 = kvh * group + (r % nsub) * ATT_G;
-		uint32_t hn = group - (r % nsub) * ATT_G, p, t0, i;
-		struct edgeq_ctx *c = w->tc[b];
-		float *att = c->att + (size_t)ith * c->att_q * c->n_ctx;
-		size_t ks = c->kv_row / 2;
-		int64_t nk;
+		uint32_t hn = group - (r % nsub) * ATT_G;
 
-		if (hn > ATT_G)
-			hn = ATT_G;
-		if (hn == 1 || c->kv_type != EDGEQ_KV_F16 ||
-		    !ops->attn_scores_f16_g || !ops->attn_av_f16_g) {
-			for (i = 0; i < hn; i++)
-				att_head(aa, ith, b, h0 + i, att);
-			continue;
-		}
-		p = w->tpos[b];
-		t0 = att_first_key(hp, aa->layer, p);
-		nk = (int64_t)(p + 1 - t0);
-		ops->attn_scores_f16_g(
-			hd, nk,
-			(const uint16_t *)(c->k_cache + (size_t)aa->layer *
-								c->n_ctx *
-								c->kv_row) +
-				(size_t)t0 * ks + kvh * hd,
-			ks, (int)hn, w->q + (size_t)b * q_dim + (size_t)h0 * hd,
-			hd, scale, att, c->n_ctx);
-		for (i = 0; i < hn; i++) {
-			if (cap > 0)
-				softcap(att + (size_t)i * c->n_ctx,
-					(uint32_t)nk, cap);
-			sm(att + (size_t)i * c->n_ctx, nk);
-		}
-		ops->attn_av_f16_g(
-			hd, nk, (int)hn, att, c->n_ctx,
-			(const uint16_t *)(c->v_cache + (size_t)aa->layer *
-								c->n_ctx *
-								c->kv_row) +
-				(size_t)t0 * ks + kvh * hd,
-			ks, w->xb2 + (size_t)b * q_dim + (size_t)h0 * hd, hd);
+		att_job(aa, ith, b, kvh, h0, hn > ATT_G ? ATT_G : hn);
 	}
 }
 
@@ -846,10 +852,10 @@ static void att_task(void *arg, int ith, int nth)
  * The prompt's form: a job is KV head kvh's group of heads for a block of
  * consecutive tokens (up to the ctx's att_q queries), whose scores come
  * from attn_scores_f16_t (each 16-key tile transposed once for the whole
- * block); softmax and weighted values then per token, as att_task's. A
- * block whose tokens are not one context's with the same first key (a
- * batch of several streams, a sliding window) goes token by token through
- * att_head. Every value is the per-token path's, bit for bit.
+ * block), then the block's weighted values (attn_av_f16_t, else per
+ * token with the group form). A block whose tokens do not see the same
+ * first key (a sliding window) goes token by token through att_job. Every
+ * value is the per-token path's, bit for bit.
  */
 static void att_task_tiles(void *arg, int ith, int nth)
 {
@@ -887,13 +893,11 @@ static void att_task_tiles(void *arg, int ith, int nth)
 			      (uint32_t)(b - b0 + 1) * group <= c->att_q;
 		if (!one) {
 			for (b = b0; b < b1; b++)
-				for (uint32_t i = 0; i < group; i++)
-					att_head(
-						aa, ith, b, kvh * group + i,
-						w->tc[b]->att +
-							(size_t)ith *
-								w->tc[b]->att_q *
-								w->tc[b]->n_ctx);
+				for (uint32_t h = 0; h < group; h += ATT_G)
+					att_job(aa, ith, b, kvh,
+						kvh * group + h,
+						group - h > ATT_G ? ATT_G :
+								    group - h);
 			continue;
 		}
 		for (b = b0; b < b1; b++)
@@ -981,6 +985,11 @@ static uint32_t att_tokens(const struct edgeq_ctx *c, int nb)
 	if (!m->ops->attn_scores_f16_t || !m->ops->attn_av_f16_g ||
 	    c->kv_type != EDGEQ_KV_F16 || nb < 2 || getenv_tiles_off())
 		return 0;
+	/* a prompt's pass: continuous batching's steps (a token of each
+	 * stream) share no keys between tokens */
+	for (int b = 1; b < nb; b++)
+		if (c->tc[b] != c->tc[0])
+			return 0;
 	tb = c->att_q / group;
 	if (tb > (uint32_t)nb)
 		tb = (uint32_t)nb;
