@@ -21,6 +21,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/arm64/neon_fold.h"
+#include "kernels/fold_lanes.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -235,160 +236,55 @@ AI void transpose4(float32x4_t r[4])
 						vreinterpretq_f64_f32(t3)));
 }
 
-/* The 4 keys' scores of QB queries: the fold's steps in its order. */
-AI void tile_scores4(const int QB, const int64_t hd, const float *kt,
-		     const float *const *q, float scale, float32x4_t *res)
-{
-	static const int ord[8] = { 0, 4, 2, 6, 1, 5, 3, 7 };
-	float32x4_t x[4], t02[4], t1[4];
+/*
+ * The 4 keys' scores of one query: the fold's steps in its order. With HD
+ * 64 or 128 (a constant) the query's elements come reordered as the fold
+ * consumes them (qr[(g * 4 + u) * HD / 32 + h] = q[order[g] + 8u + 32h]),
+ * so one vector load feeds four fmla by lane; with HD 0 (any other head
+ * size) each element is loaded and broadcast. More than one query per
+ * call spills the A78's 32 registers (tools/kcount --attn 64:256:32:
+ * 36.8 and 37.2 cycles a pair with 2 and 4 queries, 34.5 with 1).
+ */
+#define MULSN(a, s) vmulq_n_f32((a), (s))
 
+AI float32x4_t tile_scores4(const int HD, int64_t hd, const float *kt,
+			    const float *q, float scale)
+{
+	static const int ord[8] = EDGEQ_FOLD_ORDER;
+	float32x4_t x, t02, t1, res = vdupq_n_f32(0), qv = vdupq_n_f32(0);
+
+	if (HD)
+		hd = HD;
 #pragma GCC unroll 8
 	for (int g = 0; g < 8; g++) {
-		float32x4_t p[4], p2[4];
+		float32x4_t p = vdupq_n_f32(0), p2 = vdupq_n_f32(0);
 
 #pragma GCC unroll 4
 		for (int u = 0; u < 4; u++) {
-			int64_t l = ord[g] + 8 * u;
-			float32x4_t a[4];
+			float32x4_t a = vdupq_n_f32(0);
 
 #pragma GCC unroll 4
-			for (int j = 0; j < QB; j++)
-				a[j] = vdupq_n_f32(0);
-			for (int64_t d = l; d < hd; d += 32) {
+			for (int64_t h = 0; h < hd / 32; h++) {
+				int64_t d = ord[g] + 8 * u + 32 * h;
+				const int idx =
+					(g * 4 + u) * (HD / 32) + (int)h;
 				float32x4_t kv = vld1q_f32(kt + d * 4);
 
-#pragma GCC unroll 4
-				for (int j = 0; j < QB; j++)
-					a[j] = vfmaq_f32(
-						a[j], kv,
-						vld1q_dup_f32(q[j] + d));
-			}
-#pragma GCC unroll 4
-			for (int j = 0; j < QB; j++) {
-				if (u == 0)
-					p[j] = a[j];
-				else if (u == 1)
-					p[j] = vaddq_f32(p[j], a[j]);
-				else if (u == 2)
-					p2[j] = a[j];
-				else
-					p2[j] = vaddq_f32(p2[j], a[j]);
-			}
-		}
-#pragma GCC unroll 4
-		for (int j = 0; j < QB; j++) {
-			float32x4_t v = vaddq_f32(p[j], p2[j]);
-
-			switch (g) {
-			case 0: /* v0 */
-			case 2: /* v2 */
-			case 4: /* v1 */
-			case 6: /* v3 */
-				x[j] = v;
-				break;
-			case 1: /* t0 = v0 + v4 */
-				t02[j] = vaddq_f32(x[j], v);
-				break;
-			case 3: /* t2 = v2 + v6, then t0 + t2 */
-				t02[j] = vaddq_f32(t02[j], vaddq_f32(x[j], v));
-				break;
-			case 5: /* t1 = v1 + v5 */
-				t1[j] = vaddq_f32(x[j], v);
-				break;
-			default: /* t3 = v3 + v7; (t0 + t2) + (t1 + t3) */
-				res[j] = vmulq_n_f32(
-					vaddq_f32(t02[j],
-						  vaddq_f32(t1[j],
-							    vaddq_f32(x[j], v))),
-					scale);
-				break;
-			}
-		}
-	}
-}
-
-/* Queries per tile_scores4 call: with 2 or 4 the A78 register file spills
- * (tools/kcount --attn 64:256:32: 36.8 and 37.2 cycles a pair against 34.5
- * with 1; the group forms 37.8). */
-#define QB4 1
-/*
- * The same steps with each query's elements stored in the order the fold
- * consumes them (qr[((g * 4 + u) * HD / 32 + h)] = q[ord[g] + 8u + 32h]),
- * so one vector load feeds four fmla by lane instead of a load per fmla.
- */
-AI void tile_scores4_r(const int QB, const int HD, const float *kt,
-		       const float *const *qr, float scale, float32x4_t *res)
-{
-	static const int ord[8] = { 0, 4, 2, 6, 1, 5, 3, 7 };
-	float32x4_t x[4], t02[4], t1[4], qv[4];
-
-#pragma GCC unroll 8
-	for (int g = 0; g < 8; g++) {
-		float32x4_t p[4], p2[4];
-
-#pragma GCC unroll 4
-		for (int u = 0; u < 4; u++) {
-			float32x4_t a[4];
-
-#pragma GCC unroll 4
-			for (int j = 0; j < QB; j++)
-				a[j] = vdupq_n_f32(0);
-#pragma GCC unroll 4
-			for (int h = 0; h < HD / 32; h++) {
-				const int idx = (g * 4 + u) * (HD / 32) + h;
-				float32x4_t kv = vld1q_f32(
-					kt + (ord[g] + 8 * u + 32 * h) * 4);
-
-#pragma GCC unroll 4
-				for (int j = 0; j < QB; j++) {
-					if (idx % 4 == 0)
-						qv[j] = vld1q_f32(qr[j] + idx);
-					a[j] = vfmaq_laneq_f32(a[j], kv, qv[j],
-							       idx % 4);
+				if (!HD) {
+					a = vfmaq_f32(a, kv,
+						      vld1q_dup_f32(q + d));
+					continue;
 				}
+				if (idx % 4 == 0)
+					qv = vld1q_f32(q + idx);
+				a = vfmaq_laneq_f32(a, kv, qv, idx % 4);
 			}
-#pragma GCC unroll 4
-			for (int j = 0; j < QB; j++) {
-				if (u == 0)
-					p[j] = a[j];
-				else if (u == 1)
-					p[j] = vaddq_f32(p[j], a[j]);
-				else if (u == 2)
-					p2[j] = a[j];
-				else
-					p2[j] = vaddq_f32(p2[j], a[j]);
-			}
+			EDGEQ_FOLD_LANE(u, a, p, p2, vaddq_f32);
 		}
-#pragma GCC unroll 4
-		for (int j = 0; j < QB; j++) {
-			float32x4_t v = vaddq_f32(p[j], p2[j]);
-
-			switch (g) {
-			case 0:
-			case 2:
-			case 4:
-			case 6:
-				x[j] = v;
-				break;
-			case 1:
-				t02[j] = vaddq_f32(x[j], v);
-				break;
-			case 3:
-				t02[j] = vaddq_f32(t02[j], vaddq_f32(x[j], v));
-				break;
-			case 5:
-				t1[j] = vaddq_f32(x[j], v);
-				break;
-			default:
-				res[j] = vmulq_n_f32(
-					vaddq_f32(t02[j],
-						  vaddq_f32(t1[j],
-							    vaddq_f32(x[j], v))),
-					scale);
-				break;
-			}
-		}
+		EDGEQ_FOLD_STEP(g, vaddq_f32(p, p2), x, t02, t1, res, scale,
+				vaddq_f32, MULSN);
 	}
+	return res;
 }
 
 void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
@@ -396,11 +292,11 @@ void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
 				  const int64_t *nkq, float scale,
 				  float *const *sp)
 {
+	static const int ord[8] = EDGEQ_FOLD_ORDER;
 	float kt[256 * 4] __attribute__((aligned(16)));
 	/* 64- and 128-element heads: the queries in the fold's order */
 	float qr[EDGEQ_ATTN_TQ * 128] __attribute__((aligned(16)));
-	const float *qrp[EDGEQ_ATTN_TQ];
-	bool perm = (hd == 64 || hd == 128) && nq <= EDGEQ_ATTN_TQ;
+	bool perm = hd == 64 || hd == 128;
 
 	if (hd % 32 || hd > 256 || nq > EDGEQ_ATTN_TQ) {
 		for (int j = 0; j < nq; j++)
@@ -409,7 +305,6 @@ void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
 		return;
 	}
 	for (int j = 0; perm && j < nq; j++) {
-		static const int ord[8] = { 0, 4, 2, 6, 1, 5, 3, 7 };
 		int64_t e = 0;
 
 		for (int g = 0; g < 8; g++)
@@ -417,20 +312,10 @@ void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
 				for (int64_t h = 0; h < hd / 32; h++)
 					qr[j * 128 + e++] =
 						qp[j][ord[g] + 8 * u + 32 * h];
-		qrp[j] = qr + j * 128;
 	}
 	for (int64_t t = 0; t < nk; t += 4) {
-		const float *q[EDGEQ_ATTN_TQ];
-		int idx[EDGEQ_ATTN_TQ], n = 0;
 		int nt = nk - t < 4 ? (int)(nk - t) : 4;
 
-		for (int i = 0; i < nq; i++)
-			if (nkq[i] > t) {
-				q[n] = perm ? qrp[i] : qp[i];
-				idx[n++] = i;
-			}
-		if (!n)
-			continue;
 		for (int64_t d0 = 0; d0 < hd; d0 += 4) {
 			float32x4_t r[4];
 
@@ -441,42 +326,25 @@ void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
 			for (int c = 0; c < 4; c++)
 				vst1q_f32(kt + (d0 + c) * 4, r[c]);
 		}
-		for (int j = 0; j < n; j += QB4) {
-			int qb = n - j < QB4 ? n - j : QB4;
-			float32x4_t res[4];
+		for (int j = 0; j < nq; j++) {
+			int64_t left = nkq[j] - t;
+			float32x4_t res;
+			float l4[4];
 
-			if (hd == 64 && qb == QB4)
-				tile_scores4_r(QB4, 64, kt, q + j, scale, res);
-			else if (hd == 128 && qb == QB4)
-				tile_scores4_r(QB4, 128, kt, q + j, scale, res);
-			else if (perm && hd == 64)
-				for (int i = 0; i < qb; i++)
-					tile_scores4_r(1, 64, kt, q + j + i,
-						       scale, res + i);
-			else if (perm)
-				for (int i = 0; i < qb; i++)
-					tile_scores4_r(1, 128, kt, q + j + i,
-						       scale, res + i);
-			else if (qb == QB4)
-				tile_scores4(QB4, hd, kt, q + j, scale, res);
-			else
-				for (int i = 0; i < qb; i++)
-					tile_scores4(1, hd, kt, q + j + i,
-						     scale, res + i);
-			for (int i = 0; i < qb; i++) {
-				int64_t left = nkq[idx[j + i]] - t;
-				float *o = sp[idx[j + i]] + t;
-
-				if (left >= 4) {
-					vst1q_f32(o, res[i]);
-					continue;
-				}
-				float l4[4];
-
-				vst1q_f32(l4, res[i]);
-				for (int e = 0; e < left; e++)
-					o[e] = l4[e];
+			if (left <= 0)
+				continue;
+			res = hd == 64	? tile_scores4(64, 64, kt, qr + j * 128,
+						       scale) :
+			      hd == 128 ? tile_scores4(128, 128, kt,
+						       qr + j * 128, scale) :
+					  tile_scores4(0, hd, kt, qp[j], scale);
+			if (left >= 4) {
+				vst1q_f32(sp[j] + t, res);
+				continue;
 			}
+			vst1q_f32(l4, res);
+			for (int e = 0; e < left; e++)
+				sp[j][t + e] = l4[e];
 		}
 	}
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/fold_lanes.h"
 
 /* Lanes 0-7 of one key's fold: (l[k] + l[k+8]) + (l[k+16] + l[k+24]). */
 static inline __m256 key_fold(int64_t hd, const uint16_t *k, const float *q)
@@ -449,11 +450,13 @@ static void tile_transpose(int64_t hd, const uint16_t *k, size_t ks, int n,
 }
 
 /* The 16 keys' scores of QB queries: the fold's steps in its order. */
+#define MULS512(a, s) _mm512_mul_ps((a), _mm512_set1_ps(s))
+
 static inline __attribute__((always_inline)) void
 tile_scores(const int QB, const int64_t hd, const float *kt,
 	    const float *const *q, float scale, __m512 *res)
 {
-	static const int ord[8] = { 0, 4, 2, 6, 1, 5, 3, 7 };
+	static const int ord[8] = EDGEQ_FOLD_ORDER;
 	__m512 x[4], t02[4], t1[4];
 
 #pragma GCC unroll 8
@@ -478,49 +481,15 @@ tile_scores(const int QB, const int64_t hd, const float *kt,
 						a[j]);
 			}
 #pragma GCC unroll 4
-			for (int j = 0; j < QB; j++) {
-				if (u == 0)
-					p[j] = a[j];
-				else if (u == 1)
-					p[j] = _mm512_add_ps(p[j], a[j]);
-				else if (u == 2)
-					p2[j] = a[j];
-				else
-					p2[j] = _mm512_add_ps(p2[j], a[j]);
-			}
+			for (int j = 0; j < QB; j++)
+				EDGEQ_FOLD_LANE(u, a[j], p[j], p2[j],
+						_mm512_add_ps);
 		}
 #pragma GCC unroll 4
-		for (int j = 0; j < QB; j++) {
-			__m512 v = _mm512_add_ps(p[j], p2[j]);
-
-			switch (g) {
-			case 0: /* v0 */
-			case 2: /* v2 */
-			case 4: /* v1 */
-			case 6: /* v3 */
-				x[j] = v;
-				break;
-			case 1: /* t0 = v0 + v4 */
-				t02[j] = _mm512_add_ps(x[j], v);
-				break;
-			case 3: /* t2 = v2 + v6, then t0 + t2 */
-				t02[j] = _mm512_add_ps(t02[j],
-						       _mm512_add_ps(x[j], v));
-				break;
-			case 5: /* t1 = v1 + v5 */
-				t1[j] = _mm512_add_ps(x[j], v);
-				break;
-			default: /* t3 = v3 + v7; (t0 + t2) + (t1 + t3) */
-				res[j] = _mm512_mul_ps(
-					_mm512_add_ps(
-						t02[j],
-						_mm512_add_ps(
-							t1[j],
-							_mm512_add_ps(x[j], v))),
-					_mm512_set1_ps(scale));
-				break;
-			}
-		}
+		for (int j = 0; j < QB; j++)
+			EDGEQ_FOLD_STEP(g, _mm512_add_ps(p[j], p2[j]), x[j],
+					t02[j], t1[j], res[j], scale,
+					_mm512_add_ps, MULS512);
 	}
 }
 
