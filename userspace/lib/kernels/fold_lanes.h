@@ -17,45 +17,48 @@
 #ifndef EDGEQ_KERNELS_FOLD_LANES_H
 #define EDGEQ_KERNELS_FOLD_LANES_H
 
-#define EDGEQ_FOLD_ORDER { 0, 4, 2, 6, 1, 5, 3, 7 }
+#define EDGEQ_FOLD_ORDER               \
+	{                              \
+		0, 4, 2, 6, 1, 5, 3, 7 \
+	}
 
 /* p = l[k] + l[k+8], p2 = l[k+16] + l[k+24], chain a being lane k + 8u */
-#define EDGEQ_FOLD_LANE(u, a, p, p2, ADD)              \
-	do {                                           \
-		if ((u) == 0)                          \
-			(p) = (a);                     \
-		else if ((u) == 1)                     \
-			(p) = ADD((p), (a));           \
-		else if ((u) == 2)                     \
-			(p2) = (a);                    \
-		else                                   \
-			(p2) = ADD((p2), (a));         \
+#define EDGEQ_FOLD_LANE(u, a, p, p2, ADD)      \
+	do {                                   \
+		if ((u) == 0)                  \
+			(p) = (a);             \
+		else if ((u) == 1)             \
+			(p) = ADD((p), (a));   \
+		else if ((u) == 2)             \
+			(p2) = (a);            \
+		else                           \
+			(p2) = ADD((p2), (a)); \
 	} while (0)
 
 /* v = v[order[g]]; x, t02, t1: the partial sums; res at g = 7 */
-#define EDGEQ_FOLD_STEP(g, v, x, t02, t1, res, scale, ADD, MULS)              \
-	do {                                                                  \
-		switch (g) {                                                  \
-		case 0: /* v0 */                                              \
-		case 2: /* v2 */                                              \
-		case 4: /* v1 */                                              \
-		case 6: /* v3 */                                              \
-			(x) = (v);                                            \
-			break;                                                \
-		case 1: /* t0 = v0 + v4 */                                    \
-			(t02) = ADD((x), (v));                                \
-			break;                                                \
-		case 3: /* t2 = v2 + v6, then t0 + t2 */                      \
-			(t02) = ADD((t02), ADD((x), (v)));                    \
-			break;                                                \
-		case 5: /* t1 = v1 + v5 */                                    \
-			(t1) = ADD((x), (v));                                 \
-			break;                                                \
-		default: /* t3 = v3 + v7; (t0 + t2) + (t1 + t3) */            \
-			(res) = MULS(ADD((t02), ADD((t1), ADD((x), (v)))),    \
-				     (scale));                                \
-			break;                                                \
-		}                                                             \
+#define EDGEQ_FOLD_STEP(g, v, x, t02, t1, res, scale, ADD, MULS)           \
+	do {                                                               \
+		switch (g) {                                               \
+		case 0: /* v0 */                                           \
+		case 2: /* v2 */                                           \
+		case 4: /* v1 */                                           \
+		case 6: /* v3 */                                           \
+			(x) = (v);                                         \
+			break;                                             \
+		case 1: /* t0 = v0 + v4 */                                 \
+			(t02) = ADD((x), (v));                             \
+			break;                                             \
+		case 3: /* t2 = v2 + v6, then t0 + t2 */                   \
+			(t02) = ADD((t02), ADD((x), (v)));                 \
+			break;                                             \
+		case 5: /* t1 = v1 + v5 */                                 \
+			(t1) = ADD((x), (v));                              \
+			break;                                             \
+		default: /* t3 = v3 + v7; (t0 + t2) + (t1 + t3) */         \
+			(res) = MULS(ADD((t02), ADD((t1), ADD((x), (v)))), \
+				     (scale));                             \
+			break;                                             \
+		}                                                          \
 	} while (0)
 
 #endif /* EDGEQ_KERNELS_FOLD_LANES_H */
