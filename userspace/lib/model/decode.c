@@ -776,6 +776,18 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 	}
 }
 
+/* KV head @kvh's F16 rows of @cache (c->k_cache or c->v_cache) in
+ * @layer, from position @t0 on; the next position's row is kv_row / 2
+ * elements further. */
+static const uint16_t *kv_rows_f16(const struct edgeq_ctx *c,
+				   const uint8_t *cache, int layer, uint32_t t0,
+				   uint32_t kvh)
+{
+	return (const uint16_t *)(cache +
+				  ((size_t)layer * c->n_ctx + t0) * c->kv_row) +
+	       (size_t)kvh * c->m->hp.head_dim;
+}
+
 /*
  * Heads h0..h0+hn-1 of token @b, which share KV head @kvh: with an F16
  * cache and the table's group forms, each key and value row is converted
@@ -809,24 +821,19 @@ static void att_job(const struct att_arg *aa, int ith, int b, uint32_t kvh,
 	p = w->tpos[b];
 	t0 = att_first_key(hp, aa->layer, p);
 	nk = (int64_t)(p + 1 - t0);
-	ops->attn_scores_f16_g(
-		hd, nk,
-		(const uint16_t *)(c->k_cache +
-				   (size_t)aa->layer * c->n_ctx * c->kv_row) +
-			(size_t)t0 * ks + kvh * hd,
-		ks, (int)hn, w->q + (size_t)b * q_dim + (size_t)h0 * hd, hd,
-		scale, att, c->n_ctx);
+	ops->attn_scores_f16_g(hd, nk,
+			       kv_rows_f16(c, c->k_cache, aa->layer, t0, kvh),
+			       ks, (int)hn,
+			       w->q + (size_t)b * q_dim + (size_t)h0 * hd, hd,
+			       scale, att, c->n_ctx);
 	for (i = 0; i < hn; i++) {
 		if (cap > 0)
 			softcap(att + (size_t)i * c->n_ctx, (uint32_t)nk, cap);
 		sm(att + (size_t)i * c->n_ctx, nk);
 	}
-	ops->attn_av_f16_g(
-		hd, nk, (int)hn, att, c->n_ctx,
-		(const uint16_t *)(c->v_cache +
-				   (size_t)aa->layer * c->n_ctx * c->kv_row) +
-			(size_t)t0 * ks + kvh * hd,
-		ks, w->xb2 + (size_t)b * q_dim + (size_t)h0 * hd, hd);
+	ops->attn_av_f16_g(hd, nk, (int)hn, att, c->n_ctx,
+			   kv_rows_f16(c, c->v_cache, aa->layer, t0, kvh), ks,
+			   w->xb2 + (size_t)b * q_dim + (size_t)h0 * hd, hd);
 }
 
 /* A job is up to ATT_G heads of one token that share a KV head. */
@@ -884,13 +891,14 @@ static void att_task_tiles(void *arg, int ith, int nth)
 		int64_t nkq[ATT_TQ], nk = 0;
 		size_t ks = c->kv_row / 2;
 		int nq = 0;
-		bool one = c->kv_type == EDGEQ_KV_F16;
+		bool one = true;
 
+		/* att_tokens made the pass one context's, F16, and the
+		 * block at most att_q queries: only a sliding window can
+		 * give its tokens different first keys */
 		b1 = b0 + (int)tb < aa->nb ? b0 + (int)tb : aa->nb;
-		for (b = b0; b < b1 && one; b++)
-			one = w->tc[b] == c &&
-			      att_first_key(hp, aa->layer, w->tpos[b]) == t0 &&
-			      (uint32_t)(b - b0 + 1) * group <= c->att_q;
+		for (b = b0 + 1; b < b1 && one; b++)
+			one = att_first_key(hp, aa->layer, w->tpos[b]) == t0;
 		if (!one) {
 			for (b = b0; b < b1; b++)
 				for (uint32_t h = 0; h < group; h += ATT_G)
@@ -910,11 +918,7 @@ static void att_task_tiles(void *arg, int ith, int nth)
 					nk = nkq[nq];
 			}
 		ops->attn_scores_f16_t(
-			hd, nk,
-			(const uint16_t *)(c->k_cache + (size_t)aa->layer *
-								c->n_ctx *
-								c->kv_row) +
-				(size_t)t0 * ks + kvh * hd,
+			hd, nk, kv_rows_f16(c, c->k_cache, aa->layer, t0, kvh),
 			ks, nq, qp, nkq, scale, sp);
 		for (int i = 0; i < nq; i++) {
 			if (cap > 0)
@@ -930,11 +934,7 @@ static void att_task_tiles(void *arg, int ith, int nth)
 					(size_t)(kvh * group + i % group) * hd;
 			ops->attn_av_f16_t(
 				hd, nk,
-				(const uint16_t *)(c->v_cache +
-						   (size_t)aa->layer *
-							   c->n_ctx *
-							   c->kv_row) +
-					(size_t)t0 * ks + kvh * hd,
+				kv_rows_f16(c, c->v_cache, aa->layer, t0, kvh),
 				ks, nq, (const float *const *)sp, nkq, op);
 			continue;
 		}
@@ -943,11 +943,7 @@ static void att_task_tiles(void *arg, int ith, int nth)
 
 			ops->attn_av_f16_g(
 				hd, nkq[i], (int)group, sp[i], c->n_ctx,
-				(const uint16_t *)(c->v_cache +
-						   (size_t)aa->layer *
-							   c->n_ctx *
-							   c->kv_row) +
-					(size_t)t0 * ks + kvh * hd,
+				kv_rows_f16(c, c->v_cache, aa->layer, t0, kvh),
 				ks,
 				w->xb2 + (size_t)b * q_dim +
 					(size_t)kvh * group * hd,
@@ -972,24 +968,28 @@ static bool getenv_tiles_off(void)
 
 /*
  * Tokens per att_task_tiles job for a pass of @nb tokens, 0 for att_task:
- * the tile form needs the table's keys-in-lanes scores and an F16 cache,
+ * the tile form needs the table's keys-in-lanes scores and all the tokens
+ * in one context with an F16 cache (whose att_q bounds a block),
  * and pays when a job holds at least 8 queries (the transposition is
  * shared by them); blocks shrink until each thread has 4 jobs.
  */
-static uint32_t att_tokens(const struct edgeq_ctx *c, int nb)
+static uint32_t att_tokens(const struct edgeq_ctx *w, int nb)
 {
-	const struct edgeq_model *m = c->m;
+	const struct edgeq_model *m = w->m;
 	const struct edgeq_hparams *hp = &m->hp;
+	const struct edgeq_ctx *c = w->tc[0]; /* whose cache and scratch */
 	uint32_t group = hp->n_head / hp->n_head_kv, tb;
 
-	if (!m->ops->attn_scores_f16_t || !m->ops->attn_av_f16_g ||
-	    c->kv_type != EDGEQ_KV_F16 || nb < 2 || getenv_tiles_off())
+	if (!m->ops->attn_scores_f16_t || !m->ops->attn_av_f16_g || nb < 2 ||
+	    getenv_tiles_off())
 		return 0;
 	/* a prompt's pass: continuous batching's steps (a token of each
 	 * stream) share no keys between tokens */
 	for (int b = 1; b < nb; b++)
-		if (c->tc[b] != c->tc[0])
+		if (w->tc[b] != c)
 			return 0;
+	if (c->kv_type != EDGEQ_KV_F16)
+		return 0;
 	tb = c->att_q / group;
 	if (tb > (uint32_t)nb)
 		tb = (uint32_t)nb;
