@@ -523,13 +523,7 @@ void edgeq_attn_scores_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 			int qb = n - j < 4 ? n - j : 4;
 			__m512 res[4];
 
-			/* the common head sizes as constants: the
-			 * lanes' chains unrolled */
-			if (qb == 4 && hd == 64)
-				tile_scores(4, 64, kt, q + j, scale, res);
-			else if (qb == 4 && hd == 128)
-				tile_scores(4, 128, kt, q + j, scale, res);
-			else if (qb == 4)
+			if (qb == 4)
 				tile_scores(4, hd, kt, q + j, scale, res);
 			else
 				for (int i = 0; i < qb; i++)
