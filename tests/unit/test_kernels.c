@@ -1573,6 +1573,12 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 		{ 512, 16, 13 },
 		{ 768, 18, 7 },
 		{ 5632, 20, 90 },
+		/* a matvec over groups taken 2 or 4 at once (long Q4_0 and
+		 * Q8_0 rows), from the range's first row or its sixth, with
+		 * groups left over */
+		{ 5632, 75, 1 },
+		{ 4608, 50, 2 },
+		{ 5632, 70, 1 },
 	};
 	static const enum edgeq_type types[] = {
 		EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_K,

@@ -165,6 +165,91 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		acc[k] = c_[k];
 }
 
+/*
+ * One token against G groups of 16 rows (gsz bytes apart), blocks
+ * [i0, i1): the token's 8 activation words are broadcast once per block
+ * for the G groups, and the activation is read once per G groups, so
+ * a long row's (5632 columns: 50 KiB per group) weights evict it from L1
+ * half as often. Each row's chain is tile()'s, block by block.
+ */
+AI void tile_groups(enum edgeq_type t, const uint8_t *gp, size_t gsz,
+		    int64_t i0, int64_t i1, const char *a, const struct act *ap,
+		    const int G, __m512 *acc)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const size_t gb = gblock(t);
+	__m512 c_[4];
+	int g;
+
+#pragma GCC unroll 4
+	for (g = 0; g < G; g++)
+		c_[g] = acc[g];
+	for (int64_t i = i0; i < i1; i++) {
+		const int8_t *q = ((const struct edgeq_block_q8_0 *)a)[i].qs;
+		const struct act *x = &ap[i - i0];
+		__m512 dx = _mm512_set1_ps(x->d);
+		__m512i b[8];
+
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++)
+			b[c] = bcast4(q + 4 * c);
+#pragma GCC unroll 4
+		for (g = 0; g < G; g++) {
+			const uint8_t *blk =
+				gp + (size_t)g * gsz + (size_t)i * gb;
+			__m512 dw = _mm512_cvtph_ps(
+				_mm256_loadu_si256((const __m256i *)blk));
+			__m512i s0 = _mm512_set1_epi32(x->bias);
+			__m512i s1 = _mm512_setzero_si512();
+
+#pragma GCC unroll 9
+			for (size_t o = 0; o < gb; o += 64)
+				_mm_prefetch((const char *)blk + PF_AHEAD + o,
+					     _MM_HINT_T0);
+			if (t == EDGEQ_TYPE_Q4_0) {
+#pragma GCC unroll 4
+				for (int c = 0; c < 4; c++) {
+					__m512i v = _mm512_loadu_si512(
+						blk + EDGEQ_PK_Q80_QS + 64 * c);
+
+					s0 = _mm512_dpbusd_epi32(
+						s0, _mm512_and_si512(v, m4),
+						b[c]);
+					s1 = _mm512_dpbusd_epi32(
+						s1,
+						_mm512_and_si512(
+							_mm512_srli_epi16(v, 4),
+							m4),
+						b[4 + c]);
+				}
+			} else {
+#pragma GCC unroll 4
+				for (int c = 0; c < 8; c += 2) {
+					s0 = _mm512_dpbusd_epi32(
+						s0,
+						_mm512_loadu_si512(
+							blk + EDGEQ_PK_Q80_QS +
+							64 * c),
+						b[c]);
+					s1 = _mm512_dpbusd_epi32(
+						s1,
+						_mm512_loadu_si512(
+							blk + EDGEQ_PK_Q80_QS +
+							64 * c + 64),
+						b[c + 1]);
+				}
+			}
+			c_[g] = _mm512_fmadd_ps(
+				_mm512_mul_ps(dw, dx),
+				_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+				c_[g]);
+		}
+	}
+#pragma GCC unroll 4
+	for (g = 0; g < G; g++)
+		acc[g] = c_[g];
+}
+
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		     int64_t i1, const char *a, size_t as, const void *ap,
 		     int64_t aps, int nt, __m512 *acc)
@@ -846,6 +931,17 @@ static const struct kind k_q6_K = {
 /* Bytes of a token block's activations (of a 1 MiB L2). */
 #define ACT_L2 (512 << 10)
 
+/*
+ * A Q4_0/Q8_0 matvec whose groups of 16 rows are longer than this (of a
+ * 48 KiB L1) takes 2 (Q4_0) or 4 (Q8_0) groups at once (tile_groups()).
+ * One group at a time, a 5632-column row's 50 KiB (Q4_0) evicted the
+ * token's activations from L1 before the next group came back to them:
+ * ffn_down streamed at 21 GB/s, the other matrices at 28-29 (`edgeq bench
+ * --profile`, Zen 5, one thread); kbench at 2048 x 5632: +23 % (Q4_0)
+ * and +24 % (Q8_0) at one thread, +28 % and +27 % at two.
+ */
+#define GROUPS_MIN_BYTES (40u << 10)
+
 /* Without heap scratch, this many blocks are prepared on the stack. */
 #define SEG 16
 
@@ -880,6 +976,37 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 	tb = (int64_t)(ACT_L2 / ((size_t)nblk * k->ablk)) / k->tmax * k->tmax;
 	if (tb < k->tmax)
 		tb = k->tmax;
+	if (nb == 1 && ab && gsz > GROUPS_MIN_BYTES &&
+	    (t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0)) {
+		const int G = t == EDGEQ_TYPE_Q4_0 ? 2 : 4;
+
+		for (g = row0 / 16; 16 * g < row1; g += G) {
+			int ng = (int)((row1 - 16 * g + 15) / 16);
+			const uint8_t *gp =
+				(const uint8_t *)w + (size_t)g * gsz;
+
+			if (ng > G)
+				ng = G;
+			for (int j = 0; j < ng; j++)
+				acc[j] = _mm512_setzero_ps();
+			if (ng < G) /* the last groups of the range */
+				for (int j = 0; j < ng; j++)
+					k->tile(t, gp + (size_t)j * gsz, 0,
+						nblk, a, 0, ab, nblk, 1,
+						acc + j);
+			else if (t == EDGEQ_TYPE_Q4_0)
+				tile_groups(EDGEQ_TYPE_Q4_0, gp, gsz, 0, nblk,
+					    a, (const struct act *)ab, 2, acc);
+			else
+				tile_groups(EDGEQ_TYPE_Q8_0, gp, gsz, 0, nblk,
+					    a, (const struct act *)ab, 4, acc);
+			for (int j = 0; j < ng; j++)
+				_mm512_mask_storeu_ps(y + 16 * (g + j),
+						      lanes(g + j, row0, row1),
+						      acc[j]);
+		}
+		return;
+	}
 	for (t0 = 0; t0 < nb; t0 += tb)
 		for (g = row0 / 16; 16 * g < row1; g++) {
 			const uint8_t *gp =
