@@ -1579,6 +1579,7 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 		{ 5632, 75, 1 },
 		{ 4608, 50, 2 },
 		{ 5632, 70, 1 },
+		{ 8192, 40, 1 },
 	};
 	static const enum edgeq_type types[] = {
 		EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_K,
