@@ -82,15 +82,17 @@ static inline __mmask16 lanes(int64_t g, int64_t row0, int64_t row1)
 #define PF_K 4096
 
 /*
- * One group of 16 rows against NT tokens (a compile-time constant at each
- * call, so the accumulators stay in registers), blocks [i0, i1): token k's
- * Q8_0 row at a + k * as, its prepared block i at ap[k * aps + i - i0].
+ * G groups of 16 rows (gsz bytes apart) against NT tokens (compile-time
+ * constants at each call, so the accumulators stay in registers), blocks
+ * [i0, i1): token k's Q8_0 row at a + k * as, its prepared block i at
+ * ap[k * aps + i - i0]; acc[NT * g + k] are group g's rows for token k.
  * Each block's sum runs in two independent vpdpbusd chains (the low and
- * the high nibbles; Q8_0: even and odd chunks), added exactly.
+ * the high nibbles; Q8_0: even and odd chunks), added exactly. With G > 1
+ * a token's activation words are read once per block for the G groups.
  */
-AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
-	     const char *a, size_t as, const struct act *ap, int64_t aps,
-	     const int NT, __m512 *acc)
+AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
+	       int64_t i0, int64_t i1, const char *a, size_t as,
+	       const struct act *ap, int64_t aps, const int NT, __m512 *acc)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
 	const size_t gb = gblock(t);
@@ -98,109 +100,16 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 	int k;
 
 #pragma GCC unroll 8
-	for (k = 0; k < NT; k++)
+	for (k = 0; k < NT * G; k++)
 		c_[k] = acc[k];
 	for (int64_t i = i0; i < i1; i++) {
-		const uint8_t *blk = gp + (size_t)i * gb;
-		__m512 dw = _mm512_cvtph_ps(
-			_mm256_loadu_si256((const __m256i *)blk));
-		__m512i w[8];
-
-#pragma GCC unroll 9
-		for (size_t o = 0; o < gb; o += 64)
-			_mm_prefetch((const char *)blk + PF_AHEAD + o,
-				     _MM_HINT_T0);
-		if (t == EDGEQ_TYPE_Q4_0) {
 #pragma GCC unroll 4
-			for (int c = 0; c < 4; c++) {
-				__m512i v = _mm512_loadu_si512(
-					blk + EDGEQ_PK_Q80_QS + 64 * c);
-
-				w[c] = _mm512_and_si512(v, m4);
-				w[4 + c] = _mm512_and_si512(
-					_mm512_srli_epi16(v, 4), m4);
-			}
-		} else {
-#pragma GCC unroll 8
-			for (int c = 0; c < 8; c++)
-				w[c] = _mm512_loadu_si512(
-					blk + EDGEQ_PK_Q80_QS + 64 * c);
-		}
-#pragma GCC unroll 8
-		for (k = 0; k < NT; k++) {
-			const int8_t *q = ((
-				const struct edgeq_block_q8_0 *)(a + k * as))[i]
-						  .qs;
-			const struct act *x = &ap[k * aps + i - i0];
-			__m512i s0 = _mm512_set1_epi32(x->bias);
-			__m512i s1 = _mm512_setzero_si512();
-
-			if (t == EDGEQ_TYPE_Q4_0) {
-#pragma GCC unroll 4
-				for (int c = 0; c < 4; c++) {
-					s0 = _mm512_dpbusd_epi32(
-						s0, w[c], bcast4(q + 4 * c));
-					s1 = _mm512_dpbusd_epi32(
-						s1, w[4 + c],
-						bcast4(q + 16 + 4 * c));
-				}
-			} else {
-#pragma GCC unroll 4
-				for (int c = 0; c < 8; c += 2) {
-					s0 = _mm512_dpbusd_epi32(
-						s0, w[c], bcast4(q + 4 * c));
-					s1 = _mm512_dpbusd_epi32(
-						s1, w[c + 1],
-						bcast4(q + 4 * c + 4));
-				}
-			}
-			c_[k] = _mm512_fmadd_ps(
-				_mm512_mul_ps(dw, _mm512_set1_ps(x->d)),
-				_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
-				c_[k]);
-		}
-	}
-#pragma GCC unroll 8
-	for (k = 0; k < NT; k++)
-		acc[k] = c_[k];
-}
-
-/*
- * One token against G groups of 16 rows (gsz bytes apart), blocks
- * [i0, i1): the token's 8 activation words are broadcast once per block
- * for the G groups, and the activation is read once per G groups, so
- * a long row's (5632 columns: 50 KiB per group) weights evict it from L1
- * half as often. Each row's chain is tile()'s, block by block.
- */
-AI void tile_groups(enum edgeq_type t, const uint8_t *gp, size_t gsz,
-		    int64_t i0, int64_t i1, const char *a, const struct act *ap,
-		    const int G, __m512 *acc)
-{
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	const size_t gb = gblock(t);
-	__m512 c_[4];
-	int g;
-
-#pragma GCC unroll 4
-	for (g = 0; g < G; g++)
-		c_[g] = acc[g];
-	for (int64_t i = i0; i < i1; i++) {
-		const int8_t *q = ((const struct edgeq_block_q8_0 *)a)[i].qs;
-		const struct act *x = &ap[i - i0];
-		__m512 dx = _mm512_set1_ps(x->d);
-		__m512i b[8];
-
-#pragma GCC unroll 8
-		for (int c = 0; c < 8; c++)
-			b[c] = bcast4(q + 4 * c);
-#pragma GCC unroll 4
-		for (g = 0; g < G; g++) {
+		for (int g = 0; g < G; g++) {
 			const uint8_t *blk =
 				gp + (size_t)g * gsz + (size_t)i * gb;
 			__m512 dw = _mm512_cvtph_ps(
 				_mm256_loadu_si256((const __m256i *)blk));
-			__m512i s0 = _mm512_set1_epi32(x->bias);
-			__m512i s1 = _mm512_setzero_si512();
+			__m512i w[8];
 
 #pragma GCC unroll 9
 			for (size_t o = 0; o < gb; o += 64)
@@ -212,42 +121,66 @@ AI void tile_groups(enum edgeq_type t, const uint8_t *gp, size_t gsz,
 					__m512i v = _mm512_loadu_si512(
 						blk + EDGEQ_PK_Q80_QS + 64 * c);
 
-					s0 = _mm512_dpbusd_epi32(
-						s0, _mm512_and_si512(v, m4),
-						b[c]);
-					s1 = _mm512_dpbusd_epi32(
-						s1,
-						_mm512_and_si512(
-							_mm512_srli_epi16(v, 4),
-							m4),
-						b[4 + c]);
+					w[c] = _mm512_and_si512(v, m4);
+					w[4 + c] = _mm512_and_si512(
+						_mm512_srli_epi16(v, 4), m4);
 				}
 			} else {
-#pragma GCC unroll 4
-				for (int c = 0; c < 8; c += 2) {
-					s0 = _mm512_dpbusd_epi32(
-						s0,
-						_mm512_loadu_si512(
-							blk + EDGEQ_PK_Q80_QS +
-							64 * c),
-						b[c]);
-					s1 = _mm512_dpbusd_epi32(
-						s1,
-						_mm512_loadu_si512(
-							blk + EDGEQ_PK_Q80_QS +
-							64 * c + 64),
-						b[c + 1]);
-				}
+#pragma GCC unroll 8
+				for (int c = 0; c < 8; c++)
+					w[c] = _mm512_loadu_si512(
+						blk + EDGEQ_PK_Q80_QS + 64 * c);
 			}
-			c_[g] = _mm512_fmadd_ps(
-				_mm512_mul_ps(dw, dx),
-				_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
-				c_[g]);
+#pragma GCC unroll 8
+			for (k = 0; k < NT; k++) {
+				const int8_t *q =
+					((const struct edgeq_block_q8_0
+						  *)(a + k * as))[i]
+						.qs;
+				const struct act *x = &ap[k * aps + i - i0];
+				__m512i s0 = _mm512_set1_epi32(x->bias);
+				__m512i s1 = _mm512_setzero_si512();
+
+				if (t == EDGEQ_TYPE_Q4_0) {
+#pragma GCC unroll 4
+					for (int c = 0; c < 4; c++) {
+						s0 = _mm512_dpbusd_epi32(
+							s0, w[c],
+							bcast4(q + 4 * c));
+						s1 = _mm512_dpbusd_epi32(
+							s1, w[4 + c],
+							bcast4(q + 16 + 4 * c));
+					}
+				} else {
+#pragma GCC unroll 4
+					for (int c = 0; c < 8; c += 2) {
+						s0 = _mm512_dpbusd_epi32(
+							s0, w[c],
+							bcast4(q + 4 * c));
+						s1 = _mm512_dpbusd_epi32(
+							s1, w[c + 1],
+							bcast4(q + 4 * c + 4));
+					}
+				}
+				c_[NT * g + k] = _mm512_fmadd_ps(
+					_mm512_mul_ps(dw, _mm512_set1_ps(x->d)),
+					_mm512_cvtepi32_ps(
+						_mm512_add_epi32(s0, s1)),
+					c_[NT * g + k]);
+			}
 		}
 	}
-#pragma GCC unroll 4
-	for (g = 0; g < G; g++)
-		acc[g] = c_[g];
+#pragma GCC unroll 8
+	for (k = 0; k < NT * G; k++)
+		acc[k] = c_[k];
+}
+
+/* One group against NT tokens: tile_g()'s form with G = 1. */
+AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
+	     const char *a, size_t as, const struct act *ap, int64_t aps,
+	     const int NT, __m512 *acc)
+{
+	tile_g(t, gp, 0, 1, i0, i1, a, as, ap, aps, NT, acc);
 }
 
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
@@ -933,7 +866,7 @@ static const struct kind k_q6_K = {
 
 /*
  * A Q4_0/Q8_0 matvec whose groups of 16 rows are longer than this (of a
- * 48 KiB L1) takes 2 (Q4_0) or 4 (Q8_0) groups at once (tile_groups()).
+ * 48 KiB L1) takes 2 (Q4_0) or 4 (Q8_0) groups at once (tile_g()).
  * One group at a time, a 5632-column row's 50 KiB (Q4_0) evicted the
  * token's activations from L1 before the next group came back to them:
  * ffn_down streamed at 21 GB/s, the other matrices at 28-29 (`edgeq bench
@@ -995,11 +928,11 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 						nblk, a, 0, ab, nblk, 1,
 						acc + j);
 			else if (t == EDGEQ_TYPE_Q4_0)
-				tile_groups(EDGEQ_TYPE_Q4_0, gp, gsz, 0, nblk,
-					    a, (const struct act *)ab, 2, acc);
+				tile_g(EDGEQ_TYPE_Q4_0, gp, gsz, 2, 0, nblk, a,
+				       0, (const struct act *)ab, nblk, 1, acc);
 			else
-				tile_groups(EDGEQ_TYPE_Q8_0, gp, gsz, 0, nblk,
-					    a, (const struct act *)ab, 4, acc);
+				tile_g(EDGEQ_TYPE_Q8_0, gp, gsz, 4, 0, nblk, a,
+				       0, (const struct act *)ab, nblk, 1, acc);
 			for (int j = 0; j < ng; j++)
 				_mm512_mask_storeu_ps(y + 16 * (g + j),
 						      lanes(g + j, row0, row1),
