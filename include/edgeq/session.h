@@ -200,9 +200,11 @@ struct edgeq_session_status {
 	double draft_accept, draft_cost;
 	int draft_off; /* slots whose drafting is off (does not pay now) */
 	/* the steps that read no prompt: their wall time (drafting, the
-	 * pass and sampling) and the tokens they gave, so the aggregate
-	 * decode rate is decode_tokens / decode_ns */
-	uint64_t decode_ns, decode_tokens;
+	 * pass and sampling), the tokens they gave and how many there were
+	 * (each read the weights once), so the aggregate decode rate is
+	 * decode_tokens / decode_ns and the weights were read
+	 * decode_steps times in it */
+	uint64_t decode_ns, decode_tokens, decode_steps;
 };
 
 void edgeq_session_status(struct edgeq_session *s,

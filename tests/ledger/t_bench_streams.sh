@@ -49,12 +49,24 @@ assert len(rr) == 3 and all(x > 0 for x in rr), rr
 assert abs(rr[0] - bat['decode_tok_s'] / one['decode_tok_s']) < 1e-9 * rr[0], (rr, one, bat)
 dec = sorted(rr)[1]
 assert r['batched_over_single_decode_tok_s'] == dec, (r, dec)
+# the same steps' weight reads: each step reads the weights once, so
+# tokens per GB is the decode rate over the read rate; one stream gives a
+# token a step, N batched up to N (fewer as streams end)
+for ph in (one, bat):
+    assert ph['decode_gb_s'] > 0 and ph['decode_tokens_per_gb'] > 0, ph
+    want = ph['decode_tok_s'] / ph['decode_gb_s']
+    assert abs(ph['decode_tokens_per_gb'] - want) <= 1e-9 * want, (ph, want)
+tpb = r['batched_over_single_tokens_per_byte']
+assert abs(tpb - bat['decode_tokens_per_gb'] / one['decode_tokens_per_gb']) <= 1e-9 * tpb, r
+assert 1.0 < tpb <= N + 1e-9, (tpb, N)
 PY
 
 "$EDGEQ" bench -m "$m" -t 2 --streams 2 -n 4 -r 2 >"$T/h" 2>&1
 check "table: exits 0" test $? -eq 0
 check "table: the three phases" grep -Eq '^time-shared +[0-9.]+ +[0-9.]+ +[0-9]+$' "$T/h"
 check "table: decode alone, the median of the rounds" grep -Eq '^decode only: 2 streams [0-9.]+ tok/s, 1 stream [0-9.]+ tok/s: [0-9.]+x \(median of 2 rounds:( [0-9.]+x){2}\)$' "$T/h"
+check "table: the weights those steps read, and the tokens per byte" \
+	grep -Eq '^weights read by those steps \(round 1\): 2 streams [0-9.]+ GB/s, [0-9.]+ tokens per GB; 1 stream [0-9.]+ GB/s, [0-9.]+ tokens per GB: [0-9.]+x the tokens per byte read$' "$T/h"
 check "table: every request's TTFT over what the queue explains" \
 	grep -Eq '^TTFT by request \(submission order\), ms over what the queue explains:( [0-9.]+/[0-9.]+){4}$' "$T/h"
 

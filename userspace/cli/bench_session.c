@@ -43,6 +43,9 @@ struct phase {
 	double dec_tok_s; /* tokens of the steps that read no prompt over
 			   * their wall time: the aggregate decode rate */
 	double ttft_mean_ms;
+	/* the same steps' weight reads: steps per second times the bytes
+	 * one step reads, and the tokens each byte read gave */
+	double dec_gb_s, dec_tok_per_gb;
 	int n;
 	uint64_t steps;
 };
@@ -65,7 +68,7 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 	struct edgeq_gen_stats st;
 	struct edgeq_session_status ss;
 	uint64_t t0, t1;
-	double itl = 0, req = 0, ttft = 0;
+	double itl = 0, req = 0, ttft = 0, bpt;
 	long total = 0;
 	int i, ret, n_itl = 0;
 
@@ -122,6 +125,14 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 	ph->ttft_mean_ms = ttft / clients;
 	ph->dec_tok_s = ss.decode_ns ? ss.decode_tokens * 1e9 / ss.decode_ns :
 				       0;
+	bpt = (double)edgeq_model_info(m)->bytes_per_token;
+	ph->dec_gb_s = ss.decode_ns ? (double)ss.decode_steps * bpt /
+					      (double)ss.decode_ns :
+				      0;
+	ph->dec_tok_per_gb = ss.decode_steps && bpt > 0 ?
+				     (double)ss.decode_tokens * 1e9 /
+					     ((double)ss.decode_steps * bpt) :
+				     0;
 	ret = 0;
 out:
 	for (i = 0; i < clients; i++)
@@ -270,6 +281,23 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 				    "decode_tok_s", json_real(one.dec_tok_s));
 		json_object_set_new(json_object_get(j, "batched"),
 				    "decode_tok_s", json_real(bat.dec_tok_s));
+		json_object_set_new(json_object_get(j, "single"), "decode_gb_s",
+				    json_real(one.dec_gb_s));
+		json_object_set_new(json_object_get(j, "batched"),
+				    "decode_gb_s", json_real(bat.dec_gb_s));
+		json_object_set_new(json_object_get(j, "single"),
+				    "decode_tokens_per_gb",
+				    json_real(one.dec_tok_per_gb));
+		json_object_set_new(json_object_get(j, "batched"),
+				    "decode_tokens_per_gb",
+				    json_real(bat.dec_tok_per_gb));
+		json_object_set_new(
+			json_object_get(j, "ratios"),
+			"batched_over_single_tokens_per_byte",
+			json_real(one.dec_tok_per_gb > 0 ?
+					  bat.dec_tok_per_gb /
+						  one.dec_tok_per_gb :
+					  0));
 		each = json_array();
 		for (i = 0; i < rounds; i++)
 			json_array_append_new(each, json_real(dec[i]));
@@ -303,6 +331,14 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	for (i = 0; i < rounds; i++)
 		printf(" %.2fx", dec[i]);
 	printf(")\n");
+	/* the bandwidth ledger of the same steps: each read the weights
+	 * once, for as many tokens as streams were decoding */
+	printf("weights read by those steps (round 1): %d streams %.2f GB/s, %.1f tokens per GB; 1 stream %.2f GB/s, %.1f tokens per GB: %.2fx the tokens per byte read\n",
+	       streams, bat.dec_gb_s, bat.dec_tok_per_gb, one.dec_gb_s,
+	       one.dec_tok_per_gb,
+	       one.dec_tok_per_gb > 0 ?
+		       bat.dec_tok_per_gb / one.dec_tok_per_gb :
+		       0);
 	printf("TTFT, %d clients on %d slots: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (queue-free %.1f ms); worst TTFT / (waves ahead x batched request + (prompts ahead in its wave + 1) x queue-free) %.2fx\n",
 	       q.n, streams, pct(sorted, q.n, 0.5), pct(sorted, q.n, 0.9),
 	       pct(sorted, q.n, 0.99), sorted[q.n - 1], one.ttft_ms[0], worst);

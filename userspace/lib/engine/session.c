@@ -173,8 +173,9 @@ struct edgeq_session {
 	uint64_t pending_budget;
 	uint64_t acks; /* lockstep: consumers come back for more */
 	uint64_t steps, prompt_tokens, gen_tokens;
-	/* steps without prompt rows: their wall time, the tokens they gave */
-	uint64_t decode_ns, decode_tokens;
+	/* steps without prompt rows: their wall time, the tokens they gave,
+	 * their count */
+	uint64_t decode_ns, decode_tokens, decode_steps;
 	struct edgeq_stream_status wstat; /* after the last step */
 	int wstat_ret;
 	uint64_t wstat_ns;
@@ -876,6 +877,7 @@ static int step(struct edgeq_session *s)
 		pthread_mutex_lock(&s->lock);
 		s->decode_ns += edgeq_now_ns() - t_step;
 		s->decode_tokens += s->gen_tokens - gen0;
+		s->decode_steps++;
 		pthread_mutex_unlock(&s->lock);
 	}
 	return nw;
@@ -1470,6 +1472,7 @@ void edgeq_session_status(struct edgeq_session *s,
 	st->passes = s->passes;
 	st->decode_ns = s->decode_ns;
 	st->decode_tokens = s->decode_tokens;
+	st->decode_steps = s->decode_steps;
 	st->draft_accept = s->accepted + s->rejected ?
 				   (double)s->accepted /
 					   (double)(s->accepted + s->rejected) :
