@@ -63,6 +63,16 @@ check "all samplers together run" test $? -eq 0
 check "-n 0 generates nothing" grep -q '"tokens":\[\]' "$T/n0"
 "$EDGEQ" run -m "$M" -p "$P" -n 4 --ctx-size 8 --no-roofline >/dev/null 2>"$T/e"
 check "a prompt longer than --ctx-size is refused (exit 4)" sh -c "test $? -eq 4 && grep -q 'does not fit in the context' '$T/e'"
+# a KV cache the address space cannot map (256 MiB under a 200 MB limit,
+# where the tiny model runs in under 100 MB):
+# refused at creation, by name, before any token
+if grep -qa __asan_init "$EDGEQ"; then
+	echo "# not checked: an ASan build cannot start under an address-space limit"
+else
+	(ulimit -v 200000 && "$EDGEQ" run -m "$M" -p hi -n 2 --ctx-size 262144 --no-roofline >"$T/o" 2>"$T/e")
+	rc=$?
+	check "a KV cache that cannot be mapped: fails (exit $rc), says why" sh -c "test $rc -ne 0 && grep -Eq 'a 262144-position KV cache: cannot map 256 MiB: Cannot allocate memory' '$T/e' && ! test -s '$T/o'"
+fi
 "$EDGEQ" run -m "$M" -p "hi there" -n 100 --ctx-size 16 -b 4 --temp 0 --no-roofline --json >"$T/full" 2>/dev/null
 check "generation stops when the context is full" /usr/bin/python3 -c "
 import json; j=json.load(open('$T/full')); assert len(j['prompt_tokens'])+len(j['tokens'])<=16, j"
