@@ -44,8 +44,8 @@ struct phase {
 			   * their wall time: the aggregate decode rate */
 	double ttft_mean_ms;
 	/* the same steps' weight reads: steps per second times the bytes
-	 * one step reads, and the tokens each byte read gave */
-	double dec_gb_s, dec_tok_per_gb;
+	 * one step reads (so dec_tok_s / dec_gb_s is the tokens per GB) */
+	double dec_gb_s;
 	int n;
 	uint64_t steps;
 };
@@ -54,6 +54,12 @@ struct phase {
  * @clients greedy requests of @n_gen tokens on @slots slots (drafting with
  * @d unless NULL); the first request's figures in *@st0 unless NULL.
  */
+/* Tokens a phase's decode steps gave per GB of weights they read. */
+static double tok_per_gb(const struct phase *ph)
+{
+	return ph->dec_gb_s > 0 ? ph->dec_tok_s / ph->dec_gb_s : 0;
+}
+
 static int run_phase(struct edgeq_model *m, int slots, int clients,
 		     bool sequential, const struct edgeq_draft_params *d,
 		     const int32_t *toks, size_t n_toks, int n_gen,
@@ -129,10 +135,6 @@ static int run_phase(struct edgeq_model *m, int slots, int clients,
 	ph->dec_gb_s = ss.decode_ns ? (double)ss.decode_steps * bpt /
 					      (double)ss.decode_ns :
 				      0;
-	ph->dec_tok_per_gb = ss.decode_steps && bpt > 0 ?
-				     (double)ss.decode_tokens * 1e9 /
-					     ((double)ss.decode_steps * bpt) :
-				     0;
 	ret = 0;
 out:
 	for (i = 0; i < clients; i++)
@@ -165,6 +167,7 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	struct phase one, bat, ts, q, r1, rb;
 	double sorted[2 * MAX_STREAMS], expl[2 * MAX_STREAMS], worst = 0, r;
 	double dec[MAX_ROUNDS], dec_sorted[MAX_ROUNDS], dec_ratio;
+	double gb1, gbn, tpb; /* tokens per GB read: 1 stream, N, N / 1 */
 	json_t *each;
 	const char *prompt = "Benchmark prompt: the session decodes several "
 			     "streams at once.";
@@ -245,6 +248,9 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 		sorted[i] = q.ttft_ms[i];
 	}
 	qsort(sorted, (size_t)q.n, sizeof(double), cmp_double);
+	gb1 = tok_per_gb(&one);
+	gbn = tok_per_gb(&bat);
+	tpb = gb1 > 0 ? gbn / gb1 : 0;
 	if (json) {
 		json_t *j = json_pack(
 			"{s:i,s:i,s:i,s:{s:f,s:f,s:f},s:{s:f,s:f,s:I,s:f,s:f},s:{s:f,s:f,s:I},"
@@ -286,18 +292,12 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 		json_object_set_new(json_object_get(j, "batched"),
 				    "decode_gb_s", json_real(bat.dec_gb_s));
 		json_object_set_new(json_object_get(j, "single"),
-				    "decode_tokens_per_gb",
-				    json_real(one.dec_tok_per_gb));
+				    "decode_tokens_per_gb", json_real(gb1));
 		json_object_set_new(json_object_get(j, "batched"),
-				    "decode_tokens_per_gb",
-				    json_real(bat.dec_tok_per_gb));
-		json_object_set_new(
-			json_object_get(j, "ratios"),
-			"batched_over_single_tokens_per_byte",
-			json_real(one.dec_tok_per_gb > 0 ?
-					  bat.dec_tok_per_gb /
-						  one.dec_tok_per_gb :
-					  0));
+				    "decode_tokens_per_gb", json_real(gbn));
+		json_object_set_new(json_object_get(j, "ratios"),
+				    "batched_over_single_tokens_per_byte",
+				    json_real(tpb));
 		each = json_array();
 		for (i = 0; i < rounds; i++)
 			json_array_append_new(each, json_real(dec[i]));
@@ -334,11 +334,7 @@ int bench_streams(const char *path, int threads, int streams, int n_gen,
 	/* the bandwidth ledger of the same steps: each read the weights
 	 * once, for as many tokens as streams were decoding */
 	printf("weights read by those steps (round 1): %d streams %.2f GB/s, %.1f tokens per GB; 1 stream %.2f GB/s, %.1f tokens per GB: %.2fx the tokens per byte read\n",
-	       streams, bat.dec_gb_s, bat.dec_tok_per_gb, one.dec_gb_s,
-	       one.dec_tok_per_gb,
-	       one.dec_tok_per_gb > 0 ?
-		       bat.dec_tok_per_gb / one.dec_tok_per_gb :
-		       0);
+	       streams, bat.dec_gb_s, gbn, one.dec_gb_s, gb1, tpb);
 	printf("TTFT, %d clients on %d slots: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (queue-free %.1f ms); worst TTFT / (waves ahead x batched request + (prompts ahead in its wave + 1) x queue-free) %.2fx\n",
 	       q.n, streams, pct(sorted, q.n, 0.5), pct(sorted, q.n, 0.9),
 	       pct(sorted, q.n, 0.99), sorted[q.n - 1], one.ttft_ms[0], worst);

@@ -63,8 +63,7 @@ struct edgeq_ctx {
 	uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][kv_row] */
 	void *kv_map; /* ctx_kv_share(): both caches in one memfd, or NULL */
 	size_t kv_map_len;
-	void *kv_anon; /* else kv_anon_map()'s mapping of both */
-	size_t kv_anon_len;
+	size_t kv_anon_len; /* else kv_anon_map()'s mapping, at k_cache */
 	int kv_fd;
 	int pass_nb; /* tokens of the forward pass running */
 	float *x, *xb, *xb2, *q, *k, *v, *hb, *hb2; /* [n_batch][dim] */
@@ -220,8 +219,8 @@ void edgeq_ctx_free(struct edgeq_ctx *c)
 	if (c->kv_map) {
 		munmap(c->kv_map, c->kv_map_len);
 		close(c->kv_fd);
-	} else if (c->kv_anon) {
-		munmap(c->kv_anon, c->kv_anon_len);
+	} else if (c->k_cache) {
+		munmap(c->k_cache, c->kv_anon_len);
 	}
 	free(c->x);
 	free(c->xb);
@@ -256,6 +255,12 @@ static size_t kv_row_bytes(enum edgeq_kv_type t, uint32_t kv_dim)
 	default:
 		return (size_t)kv_dim * 4;
 	}
+}
+
+/* Where position @pos of @layer lies in either cache, in bytes. */
+static size_t kv_off(const struct edgeq_ctx *c, int layer, uint32_t pos)
+{
+	return ((size_t)layer * c->n_ctx + pos) * c->kv_row;
 }
 
 #define KV_HUGE ((size_t)2 << 20)
@@ -296,7 +301,6 @@ static uint8_t *kv_anon_map(struct edgeq_ctx *c, size_t half)
 		munmap(a + len, (size_t)(raw + len + extra - (a + len)));
 		madvise(a, len, MADV_HUGEPAGE);
 	}
-	c->kv_anon = a;
 	c->kv_anon_len = len;
 	c->k_cache = a;
 	c->v_cache = a + h;
@@ -756,10 +760,8 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 	/* the token's own context: its cache, its scratch */
 	struct edgeq_ctx *c = w->tc[b];
 	uint8_t *qh = c->qh + (size_t)ith * qh_size;
-	const uint8_t *kc =
-		c->k_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
-	const uint8_t *vc =
-		c->v_cache + (size_t)aa->layer * c->n_ctx * c->kv_row;
+	const uint8_t *kc = c->k_cache + kv_off(c, aa->layer, 0);
+	const uint8_t *vc = c->v_cache + kv_off(c, aa->layer, 0);
 	uint32_t kvh = h / group;
 	uint32_t p = w->tpos[b], t, t0;
 	const float *q = w->q + (size_t)b * q_dim + (size_t)h * hd;
@@ -839,8 +841,7 @@ static const uint16_t *kv_rows_f16(const struct edgeq_ctx *c,
 				   const uint8_t *cache, int layer, uint32_t t0,
 				   uint32_t kvh)
 {
-	return (const uint16_t *)(cache +
-				  ((size_t)layer * c->n_ctx + t0) * c->kv_row) +
+	return (const uint16_t *)(cache + kv_off(c, layer, t0)) +
 	       (size_t)kvh * c->m->hp.head_dim;
 }
 
@@ -1059,7 +1060,7 @@ static void kv_store(struct edgeq_ctx *c, int layer, uint32_t pos,
 		     const float *k, const float *v)
 {
 	uint32_t kv_dim = c->m->hp.n_head_kv * c->m->hp.head_dim;
-	size_t off = ((size_t)layer * c->n_ctx + pos) * c->kv_row;
+	size_t off = kv_off(c, layer, pos);
 
 	switch (c->kv_type) {
 	case EDGEQ_KV_F16:
@@ -1090,7 +1091,7 @@ static void kv_store(struct edgeq_ctx *c, int layer, uint32_t pos,
 static void kv_prefetch(const struct edgeq_ctx *c, int l, int b)
 {
 	const struct edgeq_ctx *tc = c->tc[b];
-	size_t off = ((size_t)l * tc->n_ctx + c->tpos[b]) * tc->kv_row;
+	size_t off = kv_off(tc, l, c->tpos[b]);
 
 	for (size_t o = 0; o < tc->kv_row; o += 64) {
 		__builtin_prefetch(tc->k_cache + off + o, 1, 3);
@@ -1601,8 +1602,8 @@ int ctx_shift(struct edgeq_ctx *c, uint32_t keep, uint32_t n_discard,
 		return edgeq_error_set(err, ENOMEM, "out of memory");
 	cs = tmp + (size_t)hp->n_head_kv * hp->head_dim;
 	for (l = 0; l < hp->n_layer; l++) {
-		uint8_t *kc = c->k_cache + (size_t)l * c->n_ctx * row;
-		uint8_t *vc = c->v_cache + (size_t)l * c->n_ctx * row;
+		uint8_t *kc = c->k_cache + kv_off(c, (int)l, 0);
+		uint8_t *vc = c->v_cache + kv_off(c, (int)l, 0);
 		bool swa = hp_layer_rope_swa(hp, l);
 
 		/* rotating by the position change: angles add (a
@@ -1670,8 +1671,7 @@ int ctx_kv_share(struct edgeq_ctx *c, struct edgeq_error *err)
 			(2 * hp) >> 20, strerror(-ret));
 	memcpy(map, c->k_cache, half);
 	memcpy((char *)map + hp, c->v_cache, half);
-	munmap(c->kv_anon, c->kv_anon_len);
-	c->kv_anon = NULL;
+	munmap(c->k_cache, c->kv_anon_len);
 	c->k_cache = map;
 	c->v_cache = (uint8_t *)map + hp;
 	c->kv_map = map;
