@@ -109,6 +109,8 @@ void edgeq_ctx_truncate(struct edgeq_ctx *c, uint32_t pos);
 uint32_t edgeq_ctx_pos(const struct edgeq_ctx *c);
 /* The context size (positions) the ctx was created with. */
 uint32_t edgeq_ctx_n_ctx(const struct edgeq_ctx *c);
+/* The most prompt tokens one forward pass takes (n_batch as clamped). */
+uint32_t edgeq_ctx_n_batch(const struct edgeq_ctx *c);
 
 /*
  * Run @n tokens at the next positions (prefill in batches when n > 1) and

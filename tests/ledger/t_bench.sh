@@ -122,6 +122,21 @@ else
 	check "gguf-gen 1b --layers 2" false
 fi
 
+# -b: the prompt rows say the batch they ran with (clamped to the context)
+"$EDGEQ" bench -m "$m" -t 1 -p 32 -n 4 -r 1 --no-matrix -b 16 --json >"$T/b.json" 2>/dev/null
+check "-b 16: exits 0" test $? -eq 0
+python3 "$D/jsonschema.py" "$SCHEMA" "$T/b.json" >"$T/why"
+check "-b 16: JSON validates" test $? -eq 0
+check "-b 16: the ppN row ran 16 tokens a pass, the tgN row has no batch" python3 -c "
+import json; r={x['test']: x for x in json.load(open('$T/b.json'))['llama_bench']}
+assert r['pp32']['n_batch'] == 16 and 'n_batch' not in r['tg4'], r"
+check "default batch: 64 tokens a pass (the engine's default)" python3 -c "
+import json; r={x['test']: x for x in json.load(open('$T/q8_0.json'))['llama_bench']}
+assert r['pp256']['n_batch'] == 64 and r['pp64']['n_batch'] == 64, r"
+"$EDGEQ" bench -m "$m" -b 513 -q 2>"$T/e" >/dev/null
+check "-b 513: exit 2" test $? -eq 2
+check "  ... says the range" grep -q -- "-b 513: a prompt batch is 1..512 tokens" "$T/e"
+
 "$EDGEQ" bench 2>/dev/null; check "no model: exit 2" test $? -eq 2
 "$EDGEQ" bench -m "$m" -t 0 2>/dev/null; check "-t 0: exit 2" test $? -eq 2
 "$EDGEQ" bench -m "$T/missing.gguf" -q 2>"$T/err"; rc=$?

@@ -69,6 +69,17 @@ check "table: sampling timed apart in the decode" grep -Eq '^  sampling +[0-9.]+
 check "table: the matvecs against the bandwidth measured now" grep -Eq '^  matvecs: [0-9.]+ GB/s of weights = [0-9]+% of the [0-9.]+ GB/s measured now' "$T/h"
 check "table: the prompt's matmuls in GMAC/s" grep -Eq '^  matmuls: [0-9.]+ GMAC/s' "$T/h"
 
+# -b: a 48-token prompt in passes of 16, or in one
+"$EDGEQ" bench -m "$m" -t 1 -p 48 -n 4 -b 16 --profile --json >"$T/b16.json" 2>/dev/null
+check "-b 16: exits 0" test $? -eq 0
+"$EDGEQ" bench -m "$m" -t 1 -p 48 -n 4 -b 48 --profile --json >"$T/b48.json" 2>/dev/null
+check "-b 48: exits 0" test $? -eq 0
+check "-b: a prompt takes ceil(tokens / batch) passes" python3 -c "
+import json
+for f, n in (('$T/b16.json', 3), ('$T/b48.json', 1)):
+    ph = {p['test']: p for p in json.load(open(f))['phases']}
+    assert ph['pp48']['passes'] == n and ph['pp48']['tokens'] == 48, (f, ph['pp48'])"
+
 "$EDGEQ" bench -m "$m" -p 100000 -n 8 --profile >/dev/null 2>"$T/e"
 check "a prompt past the model's context: exit 2" test $? -eq 2
 check "  ... names the positions" grep -q -- "--profile: 100016 positions .*, the model has" "$T/e"

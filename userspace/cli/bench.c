@@ -42,7 +42,7 @@
 
 static const char *b_model, *b_threads = "1,2", *b_prompts = "64,512",
 			    *b_buckets = "32,128,512", *b_svg, *b_profile;
-static int b_gen = 64, b_reps = 3, b_streams, b_draft_max = 4;
+static int b_gen = 64, b_reps = 3, b_streams, b_draft_max = 4, b_batch;
 static const char *b_draft;
 static double b_soak;
 static bool b_json, b_no_matrix, b_drop_caches, b_quiet, b_prof, b_no_repack;
@@ -55,6 +55,8 @@ static const struct cli_option bench_opts[] = {
 	  "prompt lengths of the ppN rows (64,512)" },
 	{ "gen", 'n', CLI_INT, &b_gen, "N", "tokens of the tgN row (64)" },
 	{ "reps", 'r', CLI_INT, &b_reps, "N", "repetitions per row (3)" },
+	{ "batch-size", 'b', CLI_INT, &b_batch, "N",
+	  "prompt tokens per forward pass (the engine's default, 64)" },
 	{ "buckets", 0, CLI_STR, &b_buckets, "LIST",
 	  "matrix: prompt-length buckets (32,128,512)" },
 	{ "no-matrix", 0, CLI_FLAG, &b_no_matrix, NULL,
@@ -153,6 +155,8 @@ static int run_open(struct run *r, int threads, uint32_t n_ctx,
 	r->in = edgeq_model_info(r->m);
 	edgeq_ctx_params_init(&cp);
 	cp.n_ctx = n_ctx;
+	if (b_batch)
+		cp.n_batch = (uint32_t)b_batch;
 	ret = edgeq_ctx_new(r->m, &cp, &r->c, err);
 	if (ret) {
 		run_free(r);
@@ -218,6 +222,7 @@ static int time_decode(struct run *r, uint32_t n, double *lat, double *s,
 struct row {
 	char test[16];
 	int threads, n;
+	uint32_t n_batch; /* ppN: prompt tokens per forward pass */
 	double tps, sd;
 	/* tgN: read bandwidth of `threads` threads (the roofline a decode on
 	 * that many cores can reach: one core cannot keep enough misses in
@@ -381,6 +386,7 @@ static int bench_table(struct results *R, const int *thr, int nthr,
 
 			row->threads = thr[t];
 			row->n = tg ? b_gen : pp[i];
+			row->n_batch = tg ? 0 : edgeq_ctx_n_batch(r.c);
 			snprintf(row->test, sizeof(row->test), "%s%d",
 				 tg ? "tg" : "pp", row->n);
 			progress("%s, %d thread%s, %d rep%s", row->test, thr[t],
@@ -901,6 +907,9 @@ static json_t *results_json(const struct results *R)
 		o = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f}", "test", w->test,
 			      "threads", w->threads, "n", w->n, "reps", b_reps,
 			      "tok_s", w->tps, "sd", w->sd);
+		if (w->n_batch)
+			json_object_set_new(o, "n_batch",
+					    json_integer(w->n_batch));
 		if (w->test[0] == 't' && w->bw_threads > 0) {
 			json_object_set_new(o, "mem_bw_threads",
 					    json_real(w->bw_threads));
@@ -1179,6 +1188,10 @@ static int cmd_bench(int argc, char **argv)
 		return cli_error(
 			EXIT_USAGE, "bench",
 			"-n 2..65536, -r 1..64, --soak 0..1440 minutes");
+	if (b_batch < 0 || b_batch > 512)
+		return cli_error(EXIT_USAGE, "bench",
+				 "-b %d: a prompt batch is 1..512 tokens",
+				 b_batch);
 	nthr = parse_list(b_threads, thr, MAX_LIST, "threads");
 	if (nthr >= 0)
 		return nthr;
@@ -1199,7 +1212,7 @@ static int cmd_bench(int argc, char **argv)
 				     b_reps, b_json, b_prof);
 	if (b_prof)
 		return bench_profile(b_model, thr[nthr - 1], pp, npp, b_gen,
-				     b_json);
+				     (uint32_t)b_batch, b_json);
 	R = calloc(1, sizeof(*R));
 	if (!R)
 		return cli_error(EXIT_NORES, "bench", "out of memory");

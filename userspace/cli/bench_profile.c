@@ -201,7 +201,7 @@ static int run_phases(struct edgeq_model *m, struct edgeq_ctx *c,
 }
 
 int bench_profile(const char *path, int threads, const int *pp, int npp,
-		  int n_gen, bool json)
+		  int n_gen, uint32_t n_batch, bool json)
 {
 	struct edgeq_model_params mp;
 	struct edgeq_ctx_params cp;
@@ -233,6 +233,8 @@ int bench_profile(const char *path, int threads, const int *pp, int npp,
 	if (!ret) {
 		edgeq_ctx_params_init(&cp);
 		cp.n_ctx = n_ctx;
+		if (n_batch)
+			cp.n_batch = n_batch;
 		ret = edgeq_ctx_new(m, &cp, &c, &err);
 	}
 	if (!ret) {

@@ -6,10 +6,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A prefill of each of the @npp lengths and a decode of @n_gen tokens;
- * returns an exit status, prints the breakdown (or JSON) on stdout. */
+/* A prefill of each of the @npp lengths (@n_batch tokens a pass, 0: the
+ * engine's default) and a decode of @n_gen tokens; returns an exit
+ * status, prints the breakdown (or JSON) on stdout. */
 int bench_profile(const char *path, int threads, const int *pp, int npp,
-		  int n_gen, bool json);
+		  int n_gen, uint32_t n_batch, bool json);
 
 /* One breakdown as bench --profile prints it (bench --streams --profile). */
 struct edgeq_decode_profile;

@@ -1793,6 +1793,11 @@ uint32_t edgeq_ctx_n_ctx(const struct edgeq_ctx *c)
 	return c->n_ctx;
 }
 
+uint32_t edgeq_ctx_n_batch(const struct edgeq_ctx *c)
+{
+	return c->n_batch;
+}
+
 const float *ctx_logits(struct edgeq_ctx *c)
 {
 	return c->logits;
