@@ -1582,20 +1582,29 @@ static void pack16_check(const struct edgeq_kernel_ops *ops)
 		{ 8192, 40, 1 },
 	};
 	static const enum edgeq_type types[] = {
-		EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q8_0, EDGEQ_TYPE_Q4_K,
-		EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_Q6_K, EDGEQ_TYPE_Q3_K,
-		EDGEQ_TYPE_Q2_K,
+		EDGEQ_TYPE_Q4_0, EDGEQ_TYPE_Q8_0,   EDGEQ_TYPE_Q4_K,
+		EDGEQ_TYPE_Q5_K, EDGEQ_TYPE_Q6_K,   EDGEQ_TYPE_Q3_K,
+		EDGEQ_TYPE_Q2_K, EDGEQ_TYPE_Q5_0,   EDGEQ_TYPE_Q4_1,
+		EDGEQ_TYPE_Q5_1, EDGEQ_TYPE_IQ4_NL, EDGEQ_TYPE_IQ4_XS,
 	};
 	int checked = 0;
 
 	if (!ops->matvec_packed)
 		return;
-	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_IQ4_XS, 16, 256), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_IQ4_XS, 17, 256),
+			 2 * 2208);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_IQ4_XS, 16, 288), 0);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q3_K, 17, 256), 2 * 1824);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q2_K, 16, 512),
 			 2 * 16 * 84);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q6_K, 16, 256), 16 * 210);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 16, 48), 0);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q5_0, 17, 64),
+			 2 * 2 * 16 * 22);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q5_1, 16, 32), 16 * 24);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_1, 16, 32), 16 * 20);
+	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_IQ4_NL, 16, 64),
+			 2 * 16 * 18);
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_0, 17, 64),
 			 2 * 2 * (32 + 256));
 	assert_int_equal(edgeq_pack16_size(EDGEQ_TYPE_Q4_K, 17, 512),

@@ -25,6 +25,17 @@
  * chunks of ql (chunk c: row r's ql[4c..4c+3]) and 16 of qh (chunk c:
  * row r's qh[4c..4c+3]).
  *
+ * Q5_0, Q4_1, Q5_1 and IQ4_NL, per group and 32-column block (the file's
+ * size): the 16 fp16 d, the affine types' 16 fp16 m, the 5-bit types'
+ * qh (row r's 4 bytes at 4r of one chunk: bit j is bit 4 of element j),
+ * then 4 chunks of nibbles as Q4_0's; IQ4_NL is Q4_0's layout.
+ *
+ * IQ4_XS, per group and super-block (2208 bytes, 1.5 % over the file:
+ * the 6-bit scales unpacked): the 16 fp16 d, the int8 scales ls[j][r]
+ * (value - 32) of the 8 sub-blocks (128 bytes), then 32 chunks of qs
+ * (chunk c: row r's qs[4c..4c+3]; sub-block j's are chunks 4j..4j+3, its
+ * low nibbles elements 32j + 4c'.., its high 32j + 16 + 4c'..).
+ *
  * Q5_K is Q4_K's layout followed by 8 chunks of qh: in chunk c, bytes
  * 4r..4r+3 are row r's qh[4c..4c+3] (bit j: bit 4 of sub-block j's
  * element), 2880 bytes per group and super-block (2.3 % over the file).
@@ -72,17 +83,28 @@ static size_t sc16(int g, int64_t r)
 	       16 * (2 * (g / 8) + g % 2) + 4 * ((g / 2) % 4) + (size_t)(r % 4);
 }
 
-/* columns per block: Q4_0/Q8_0's 32, the K-quants' 256 */
+/* columns per block: the 32-column types' 32, the K-quants' 256 */
 static int64_t block_cols(enum edgeq_type t)
 {
-	return t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0 ? 32 : 256;
+	return t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0 ||
+			       t == EDGEQ_TYPE_Q5_0 || t == EDGEQ_TYPE_Q4_1 ||
+			       t == EDGEQ_TYPE_Q5_1 || t == EDGEQ_TYPE_IQ4_NL ?
+		       32 :
+		       256;
 }
 
 static size_t group_block_bytes(enum edgeq_type t)
 {
 	switch (t) {
 	case EDGEQ_TYPE_Q4_0:
+	case EDGEQ_TYPE_IQ4_NL:
 		return EDGEQ_PK_GB_Q4_0;
+	case EDGEQ_TYPE_Q5_0:
+		return EDGEQ_PK_GB_Q5_0;
+	case EDGEQ_TYPE_Q4_1:
+		return EDGEQ_PK_GB_Q4_1;
+	case EDGEQ_TYPE_Q5_1:
+		return EDGEQ_PK_GB_Q5_1;
 	case EDGEQ_TYPE_Q8_0:
 		return EDGEQ_PK_GB_Q8_0;
 	case EDGEQ_TYPE_Q4_K:
@@ -95,6 +117,8 @@ static size_t group_block_bytes(enum edgeq_type t)
 		return EDGEQ_PK_GB_Q3_K;
 	case EDGEQ_TYPE_Q2_K:
 		return EDGEQ_PK_GB_Q2_K;
+	case EDGEQ_TYPE_IQ4_XS:
+		return EDGEQ_PK_GB_IQ4_XS;
 	default:
 		return 0;
 	}
@@ -150,6 +174,18 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					       r);
 					chunks(o + EDGEQ_PK_Q3K_HMASK, b->hmask,
 					       8, r);
+				} else if (t == EDGEQ_TYPE_IQ4_XS) {
+					const struct edgeq_block_iq4_xs *b =
+						(const void *)(row + i * 136);
+					int8_t ls[8];
+
+					memcpy(o + 2 * r, &b->d, 2);
+					edgeq_iq4_xs_scales(b, ls);
+					for (int j = 0; j < 8; j++)
+						o[EDGEQ_PK_XS_SC + 16 * j + r] =
+							(uint8_t)ls[j];
+					chunks(o + EDGEQ_PK_XS_QS, b->qs, 32,
+					       r);
 				} else if (t == EDGEQ_TYPE_Q2_K) {
 					const struct edgeq_block_q2_K *b =
 						(const void *)(row + i * 84);
@@ -193,12 +229,42 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					if (five)
 						chunks(o + EDGEQ_PK_Q5K_QH,
 						       b5->qh, 8, r);
-				} else if (t == EDGEQ_TYPE_Q4_0) {
+				} else if (t == EDGEQ_TYPE_Q4_0 ||
+					   t == EDGEQ_TYPE_IQ4_NL) {
 					const struct edgeq_block_q4_0 *b =
 						(const void *)(row + i * 18);
 
 					memcpy(o + 2 * r, &b->d, 2);
 					chunks(o + EDGEQ_PK_Q80_QS, b->qs, 4,
+					       r);
+				} else if (t == EDGEQ_TYPE_Q5_0) {
+					const struct edgeq_block_q5_0 *b =
+						(const void *)(row + i * 22);
+
+					memcpy(o + 2 * r, &b->d, 2);
+					memcpy(o + EDGEQ_PK_Q50_QH + 4 * r,
+					       b->qh, 4);
+					chunks(o + EDGEQ_PK_Q50_QS, b->qs, 4,
+					       r);
+				} else if (t == EDGEQ_TYPE_Q4_1) {
+					const struct edgeq_block_q4_1 *b =
+						(const void *)(row + i * 20);
+
+					memcpy(o + 2 * r, &b->d, 2);
+					memcpy(o + EDGEQ_PK_A_M + 2 * r, &b->m,
+					       2);
+					chunks(o + EDGEQ_PK_Q41_QS, b->qs, 4,
+					       r);
+				} else if (t == EDGEQ_TYPE_Q5_1) {
+					const struct edgeq_block_q5_1 *b =
+						(const void *)(row + i * 24);
+
+					memcpy(o + 2 * r, &b->d, 2);
+					memcpy(o + EDGEQ_PK_A_M + 2 * r, &b->m,
+					       2);
+					memcpy(o + EDGEQ_PK_Q51_QH + 4 * r,
+					       b->qh, 4);
+					chunks(o + EDGEQ_PK_Q51_QS, b->qs, 4,
 					       r);
 				} else {
 					const struct edgeq_block_q8_0 *b =

@@ -16,6 +16,20 @@
 #define EDGEQ_PK_GB_Q4_0 (EDGEQ_PK_Q80_QS + 4 * EDGEQ_PK_CHUNK)
 #define EDGEQ_PK_GB_Q8_0 (EDGEQ_PK_Q80_QS + 8 * EDGEQ_PK_CHUNK)
 
+/* The other 32-column types: the 16 fp16 d, then the affine types' 16
+ * fp16 m, the 5-bit types' qh chunk (row r's 32 bits at 4r), then 4
+ * chunks of nibbles as Q4_0's. IQ4_NL is Q4_0's layout (its nibbles
+ * index the table). */
+#define EDGEQ_PK_A_M 32
+#define EDGEQ_PK_Q50_QH 32
+#define EDGEQ_PK_Q50_QS 96
+#define EDGEQ_PK_GB_Q5_0 (EDGEQ_PK_Q50_QS + 4 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_Q41_QS 64
+#define EDGEQ_PK_GB_Q4_1 (EDGEQ_PK_Q41_QS + 4 * EDGEQ_PK_CHUNK)
+#define EDGEQ_PK_Q51_QH 64
+#define EDGEQ_PK_Q51_QS 128
+#define EDGEQ_PK_GB_Q5_1 (EDGEQ_PK_Q51_QS + 4 * EDGEQ_PK_CHUNK)
+
 /* Q4_K, Q5_K: 16 fp16 d, 16 fp16 dmin, the scales and the mins as bytes
  * (16 per sub-block), 32 chunks of nibbles; Q5_K then 8 chunks of qh */
 #define EDGEQ_PK_K_DMIN 32
@@ -25,6 +39,13 @@
 #define EDGEQ_PK_GB_Q4_K (EDGEQ_PK_K_QS + 32 * EDGEQ_PK_CHUNK)
 #define EDGEQ_PK_Q5K_QH EDGEQ_PK_GB_Q4_K
 #define EDGEQ_PK_GB_Q5_K (EDGEQ_PK_Q5K_QH + 8 * EDGEQ_PK_CHUNK)
+
+/* IQ4_XS: 16 fp16 d, the 8 sub-blocks' scales as int8 (value - 32 done;
+ * 16 per sub-block), then 4 chunks of nibbles per sub-block as IQ4_NL's
+ * (2208 bytes, 1.5 % over the file: the 6-bit scales unpacked) */
+#define EDGEQ_PK_XS_SC 32
+#define EDGEQ_PK_XS_QS 160
+#define EDGEQ_PK_GB_IQ4_XS (EDGEQ_PK_XS_QS + 32 * EDGEQ_PK_CHUNK)
 
 /* Q6_K, Q3_K, Q2_K, one frame: 16 fp16 d, the 16 sub-blocks' scales as
  * bytes, then the quants; Q6_K's qh, Q3_K's hmask or Q2_K's dmin after */
@@ -37,9 +58,12 @@
 #define EDGEQ_PK_Q2K_DMIN (EDGEQ_PK_16_QS + 16 * EDGEQ_PK_CHUNK)
 #define EDGEQ_PK_GB_Q2_K (EDGEQ_PK_Q2K_DMIN + 32)
 
+_Static_assert(EDGEQ_PK_GB_Q5_0 == 16 * 22 && EDGEQ_PK_GB_Q4_1 == 16 * 20 &&
+		       EDGEQ_PK_GB_Q5_1 == 16 * 24,
+	       "the 32-column types pack to the file's size");
 _Static_assert(EDGEQ_PK_GB_Q4_K == 2368 && EDGEQ_PK_GB_Q5_K == 2880 &&
 		       EDGEQ_PK_GB_Q6_K == 3360 && EDGEQ_PK_GB_Q3_K == 1824 &&
-		       EDGEQ_PK_GB_Q2_K == 1344,
+		       EDGEQ_PK_GB_Q2_K == 1344 && EDGEQ_PK_GB_IQ4_XS == 2208,
 	       "the packed sizes Documentation/kernels.rst states");
 
 #endif /* EDGEQ_KERNELS_PACK_LAYOUT_H */

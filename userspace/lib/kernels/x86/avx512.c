@@ -535,6 +535,11 @@ static void table_init(void)
 	table.attn_av_f16_t = edgeq_attn_av_f16_t_avx512;
 	table.pack16[EDGEQ_TYPE_Q4_0] = true;
 	table.pack16[EDGEQ_TYPE_Q8_0] = true;
+	table.pack16[EDGEQ_TYPE_Q5_0] = true;
+	table.pack16[EDGEQ_TYPE_Q4_1] = true;
+	table.pack16[EDGEQ_TYPE_Q5_1] = true;
+	table.pack16[EDGEQ_TYPE_IQ4_NL] = true;
+	table.pack16[EDGEQ_TYPE_IQ4_XS] = true;
 	table.pack16[EDGEQ_TYPE_Q4_K] = true;
 	table.pack16[EDGEQ_TYPE_Q5_K] = true;
 	table.pack16[EDGEQ_TYPE_Q6_K] = true;

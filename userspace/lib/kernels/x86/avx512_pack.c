@@ -32,13 +32,49 @@ struct act {
 
 static size_t gblock(enum edgeq_type t)
 {
-	return t == EDGEQ_TYPE_Q4_0 ? EDGEQ_PK_GB_Q4_0 : EDGEQ_PK_GB_Q8_0;
+	switch (t) {
+	case EDGEQ_TYPE_Q4_0:
+	case EDGEQ_TYPE_IQ4_NL:
+		return EDGEQ_PK_GB_Q4_0;
+	case EDGEQ_TYPE_Q5_0:
+		return EDGEQ_PK_GB_Q5_0;
+	case EDGEQ_TYPE_Q4_1:
+		return EDGEQ_PK_GB_Q4_1;
+	case EDGEQ_TYPE_Q5_1:
+		return EDGEQ_PK_GB_Q5_1;
+	default:
+		return EDGEQ_PK_GB_Q8_0;
+	}
 }
 
+/* where a 32-column type's nibbles (or Q8_0's bytes) start in a block */
+static size_t qs_off(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q5_0 ? EDGEQ_PK_Q50_QS :
+	       t == EDGEQ_TYPE_Q4_1 ? EDGEQ_PK_Q41_QS :
+	       t == EDGEQ_TYPE_Q5_1 ? EDGEQ_PK_Q51_QS :
+				      EDGEQ_PK_Q80_QS;
+}
+
+/* Q4_1, Q5_1: value = q * d + m, the min term after the block's sum */
+static bool affine(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
+}
+
+/*
+ * The bias a block's sum starts at is -(1 << shift) times the activation
+ * block's sum: the unsigned weights are the values + 8 (Q4_0), + 16
+ * (Q5_0) or + 128 (Q8_0, IQ4_NL's table); the affine types start at 0 and
+ * take the sum itself (shift 0: -bias) for their min term.
+ */
 static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 		     int64_t nblk, struct act *out)
 {
-	int shift = t == EDGEQ_TYPE_Q4_0 ? 3 : 7;
+	int shift = t == EDGEQ_TYPE_Q4_0 ? 3 :
+		    t == EDGEQ_TYPE_Q5_0 ? 4 :
+		    affine(t)		 ? 0 :
+					   7;
 
 	for (int64_t i = 0; i < nblk; i++) {
 		__m256i q = _mm256_loadu_si256((const __m256i *)a[i].qs);
@@ -96,6 +132,19 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
 	const size_t gb = gblock(t);
+	const bool nib = t != EDGEQ_TYPE_Q8_0, aff = affine(t);
+	const bool five = t == EDGEQ_TYPE_Q5_0 || t == EDGEQ_TYPE_Q5_1;
+	/* IQ4_NL's table + 128 for vpshufb */
+	const __m512i tab = _mm512_broadcast_i32x4(_mm_xor_si128(
+		_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl),
+		_mm_set1_epi8((char)0x80)));
+	/* the 5-bit types: element e = 4k + b of w[k]'s byte b in a lane
+	 * takes bit e of the row's qh, in qh byte k / 2 (vpshufb puts it in
+	 * each of the lane's bytes) at bit 4 (k % 2) + b */
+	const __m512i qh_at = _mm512_broadcast_i32x4(_mm_setr_epi8(
+		0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
+	const __m512i qh_bit[2] = { _mm512_set1_epi32(0x08040201),
+				    _mm512_set1_epi32((int)0x80402010) };
 	__m512 c_[8];
 	int k;
 
@@ -115,15 +164,46 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 			for (size_t o = 0; o < gb; o += 64)
 				_mm_prefetch((const char *)blk + PF_AHEAD + o,
 					     _MM_HINT_T0);
-			if (t == EDGEQ_TYPE_Q4_0) {
+			if (nib) {
 #pragma GCC unroll 4
 				for (int c = 0; c < 4; c++) {
 					__m512i v = _mm512_loadu_si512(
-						blk + EDGEQ_PK_Q80_QS + 64 * c);
+						blk + qs_off(t) + 64 * c);
 
 					w[c] = _mm512_and_si512(v, m4);
 					w[4 + c] = _mm512_and_si512(
 						_mm512_srli_epi16(v, 4), m4);
+				}
+				if (t == EDGEQ_TYPE_IQ4_NL)
+#pragma GCC unroll 8
+					for (int c = 0; c < 8; c++)
+						w[c] = _mm512_shuffle_epi8(
+							tab, w[c]);
+				if (five) {
+					__m512i qh = _mm512_loadu_si512(
+						blk +
+						(t == EDGEQ_TYPE_Q5_0 ?
+							 EDGEQ_PK_Q50_QH :
+							 EDGEQ_PK_Q51_QH));
+
+#pragma GCC unroll 8
+					for (int c = 0; c < 8; c++) {
+						__m512i h = _mm512_shuffle_epi8(
+							qh,
+							_mm512_add_epi8(
+								qh_at,
+								_mm512_set1_epi8((
+									char)(c /
+									      2))));
+
+						w[c] = _mm512_mask_add_epi8(
+							w[c],
+							_mm512_test_epi8_mask(
+								h,
+								qh_bit[c % 2]),
+							w[c],
+							_mm512_set1_epi8(16));
+					}
 				}
 			} else {
 #pragma GCC unroll 8
@@ -138,10 +218,11 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 						  *)(a + k * as))[i]
 						.qs;
 				const struct act *x = &ap[k * aps + i - i0];
-				__m512i s0 = _mm512_set1_epi32(x->bias);
+				__m512i s0 = aff ? _mm512_setzero_si512() :
+						   _mm512_set1_epi32(x->bias);
 				__m512i s1 = _mm512_setzero_si512();
 
-				if (t == EDGEQ_TYPE_Q4_0) {
+				if (nib) {
 #pragma GCC unroll 4
 					for (int c = 0; c < 4; c++) {
 						s0 = _mm512_dpbusd_epi32(
@@ -167,6 +248,16 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 					_mm512_cvtepi32_ps(
 						_mm512_add_epi32(s0, s1)),
 					c_[NT * g + k]);
+				if (aff) /* + m_w * d_a * the block's sum */
+					c_[NT * g + k] = _mm512_fmadd_ps(
+						_mm512_mul_ps(
+							_mm512_cvtph_ps(_mm256_loadu_si256(
+								(const __m256i
+									 *)(blk +
+									    EDGEQ_PK_A_M))),
+							_mm512_set1_ps(x->d)),
+						_mm512_set1_ps((float)-x->bias),
+						c_[NT * g + k]);
 			}
 		}
 	}
@@ -183,30 +274,71 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 	tile_g(t, gp, 0, 1, i0, i1, a, as, ap, aps, NT, acc);
 }
 
+/* One group against nt tokens of the 32-column type TY (a constant). */
+#define TILE_ANY(name, TY)                                            \
+	static void name(const uint8_t *gp, int64_t i0, int64_t i1,   \
+			 const char *a, size_t as, const void *ap,    \
+			 int64_t aps, int nt, __m512 *acc)            \
+	{                                                             \
+		switch (nt) {                                         \
+		case 1:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 1, acc); \
+			return;                                       \
+		case 2:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 2, acc); \
+			return;                                       \
+		case 3:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 3, acc); \
+			return;                                       \
+		case 4:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 4, acc); \
+			return;                                       \
+		case 5:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 5, acc); \
+			return;                                       \
+		case 6:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 6, acc); \
+			return;                                       \
+		case 7:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 7, acc); \
+			return;                                       \
+		default:                                              \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 8, acc); \
+			return;                                       \
+		}                                                     \
+	}
+TILE_ANY(tile_q4_0, EDGEQ_TYPE_Q4_0)
+TILE_ANY(tile_q8_0, EDGEQ_TYPE_Q8_0)
+TILE_ANY(tile_q5_0, EDGEQ_TYPE_Q5_0)
+TILE_ANY(tile_q4_1, EDGEQ_TYPE_Q4_1)
+TILE_ANY(tile_q5_1, EDGEQ_TYPE_Q5_1)
+TILE_ANY(tile_iq4_nl, EDGEQ_TYPE_IQ4_NL)
+#undef TILE_ANY
+
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		     int64_t i1, const char *a, size_t as, const void *ap,
 		     int64_t aps, int nt, __m512 *acc)
 {
-#define T(N)                                                                 \
-	case N:                                                              \
-		if (t == EDGEQ_TYPE_Q4_0)                                    \
-			tile(EDGEQ_TYPE_Q4_0, gp, i0, i1, a, as, ap, aps, N, \
-			     acc);                                           \
-		else                                                         \
-			tile(EDGEQ_TYPE_Q8_0, gp, i0, i1, a, as, ap, aps, N, \
-			     acc);                                           \
-		return
-	switch (nt) {
-		T(1);
-		T(2);
-		T(3);
-		T(4);
-		T(5);
-		T(6);
-		T(7);
-		T(8);
+	switch (t) {
+	case EDGEQ_TYPE_Q4_0:
+		tile_q4_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_Q5_0:
+		tile_q5_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_Q4_1:
+		tile_q4_1(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_Q5_1:
+		tile_q5_1(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_IQ4_NL:
+		tile_iq4_nl(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	default:
+		tile_q8_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
 	}
-#undef T
 }
 
 /* ---- Q4_K ---- */
@@ -828,6 +960,163 @@ static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 	actk_prep(a, nblk, out);
 }
 
+/* ---- IQ4_XS ---- */
+
+/* Per Q8_K super-block: its scale and -128 times each 32-byte sub-block's
+ * sum (the start value that turns the table + 128 back into the table). */
+struct actx {
+	float d;
+	int32_t nb128[8];
+};
+
+_Static_assert(sizeof(struct actx) <= sizeof(struct act6),
+	       "the stack's prepared blocks hold an actx");
+
+static void actx_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+		      struct actx *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int j = 0; j < 8; j++)
+			o[i].nb128[j] = -128 * (a[i].bsums[2 * j] +
+						a[i].bsums[2 * j + 1]);
+	}
+}
+
+/*
+ * One group of 16 rows against NT Q8_K tokens, super-blocks [i0, i1): per
+ * sub-block j its 4 chunks give 8 weight vectors (the nibbles through the
+ * table + 128), each token's exact sub-block sum (two vpdpbusd chains from
+ * -128 times its sum) is weighted by the signed scales (vpmulld) into the
+ * exact isum, then one fma(d * d_a, isum) per super-block: the scalar
+ * dot's order.
+ */
+AI void tile_xs(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		size_t as, const struct actx *ap, int64_t aps, const int NT,
+		__m512 *acc)
+{
+	const size_t GB = EDGEQ_PK_GB_IQ4_XS;
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+	const __m512i tab = _mm512_broadcast_i32x4(_mm_xor_si128(
+		_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl),
+		_mm_set1_epi8((char)0x80)));
+	__m512 c_[8];
+	int k;
+
+#pragma GCC unroll 8
+	for (k = 0; k < NT; k++)
+		c_[k] = acc[k];
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB;
+		__m512i isum[8];
+
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++)
+			isum[k] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++) {
+			__m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(
+				(const __m128i *)(sb + EDGEQ_PK_XS_SC +
+						  16 * j)));
+			__m512i w[8];
+
+#pragma GCC unroll 6
+			for (size_t o = (GB / 64 * j / 8) * 64;
+			     o < (GB / 64 * (j + 1) / 8) * 64; o += 64)
+				_mm_prefetch((const char *)sb + PF_K + o,
+					     _MM_HINT_T0);
+#pragma GCC unroll 4
+			for (int c = 0; c < 4; c++) {
+				__m512i v = _mm512_loadu_si512(
+					sb + EDGEQ_PK_XS_QS + 256 * j + 64 * c);
+
+				w[c] = _mm512_shuffle_epi8(
+					tab, _mm512_and_si512(v, m4));
+				w[4 + c] = _mm512_shuffle_epi8(
+					tab,
+					_mm512_and_si512(
+						_mm512_srli_epi16(v, 4), m4));
+			}
+#pragma GCC unroll 8
+			for (k = 0; k < NT; k++) {
+				const int8_t *q =
+					((const struct edgeq_block_q8_K
+						  *)(a + k * as))[i]
+						.qs +
+					32 * j;
+				__m512i s0 = _mm512_set1_epi32(
+						ap[k * aps + i - i0].nb128[j]),
+					s1 = _mm512_setzero_si512();
+
+#pragma GCC unroll 4
+				for (int c = 0; c < 4; c++) {
+					s0 = _mm512_dpbusd_epi32(
+						s0, w[c], bcast4(q + 4 * c));
+					s1 = _mm512_dpbusd_epi32(
+						s1, w[4 + c],
+						bcast4(q + 16 + 4 * c));
+				}
+				isum[k] = _mm512_add_epi32(
+					isum[k],
+					_mm512_mullo_epi32(
+						_mm512_add_epi32(s0, s1), sc));
+			}
+		}
+		__m512 dw = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)sb));
+
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++)
+			c_[k] = _mm512_fmadd_ps(
+				_mm512_mul_ps(
+					dw,
+					_mm512_set1_ps(ap[k * aps + i - i0].d)),
+				_mm512_cvtepi32_ps(isum[k]), c_[k]);
+	}
+#pragma GCC unroll 8
+	for (k = 0; k < NT; k++)
+		acc[k] = c_[k];
+}
+
+static void tile_xs_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+			int64_t i1, const char *a, size_t as, const void *ap,
+			int64_t aps, int nt, __m512 *acc)
+{
+	(void)t;
+	switch (nt) {
+	case 1:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 1, acc);
+		return;
+	case 2:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 2, acc);
+		return;
+	case 3:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 3, acc);
+		return;
+	case 4:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 4, acc);
+		return;
+	case 5:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 5, acc);
+		return;
+	case 6:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 6, acc);
+		return;
+	case 7:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 7, acc);
+		return;
+	default:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 8, acc);
+		return;
+	}
+}
+
+static void prep_xs(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	(void)t;
+	actx_prep(a, nblk, out);
+}
+
 static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
 	act6_prep(a, nblk, out);
@@ -851,12 +1140,25 @@ static const struct kind k_q4_0 = {
 static const struct kind k_q8_0 = {
 	32, EDGEQ_PK_GB_Q8_0, 34, sizeof(struct act), 8, prep_q80, tile_any
 };
+static const struct kind k_q5_0 = {
+	32, EDGEQ_PK_GB_Q5_0, 34, sizeof(struct act), 8, prep_q80, tile_any
+};
+static const struct kind k_q4_1 = {
+	32, EDGEQ_PK_GB_Q4_1, 34, sizeof(struct act), 8, prep_q80, tile_any
+};
+static const struct kind k_q5_1 = {
+	32, EDGEQ_PK_GB_Q5_1, 34, sizeof(struct act), 8, prep_q80, tile_any
+};
 static const struct kind k_q4_K = {
 	256, EDGEQ_PK_GB_Q4_K, 292, sizeof(struct actk), 8, prep_k, tile_k_any
 };
 static const struct kind k_q5_K = {
 	256, EDGEQ_PK_GB_Q5_K, 292, sizeof(struct actk), 8, prep_k, tile_k_any
 };
+static const struct kind k_iq4_xs = { 256,	  EDGEQ_PK_GB_IQ4_XS,
+				      292,	  sizeof(struct actx),
+				      8,	  prep_xs,
+				      tile_xs_any };
 static const struct kind k_q6_K = {
 	256, EDGEQ_PK_GB_Q6_K, 292, sizeof(struct act6), 8, prep_q6, tile_q6_any
 };
@@ -875,6 +1177,29 @@ static const struct kind k_q6_K = {
  */
 #define GROUPS_MIN_BYTES (40u << 10)
 
+/* A whole row's blocks of G groups (2, Q8_0: 4) against one token. */
+static void tile_groups(enum edgeq_type t, const uint8_t *gp, size_t gsz,
+			const char *a, const struct act *ap, int64_t nblk,
+			__m512 *acc)
+{
+#define TG(TY, G)                                                        \
+	case TY:                                                         \
+		tile_g(TY, gp, gsz, G, 0, nblk, a, 0, ap, nblk, 1, acc); \
+		return
+	switch (t) {
+		TG(EDGEQ_TYPE_Q4_0, 2);
+		TG(EDGEQ_TYPE_Q5_0, 2);
+		TG(EDGEQ_TYPE_Q4_1, 2);
+		TG(EDGEQ_TYPE_Q5_1, 2);
+		TG(EDGEQ_TYPE_IQ4_NL, 2);
+	default:
+		tile_g(EDGEQ_TYPE_Q8_0, gp, gsz, 4, 0, nblk, a, 0, ap, nblk, 1,
+		       acc);
+		return;
+	}
+#undef TG
+}
+
 /* Without heap scratch, this many blocks are prepared on the stack. */
 #define SEG 16
 
@@ -883,18 +1208,23 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 				size_t a_stride, int64_t nb, float *y,
 				int64_t ldy)
 {
-	const struct kind *k = t == EDGEQ_TYPE_Q4_0 ? &k_q4_0 :
-			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
-			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
-			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
-						      &k_q6_K;
+	const struct kind *k = t == EDGEQ_TYPE_Q4_0   ? &k_q4_0 :
+			       t == EDGEQ_TYPE_IQ4_NL ? &k_q4_0 :
+			       t == EDGEQ_TYPE_Q5_0   ? &k_q5_0 :
+			       t == EDGEQ_TYPE_Q4_1   ? &k_q4_1 :
+			       t == EDGEQ_TYPE_Q5_1   ? &k_q5_1 :
+			       t == EDGEQ_TYPE_Q8_0   ? &k_q8_0 :
+			       t == EDGEQ_TYPE_Q4_K   ? &k_q4_K :
+			       t == EDGEQ_TYPE_Q5_K   ? &k_q5_K :
+			       t == EDGEQ_TYPE_IQ4_XS ? &k_iq4_xs :
+							&k_q6_K;
 	int64_t nblk = n / k->bs, g, b0, t0, tb;
 	size_t gsz = (size_t)nblk * k->gb;
 	char *ab = edgeq_thread_scratch((size_t)(nb * nblk) * k->act);
 	_Alignas(64) char st[8 * SEG * sizeof(struct act6)];
 	__m512 acc[8];
 
-	if (k->bs == 256 && nb >= PREP_MIN_TOKENS) {
+	if (k->bs == 256 && nb >= PREP_MIN_TOKENS && t != EDGEQ_TYPE_IQ4_XS) {
 		const struct grp G = { t, w, gsz };
 
 		if (edgeq_avx512_matmul_qk_groups(t, n, row0, row1, a, a_stride,
@@ -909,9 +1239,8 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 	tb = (int64_t)(ACT_L2 / ((size_t)nblk * k->ablk)) / k->tmax * k->tmax;
 	if (tb < k->tmax)
 		tb = k->tmax;
-	if (nb == 1 && ab && gsz > GROUPS_MIN_BYTES &&
-	    (t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0)) {
-		const int G = t == EDGEQ_TYPE_Q4_0 ? 2 : 4;
+	if (nb == 1 && ab && gsz > GROUPS_MIN_BYTES && k->bs == 32) {
+		const int G = t == EDGEQ_TYPE_Q8_0 ? 4 : 2;
 
 		for (g = row0 / 16; 16 * g < row1; g += G) {
 			int ng = (int)((row1 - 16 * g + 15) / 16);
@@ -927,12 +1256,9 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 					k->tile(t, gp + (size_t)j * gsz, 0,
 						nblk, a, 0, ab, nblk, 1,
 						acc + j);
-			else if (t == EDGEQ_TYPE_Q4_0)
-				tile_g(EDGEQ_TYPE_Q4_0, gp, gsz, 2, 0, nblk, a,
-				       0, (const struct act *)ab, nblk, 1, acc);
 			else
-				tile_g(EDGEQ_TYPE_Q8_0, gp, gsz, 4, 0, nblk, a,
-				       0, (const struct act *)ab, nblk, 1, acc);
+				tile_groups(t, gp, gsz, a,
+					    (const struct act *)ab, nblk, acc);
 			for (int j = 0; j < ng; j++)
 				_mm512_mask_storeu_ps(y + 16 * (g + j),
 						      lanes(g + j, row0, row1),
