@@ -65,10 +65,74 @@ static void act_prep_mul(const struct edgeq_block_q8_0 *a, int64_t nblk,
 	}
 }
 
+/* Q4_1, Q5_1: value = q * d + m, the min term after the block's sum */
+static bool affine(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
+}
+
+/*
+ * The chains start at -8 (Q4_0) or -16 (Q5_0) times the block's sum (the
+ * unsigned stored values back to the signed ones), at 0 for Q8_0 (its
+ * q + 128 goes back by eor) and IQ4_NL (its table values are signed); the
+ * affine types start at 0 and keep the sum itself for their min term.
+ */
 static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 		     int64_t nblk, struct act *out)
 {
-	act_prep_mul(a, nblk, t == EDGEQ_TYPE_Q4_0 ? -8 : 0, out);
+	act_prep_mul(a, nblk,
+		     t == EDGEQ_TYPE_Q4_0 ? -8 :
+		     t == EDGEQ_TYPE_Q5_0 ? -16 :
+		     affine(t)		  ? 1 :
+					    0,
+		     out);
+}
+
+/* packed bytes per group and block of a 32-column type */
+static size_t gblock(enum edgeq_type t)
+{
+	switch (t) {
+	case EDGEQ_TYPE_Q4_0:
+	case EDGEQ_TYPE_IQ4_NL:
+		return EDGEQ_PK_GB_Q4_0;
+	case EDGEQ_TYPE_Q5_0:
+		return EDGEQ_PK_GB_Q5_0;
+	case EDGEQ_TYPE_Q4_1:
+		return EDGEQ_PK_GB_Q4_1;
+	case EDGEQ_TYPE_Q5_1:
+		return EDGEQ_PK_GB_Q5_1;
+	default:
+		return EDGEQ_PK_GB_Q8_0;
+	}
+}
+
+/* where a 32-column type's nibbles (or Q8_0's bytes) start in a block */
+static size_t qs_off(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q5_0 ? EDGEQ_PK_Q50_QS :
+	       t == EDGEQ_TYPE_Q4_1 ? EDGEQ_PK_Q41_QS :
+	       t == EDGEQ_TYPE_Q5_1 ? EDGEQ_PK_Q51_QS :
+				      EDGEQ_PK_Q80_QS;
+}
+
+/*
+ * A 5-bit type's chunk c (c' = c / 2 of its bytes' qh byte, bit 4 (c % 2)
+ * + b for byte b; the high nibbles' elements are 16 on: qh byte 2 + c')
+ * of rows 4v..4v+3 (their qh words in @qh): @nib with bit 4 set where the
+ * element's qh bit is.
+ */
+AI uint8x16_t fifth_bit(uint8x16_t nib, uint8x16_t qh, const int c,
+			const int high)
+{
+	static const uint8_t at[16] = { 0, 0, 0, 0, 4,	4,  4,	4,
+					8, 8, 8, 8, 12, 12, 12, 12 };
+	uint8x16_t ctl =
+		vaddq_u8(vld1q_u8(at), vdupq_n_u8((uint8_t)(c / 2 + 2 * high)));
+	uint8x16_t bit = vreinterpretq_u8_u32(
+		vdupq_n_u32(c % 2 ? 0x80402010u : 0x08040201u));
+
+	return vorrq_u8(nib, vandq_u8(vtstq_u8(vqtbl1q_u8(qh, ctl), bit),
+				      vdupq_n_u8(0x10)));
 }
 
 /*
@@ -85,9 +149,11 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 	       const struct act *ap, int64_t aps, const int NT,
 	       float32x4_t *acc)
 {
-	const size_t gb = t == EDGEQ_TYPE_Q4_0 ? EDGEQ_PK_GB_Q4_0 :
-						 EDGEQ_PK_GB_Q8_0;
+	const size_t gb = gblock(t);
 	const uint8x16_t m4 = vdupq_n_u8(0x0f), x80 = vdupq_n_u8(0x80);
+	const bool nib = t != EDGEQ_TYPE_Q8_0, aff = affine(t);
+	const bool five = t == EDGEQ_TYPE_Q5_0 || t == EDGEQ_TYPE_Q5_1;
+	const int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
 
 	for (int64_t i = i0; i < i1; i++) {
 		int8x16_t q0[4], q1[4];
@@ -121,37 +187,68 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 #pragma GCC unroll 4
 			for (k = 0; k < NT; k++)
 				for (v = 0; v < 4; v++)
-					s[4 * k + v] = bias[k];
-			if (t == EDGEQ_TYPE_Q4_0) {
+					s[4 * k + v] = aff ? vdupq_n_s32(0) :
+							     bias[k];
+			if (nib) {
 #pragma GCC unroll 4
 				for (v = 0; v < 4; v++) {
-					uint8x16_t c0 = vld1q_u8(
-						blk + EDGEQ_PK_Q80_QS + 16 * v);
+					const uint8_t *qs = blk + qs_off(t);
+					uint8x16_t c0 = vld1q_u8(qs + 16 * v);
 					uint8x16_t c1 =
-						vld1q_u8(blk + EDGEQ_PK_Q80_QS +
-							 64 + 16 * v);
+						vld1q_u8(qs + 64 + 16 * v);
 					uint8x16_t c2 =
-						vld1q_u8(blk + EDGEQ_PK_Q80_QS +
-							 128 + 16 * v);
+						vld1q_u8(qs + 128 + 16 * v);
 					uint8x16_t c3 =
-						vld1q_u8(blk + EDGEQ_PK_Q80_QS +
-							 192 + 16 * v);
-					int8x16_t l0 = vreinterpretq_s8_u8(
-						vandq_u8(c0, m4));
-					int8x16_t l1 = vreinterpretq_s8_u8(
-						vandq_u8(c1, m4));
-					int8x16_t l2 = vreinterpretq_s8_u8(
-						vandq_u8(c2, m4));
-					int8x16_t l3 = vreinterpretq_s8_u8(
-						vandq_u8(c3, m4));
-					int8x16_t h0 = vreinterpretq_s8_u8(
-						vshrq_n_u8(c0, 4));
-					int8x16_t h1 = vreinterpretq_s8_u8(
-						vshrq_n_u8(c1, 4));
-					int8x16_t h2 = vreinterpretq_s8_u8(
-						vshrq_n_u8(c2, 4));
-					int8x16_t h3 = vreinterpretq_s8_u8(
-						vshrq_n_u8(c3, 4));
+						vld1q_u8(qs + 192 + 16 * v);
+					uint8x16_t u[8] = {
+						vandq_u8(c0, m4),
+						vandq_u8(c1, m4),
+						vandq_u8(c2, m4),
+						vandq_u8(c3, m4),
+						vshrq_n_u8(c0, 4),
+						vshrq_n_u8(c1, 4),
+						vshrq_n_u8(c2, 4),
+						vshrq_n_u8(c3, 4),
+					};
+
+					if (five) {
+						uint8x16_t qh = vld1q_u8(
+							blk +
+							(t == EDGEQ_TYPE_Q5_0 ?
+								 EDGEQ_PK_Q50_QH :
+								 EDGEQ_PK_Q51_QH) +
+							16 * v);
+
+#pragma GCC unroll 8
+						for (int c = 0; c < 8; c++)
+							u[c] = fifth_bit(u[c],
+									 qh,
+									 c % 4,
+									 c / 4);
+					}
+					if (t == EDGEQ_TYPE_IQ4_NL)
+#pragma GCC unroll 8
+						for (int c = 0; c < 8; c++)
+							u[c] = vreinterpretq_u8_s8(
+								vqtbl1q_s8(
+									tab,
+									u[c]));
+					int8x16_t l0 =
+						vreinterpretq_s8_u8(u[0]);
+					int8x16_t l1 =
+						vreinterpretq_s8_u8(u[1]);
+					int8x16_t l2 =
+						vreinterpretq_s8_u8(u[2]);
+					int8x16_t l3 =
+						vreinterpretq_s8_u8(u[3]);
+					int8x16_t h0 =
+						vreinterpretq_s8_u8(u[4]);
+					int8x16_t h1 =
+						vreinterpretq_s8_u8(u[5]);
+					int8x16_t h2 =
+						vreinterpretq_s8_u8(u[6]);
+					int8x16_t h3 =
+						vreinterpretq_s8_u8(u[7]);
 
 #pragma GCC unroll 4
 					for (k = 0; k < NT; k++) {
@@ -218,6 +315,22 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 						acc[4 * (NT * g + k) + v],
 						vmulq_n_f32(dw[v], da),
 						vcvtq_f32_s32(s[4 * k + v]));
+				if (aff) /* + m_w * d_a * the block's sum */
+#pragma GCC unroll 4
+					for (v = 0; v < 4; v++)
+						acc[4 * (NT * g + k) + v] = vfmaq_f32(
+							acc[4 * (NT * g + k) +
+							    v],
+							vmulq_n_f32(
+								f16x4((const uint16_t
+									       *)(blk +
+										  EDGEQ_PK_A_M) +
+								      4 * v),
+								da),
+							vdupq_n_f32(
+								(float)ap[k * aps +
+									  i - i0]
+									.bias));
 			}
 		}
 	}
@@ -249,11 +362,59 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 		Q80_CASE(F, 4); \
 	}
 
+/* One group against nt tokens of the 32-column type TY (a constant). */
+#define TILE_ANY(name, TY)                                            \
+	static void name(const uint8_t *gp, int64_t i0, int64_t i1,   \
+			 const char *a, size_t as, const void *ap,    \
+			 int64_t aps, int nt, float32x4_t *acc)       \
+	{                                                             \
+		switch (nt) {                                         \
+		case 1:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 1, acc); \
+			return;                                       \
+		case 2:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 2, acc); \
+			return;                                       \
+		case 3:                                               \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 3, acc); \
+			return;                                       \
+		default:                                              \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 4, acc); \
+			return;                                       \
+		}                                                     \
+	}
+TILE_ANY(tile_q4_0, EDGEQ_TYPE_Q4_0)
+TILE_ANY(tile_q8_0, EDGEQ_TYPE_Q8_0)
+TILE_ANY(tile_q5_0, EDGEQ_TYPE_Q5_0)
+TILE_ANY(tile_q4_1, EDGEQ_TYPE_Q4_1)
+TILE_ANY(tile_q5_1, EDGEQ_TYPE_Q5_1)
+TILE_ANY(tile_iq4_nl, EDGEQ_TYPE_IQ4_NL)
+#undef TILE_ANY
+
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		     int64_t i1, const char *a, size_t as, const void *ap,
 		     int64_t aps, int nt, float32x4_t *acc)
 {
-	Q80_SWITCH(tile)
+	switch (t) {
+	case EDGEQ_TYPE_Q4_0:
+		tile_q4_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_Q5_0:
+		tile_q5_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_Q4_1:
+		tile_q4_1(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_Q5_1:
+		tile_q5_1(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_IQ4_NL:
+		tile_iq4_nl(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	default:
+		tile_q8_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	}
 }
 
 /*
@@ -964,6 +1125,15 @@ static const struct kind k_q4_0 = {
 static const struct kind k_q8_0 = {
 	32, EDGEQ_PK_GB_Q8_0, 34, sizeof(struct act), 4, prep_q80, tile_any
 };
+static const struct kind k_q5_0 = {
+	32, EDGEQ_PK_GB_Q5_0, 34, sizeof(struct act), 4, prep_q80, tile_any
+};
+static const struct kind k_q4_1 = {
+	32, EDGEQ_PK_GB_Q4_1, 34, sizeof(struct act), 4, prep_q80, tile_any
+};
+static const struct kind k_q5_1 = {
+	32, EDGEQ_PK_GB_Q5_1, 34, sizeof(struct act), 4, prep_q80, tile_any
+};
 static const struct kind k_q4_0_mm = { 32,	   EDGEQ_PK_GB_Q4_0,
 				       34,	   sizeof(struct act),
 				       4,	   prep_q80_mm,
@@ -1058,12 +1228,23 @@ static void matvec_pairs(enum edgeq_type t, const void *w, size_t gsz,
 
 		for (int j = 0; j < 8; j++)
 			acc[j] = vdupq_n_f32(0);
-		if (ng == 2 && t == EDGEQ_TYPE_Q4_0)
-			tile_g(EDGEQ_TYPE_Q4_0, gp, gsz, 2, 0, nblk, a, 0, ap,
-			       nblk, 1, acc);
-		else if (ng == 2)
-			tile_g(EDGEQ_TYPE_Q8_0, gp, gsz, 2, 0, nblk, a, 0, ap,
-			       nblk, 1, acc);
+		if (ng == 2)
+			switch (t) {
+#define PAIR(TY)                                                         \
+	case TY:                                                         \
+		tile_g(TY, gp, gsz, 2, 0, nblk, a, 0, ap, nblk, 1, acc); \
+		break
+				PAIR(EDGEQ_TYPE_Q4_0);
+				PAIR(EDGEQ_TYPE_Q5_0);
+				PAIR(EDGEQ_TYPE_Q4_1);
+				PAIR(EDGEQ_TYPE_Q5_1);
+				PAIR(EDGEQ_TYPE_IQ4_NL);
+#undef PAIR
+			default:
+				tile_g(EDGEQ_TYPE_Q8_0, gp, gsz, 2, 0, nblk, a,
+				       0, ap, nblk, 1, acc);
+				break;
+			}
 		else
 			tile_any(t, gp, 0, nblk, a, 0, ap, nblk, 1, acc);
 		for (int v = 0; v < 4 * ng; v++)
@@ -1087,8 +1268,7 @@ static void matmul_kind(const struct kind *k, enum edgeq_type t, const void *w,
 	for (b0 = 0; ab && b0 < nb; b0++)
 		k->prep(t, (const char *)a + b0 * a_stride, nblk,
 			ab + (size_t)(b0 * nblk) * k->act);
-	if (nb == 1 && ab && gsz > GROUPS_MIN_BYTES &&
-	    (t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q8_0)) {
+	if (nb == 1 && ab && gsz > GROUPS_MIN_BYTES && k->bs == 32) {
 		matvec_pairs(t, w, gsz, nblk, row0, row1, a, ab, y);
 		return;
 	}
@@ -1127,13 +1307,17 @@ static void matmul_kind(const struct kind *k, enum edgeq_type t, const void *w,
 
 static const struct kind *kind_of(enum edgeq_type t)
 {
-	return t == EDGEQ_TYPE_Q4_0 ? &k_q4_0 :
-	       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
-	       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
-	       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
-	       t == EDGEQ_TYPE_Q3_K ? &k_q3_K :
-	       t == EDGEQ_TYPE_Q2_K ? &k_q2_K :
-				      &k_q6_K;
+	return t == EDGEQ_TYPE_Q4_0   ? &k_q4_0 :
+	       t == EDGEQ_TYPE_IQ4_NL ? &k_q4_0 :
+	       t == EDGEQ_TYPE_Q5_0   ? &k_q5_0 :
+	       t == EDGEQ_TYPE_Q4_1   ? &k_q4_1 :
+	       t == EDGEQ_TYPE_Q5_1   ? &k_q5_1 :
+	       t == EDGEQ_TYPE_Q8_0   ? &k_q8_0 :
+	       t == EDGEQ_TYPE_Q4_K   ? &k_q4_K :
+	       t == EDGEQ_TYPE_Q5_K   ? &k_q5_K :
+	       t == EDGEQ_TYPE_Q3_K   ? &k_q3_K :
+	       t == EDGEQ_TYPE_Q2_K   ? &k_q2_K :
+					&k_q6_K;
 }
 
 void edgeq_neon_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
