@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # timeout: 300
 # Weights repacked at load (16-row groups, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K,
-# Q5_0, Q4_1, Q5_1, IQ4_NL, IQ4_XS): the logits of
+# Q5_0, Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q3_K, Q2_K): the logits of
 # every position are bit-identical to the file layout's (--no-repack) and
 # to the scalar oracle's, at 1 and 2 threads, for decode and for prompts
 # past the 8-token tile and (30 tokens) the K-quants' prepared tiles; the JSON says what was packed, and each case that
@@ -25,6 +25,9 @@ gen q4_1 --type q4_1 --seed 28 --arch qwen2
 gen q5_1 --type q5_1 --seed 29
 gen iq4_nl --type iq4_nl --seed 30
 gen iq4_xs --type iq4_xs --seed 31 --arch qwen3
+# Q3_K_M: Q3_K matrices, Q4_K/Q5_K/Q6_K where llama-quantize puts them
+gen q3_k --type q3_k_m --seed 32
+gen q2_k --type q2_k --seed 33 --arch qwen2
 
 repack_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['timings']['repack'])" "$1"; }
 
@@ -33,9 +36,9 @@ if grep -q 'have no packed layout' "$T/probe"; then
 	skip_all "the selected kernels have no packed layout ($(repack_of "$T/probe"))"
 fi
 
-for ty in q4_0 q8_0 q4_k q5_k q6_k q5_0 q4_1 q5_1 iq4_nl iq4_xs; do
+for ty in q4_0 q8_0 q4_k q5_k q6_k q5_0 q4_1 q5_1 iq4_nl iq4_xs q3_k q2_k; do
 	m=$T/$ty.gguf
-	case $ty in q4_k | q5_k | q6_k | q5_0 | q4_1 | q5_1 | iq4_nl | iq4_xs)
+	case $ty in q4_k | q5_k | q6_k | q5_0 | q4_1 | q5_1 | iq4_nl | iq4_xs | q3_k | q2_k)
 		if ! "$EDGEQ" run -m "$m" -p hi -n 1 --json --no-roofline 2>/dev/null |
 			grep -q '"repack": *"[0-9]* matrices'; then
 			echo "ok - $ty: # skip: the selected kernels do not pack it"

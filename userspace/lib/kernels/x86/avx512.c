@@ -540,6 +540,8 @@ static void table_init(void)
 	table.pack16[EDGEQ_TYPE_Q5_1] = true;
 	table.pack16[EDGEQ_TYPE_IQ4_NL] = true;
 	table.pack16[EDGEQ_TYPE_IQ4_XS] = true;
+	table.pack16[EDGEQ_TYPE_Q3_K] = true;
+	table.pack16[EDGEQ_TYPE_Q2_K] = true;
 	table.pack16[EDGEQ_TYPE_Q4_K] = true;
 	table.pack16[EDGEQ_TYPE_Q5_K] = true;
 	table.pack16[EDGEQ_TYPE_Q6_K] = true;

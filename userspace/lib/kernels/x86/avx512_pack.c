@@ -899,13 +899,24 @@ static void prep_k4_packed(struct q4k_prep *P, const uint8_t *sb)
 		P->mp[jj] = k_mins(sb, jj);
 }
 
+static void prep_q32_xs(enum edgeq_type t, void *Pv, const uint8_t *sb);
+
 static void prep_group(void *Pv, int64_t r, int64_t nsb, const void *arg)
 {
 	const struct grp *G = arg;
 	const uint8_t *gp = G->w + (size_t)(r / 16) * G->gsz;
 
 	for (int64_t i = 0; i < nsb; i++) {
-		if (G->t == EDGEQ_TYPE_Q4_K) {
+		if (G->t == EDGEQ_TYPE_Q3_K || G->t == EDGEQ_TYPE_IQ4_XS)
+			prep_q32_xs(
+				G->t, (struct q6k_prep *)Pv + i,
+				gp + (size_t)i * (G->t == EDGEQ_TYPE_Q3_K ?
+							  EDGEQ_PK_GB_Q3_K :
+							  EDGEQ_PK_GB_IQ4_XS));
+		else if (G->t == EDGEQ_TYPE_Q2_K)
+			prep_q32_xs(G->t, (struct q2k_prep *)Pv + i,
+				    gp + (size_t)i * EDGEQ_PK_GB_Q2_K);
+		else if (G->t == EDGEQ_TYPE_Q4_K) {
 			const uint8_t *sb = gp + (size_t)i * EDGEQ_PK_GB_Q4_K;
 			struct q4k_prep *P = (struct q4k_prep *)Pv + i;
 
@@ -1117,6 +1128,311 @@ static void prep_xs(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 	actx_prep(a, nblk, out);
 }
 
+/* ---- Q3_K, Q2_K (Q6_K's frame, the scales in kernels/pack.c's sc16
+ * order) ---- */
+
+/* Per Q8_K super-block: its scale and each 16-byte group's sum times
+ * -4 (Q3_K: its chains start there, turning q + 4 back into q) or 1
+ * (Q2_K: the mins' sums). */
+struct act16 {
+	float d;
+	int32_t b[16];
+};
+
+_Static_assert(sizeof(struct act16) <= sizeof(struct act6),
+	       "the stack's prepared blocks hold an act16");
+
+static void act16_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+		       int32_t mul, struct act16 *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int g = 0; g < 16; g++)
+			o[i].b[g] = mul * a[i].bsums[g];
+	}
+}
+
+/* Sub-block g's scale bytes of the 16 rows, row r in lane r: rows
+ * 4v..4v+3 lie at 64 v of the sc16 order's offset for g. */
+AI __m128i sc16_rows(const uint8_t *sb, const int g)
+{
+	const uint8_t *p = sb + EDGEQ_PK_16_SC + 16 * (2 * (g / 8) + g % 2) +
+			   4 * ((g / 2) % 4);
+	int32_t r0, r1, r2, r3;
+
+	/* four dword inserts: a 16-byte load of four 4-byte stores would
+	 * miss store forwarding */
+	memcpy(&r0, p, 4);
+	memcpy(&r1, p + 64, 4);
+	memcpy(&r2, p + 128, 4);
+	memcpy(&r3, p + 192, 4);
+	return _mm_setr_epi32(r0, r1, r2, r3);
+}
+
+/*
+ * One group of 16 rows against NT Q8_K tokens, super-blocks [i0, i1).
+ * Sub-block g = 8 n + 2 j + h has its 16 elements in bits 2j..2j+1 of
+ * qs chunks 8n + 4h .. + 3 (element 4c' + b at byte b of chunk c'); Q3_K
+ * adds 4 where bit 4n + j of hmask chunk 4h + c' is set (q + 4, 0..7:
+ * the chain starts at -4 times the activation group's sum). Each exact
+ * sub-block sum is weighted by its scale (vpmulld; Q3_K's signed, Q2_K's
+ * low nibble, its high nibble the min against the group's sum), then the
+ * scalar dot's float steps per super-block: fma(d * d_a, isum) and, for
+ * Q2_K, fnmadd(dmin * d_a, summins).
+ */
+AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		 size_t as, const struct act16 *ap, int64_t aps, const int NT,
+		 const bool Q3, __m512 *acc)
+{
+	const size_t GB = Q3 ? EDGEQ_PK_GB_Q3_K : EDGEQ_PK_GB_Q2_K;
+	const __m512i m3 = _mm512_set1_epi8(3);
+	__m512 c_[8];
+	int k;
+
+#pragma GCC unroll 8
+	for (k = 0; k < NT; k++)
+		c_[k] = acc[k];
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB;
+		__m512i isum[8], summ[8];
+
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++) {
+			isum[k] = _mm512_setzero_si512();
+			summ[k] = _mm512_setzero_si512();
+		}
+#pragma GCC unroll 16
+		for (int g = 0; g < 16; g++) {
+			const int n = g / 8, j = (g / 2) % 4, h = g % 2;
+			__m512i sc, mn = _mm512_setzero_si512(), w[4];
+
+			if (g % 2 == 0)
+#pragma GCC unroll 4
+				for (size_t o = (GB / 64 * g / 16) * 64;
+				     o < (GB / 64 * (g + 2) / 16) * 64; o += 64)
+					_mm_prefetch((const char *)sb + PF_K +
+							     o,
+						     _MM_HINT_T0);
+			if (Q3) {
+				sc = _mm512_cvtepi8_epi32(sc16_rows(sb, g));
+			} else {
+				__m512i b =
+					_mm512_cvtepu8_epi32(sc16_rows(sb, g));
+
+				sc = _mm512_and_si512(b, _mm512_set1_epi32(15));
+				mn = _mm512_srli_epi32(b, 4);
+			}
+#pragma GCC unroll 4
+			for (int c = 0; c < 4; c++) {
+				__m512i v = _mm512_loadu_si512(
+					sb + EDGEQ_PK_16_QS +
+					64 * (8 * n + 4 * h + c));
+
+				w[c] = _mm512_and_si512(
+					_mm512_srli_epi16(v, 2 * j), m3);
+				if (Q3)
+					w[c] = _mm512_mask_add_epi8(
+						w[c],
+						_mm512_test_epi8_mask(
+							_mm512_loadu_si512(
+								sb +
+								EDGEQ_PK_Q3K_HMASK +
+								64 * (4 * h +
+								      c)),
+							_mm512_set1_epi8((
+								char)(1
+								      << (4 * n +
+									  j)))),
+						w[c], _mm512_set1_epi8(4));
+			}
+#pragma GCC unroll 8
+			for (k = 0; k < NT; k++) {
+				const int8_t *q =
+					((const struct edgeq_block_q8_K
+						  *)(a + k * as))[i]
+						.qs +
+					16 * g;
+				int32_t bg = ap[k * aps + i - i0].b[g];
+				__m512i s0 = Q3 ? _mm512_set1_epi32(bg) :
+						  _mm512_setzero_si512(),
+					s1 = _mm512_setzero_si512();
+
+				s0 = _mm512_dpbusd_epi32(s0, w[0], bcast4(q));
+				s1 = _mm512_dpbusd_epi32(s1, w[1],
+							 bcast4(q + 4));
+				s0 = _mm512_dpbusd_epi32(s0, w[2],
+							 bcast4(q + 8));
+				s1 = _mm512_dpbusd_epi32(s1, w[3],
+							 bcast4(q + 12));
+				isum[k] = _mm512_add_epi32(
+					isum[k],
+					_mm512_mullo_epi32(
+						_mm512_add_epi32(s0, s1), sc));
+				if (!Q3)
+					summ[k] = _mm512_add_epi32(
+						summ[k],
+						_mm512_mullo_epi32(
+							mn,
+							_mm512_set1_epi32(bg)));
+			}
+		}
+		__m512 dw = _mm512_cvtph_ps(
+			_mm256_loadu_si256((const __m256i *)sb));
+
+#pragma GCC unroll 8
+		for (k = 0; k < NT; k++) {
+			__m512 da = _mm512_set1_ps(ap[k * aps + i - i0].d);
+
+			c_[k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da),
+						_mm512_cvtepi32_ps(isum[k]),
+						c_[k]);
+			if (!Q3)
+				c_[k] = _mm512_fnmadd_ps(
+					_mm512_mul_ps(
+						_mm512_cvtph_ps(_mm256_loadu_si256((
+							const __m256i
+								*)(sb +
+								   EDGEQ_PK_Q2K_DMIN))),
+						da),
+					_mm512_cvtepi32_ps(summ[k]), c_[k]);
+		}
+	}
+#pragma GCC unroll 8
+	for (k = 0; k < NT; k++)
+		acc[k] = c_[k];
+}
+
+#define TILE_Q32(name, Q3)                                                     \
+	static void name(enum edgeq_type t, const uint8_t *gp, int64_t i0,     \
+			 int64_t i1, const char *a, size_t as, const void *ap, \
+			 int64_t aps, int nt, __m512 *acc)                     \
+	{                                                                      \
+		(void)t;                                                       \
+		switch (nt) {                                                  \
+		case 1:                                                        \
+			tile_q32(gp, i0, i1, a, as, ap, aps, 1, Q3, acc);      \
+			return;                                                \
+		case 2:                                                        \
+			tile_q32(gp, i0, i1, a, as, ap, aps, 2, Q3, acc);      \
+			return;                                                \
+		case 3:                                                        \
+			tile_q32(gp, i0, i1, a, as, ap, aps, 3, Q3, acc);      \
+			return;                                                \
+		default:                                                       \
+			tile_q32(gp, i0, i1, a, as, ap, aps, 4, Q3, acc);      \
+			return;                                                \
+		}                                                              \
+	}
+TILE_Q32(tile_q3_any, true)
+TILE_Q32(tile_q2_any, false)
+#undef TILE_Q32
+
+/*
+ * The prefill tiles' prepared form (avx512_qk.h) of one packed Q3_K,
+ * Q2_K or IQ4_XS super-block: the packed chunks are already the
+ * transposed dwords avx512_qk.c's preparation makes from the file's rows,
+ * so each type's values are made from them the same way (Q3_K q + 4,
+ * IQ4_XS the table + 128, Q2_K q and its mins in int16 pairs).
+ */
+static void prep_q32_xs(enum edgeq_type t, void *Pv, const uint8_t *sb)
+{
+	const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(0x0f);
+
+	if (t == EDGEQ_TYPE_IQ4_XS) {
+		const __m512i tab = _mm512_broadcast_i32x4(_mm_xor_si128(
+			_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl),
+			_mm_set1_epi8((char)0x80)));
+		struct q6k_prep *P = Pv;
+
+		P->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sb));
+		for (int ib = 0; ib < 8; ib++) {
+			P->sc[2 * ib] = P->sc[2 * ib + 1] =
+				_mm512_cvtepi8_epi32(_mm_loadu_si128(
+					(const __m128i *)(sb + EDGEQ_PK_XS_SC +
+							  16 * ib)));
+			for (int k = 0; k < 4; k++) {
+				__m512i v =
+					_mm512_loadu_si512(sb + EDGEQ_PK_XS_QS +
+							   64 * (4 * ib + k));
+
+				P->q[4 * (2 * ib) + k] = _mm512_shuffle_epi8(
+					tab, _mm512_and_si512(v, m4));
+				P->q[4 * (2 * ib + 1) + k] = _mm512_shuffle_epi8(
+					tab,
+					_mm512_and_si512(
+						_mm512_srli_epi16(v, 4), m4));
+			}
+		}
+		return;
+	}
+	for (int g = 0; g < 16; g++) {
+		const int n = g / 8, j = (g / 2) % 4, h = g % 2;
+		__m512i *q = t == EDGEQ_TYPE_Q3_K ? ((struct q6k_prep *)Pv)->q :
+						    ((struct q2k_prep *)Pv)->q;
+
+		for (int c = 0; c < 4; c++) {
+			__m512i w = _mm512_and_si512(
+				_mm512_srli_epi16(
+					_mm512_loadu_si512(
+						sb + EDGEQ_PK_16_QS +
+						64 * (8 * n + 4 * h + c)),
+					2 * j),
+				m3);
+
+			if (t == EDGEQ_TYPE_Q3_K)
+				w = _mm512_mask_add_epi8(
+					w,
+					_mm512_test_epi8_mask(
+						_mm512_loadu_si512(
+							sb +
+							EDGEQ_PK_Q3K_HMASK +
+							64 * (4 * h + c)),
+						_mm512_set1_epi8((
+							char)(1
+							      << (4 * n + j)))),
+					w, _mm512_set1_epi8(4));
+			q[4 * g + c] = w;
+		}
+	}
+	if (t == EDGEQ_TYPE_Q3_K) {
+		struct q6k_prep *P = Pv;
+
+		P->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sb));
+		for (int g = 0; g < 16; g++)
+			P->sc[g] = _mm512_cvtepi8_epi32(sc16_rows(sb, g));
+	} else {
+		struct q2k_prep *P = Pv;
+		__m512i b[16];
+
+		P->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sb));
+		P->dmin = _mm512_cvtph_ps(_mm256_loadu_si256(
+			(const __m256i *)(sb + EDGEQ_PK_Q2K_DMIN)));
+		for (int g = 0; g < 16; g++) {
+			b[g] = _mm512_cvtepu8_epi32(sc16_rows(sb, g));
+			P->sc[g] =
+				_mm512_and_si512(b[g], _mm512_set1_epi32(15));
+		}
+		for (int p = 0; p < 8; p++)
+			P->mp[p] = _mm512_or_si512(
+				_mm512_srli_epi32(b[2 * p], 4),
+				_mm512_slli_epi32(
+					_mm512_srli_epi32(b[2 * p + 1], 4),
+					16));
+	}
+}
+
+static void prep_q3(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	(void)t;
+	act16_prep(a, nblk, -4, out);
+}
+
+static void prep_q2(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	(void)t;
+	act16_prep(a, nblk, 1, out);
+}
+
 static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
 	act6_prep(a, nblk, out);
@@ -1159,6 +1475,14 @@ static const struct kind k_iq4_xs = { 256,	  EDGEQ_PK_GB_IQ4_XS,
 				      292,	  sizeof(struct actx),
 				      8,	  prep_xs,
 				      tile_xs_any };
+static const struct kind k_q3_K = { 256,	EDGEQ_PK_GB_Q3_K,
+				    292,	sizeof(struct act16),
+				    4,		prep_q3,
+				    tile_q3_any };
+static const struct kind k_q2_K = { 256,	EDGEQ_PK_GB_Q2_K,
+				    292,	sizeof(struct act16),
+				    4,		prep_q2,
+				    tile_q2_any };
 static const struct kind k_q6_K = {
 	256, EDGEQ_PK_GB_Q6_K, 292, sizeof(struct act6), 8, prep_q6, tile_q6_any
 };
@@ -1217,6 +1541,8 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			       t == EDGEQ_TYPE_Q4_K   ? &k_q4_K :
 			       t == EDGEQ_TYPE_Q5_K   ? &k_q5_K :
 			       t == EDGEQ_TYPE_IQ4_XS ? &k_iq4_xs :
+			       t == EDGEQ_TYPE_Q3_K   ? &k_q3_K :
+			       t == EDGEQ_TYPE_Q2_K   ? &k_q2_K :
 							&k_q6_K;
 	int64_t nblk = n / k->bs, g, b0, t0, tb;
 	size_t gsz = (size_t)nblk * k->gb;
@@ -1224,7 +1550,7 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 	_Alignas(64) char st[8 * SEG * sizeof(struct act6)];
 	__m512 acc[8];
 
-	if (k->bs == 256 && nb >= PREP_MIN_TOKENS && t != EDGEQ_TYPE_IQ4_XS) {
+	if (k->bs == 256 && nb >= PREP_MIN_TOKENS) {
 		const struct grp G = { t, w, gsz };
 
 		if (edgeq_avx512_matmul_qk_groups(t, n, row0, row1, a, a_stride,

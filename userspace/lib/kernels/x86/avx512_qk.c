@@ -33,14 +33,6 @@
 #define ROWS 16 /* output rows per group: one per 32-bit lane */
 #define NT 8	/* tokens in flight */
 
-/* One Q2_K super-block: Q6_K's fields first, then the mins. */
-struct q2k_prep {
-	__m512i q[64], sc[16];
-	__m512 d;
-	__m512i mp[8]; /* mins pairs (m[2p], m[2p + 1]) as int16 */
-	__m512 dmin;
-};
-
 static inline __m512i bc32(const void *p)
 {
 	int32_t v;

@@ -44,6 +44,15 @@ struct q6k_prep {
 	__m512 d;
 };
 
+/* One Q2_K super-block: Q6_K's fields first, then the mins. Q3_K and
+ * IQ4_XS take Q6_K's (their q as q + 4 and the table + 128). */
+struct q2k_prep {
+	__m512i q[64], sc[16];
+	__m512 d;
+	__m512i mp[8]; /* mins pairs (m[2p], m[2p + 1]) as int16 */
+	__m512 dmin;
+};
+
 /* y[b * ldy + r] for rows [row0, row1) and nb tokens; type is Q4_K or
  * Q6_K. Bit-identical to scalar's vec_dot_q4_K / vec_dot_q6_K. Returns
  * false (nothing written) when its buffers cannot be allocated. */
