@@ -760,6 +760,115 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		accp[k] = acc[k];
 }
 
+/*
+ * IQ4_XS: one group of 16 rows against NT Q8_K tokens, super-blocks
+ * [i0, i1). Per sub-block its 4 chunks' nibbles go through the table by
+ * tbl (signed, as sdot wants them: no start value), the exact sub-block
+ * sums of rows 4v..4v+3 are weighted by their signed scales (mla) into
+ * the super-block's exact isum, then fma(d * d_a, isum): the scalar dot's
+ * order.
+ */
+AI void tile_xs(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		size_t as, const struct actk *ap, int64_t aps, const int NT,
+		float32x4_t *acc)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
+	const int8x16_t tab = vld1q_s8(edgeq_kvalues_iq4nl);
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * EDGEQ_PK_GB_IQ4_XS;
+		int32x4_t isum[2 * 4];
+		int k, v;
+
+		__builtin_prefetch(sb + 2048);
+		__builtin_prefetch(sb + 2048 + 512);
+		__builtin_prefetch(sb + 2048 + 1024);
+		__builtin_prefetch(sb + 2048 + 1536);
+#pragma GCC unroll 8
+		for (k = 0; k < 4 * NT; k++)
+			isum[k] = vdupq_n_s32(0);
+#pragma GCC unroll 2
+		for (int ib = 0; ib < 8; ib++) {
+			int8x16_t s8 = vld1q_s8((const int8_t *)sb +
+						EDGEQ_PK_XS_SC + 16 * ib);
+			int16x8_t lo = vmovl_s8(vget_low_s8(s8)),
+				  hi = vmovl_s8(vget_high_s8(s8));
+			int32x4_t sc[4] = { vmovl_s16(vget_low_s16(lo)),
+					    vmovl_s16(vget_high_s16(lo)),
+					    vmovl_s16(vget_low_s16(hi)),
+					    vmovl_s16(vget_high_s16(hi)) };
+			int8x16_t q0[2], q1[2];
+
+#pragma GCC unroll 2
+			for (k = 0; k < NT; k++) {
+				const int8_t *q =
+					((const struct edgeq_block_q8_K
+						  *)(a + k * as))[i]
+						.qs +
+					32 * ib;
+
+				q0[k] = vld1q_s8(q);
+				q1[k] = vld1q_s8(q + 16);
+			}
+#pragma GCC unroll 4
+			for (v = 0; v < 4; v++) {
+				const uint8_t *c =
+					sb + EDGEQ_PK_XS_QS + 256 * ib + 16 * v;
+				int8x16_t l[4], h[4];
+
+#pragma GCC unroll 4
+				for (int cc = 0; cc < 4; cc++) {
+					uint8x16_t x = vld1q_u8(c + 64 * cc);
+
+					l[cc] = vqtbl1q_s8(tab,
+							   vandq_u8(x, m4));
+					h[cc] = vqtbl1q_s8(tab,
+							   vshrq_n_u8(x, 4));
+				}
+#pragma GCC unroll 2
+				for (k = 0; k < NT; k++) {
+					int32x4_t x = vdupq_n_s32(0);
+
+					x = vdotq_laneq_s32(x, l[0], q0[k], 0);
+					x = vdotq_laneq_s32(x, h[0], q1[k], 0);
+					x = vdotq_laneq_s32(x, l[1], q0[k], 1);
+					x = vdotq_laneq_s32(x, h[1], q1[k], 1);
+					x = vdotq_laneq_s32(x, l[2], q0[k], 2);
+					x = vdotq_laneq_s32(x, h[2], q1[k], 2);
+					x = vdotq_laneq_s32(x, l[3], q0[k], 3);
+					x = vdotq_laneq_s32(x, h[3], q1[k], 3);
+					isum[4 * k + v] = vmlaq_s32(
+						isum[4 * k + v], x, sc[v]);
+				}
+			}
+		}
+#pragma GCC unroll 2
+		for (k = 0; k < NT; k++) {
+			float da = ap[k * aps + i - i0].d;
+
+#pragma GCC unroll 4
+			for (v = 0; v < 4; v++)
+				acc[4 * k + v] = vfmaq_f32(
+					acc[4 * k + v],
+					vmulq_n_f32(f16x4((const uint16_t *)sb +
+							  4 * v),
+						    da),
+					vcvtq_f32_s32(isum[4 * k + v]));
+		}
+	}
+}
+
+static void tile_xs_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+			int64_t i1, const char *a, size_t as, const void *ap,
+			int64_t aps, int nt, float32x4_t *acc)
+{
+	(void)t;
+	if (nt == 2)
+		tile_xs(gp, i0, i1, a, as, ap, aps, 2, acc);
+	else
+		tile_xs(gp, i0, i1, a, as, ap, aps, 1, acc);
+}
+
 static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		       int64_t i1, const char *a, size_t as, const void *ap,
 		       int64_t aps, int nt, float32x4_t *acc)
@@ -1148,6 +1257,10 @@ static const struct kind k_q4_K = {
 static const struct kind k_q5_K = {
 	256, EDGEQ_PK_GB_Q5_K, 292, sizeof(struct actk), 2, prep_k, tile_k_any
 };
+static const struct kind k_iq4_xs = { 256,	  EDGEQ_PK_GB_IQ4_XS,
+				      292,	  sizeof(struct actk),
+				      2,	  prep_k,
+				      tile_xs_any };
 static const struct kind k_q6_K = { 256,	EDGEQ_PK_GB_Q6_K,
 				    292,	sizeof(struct act16),
 				    2,		prep_16,
@@ -1317,6 +1430,7 @@ static const struct kind *kind_of(enum edgeq_type t)
 	       t == EDGEQ_TYPE_Q5_K   ? &k_q5_K :
 	       t == EDGEQ_TYPE_Q3_K   ? &k_q3_K :
 	       t == EDGEQ_TYPE_Q2_K   ? &k_q2_K :
+	       t == EDGEQ_TYPE_IQ4_XS ? &k_iq4_xs :
 					&k_q6_K;
 }
 
