@@ -95,18 +95,9 @@ static int64_t block_cols(enum edgeq_type t)
 
 static size_t group_block_bytes(enum edgeq_type t)
 {
+	if (block_cols(t) == 32)
+		return edgeq_pk_gb32(t);
 	switch (t) {
-	case EDGEQ_TYPE_Q4_0:
-	case EDGEQ_TYPE_IQ4_NL:
-		return EDGEQ_PK_GB_Q4_0;
-	case EDGEQ_TYPE_Q5_0:
-		return EDGEQ_PK_GB_Q5_0;
-	case EDGEQ_TYPE_Q4_1:
-		return EDGEQ_PK_GB_Q4_1;
-	case EDGEQ_TYPE_Q5_1:
-		return EDGEQ_PK_GB_Q5_1;
-	case EDGEQ_TYPE_Q8_0:
-		return EDGEQ_PK_GB_Q8_0;
 	case EDGEQ_TYPE_Q4_K:
 		return EDGEQ_PK_GB_Q4_K;
 	case EDGEQ_TYPE_Q5_K:

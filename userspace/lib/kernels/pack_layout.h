@@ -9,6 +9,11 @@
 #ifndef EDGEQ_KERNELS_PACK_LAYOUT_H
 #define EDGEQ_KERNELS_PACK_LAYOUT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/kernels.h"
+
 #define EDGEQ_PK_CHUNK 64
 
 /* Q4_0, Q8_0: the 16 fp16 d, then 4 (Q4_0) or 8 (Q8_0) chunks */
@@ -65,5 +70,38 @@ _Static_assert(EDGEQ_PK_GB_Q4_K == 2368 && EDGEQ_PK_GB_Q5_K == 2880 &&
 		       EDGEQ_PK_GB_Q6_K == 3360 && EDGEQ_PK_GB_Q3_K == 1824 &&
 		       EDGEQ_PK_GB_Q2_K == 1344 && EDGEQ_PK_GB_IQ4_XS == 2208,
 	       "the packed sizes Documentation/kernels.rst states");
+
+/* Packed bytes per group and block of a 32-column type. */
+static inline size_t edgeq_pk_gb32(enum edgeq_type t)
+{
+	switch (t) {
+	case EDGEQ_TYPE_Q4_0:
+	case EDGEQ_TYPE_IQ4_NL:
+		return EDGEQ_PK_GB_Q4_0;
+	case EDGEQ_TYPE_Q5_0:
+		return EDGEQ_PK_GB_Q5_0;
+	case EDGEQ_TYPE_Q4_1:
+		return EDGEQ_PK_GB_Q4_1;
+	case EDGEQ_TYPE_Q5_1:
+		return EDGEQ_PK_GB_Q5_1;
+	default:
+		return EDGEQ_PK_GB_Q8_0;
+	}
+}
+
+/* Where a 32-column type's nibbles (Q8_0: its bytes) start in a block. */
+static inline size_t edgeq_pk_qs32(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q5_0 ? EDGEQ_PK_Q50_QS :
+	       t == EDGEQ_TYPE_Q4_1 ? EDGEQ_PK_Q41_QS :
+	       t == EDGEQ_TYPE_Q5_1 ? EDGEQ_PK_Q51_QS :
+				      EDGEQ_PK_Q80_QS;
+}
+
+/* Q4_1, Q5_1: value = q * d + m, a min step after each block's sum. */
+static inline bool edgeq_pk_affine(enum edgeq_type t)
+{
+	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
+}
 
 #endif /* EDGEQ_KERNELS_PACK_LAYOUT_H */

@@ -65,12 +65,6 @@ static void act_prep_mul(const struct edgeq_block_q8_0 *a, int64_t nblk,
 	}
 }
 
-/* Q4_1, Q5_1: value = q * d + m, the min term after the block's sum */
-AI bool affine(enum edgeq_type t)
-{
-	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
-}
-
 /*
  * The chains start at -8 (Q4_0) or -16 (Q5_0) times the block's sum (the
  * unsigned stored values back to the signed ones), at 0 for Q8_0 (its
@@ -83,36 +77,9 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 	act_prep_mul(a, nblk,
 		     t == EDGEQ_TYPE_Q4_0 ? -8 :
 		     t == EDGEQ_TYPE_Q5_0 ? -16 :
-		     affine(t)		  ? 1 :
+		     edgeq_pk_affine(t)	  ? 1 :
 					    0,
 		     out);
-}
-
-/* packed bytes per group and block of a 32-column type */
-AI size_t gblock(enum edgeq_type t)
-{
-	switch (t) {
-	case EDGEQ_TYPE_Q4_0:
-	case EDGEQ_TYPE_IQ4_NL:
-		return EDGEQ_PK_GB_Q4_0;
-	case EDGEQ_TYPE_Q5_0:
-		return EDGEQ_PK_GB_Q5_0;
-	case EDGEQ_TYPE_Q4_1:
-		return EDGEQ_PK_GB_Q4_1;
-	case EDGEQ_TYPE_Q5_1:
-		return EDGEQ_PK_GB_Q5_1;
-	default:
-		return EDGEQ_PK_GB_Q8_0;
-	}
-}
-
-/* where a 32-column type's nibbles (or Q8_0's bytes) start in a block */
-AI size_t qs_off(enum edgeq_type t)
-{
-	return t == EDGEQ_TYPE_Q5_0 ? EDGEQ_PK_Q50_QS :
-	       t == EDGEQ_TYPE_Q4_1 ? EDGEQ_PK_Q41_QS :
-	       t == EDGEQ_TYPE_Q5_1 ? EDGEQ_PK_Q51_QS :
-				      EDGEQ_PK_Q80_QS;
 }
 
 /*
@@ -149,9 +116,9 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 	       const struct act *ap, int64_t aps, const int NT,
 	       float32x4_t *acc)
 {
-	const size_t gb = gblock(t);
+	const size_t gb = edgeq_pk_gb32(t);
 	const uint8x16_t m4 = vdupq_n_u8(0x0f), x80 = vdupq_n_u8(0x80);
-	const bool nib = t != EDGEQ_TYPE_Q8_0, aff = affine(t);
+	const bool nib = t != EDGEQ_TYPE_Q8_0, aff = edgeq_pk_affine(t);
 	const bool five = t == EDGEQ_TYPE_Q5_0 || t == EDGEQ_TYPE_Q5_1;
 
 	for (int64_t i = i0; i < i1; i++) {
@@ -192,13 +159,17 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 #pragma GCC unroll 4
 				for (v = 0; v < 4; v++) {
 					uint8x16_t c0 = vld1q_u8(
-						blk + qs_off(t) + 16 * v);
+						blk + edgeq_pk_qs32(t) +
+						16 * v);
 					uint8x16_t c1 = vld1q_u8(
-						blk + qs_off(t) + 64 + 16 * v);
+						blk + edgeq_pk_qs32(t) + 64 +
+						16 * v);
 					uint8x16_t c2 = vld1q_u8(
-						blk + qs_off(t) + 128 + 16 * v);
+						blk + edgeq_pk_qs32(t) + 128 +
+						16 * v);
 					uint8x16_t c3 = vld1q_u8(
-						blk + qs_off(t) + 192 + 16 * v);
+						blk + edgeq_pk_qs32(t) + 192 +
+						16 * v);
 					/* named, not an array: an array of the 8
 					 * made the Q4_0 tile spill (kcount: 0.399
 					 * -> 0.414 instructions per byte) */

@@ -30,38 +30,6 @@ struct act {
 	int32_t bias;
 };
 
-static size_t gblock(enum edgeq_type t)
-{
-	switch (t) {
-	case EDGEQ_TYPE_Q4_0:
-	case EDGEQ_TYPE_IQ4_NL:
-		return EDGEQ_PK_GB_Q4_0;
-	case EDGEQ_TYPE_Q5_0:
-		return EDGEQ_PK_GB_Q5_0;
-	case EDGEQ_TYPE_Q4_1:
-		return EDGEQ_PK_GB_Q4_1;
-	case EDGEQ_TYPE_Q5_1:
-		return EDGEQ_PK_GB_Q5_1;
-	default:
-		return EDGEQ_PK_GB_Q8_0;
-	}
-}
-
-/* where a 32-column type's nibbles (or Q8_0's bytes) start in a block */
-static size_t qs_off(enum edgeq_type t)
-{
-	return t == EDGEQ_TYPE_Q5_0 ? EDGEQ_PK_Q50_QS :
-	       t == EDGEQ_TYPE_Q4_1 ? EDGEQ_PK_Q41_QS :
-	       t == EDGEQ_TYPE_Q5_1 ? EDGEQ_PK_Q51_QS :
-				      EDGEQ_PK_Q80_QS;
-}
-
-/* Q4_1, Q5_1: value = q * d + m, the min term after the block's sum */
-static bool affine(enum edgeq_type t)
-{
-	return t == EDGEQ_TYPE_Q4_1 || t == EDGEQ_TYPE_Q5_1;
-}
-
 /*
  * The bias a block's sum starts at is -(1 << shift) times the activation
  * block's sum: the unsigned weights are the values + 8 (Q4_0), + 16
@@ -73,7 +41,7 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 {
 	int shift = t == EDGEQ_TYPE_Q4_0 ? 3 :
 		    t == EDGEQ_TYPE_Q5_0 ? 4 :
-		    affine(t)		 ? 0 :
+		    edgeq_pk_affine(t)	 ? 0 :
 					   7;
 
 	for (int64_t i = 0; i < nblk; i++) {
@@ -131,8 +99,8 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 	       const struct act *ap, int64_t aps, const int NT, __m512 *acc)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
-	const size_t gb = gblock(t);
-	const bool nib = t != EDGEQ_TYPE_Q8_0, aff = affine(t);
+	const size_t gb = edgeq_pk_gb32(t);
+	const bool nib = t != EDGEQ_TYPE_Q8_0, aff = edgeq_pk_affine(t);
 	const bool five = t == EDGEQ_TYPE_Q5_0 || t == EDGEQ_TYPE_Q5_1;
 	/* IQ4_NL's table + 128 for vpshufb */
 	const __m512i tab = _mm512_broadcast_i32x4(_mm_xor_si128(
@@ -168,7 +136,8 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 #pragma GCC unroll 4
 				for (int c = 0; c < 4; c++) {
 					__m512i v = _mm512_loadu_si512(
-						blk + qs_off(t) + 64 * c);
+						blk + edgeq_pk_qs32(t) +
+						64 * c);
 
 					w[c] = _mm512_and_si512(v, m4);
 					w[4 + c] = _mm512_and_si512(
