@@ -42,8 +42,8 @@
  *
  * Q3_K and Q2_K keep Q6_K's frame (d at 0, the 16 sub-blocks' scales
  * from byte 32, the quants from byte 288) so one NEON tile serves the
- * three, with the scales ordered for the row group (sc16() below): Q3_K,
- * 1824 bytes (3.6 % over the file: the 6-bit scales unpacked to int8,
+ * three, with the scales ordered for the row group (edgeq_pk_sc16() in
+ * pack_layout.h): Q3_K, 1824 bytes (3.6 % over the file: the 6-bit scales unpacked to int8,
  * value - 32), has 16 chunks of qs (chunk c: row r's qs[4c..4c+3]) and
  * from byte 1312 8 chunks of hmask (chunk c: row r's hmask[4c..4c+3], the
  * file's bit order); Q2_K, 1344 bytes (the file's size), has the file's
@@ -69,18 +69,6 @@ static void chunks(uint8_t *dst, const uint8_t *src, int nc, int64_t r)
 {
 	for (int c = 0; c < nc; c++)
 		memcpy(dst + 64 * c + 4 * r, src + 4 * c, 4);
-}
-
-/*
- * Q3_K/Q2_K: where sub-block g's scale of row r goes. By row group v =
- * r / 4, then by quarter q = 2 (g / 8) + g % 2 (the half and 16-column
- * half the NEON tile walks), then j = (g / 2) % 4: one 16-byte load holds
- * what a row group needs for a quarter.
- */
-static size_t sc16(int g, int64_t r)
-{
-	return EDGEQ_PK_16_SC + 64 * (size_t)(r / 4) +
-	       16 * (2 * (g / 8) + g % 2) + 4 * ((g / 2) % 4) + (size_t)(r % 4);
 }
 
 /* columns per block: the 32-column types' 32, the K-quants' 256 */
@@ -160,7 +148,8 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					memcpy(o + 2 * r, &b->d, 2);
 					edgeq_q3_K_scales(b->scales, sc);
 					for (int j = 0; j < 16; j++)
-						o[sc16(j, r)] = (uint8_t)sc[j];
+						o[edgeq_pk_sc16(j, r)] =
+							(uint8_t)sc[j];
 					chunks(o + EDGEQ_PK_16_QS, b->qs, 16,
 					       r);
 					chunks(o + EDGEQ_PK_Q3K_HMASK, b->hmask,
@@ -185,7 +174,8 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					memcpy(o + EDGEQ_PK_Q2K_DMIN + 2 * r,
 					       &b->dmin, 2);
 					for (int j = 0; j < 16; j++)
-						o[sc16(j, r)] = b->scales[j];
+						o[edgeq_pk_sc16(j, r)] =
+							b->scales[j];
 					chunks(o + EDGEQ_PK_16_QS, b->qs, 16,
 					       r);
 				} else if (k) {

@@ -71,6 +71,18 @@ _Static_assert(EDGEQ_PK_GB_Q4_K == 2368 && EDGEQ_PK_GB_Q5_K == 2880 &&
 		       EDGEQ_PK_GB_Q2_K == 1344 && EDGEQ_PK_GB_IQ4_XS == 2208,
 	       "the packed sizes Documentation/kernels.rst states");
 
+/*
+ * Q3_K/Q2_K: where sub-block g's scale of row r lies in a packed block.
+ * By row group v = r / 4, then by quarter q = 2 (g / 8) + g % 2 (the half
+ * and 16-column half the NEON tile walks), then j = (g / 2) % 4: one
+ * 16-byte load holds what a row group needs for a quarter.
+ */
+static inline size_t edgeq_pk_sc16(int g, int64_t r)
+{
+	return EDGEQ_PK_16_SC + 64 * (size_t)(r / 4) +
+	       16 * (2 * (g / 8) + g % 2) + 4 * ((g / 2) % 4) + (size_t)(r % 4);
+}
+
 /* Packed bytes per group and block of a 32-column type. */
 static inline size_t edgeq_pk_gb32(enum edgeq_type t)
 {

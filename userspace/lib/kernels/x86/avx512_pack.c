@@ -126,6 +126,12 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 				gp + (size_t)g * gsz + (size_t)i * gb;
 			__m512 dw = _mm512_cvtph_ps(
 				_mm256_loadu_si256((const __m256i *)blk));
+			/* the affine types' 16 mins, once per block */
+			__m512 dm =
+				aff ? _mm512_cvtph_ps(_mm256_loadu_si256((
+					      const __m256i *)(blk +
+							       EDGEQ_PK_A_M))) :
+				      _mm512_setzero_ps();
 			__m512i w[8];
 
 #pragma GCC unroll 9
@@ -220,10 +226,7 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 				if (aff) /* + m_w * d_a * the block's sum */
 					c_[NT * g + k] = _mm512_fmadd_ps(
 						_mm512_mul_ps(
-							_mm512_cvtph_ps(_mm256_loadu_si256(
-								(const __m256i
-									 *)(blk +
-									    EDGEQ_PK_A_M))),
+							dm,
 							_mm512_set1_ps(x->d)),
 						_mm512_set1_ps((float)-x->bias),
 						c_[NT * g + k]);
@@ -1125,8 +1128,7 @@ static void act16_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
  * 4v..4v+3 lie at 64 v of the sc16 order's offset for g. */
 AI __m128i sc16_rows(const uint8_t *sb, const int g)
 {
-	const uint8_t *p = sb + EDGEQ_PK_16_SC + 16 * (2 * (g / 8) + g % 2) +
-			   4 * ((g / 2) % 4);
+	const uint8_t *p = sb + edgeq_pk_sc16(g, 0);
 	int32_t r0, r1, r2, r3;
 
 	/* four dword inserts: a 16-byte load of four 4-byte stores would
