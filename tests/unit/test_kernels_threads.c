@@ -432,6 +432,128 @@ static void test_par_chunks_guided(void **state)
 }
 
 /*
+ * Several matrices in one dispatch: each matrix's rows exactly once, in
+ * chunks that start at a multiple of 16 of their own matrix and never
+ * reach into the next (rec_matvec adds 1 to each row of the y it is given,
+ * so a chunk crossing over would count rows of the wrong matrix or past
+ * its end); one thread takes each matrix in one call.
+ */
+static void test_par_linear_n_chunks(void **state)
+{
+	static const int64_t rows[4] = { 2048, 17, 512, 300 };
+	struct edgeq_kernel_ops rec = { .name = "record",
+					.matvec = rec_matvec };
+	struct edgeq_par_mat m[4];
+	struct edgeq_threadpool *tp;
+	float *y[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		/* a guard row past each end */
+		y[i] = calloc((size_t)rows[i] + 1, sizeof(float));
+		assert_non_null(y[i]);
+		m[i] = (struct edgeq_par_mat){ .type = EDGEQ_TYPE_F32,
+					       .rows = rows[i],
+					       .y = y[i] };
+	}
+	for (int nth = 1; nth <= 3; nth++) {
+		assert_int_equal(edgeq_threadpool_new(nth, 0, &tp, NULL), 0);
+		for (int i = 0; i < 4; i++)
+			memset(y[i], 0, ((size_t)rows[i] + 1) * sizeof(float));
+		n_chunks = 0;
+		edgeq_par_linear_n(tp, &rec, 4, m, 32, NULL, 0, 1);
+		for (int i = 0; i < 4; i++) {
+			for (int64_t r = 0; r < rows[i]; r++)
+				assert_true(y[i][r] == 1.0f);
+			assert_true(y[i][rows[i]] == 0.0f);
+		}
+		if (nth == 1)
+			assert_int_equal(n_chunks, 4);
+		else
+			assert_in_range(n_chunks, 5, MAX_CHUNKS);
+		for (int c = 0; c < n_chunks && c < MAX_CHUNKS; c++)
+			assert_int_equal(chunk_r0[c] % 16, 0);
+		edgeq_threadpool_free(tp);
+	}
+	for (int i = 0; i < 4; i++)
+		free(y[i]);
+}
+
+/*
+ * The real kernels through one dispatch: a Q4_0 and a Q8_0 matrix (both
+ * take Q8_0 activations), in the file layout and packed where the table
+ * packs them, for one token and for 70: every output is the single
+ * matrix's, bit for bit.
+ */
+static void test_par_linear_n_equals_each(void **state)
+{
+	const struct edgeq_kernel_ops *ops = edgeq_kernels_select();
+	static const enum edgeq_type ty[2] = { EDGEQ_TYPE_Q4_0,
+					       EDGEQ_TYPE_Q8_0 };
+	static const int64_t rows[2] = { 45, 100 };
+	const int64_t n = 512, nb = 70;
+	struct edgeq_threadpool *tp;
+	void *w[2], *pw[2] = { NULL, NULL }, *a[2];
+	size_t as;
+	float *ya[2], *yb[2];
+
+	(void)state;
+	assert_int_equal(edgeq_threadpool_new(2, 0, &tp, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		make_problem(ty[i], n, rows[i], nb, &w[i], &a[i], &as);
+		ya[i] = malloc((size_t)(rows[i] * nb) * sizeof(float));
+		yb[i] = malloc((size_t)(rows[i] * nb) * sizeof(float));
+		assert_true(ya[i] && yb[i]);
+		if (ops->pack16[ty[i]]) {
+			pw[i] = aligned_alloc(
+				64, (edgeq_pack16_size(ty[i], rows[i], n) +
+				     63) & ~(size_t)63);
+			assert_non_null(pw[i]);
+			edgeq_pack16(ty[i], w[i], rows[i], n, pw[i]);
+		}
+	}
+	for (int packed = 0; packed < 2; packed++)
+		for (int64_t k = 1; k <= nb; k += nb - 1) {
+			struct edgeq_par_mat m[2];
+
+			for (int i = 0; i < 2; i++) {
+				bool p = packed && pw[i];
+
+				m[i] = (struct edgeq_par_mat){ .type = ty[i],
+							       .w = p ? pw[i] :
+									w[i],
+							       .packed = p,
+							       .rows = rows[i],
+							       .y = ya[i],
+							       .ldy = rows[i] };
+				memset(ya[i], 0xff,
+				       (size_t)(rows[i] * nb) * sizeof(float));
+				memset(yb[i], 0,
+				       (size_t)(rows[i] * nb) * sizeof(float));
+			}
+			/* the activations are a[0]'s for both */
+			edgeq_par_linear_n(tp, ops, 2, m, n, a[0], as, k);
+			for (int i = 0; i < 2; i++) {
+				m[i].y = yb[i];
+				edgeq_par_linear_n(NULL, ops, 1, &m[i], n, a[0],
+						   as, k);
+				assert_memory_equal(
+					ya[i], yb[i],
+					(size_t)(rows[i] * (k == 1 ? 1 : k)) *
+						sizeof(float));
+			}
+		}
+	for (int i = 0; i < 2; i++) {
+		free(w[i]);
+		free(pw[i]);
+		free(a[i]);
+		free(ya[i]);
+		free(yb[i]);
+	}
+	edgeq_threadpool_free(tp);
+}
+
+/*
  * kbench's numbers: the file layout streams rows x row size per call, the
  * packed one the 16-row copy (partial groups padded); a type or table
  * without that layout and a shape that is not whole blocks are refused.
@@ -493,6 +615,8 @@ int main(void)
 		cmocka_unit_test(test_par_matvec_any_thread_count),
 		cmocka_unit_test(test_par_matmul_equals_matvec),
 		cmocka_unit_test(test_par_chunks_guided),
+		cmocka_unit_test(test_par_linear_n_chunks),
+		cmocka_unit_test(test_par_linear_n_equals_each),
 		cmocka_unit_test(test_bench_matvec_layouts),
 	};
 

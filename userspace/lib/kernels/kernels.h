@@ -393,6 +393,27 @@ void edgeq_par_matmul_packed(struct edgeq_threadpool *tp,
 			     enum edgeq_type type, const void *w, int64_t n,
 			     int64_t rows, const void *a, size_t a_stride,
 			     int64_t nb, float *y, int64_t ldy);
+/*
+ * Several matrices of one input (a layer's q, k and v; gate and up) in
+ * one dispatch: their rows end to end, handed out in chunks that never
+ * cross from one matrix to the next, so the pool meets one barrier
+ * instead of cnt and the small matrices' tails overlap the others'. Every
+ * matrix takes activations a (a_stride bytes per row, nb rows) of the
+ * same vec_dot type and n columns; each output row is the single
+ * matrix's, bit for bit. nb == 1: matvec (ldy unused).
+ */
+struct edgeq_par_mat {
+	enum edgeq_type type;
+	const void *w;
+	bool packed; /* w is edgeq_pack16()'s form */
+	int64_t rows;
+	float *y;
+	int64_t ldy;
+};
+void edgeq_par_linear_n(struct edgeq_threadpool *tp,
+			const struct edgeq_kernel_ops *ops, int cnt,
+			const struct edgeq_par_mat *m, int64_t n, const void *a,
+			size_t a_stride, int64_t nb);
 /* y[b * ldy + r] = W[r] . a_b for a batch of nb activation rows (prefill);
  * each output equals the matvec one exactly. */
 void edgeq_par_matmul(struct edgeq_threadpool *tp,

@@ -457,16 +457,14 @@ int edgeq_threadpool_pinned(const struct edgeq_threadpool *tp)
 
 struct par_job {
 	const struct edgeq_kernel_ops *ops;
-	enum edgeq_type type;
-	const void *w;
-	int64_t n, rows;
+	const struct edgeq_par_mat *m; /* cnt matrices, rows end to end */
+	int cnt;
+	int64_t n;
 	const void *a;
 	size_t a_stride;
 	int64_t nb;
-	float *y;
-	int64_t ldy;
+	int64_t rows; /* all of them */
 	int64_t chunk;
-	bool packed; /* w is edgeq_pack16()'s form */
 	_Atomic int64_t next;
 };
 
@@ -474,24 +472,35 @@ struct par_job {
  * The next chunk of rows, guided: a share of what is left, so the chunks
  * shrink towards the end and the threads finish together however their
  * speeds differ; multiples of 16 rows (the packed groups), at least
- * j->chunk. False when no rows are left.
+ * j->chunk, and never across the end of a matrix (its rows are a
+ * multiple of 16 or the chunk stops short there). False when no rows are
+ * left; else *mi is the matrix and r0..r1 its rows.
  */
-static bool par_next(struct par_job *j, int nth, int64_t *r0, int64_t *r1)
+static bool par_next(struct par_job *j, int nth, int *mi, int64_t *r0,
+		     int64_t *r1)
 {
 	int64_t cur = atomic_load_explicit(&j->next, memory_order_relaxed), c;
+	int64_t base, end;
+	int i;
 
 	do {
 		if (cur >= j->rows)
 			return false;
+		for (i = 0, base = 0; cur >= base + j->m[i].rows; i++)
+			base += j->m[i].rows;
+		end = base + j->m[i].rows;
 		c = (j->rows - cur) / (2 * (int64_t)nth);
 		c = (c + 15) & ~(int64_t)15;
 		if (c < j->chunk)
 			c = j->chunk;
+		if (c > end - cur)
+			c = end - cur;
 	} while (!atomic_compare_exchange_weak_explicit(&j->next, &cur, cur + c,
 							memory_order_relaxed,
 							memory_order_relaxed));
-	*r0 = cur;
-	*r1 = cur + c < j->rows ? cur + c : j->rows;
+	*mi = i;
+	*r0 = cur - base;
+	*r1 = cur + c - base;
 	return true;
 }
 
@@ -499,19 +508,47 @@ static void par_task(void *arg, int ith, int nth)
 {
 	struct par_job *j = arg;
 	int64_t r0, r1;
+	int i;
 
-	while (par_next(j, nth, &r0, &r1)) {
-		if (j->packed && j->nb == 1)
-			j->ops->matvec_packed(j->type, j->w, j->n, r0, r1, j->a,
-					      j->y);
-		else if (j->packed)
-			j->ops->matmul_packed(j->type, j->w, j->n, r0, r1, j->a,
-					      j->a_stride, j->nb, j->y, j->ldy);
+	while (par_next(j, nth, &i, &r0, &r1)) {
+		const struct edgeq_par_mat *m = &j->m[i];
+
+		if (m->packed && j->nb == 1)
+			j->ops->matvec_packed(m->type, m->w, j->n, r0, r1, j->a,
+					      m->y);
+		else if (m->packed)
+			j->ops->matmul_packed(m->type, m->w, j->n, r0, r1, j->a,
+					      j->a_stride, j->nb, m->y, m->ldy);
 		else if (j->nb == 1)
-			j->ops->matvec(j->type, j->w, j->n, r0, r1, j->a, j->y);
+			j->ops->matvec(m->type, m->w, j->n, r0, r1, j->a, m->y);
 		else
-			j->ops->matmul(j->type, j->w, j->n, r0, r1, j->a,
-				       j->a_stride, j->nb, j->y, j->ldy);
+			j->ops->matmul(m->type, m->w, j->n, r0, r1, j->a,
+				       j->a_stride, j->nb, m->y, m->ldy);
+	}
+}
+
+void edgeq_par_linear_n(struct edgeq_threadpool *tp,
+			const struct edgeq_kernel_ops *ops, int cnt,
+			const struct edgeq_par_mat *m, int64_t n, const void *a,
+			size_t a_stride, int64_t nb)
+{
+	int nth = edgeq_threadpool_size(tp);
+	struct par_job j = { .ops = ops,
+			     .m = m,
+			     .cnt = cnt,
+			     .n = n,
+			     .a = a,
+			     .a_stride = a_stride,
+			     .nb = nb,
+			     .chunk = 16 };
+
+	for (int i = 0; i < cnt; i++)
+		j.rows += m[i].rows;
+	if (nth == 1) {
+		j.chunk = j.rows; /* each matrix in one call */
+		par_task(&j, 0, 1);
+	} else {
+		edgeq_threadpool_run(tp, par_task, &j);
 	}
 }
 
@@ -522,24 +559,14 @@ static void par_linear(struct edgeq_threadpool *tp,
 		       const void *a, size_t a_stride, int64_t nb, float *y,
 		       int64_t ldy)
 {
-	int nth = edgeq_threadpool_size(tp);
-	struct par_job j = { .ops = ops,
-			     .type = type,
-			     .w = w,
-			     .n = n,
-			     .rows = rows,
-			     .a = a,
-			     .a_stride = a_stride,
-			     .nb = nb,
-			     .y = y,
-			     .ldy = ldy,
-			     .packed = packed,
-			     .chunk = nth == 1 ? rows : 16 };
+	struct edgeq_par_mat m = { .type = type,
+				   .w = w,
+				   .packed = packed,
+				   .rows = rows,
+				   .y = y,
+				   .ldy = ldy };
 
-	if (nth == 1)
-		par_task(&j, 0, 1);
-	else
-		edgeq_threadpool_run(tp, par_task, &j);
+	edgeq_par_linear_n(tp, ops, 1, &m, n, a, a_stride, nb);
 }
 
 void edgeq_par_matvec(struct edgeq_threadpool *tp,

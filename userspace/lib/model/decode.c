@@ -582,6 +582,87 @@ struct fw {
 	void *hooks_arg;
 };
 
+/* The time since the last lap to @cnt parts, shared by their @bytes
+ * (one dispatch ran them all), less the pool's wait in it. */
+static void lap_mm_n(struct edgeq_model *m, const enum edgeq_prof_part *part,
+		     int cnt, const uint64_t *bytes, const uint64_t *macs)
+{
+	uint64_t now, wait, dt, dw, sum = 0, left;
+
+	if (!m->prof_on)
+		return;
+	now = edgeq_now_ns();
+	wait = edgeq_threadpool_wait_ns(m->pool);
+	dt = now - m->prof_last;
+	dw = wait - m->prof_wait;
+	if (dw > dt)
+		dw = dt;
+	for (int i = 0; i < cnt; i++)
+		sum += bytes[i];
+	left = dt - dw;
+	for (int i = 0; i < cnt; i++) {
+		uint64_t share =
+			i == cnt - 1 ? left :
+			sum ? (uint64_t)((double)(dt - dw) * (double)bytes[i] /
+					 (double)sum) :
+			      (dt - dw) / (uint64_t)cnt;
+
+		if (share > left)
+			share = left;
+		left -= share;
+		m->prof.ns[part[i]] += share;
+		m->prof.calls[part[i]]++;
+		m->prof.bytes[part[i]] += bytes[i];
+		m->prof.macs[part[i]] += macs[i];
+	}
+	m->prof.ns[EDGEQ_PROF_SYNC] += dw;
+	m->prof.total_ns += dt;
+	m->prof_last = now;
+	m->prof_wait = wait;
+}
+
+/*
+ * x's @nb rows quantized into c->qa as @vdt (rows of @n), unless qa holds
+ * them already: the next matrix of the same input and type reuses them.
+ */
+static void quant_in(struct fw *f, const float *x, enum edgeq_type vdt,
+		     int64_t n, int nb, int ldx)
+{
+	struct edgeq_ctx *c = f->w;
+	struct edgeq_model *m = c->m;
+
+	if (f->qa_src == x && f->qa_type == (int)vdt && f->qa_nb == nb)
+		return;
+	if (nb == 1) {
+		m->ops->quantize_act(vdt, x, c->qa, n);
+	} else { /* prefill: rows spread over the pool */
+		struct quant_arg qa = { m->ops, vdt,   x,
+					ldx,	c->qa, edgeq_row_size(vdt, n),
+					n,	nb };
+
+		par_run(m, quant_task, &qa);
+	}
+	f->qa_src = x;
+	f->qa_type = (int)vdt;
+	f->qa_nb = nb;
+	lap(m, EDGEQ_PROF_QUANT_ACT, 0);
+}
+
+/* What the pool's matvec/matmul takes for @t: its packed form or rows. */
+static struct edgeq_par_mat par_mat(const struct edgeq_model *m,
+				    const struct edgeq_tensor *t, float *y,
+				    int ldy)
+{
+	return (struct edgeq_par_mat){
+		.type = t->type,
+		.w = t->packed ? t->packed : edgeq_weights_get(m->weights, t),
+		.packed = t->packed != NULL,
+		.rows = (int64_t)t->ne[1],
+		.y = y,
+		.ldy = ldy
+	};
+}
+
 /*
  * y[b][0..rows) = W x[b] for b < nb; x rows are ldx floats apart, y rows ldy.
  * The activations are quantized once into W's vec_dot type and reused by
@@ -593,64 +674,82 @@ static void linear(struct fw *f, enum edgeq_prof_part part,
 {
 	struct edgeq_ctx *c = f->w;
 	struct edgeq_model *m = c->m;
-	const struct edgeq_type_traits *tr = edgeq_type_traits(t->type);
-	enum edgeq_type vdt = tr->vec_dot_type;
+	enum edgeq_type vdt = edgeq_type_traits(t->type)->vec_dot_type;
 	int64_t n = (int64_t)t->ne[0];
-	size_t astride = edgeq_row_size(vdt, n);
+	struct edgeq_par_mat pm;
 
 	if (f->hooks && f->hooks->linear &&
 	    !f->hooks->linear(f->hooks_arg, t, x, nb, ldx, y, ldy)) {
 		lap(m, EDGEQ_PROF_DEVICE, 0);
 		return; /* placement ran it on another device */
 	}
-	if (f->qa_src != x || f->qa_type != (int)vdt || f->qa_nb != nb) {
-		if (nb == 1) {
-			m->ops->quantize_act(vdt, x, c->qa, n);
-		} else { /* prefill: rows spread over the pool */
-			struct quant_arg qa = { m->ops, vdt,	 x, ldx,
-						c->qa,	astride, n, nb };
-
-			par_run(m, quant_task, &qa);
-		}
-		f->qa_src = x;
-		f->qa_type = (int)vdt;
-		f->qa_nb = nb;
-		lap(m, EDGEQ_PROF_QUANT_ACT, 0);
-	}
-	if (t->packed)
-		edgeq_par_matmul_packed(m->pool, m->ops, t->type, t->packed, n,
-					(int64_t)t->ne[1], c->qa, astride, nb,
-					y, ldy);
-	else if (nb == 1)
-		edgeq_par_matvec(m->pool, m->ops, t->type,
-				 edgeq_weights_get(m->weights, t), n,
-				 (int64_t)t->ne[1], c->qa, y);
-	else
-		edgeq_par_matmul(m->pool, m->ops, t->type,
-				 edgeq_weights_get(m->weights, t), n,
-				 (int64_t)t->ne[1], c->qa, astride, nb, y, ldy);
+	quant_in(f, x, vdt, n, nb, ldx);
+	pm = par_mat(m, t, y, ldy);
+	edgeq_par_linear_n(m->pool, m->ops, 1, &pm, n, c->qa,
+			   edgeq_row_size(vdt, n), nb);
 	lap_mm(m, part, (uint64_t)t->row_size * t->ne[1],
 	       (uint64_t)n * t->ne[1] * (uint64_t)nb);
 	if (f->hooks && f->hooks->linear_done)
 		f->hooks->linear_done(f->hooks_arg, t, nb);
 }
 
+/* EDGEQ_FUSE_LINEAR=0: each matrix of linear_n() its own dispatch (for
+ * A/B measurements; the values are the same either way). */
+static bool getenv_fuse_off(void)
+{
+	static int off = -1;
+
+	if (off < 0) {
+		const char *e = getenv("EDGEQ_FUSE_LINEAR");
+
+		off = e && !strcmp(e, "0");
+	}
+	return off;
+}
+
 /*
  * linear() for @n matrices of the same input: where the hooks place them
  * on a device, one submission for all of them (they are one op of the
- * plan); otherwise each its own linear().
+ * plan); on the CPU, one dispatch of the pool for all of them when they
+ * take the same activations (edgeq_par_linear_n: one barrier instead of
+ * n, the small k and v matrices' tails overlapping q's), the profile
+ * sharing its time among them by their bytes; otherwise each its own
+ * linear().
  */
 static void linear_n(struct fw *f, const enum edgeq_prof_part *part,
 		     const struct edgeq_tensor *const *t, int n, const float *x,
 		     int nb, int ldx, float *const *y, const int *ldy)
 {
+	struct edgeq_model *m = f->w->m;
+	enum edgeq_type vdt = edgeq_type_traits(t[0]->type)->vec_dot_type;
+	int64_t cols = (int64_t)t[0]->ne[0];
+	struct edgeq_par_mat pm[4];
+	uint64_t bytes[4], macs[4];
+	bool one = n <= 4 && !getenv_fuse_off() &&
+		   (!f->hooks || (!f->hooks->linear && !f->hooks->linear_done));
+
 	if (f->hooks && f->hooks->linear_n &&
 	    !f->hooks->linear_n(f->hooks_arg, t, n, x, nb, ldx, y, ldy)) {
-		lap(f->w->m, EDGEQ_PROF_DEVICE, 0);
+		lap(m, EDGEQ_PROF_DEVICE, 0);
 		return;
 	}
-	for (int i = 0; i < n; i++)
-		linear(f, part[i], t[i], x, nb, ldx, y[i], ldy[i]);
+	for (int i = 1; i < n && one; i++)
+		one = edgeq_type_traits(t[i]->type)->vec_dot_type == vdt &&
+		      (int64_t)t[i]->ne[0] == cols;
+	if (!one) {
+		for (int i = 0; i < n; i++)
+			linear(f, part[i], t[i], x, nb, ldx, y[i], ldy[i]);
+		return;
+	}
+	quant_in(f, x, vdt, cols, nb, ldx);
+	for (int i = 0; i < n; i++) {
+		pm[i] = par_mat(m, t[i], y[i], ldy[i]);
+		bytes[i] = (uint64_t)t[i]->row_size * t[i]->ne[1];
+		macs[i] = (uint64_t)cols * t[i]->ne[1] * (uint64_t)nb;
+	}
+	edgeq_par_linear_n(m->pool, m->ops, n, pm, cols, f->w->qa,
+			   edgeq_row_size(vdt, cols), nb);
+	lap_mm_n(m, part, n, bytes, macs);
 }
 
 static void add_bias(float *y, const float *bias, int nb, uint32_t n)
