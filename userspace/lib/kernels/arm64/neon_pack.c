@@ -889,7 +889,8 @@ static void act16_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
  * or below its high nibble (SRI), so no nibble is masked on its own;
  * Q3_K: the two low bits, and the mask bit (moved to bit 0..3 by @hs,
  * -4 n) at bit 2 with one insert or bit select: q + 4;
- * Q2_K: the two bits.
+ * Q2_K: the two bits, in place (w[1] 4 and w[2] 16 times their value:
+ * one and each, no shift; tile_16 scales the sub-block scales to match).
  */
 AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
 	    int8x16_t hs, int8x16_t w[4])
@@ -913,11 +914,11 @@ AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
 	} else {
 		uint8x16_t Q = vld1q_u8(sb + EDGEQ_PK_16_QS + 64 * (8 * n + c) +
 					16 * v);
-		uint8x16_t l1 = vandq_u8(vshrq_n_u8(Q, 2), m3);
-		uint8x16_t l2 = vandq_u8(vshrq_n_u8(Q, 4), m3);
 		uint8x16_t l3 = vshrq_n_u8(Q, 6);
 
 		if (T == EDGEQ_TYPE_Q3_K) {
+			uint8x16_t l1 = vandq_u8(vshrq_n_u8(Q, 2), m3);
+			uint8x16_t l2 = vandq_u8(vshrq_n_u8(Q, 4), m3);
 			uint8x16_t H =
 				vshlq_u8(vld1q_u8(sb + EDGEQ_PK_Q3K_HMASK +
 						  64 * c + 16 * v),
@@ -930,10 +931,11 @@ AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
 			w[2] = vreinterpretq_s8_u8(vbslq_u8(m4, H, l2));
 			w[3] = vreinterpretq_s8_u8(
 				vbslq_u8(m4, vshrq_n_u8(H, 1), l3));
-		} else {
+		} else { /* 1, 4, 16 and 1 times the two bits (tile_16) */
 			w[0] = vreinterpretq_s8_u8(vandq_u8(Q, m3));
-			w[1] = vreinterpretq_s8_u8(l1);
-			w[2] = vreinterpretq_s8_u8(l2);
+			w[1] = vreinterpretq_s8_u8(
+				vandq_u8(Q, vdupq_n_u8(0x0c)));
+			w[2] = vreinterpretq_s8_u8(vandq_u8(Q, m30));
 			w[3] = vreinterpretq_s8_u8(l3);
 		}
 	}
@@ -1048,8 +1050,19 @@ AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
 							 64 * v + 16 * q4);
 
 					if (mins) { /* scale | min << 4 */
-						uint8x16_t sc = vandq_u8(
-							b, vdupq_n_u8(0x0f));
+						/* sub-block j (bytes 4j..)
+						 * times 16 / (w16's factor):
+						 * the sums 16 times theirs */
+						static const uint8_t f[16] = {
+							16, 16, 16, 16, 4, 4,
+							4,  4,	1,  1,	1, 1,
+							16, 16, 16, 16
+						};
+						uint8x16_t sc = vmulq_u8(
+							vandq_u8(b,
+								 vdupq_n_u8(
+									 0x0f)),
+							vld1q_u8(f));
 						uint8x16_t m = vshrq_n_u8(b, 4);
 
 						s16[0] = vreinterpretq_s16_u16(
@@ -1123,9 +1136,16 @@ AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
 			for (k = 0; k < NT; k++) {
 				float da = ap[k * aps + i - i0].d;
 
+				/* Q2_K: 16 times the sum, converted
+				 * exactly 16 times its float, undone
+				 * exactly */
 				acc[4 * k + v] = vfmaq_f32(
 					acc[4 * k + v], vmulq_n_f32(dw, da),
-					vcvtq_f32_s32(isum[4 * k + v]));
+					mins ? vmulq_n_f32(
+						       vcvtq_f32_s32(
+							       isum[4 * k + v]),
+						       0.0625f) :
+					       vcvtq_f32_s32(isum[4 * k + v]));
 				if (mins)
 					acc[4 * k + v] = vfmsq_f32(
 						acc[4 * k + v],
