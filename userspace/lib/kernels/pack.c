@@ -38,7 +38,8 @@
  *
  * Q5_K is Q4_K's layout followed by 8 chunks of qh: in chunk c, bytes
  * 4r..4r+3 are row r's qh[4c..4c+3] (bit j: bit 4 of sub-block j's
- * element), 2880 bytes per group and super-block (2.3 % over the file).
+ * element; inverted on aarch64, qh5k()), 2880 bytes per group and
+ * super-block (2.3 % over the file).
  *
  * Q3_K and Q2_K keep Q6_K's frame (d at 0, the 16 sub-blocks' scales
  * from byte 32, the quants from byte 288) so one NEON tile serves the
@@ -69,6 +70,22 @@ static void chunks(uint8_t *dst, const uint8_t *src, int nc, int64_t r)
 {
 	for (int c = 0; c < nc; c++)
 		memcpy(dst + 64 * c + 4 * r, src + 4 * c, 4);
+}
+
+/*
+ * Q5_K's qh chunks (chunks() of the file's 32 bytes); NEON's inverted: a
+ * compare of a set bit then marks the elements whose bit is clear, the
+ * ones its signed weights take 16 off (neon_pack.c's tile_k). The packed
+ * copy lives only in the process that made it, so each ISA has its own.
+ */
+static void qh5k(uint8_t *dst, const uint8_t *qh, int64_t r)
+{
+	chunks(dst, qh, 8, r);
+#if defined(__aarch64__)
+	for (int c = 0; c < 8; c++)
+		for (int b = 0; b < 4; b++)
+			dst[64 * c + 4 * r + b] ^= 0xff;
+#endif
 }
 
 /* columns per block: the 32-column types' 32, the K-quants' 256 */
@@ -208,8 +225,8 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					}
 					chunks(o + EDGEQ_PK_K_QS, qs, 32, r);
 					if (five)
-						chunks(o + EDGEQ_PK_Q5K_QH,
-						       b5->qh, 8, r);
+						qh5k(o + EDGEQ_PK_Q5K_QH,
+						     b5->qh, r);
 				} else if (t == EDGEQ_TYPE_Q4_0 ||
 					   t == EDGEQ_TYPE_IQ4_NL) {
 					const struct edgeq_block_q4_0 *b =

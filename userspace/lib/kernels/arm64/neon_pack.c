@@ -66,17 +66,18 @@ static void act_prep_mul(const struct edgeq_block_q8_0 *a, int64_t nblk,
 }
 
 /*
- * The chains start at -8 (Q4_0) or -16 (Q5_0) times the block's sum (the
- * unsigned stored values back to the signed ones), at 0 for Q8_0 (its
- * q + 128 goes back by eor) and IQ4_NL (its table values are signed); the
- * affine types start at 0 and keep the sum itself for their min term.
+ * The chains start at -8 times the block's sum for Q4_0 (the unsigned
+ * stored values back to the signed ones), at 0 for Q8_0 (its q + 128 goes
+ * back by eor), IQ4_NL (its table values are signed) and Q5_0 (fifth_bit()
+ * makes the signed values); the affine types keep the sum itself for
+ * their min term, Q4_1's chains start at 0 and Q5_1's at 16 times it
+ * (fifth_bit()'s values are 16 under the stored ones).
  */
 static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 		     int64_t nblk, struct act *out)
 {
 	act_prep_mul(a, nblk,
 		     t == EDGEQ_TYPE_Q4_0 ? -8 :
-		     t == EDGEQ_TYPE_Q5_0 ? -16 :
 		     edgeq_pk_affine(t)	  ? 1 :
 					    0,
 		     out);
@@ -85,10 +86,13 @@ static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
 /*
  * A 5-bit type's chunk c (c' = c / 2 of its bytes' qh byte, bit 4 (c % 2)
  * + b for byte b; the high nibbles' elements are 16 on: qh byte 2 + c')
- * of rows 4v..4v+3 (their qh words in @qh): @nib with bit 4 set where the
- * element's qh bit is.
+ * of rows 4v..4v+3 (their qh words, inverted, in @qhn), as the signed
+ * value nibble + 16 x bit - 16: one insert puts 0xf above the nibble
+ * (-16 + nibble as int8) where the element's bit is clear and leaves the
+ * nibble where it is set; only @nib's low 4 bits are read, so a low
+ * nibble needs no mask first.
  */
-AI uint8x16_t fifth_bit(uint8x16_t nib, uint8x16_t qh, const int c,
+AI uint8x16_t fifth_bit(uint8x16_t nib, uint8x16_t qhn, const int c,
 			const int high)
 {
 	static const uint8_t at[16] = { 0, 0, 0, 0, 4,	4,  4,	4,
@@ -98,8 +102,7 @@ AI uint8x16_t fifth_bit(uint8x16_t nib, uint8x16_t qh, const int c,
 	uint8x16_t bit = vreinterpretq_u8_u32(
 		vdupq_n_u32(c % 2 ? 0x80402010u : 0x08040201u));
 
-	return vorrq_u8(nib, vandq_u8(vtstq_u8(vqtbl1q_u8(qh, ctl), bit),
-				      vdupq_n_u8(0x10)));
+	return vsliq_n_u8(nib, vtstq_u8(vqtbl1q_u8(qhn, ctl), bit), 4);
 }
 
 /*
@@ -153,8 +156,12 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 #pragma GCC unroll 4
 			for (k = 0; k < NT; k++)
 				for (v = 0; v < 4; v++)
-					s[4 * k + v] = aff ? vdupq_n_s32(0) :
-							     bias[k];
+					s[4 * k + v] =
+						t == EDGEQ_TYPE_Q5_1 ?
+							vshlq_n_s32(bias[k],
+								    4) :
+						aff ? vdupq_n_s32(0) :
+						      bias[k];
 			if (nib) {
 #pragma GCC unroll 4
 				for (v = 0; v < 4; v++) {
@@ -183,21 +190,21 @@ AI void tile_g(enum edgeq_type t, const uint8_t *gp, size_t gsz, const int G,
 						   u7 = vshrq_n_u8(c3, 4);
 
 					if (five) {
-						uint8x16_t qh = vld1q_u8(
+						uint8x16_t qhn = vmvnq_u8(vld1q_u8(
 							blk +
 							(t == EDGEQ_TYPE_Q5_0 ?
 								 EDGEQ_PK_Q50_QH :
 								 EDGEQ_PK_Q51_QH) +
-							16 * v);
+							16 * v));
 
-						u0 = fifth_bit(u0, qh, 0, 0);
-						u1 = fifth_bit(u1, qh, 1, 0);
-						u2 = fifth_bit(u2, qh, 2, 0);
-						u3 = fifth_bit(u3, qh, 3, 0);
-						u4 = fifth_bit(u4, qh, 0, 1);
-						u5 = fifth_bit(u5, qh, 1, 1);
-						u6 = fifth_bit(u6, qh, 2, 1);
-						u7 = fifth_bit(u7, qh, 3, 1);
+						u0 = fifth_bit(c0, qhn, 0, 0);
+						u1 = fifth_bit(c1, qhn, 1, 0);
+						u2 = fifth_bit(c2, qhn, 2, 0);
+						u3 = fifth_bit(c3, qhn, 3, 0);
+						u4 = fifth_bit(u4, qhn, 0, 1);
+						u5 = fifth_bit(u5, qhn, 1, 1);
+						u6 = fifth_bit(u6, qhn, 2, 1);
+						u7 = fifth_bit(u7, qhn, 3, 1);
 					}
 					int8x16_t l0 = vreinterpretq_s8_u8(u0);
 					int8x16_t l1 = vreinterpretq_s8_u8(u1);
@@ -594,8 +601,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	       size_t as, const struct actk *ap, int64_t aps, const int NT,
 	       const bool Q5, float32x4_t *accp)
 {
-	const uint8x16_t m4 = vdupq_n_u8(0x0f), b1 = vdupq_n_u8(1),
-			 b4 = vdupq_n_u8(0x10);
+	const uint8x16_t m4 = vdupq_n_u8(0x0f);
 	const int GB = Q5 ? EDGEQ_PK_GB_Q5_K : EDGEQ_PK_GB_Q4_K;
 	float32x4_t acc[2 * 4];
 	int k, v;
@@ -617,9 +623,12 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			const uint8_t *qp = sb + EDGEQ_PK_K_QS + 512 * jj;
 			int8x16_t q[2][4];
 			int32x4_t sl[4], sh[4];
-			/* Q5: bit 2jj of qh to bit 0, bit 2jj + 1 to bit 4 */
-			const int8x16_t s_lo = vdupq_n_s8((int8_t) - (2 * jj)),
-					s_hi = vdupq_n_s8((int8_t)(3 - 2 * jj));
+			/* Q5: sub-block 2jj's bits (inverted, pack.c's qh5k())
+			 * at bit 2jj, 2jj + 1's at the next */
+			const uint8x16_t b_lo = vdupq_n_u8(
+						 (uint8_t)(1 << (2 * jj))),
+					 b_hi = vdupq_n_u8(
+						 (uint8_t)(2 << (2 * jj)));
 
 			widen16(sb + EDGEQ_PK_K_SC + 32 * jj, sl);
 			widen16(sb + EDGEQ_PK_K_SC + 16 + 32 * jj, sh);
@@ -636,9 +645,20 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			for (v = 0; v < 4; v++) {
 				int32x4_t l[2], h[2];
 
+				/* Q5: the chains start at 16 times the
+				 * sub-block's activation sum, the signed
+				 * weights being 16 under the stored ones */
 #pragma GCC unroll 2
-				for (k = 0; k < NT; k++)
-					l[k] = h[k] = vdupq_n_s32(0);
+				for (k = 0; k < NT; k++) {
+					const struct actk *x =
+						&ap[k * aps + i - i0];
+
+					l[k] = vdupq_n_s32(
+						Q5 ? 16 * x->bs[2 * jj] : 0);
+					h[k] = vdupq_n_s32(
+						Q5 ? 16 * x->bs[2 * jj + 1] :
+						     0);
+				}
 #pragma GCC unroll 8
 				for (int c = 0; c < 8; c++) {
 					uint8x16_t x =
@@ -649,18 +669,17 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 						uint8x16_t qh = vld1q_u8(
 							sb + EDGEQ_PK_GB_Q4_K +
 							64 * c + 16 * v);
-						uint8x16_t t = vandq_u8(
-							vshlq_u8(qh, s_lo), b1);
-						uint8x16_t u = vandq_u8(
-							vshlq_u8(qh, s_hi), b4);
-
-						/* bit 4 inserted under the
-						 * nibble: t's bit 0 shifted in
-						 * above x's low nibble, x's
-						 * high nibble shifted in
-						 * below u's bit 4 */
-						lo = vsliq_n_u8(x, t, 4);
-						hi = vsriq_n_u8(u, x, 4);
+						/* nibble + 16 x bit - 16 as
+						 * int8: 0xf above the nibble
+						 * where the bit is clear (set
+						 * in the inverted qh), the
+						 * nibble alone where set */
+						lo = vsliq_n_u8(
+							x, vtstq_u8(qh, b_lo),
+							4);
+						hi = vsriq_n_u8(vtstq_u8(qh,
+									 b_hi),
+								x, 4);
 					} else {
 						lo = vandq_u8(x, m4);
 						hi = vshrq_n_u8(x, 4);
