@@ -73,10 +73,11 @@ static void chunks(uint8_t *dst, const uint8_t *src, int nc, int64_t r)
 }
 
 /*
- * Q5_K's qh chunks (chunks() of the file's 32 bytes); NEON's inverted: a
- * compare of a set bit then marks the elements whose bit is clear, the
- * ones its signed weights take 16 off (neon_pack.c's tile_k). The packed
- * copy lives only in the process that made it, so each ISA has its own.
+ * Q5_K's qh and Q3_K's hmask chunks (chunks() of the file's 32 bytes);
+ * NEON's inverted: a compare of a set bit then marks the elements whose
+ * bit is clear, the ones its signed weights take 16 (Q5_K, tile_k) or 4
+ * (Q3_K, w16) off. The packed copy lives only in the process that made
+ * it, so each ISA has its own.
  */
 static void qh5k(uint8_t *dst, const uint8_t *qh, int64_t r)
 {
@@ -169,8 +170,8 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 							(uint8_t)sc[j];
 					chunks(o + EDGEQ_PK_16_QS, b->qs, 16,
 					       r);
-					chunks(o + EDGEQ_PK_Q3K_HMASK, b->hmask,
-					       8, r);
+					qh5k(o + EDGEQ_PK_Q3K_HMASK, b->hmask,
+					     r);
 				} else if (t == EDGEQ_TYPE_IQ4_XS) {
 					const struct edgeq_block_iq4_xs *b =
 						(const void *)(row + i * 136);

@@ -881,18 +881,17 @@ static void tile_k_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 
 struct act16 {
 	float d;
-	/* per 16-byte group: where its chain starts (Q6_K: -32, Q3_K: -4
-	 * times its sum, the weights being stored q + 32 and q + 4); Q2_K:
-	 * the sum itself, for the mins */
+	/* per 16-byte group: Q6_K: where its chain starts (-32 times its
+	 * sum, the weights being stored q + 32); Q2_K: the sum itself, for
+	 * the mins; Q3_K: unused (its chains start at 0, w16()'s weights
+	 * being signed) */
 	int32_t nb[16];
 };
 
 static void act16_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
 		       int64_t nsb, struct act16 *o)
 {
-	const int32_t f = t == EDGEQ_TYPE_Q6_K ? -32 :
-			  t == EDGEQ_TYPE_Q3_K ? -4 :
-						 1;
+	const int32_t f = t == EDGEQ_TYPE_Q6_K ? -32 : 1;
 
 	for (int64_t i = 0; i < nsb; i++) {
 		o[i].d = a[i].d;
@@ -903,19 +902,18 @@ static void act16_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
 
 /*
  * Chunk @c (0-7) of half @n of a quarter's row group @v as four weight
- * vectors, element 128 n + 32 j + l in w[j], all unsigned:
+ * vectors, element 128 n + 32 j + l in w[j]:
  * Q6_K: the two high bits (from qh) shifted in above ql's low nibble (SLI)
  * or below its high nibble (SRI), so no nibble is masked on its own;
- * Q3_K: the two low bits, and the mask bit (moved to bit 0..3 by @hs,
- * -4 n) at bit 2 with one insert or bit select: q + 4;
+ * Q3_K: signed, q - 4 where the mask bit is clear: the compare's 0xff
+ * inserted above the two bits (0xfc | q) there, q alone where it is set;
  * Q2_K: the two bits, in place (w[1] 4 and w[2] 16 times their value:
  * one and each, no shift; tile_16 scales the sub-block scales to match).
  */
 AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
-	    int8x16_t hs, int8x16_t w[4])
+	    int8x16_t w[4])
 {
-	const uint8x16_t m1 = vdupq_n_u8(1), m3 = vdupq_n_u8(3),
-			 m4 = vdupq_n_u8(4), m30 = vdupq_n_u8(0x30);
+	const uint8x16_t m3 = vdupq_n_u8(3), m30 = vdupq_n_u8(0x30);
 
 	if (T == EDGEQ_TYPE_Q6_K) {
 		uint8x16_t A = vld1q_u8(sb + EDGEQ_PK_16_QS +
@@ -936,20 +934,27 @@ AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
 		uint8x16_t l3 = vshrq_n_u8(Q, 6);
 
 		if (T == EDGEQ_TYPE_Q3_K) {
-			uint8x16_t l1 = vandq_u8(vshrq_n_u8(Q, 2), m3);
-			uint8x16_t l2 = vandq_u8(vshrq_n_u8(Q, 4), m3);
-			uint8x16_t H =
-				vshlq_u8(vld1q_u8(sb + EDGEQ_PK_Q3K_HMASK +
-						  64 * c + 16 * v),
-					 hs);
+			/* the inverted mask (pack.c's qh3k()): its bit 4n + j
+			 * set where w[j]'s element takes 4 off */
+			uint8x16_t H = vld1q_u8(sb + EDGEQ_PK_Q3K_HMASK +
+						64 * c + 16 * v);
 
-			w[0] = vreinterpretq_s8_u8(
-				vsliq_n_u8(Q, vandq_u8(H, m1), 2));
-			w[1] = vreinterpretq_s8_u8(
-				vbslq_u8(m4, vshlq_n_u8(H, 1), l1));
-			w[2] = vreinterpretq_s8_u8(vbslq_u8(m4, H, l2));
-			w[3] = vreinterpretq_s8_u8(
-				vbslq_u8(m4, vshrq_n_u8(H, 1), l3));
+			w[0] = vreinterpretq_s8_u8(vsliq_n_u8(
+				Q,
+				vtstq_u8(H, vdupq_n_u8((uint8_t)(1 << 4 * n))),
+				2));
+			w[1] = vreinterpretq_s8_u8(vsliq_n_u8(
+				vshrq_n_u8(Q, 2),
+				vtstq_u8(H, vdupq_n_u8((uint8_t)(2 << 4 * n))),
+				2));
+			w[2] = vreinterpretq_s8_u8(vsliq_n_u8(
+				vshrq_n_u8(Q, 4),
+				vtstq_u8(H, vdupq_n_u8((uint8_t)(4 << 4 * n))),
+				2));
+			w[3] = vreinterpretq_s8_u8(vsliq_n_u8(
+				l3,
+				vtstq_u8(H, vdupq_n_u8((uint8_t)(8 << 4 * n))),
+				2));
 		} else { /* 1, 4, 16 and 1 times the two bits (tile_16) */
 			w[0] = vreinterpretq_s8_u8(vandq_u8(Q, m3));
 			w[1] = vreinterpretq_s8_u8(
@@ -994,7 +999,6 @@ AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
 #pragma GCC unroll 1
 		for (int q4 = 0; q4 < 4; q4++) {
 			const int n = q4 >> 1, c4 = q4 & 1;
-			const int8x16_t hs = vdupq_n_s8((int8_t)(-4 * n));
 			int8x16_t qa[2][4];
 			int16x8_t sw[4][2];
 
@@ -1030,17 +1034,18 @@ AI void tile_16(const enum edgeq_type T, const uint8_t *gp, int64_t i0,
 #pragma GCC unroll 4
 					for (int j = 0; j < 4; j++)
 						s[k]
-						 [j] = mins ? vdupq_n_s32(0) :
-							      vdupq_n_s32(
-								      x->nb[8 * n +
-									    c4 +
-									    2 * j]);
+						 [j] = T == EDGEQ_TYPE_Q6_K ?
+							       vdupq_n_s32(
+								       x->nb[8 * n +
+									     c4 +
+									     2 * j]) :
+							       vdupq_n_s32(0);
 				}
 #pragma GCC unroll 4
 				for (int cc = 0; cc < 4; cc++) {
 					int8x16_t w[4];
 
-					w16(T, sb, n, 4 * c4 + cc, v, hs, w);
+					w16(T, sb, n, 4 * c4 + cc, v, w);
 #pragma GCC unroll 2
 					for (k = 0; k < NT; k++) {
 						s[k][0] =
