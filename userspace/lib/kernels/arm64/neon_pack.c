@@ -927,7 +927,8 @@ AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
 		w[0] = vreinterpretq_s8_u8(vsliq_n_u8(A, vandq_u8(H, m3), 4));
 		w[1] = vreinterpretq_s8_u8(vsliq_n_u8(B, vandq_u8(H2, m3), 4));
 		w[2] = vreinterpretq_s8_u8(vsriq_n_u8(vandq_u8(H, m30), A, 4));
-		w[3] = vreinterpretq_s8_u8(vsriq_n_u8(vandq_u8(H2, m30), B, 4));
+		/* H2's top two bits are 0 already: no mask */
+		w[3] = vreinterpretq_s8_u8(vsriq_n_u8(H2, B, 4));
 	} else {
 		uint8x16_t Q = vld1q_u8(sb + EDGEQ_PK_16_QS + 64 * (8 * n + c) +
 					16 * v);
