@@ -527,61 +527,6 @@ static void prof_begin(struct edgeq_model *m)
 	m->prof_wait = edgeq_threadpool_wait_ns(m->pool);
 }
 
-/* The time since the last lap to @part, less the pool's wait in it. */
-static void lap_mm(struct edgeq_model *m, enum edgeq_prof_part part,
-		   uint64_t bytes, uint64_t macs)
-{
-	uint64_t now, wait, dt, dw;
-
-	if (!m->prof_on)
-		return;
-	now = edgeq_now_ns();
-	wait = edgeq_threadpool_wait_ns(m->pool);
-	dt = now - m->prof_last;
-	dw = wait - m->prof_wait;
-	if (dw > dt)
-		dw = dt;
-	m->prof.ns[part] += dt - dw;
-	m->prof.ns[EDGEQ_PROF_SYNC] += dw;
-	m->prof.total_ns += dt;
-	m->prof.calls[part]++;
-	m->prof.bytes[part] += bytes;
-	m->prof.macs[part] += macs;
-	m->prof_last = now;
-	m->prof_wait = wait;
-}
-
-static void lap(struct edgeq_model *m, enum edgeq_prof_part part,
-		uint64_t bytes)
-{
-	lap_mm(m, part, bytes, 0);
-}
-
-static void prof_end(struct edgeq_model *m, int nb)
-{
-	if (!m->prof_on)
-		return;
-	m->prof.passes++;
-	m->prof.tokens += (uint64_t)nb;
-}
-
-/*
- * One forward pass over a list of tokens. The tokens may belong to
- * several contexts (continuous batching: the next token of every slot, a
- * prompt chunk of a new one), each at its own position; the matrices see
- * one batch, so their weights are read once for all of them. Buffers are
- * those of the workspace context @w (its n_batch bounds nb).
- */
-struct fw {
-	struct edgeq_ctx *w; /* workspace: activations, tc, tpos */
-	const int32_t *toks; /* [nb] */
-	int nb;
-	const float *qa_src; /* what w->qa holds: source, type, rows */
-	int qa_type, qa_nb;
-	const struct edgeq_ctx_hooks *hooks; /* placement, or NULL */
-	void *hooks_arg;
-};
-
 /* The time since the last lap to @cnt parts, shared by their @bytes
  * (one dispatch ran them all), less the pool's wait in it. */
 static void lap_mm_n(struct edgeq_model *m, const enum edgeq_prof_part *part,
@@ -620,6 +565,44 @@ static void lap_mm_n(struct edgeq_model *m, const enum edgeq_prof_part *part,
 	m->prof_last = now;
 	m->prof_wait = wait;
 }
+
+/* The time since the last lap to @part, less the pool's wait in it. */
+static void lap_mm(struct edgeq_model *m, enum edgeq_prof_part part,
+		   uint64_t bytes, uint64_t macs)
+{
+	lap_mm_n(m, &part, 1, &bytes, &macs);
+}
+
+static void lap(struct edgeq_model *m, enum edgeq_prof_part part,
+		uint64_t bytes)
+{
+	lap_mm(m, part, bytes, 0);
+}
+
+static void prof_end(struct edgeq_model *m, int nb)
+{
+	if (!m->prof_on)
+		return;
+	m->prof.passes++;
+	m->prof.tokens += (uint64_t)nb;
+}
+
+/*
+ * One forward pass over a list of tokens. The tokens may belong to
+ * several contexts (continuous batching: the next token of every slot, a
+ * prompt chunk of a new one), each at its own position; the matrices see
+ * one batch, so their weights are read once for all of them. Buffers are
+ * those of the workspace context @w (its n_batch bounds nb).
+ */
+struct fw {
+	struct edgeq_ctx *w; /* workspace: activations, tc, tpos */
+	const int32_t *toks; /* [nb] */
+	int nb;
+	const float *qa_src; /* what w->qa holds: source, type, rows */
+	int qa_type, qa_nb;
+	const struct edgeq_ctx_hooks *hooks; /* placement, or NULL */
+	void *hooks_arg;
+};
 
 /*
  * x's @nb rows quantized into c->qa as @vdt (rows of @n), unless qa holds
@@ -693,18 +676,24 @@ static void linear(struct fw *f, enum edgeq_prof_part part,
 		f->hooks->linear_done(f->hooks_arg, t, nb);
 }
 
-/* EDGEQ_FUSE_LINEAR=0: each matrix of linear_n() its own dispatch (for
- * A/B measurements; the values are the same either way). */
+/* @name=0 in the environment, read once into *@cache: an A/B switch
+ * back to an older path (the values are the same either way). */
+static bool env_zero(const char *name, int *cache)
+{
+	if (*cache < 0) {
+		const char *e = getenv(name);
+
+		*cache = e && !strcmp(e, "0");
+	}
+	return *cache;
+}
+
+/* EDGEQ_FUSE_LINEAR=0: each matrix of linear_n() its own dispatch */
 static bool getenv_fuse_off(void)
 {
 	static int off = -1;
 
-	if (off < 0) {
-		const char *e = getenv("EDGEQ_FUSE_LINEAR");
-
-		off = e && !strcmp(e, "0");
-	}
-	return off;
+	return env_zero("EDGEQ_FUSE_LINEAR", &off);
 }
 
 /*
@@ -1108,18 +1097,12 @@ static void att_task_tiles(void *arg, int ith, int nth)
 	}
 }
 
-/* EDGEQ_ATTN_TILES=0: prompts take att_task too (for A/B measurements;
- * the values are the same either way). */
+/* EDGEQ_ATTN_TILES=0: prompts take att_task too */
 static bool getenv_tiles_off(void)
 {
 	static int off = -1;
 
-	if (off < 0) {
-		const char *e = getenv("EDGEQ_ATTN_TILES");
-
-		off = e && !strcmp(e, "0");
-	}
-	return off;
+	return env_zero("EDGEQ_ATTN_TILES", &off);
 }
 
 /*
