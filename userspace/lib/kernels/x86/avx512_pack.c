@@ -1175,6 +1175,11 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #pragma GCC unroll 16
 		for (int g = 0; g < 16; g++) {
 			const int n = g / 8, j = (g / 2) % 4, h = g % 2;
+			/* the weights are 4^j (Q3_K's top pair 1) times
+			 * their value; the scale times what makes each sum
+			 * 16 (Q3_K) or 64 (Q2_K) times the canonical one */
+			const int sh = Q3 ? (j == 3 ? 4 : 4 - 2 * j) :
+					    6 - 2 * j;
 			__m512i sc, mn = _mm512_setzero_si512(), w[4];
 
 			if (g % 2 == 0)
@@ -1185,12 +1190,17 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 							     o,
 						     _MM_HINT_T0);
 			if (Q3) {
-				sc = _mm512_cvtepi8_epi32(sc16_rows(sb, g));
+				sc = _mm512_slli_epi32(
+					_mm512_cvtepi8_epi32(sc16_rows(sb, g)),
+					sh);
 			} else {
 				__m512i b =
 					_mm512_cvtepu8_epi32(sc16_rows(sb, g));
 
-				sc = _mm512_and_si512(b, _mm512_set1_epi32(15));
+				sc = _mm512_slli_epi32(
+					_mm512_and_si512(b,
+							 _mm512_set1_epi32(15)),
+					sh);
 				mn = _mm512_srli_epi32(b, 4);
 			}
 #pragma GCC unroll 4
@@ -1199,8 +1209,18 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					sb + EDGEQ_PK_16_QS +
 					64 * (8 * n + 4 * h + c));
 
-				w[c] = _mm512_and_si512(
-					_mm512_srli_epi16(v, 2 * j), m3);
+				/* the bits where they lie (4^j times the
+				 * value), but Q3_K's top pair, whose + 4
+				 * would not fit a byte there */
+				w[c] = Q3 && j == 3 ?
+					       _mm512_and_si512(
+						       _mm512_srli_epi16(v, 6),
+						       m3) :
+					       _mm512_and_si512(
+						       v,
+						       _mm512_set1_epi8((
+							       char)(3
+								     << 2 * j)));
 				if (Q3)
 					w[c] = _mm512_mask_add_epi8(
 						w[c],
@@ -1214,7 +1234,12 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 								char)(1
 								      << (4 * n +
 									  j)))),
-						w[c], _mm512_set1_epi8(4));
+						w[c],
+						_mm512_set1_epi8((
+							char)(4
+							      << (j == 3 ?
+									  0 :
+									  2 * j))));
 			}
 #pragma GCC unroll 8
 			for (k = 0; k < NT; k++) {
@@ -1224,7 +1249,13 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 						.qs +
 					16 * g;
 				int32_t bg = ap[k * aps + i - i0].b[g];
-				__m512i s0 = Q3 ? _mm512_set1_epi32(bg) :
+				/* Q3_K's chain start: -4 times the group's
+				 * sum, times the weights' 4^j */
+				__m512i s0 = Q3 ? _mm512_set1_epi32(
+							  j == 3 ?
+								  bg :
+								  bg * (1
+									<< 2 * j)) :
 						  _mm512_setzero_si512(),
 					s1 = _mm512_setzero_si512();
 
@@ -1254,9 +1285,15 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 		for (k = 0; k < NT; k++) {
 			__m512 da = _mm512_set1_ps(ap[k * aps + i - i0].d);
 
-			c_[k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da),
-						_mm512_cvtepi32_ps(isum[k]),
-						c_[k]);
+			/* isum is 16 (Q3_K) or 64 (Q2_K) times the exact
+			 * sum: its float that times the canonical float,
+			 * undone exactly */
+			c_[k] = _mm512_fmadd_ps(
+				_mm512_mul_ps(dw, da),
+				_mm512_mul_ps(_mm512_cvtepi32_ps(isum[k]),
+					      _mm512_set1_ps(Q3 ? 0.0625f :
+								  0.015625f)),
+				c_[k]);
 			if (!Q3)
 				c_[k] = _mm512_fnmadd_ps(
 					_mm512_mul_ps(
