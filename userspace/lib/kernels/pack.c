@@ -38,7 +38,7 @@
  *
  * Q5_K is Q4_K's layout followed by 8 chunks of qh: in chunk c, bytes
  * 4r..4r+3 are row r's qh[4c..4c+3] (bit j: bit 4 of sub-block j's
- * element; inverted on aarch64, qh5k()), 2880 bytes per group and
+ * element; inverted on aarch64, bit_chunks()), 2880 bytes per group and
  * super-block (2.3 % over the file).
  *
  * Q3_K and Q2_K keep Q6_K's frame (d at 0, the 16 sub-blocks' scales
@@ -79,7 +79,7 @@ static void chunks(uint8_t *dst, const uint8_t *src, int nc, int64_t r)
  * (Q3_K, w16) off. The packed copy lives only in the process that made
  * it, so each ISA has its own.
  */
-static void qh5k(uint8_t *dst, const uint8_t *qh, int64_t r)
+static void bit_chunks(uint8_t *dst, const uint8_t *qh, int64_t r)
 {
 	chunks(dst, qh, 8, r);
 #if defined(__aarch64__)
@@ -170,8 +170,8 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 							(uint8_t)sc[j];
 					chunks(o + EDGEQ_PK_16_QS, b->qs, 16,
 					       r);
-					qh5k(o + EDGEQ_PK_Q3K_HMASK, b->hmask,
-					     r);
+					bit_chunks(o + EDGEQ_PK_Q3K_HMASK,
+						   b->hmask, r);
 				} else if (t == EDGEQ_TYPE_IQ4_XS) {
 					const struct edgeq_block_iq4_xs *b =
 						(const void *)(row + i * 136);
@@ -226,8 +226,8 @@ void edgeq_pack16(enum edgeq_type t, const void *w, int64_t rows, int64_t n,
 					}
 					chunks(o + EDGEQ_PK_K_QS, qs, 32, r);
 					if (five)
-						qh5k(o + EDGEQ_PK_Q5K_QH,
-						     b5->qh, r);
+						bit_chunks(o + EDGEQ_PK_Q5K_QH,
+							   b5->qh, r);
 				} else if (t == EDGEQ_TYPE_Q4_0 ||
 					   t == EDGEQ_TYPE_IQ4_NL) {
 					const struct edgeq_block_q4_0 *b =

@@ -457,8 +457,7 @@ int edgeq_threadpool_pinned(const struct edgeq_threadpool *tp)
 
 struct par_job {
 	const struct edgeq_kernel_ops *ops;
-	const struct edgeq_par_mat *m; /* cnt matrices, rows end to end */
-	int cnt;
+	const struct edgeq_par_mat *m; /* the matrices, rows end to end */
 	int64_t n;
 	const void *a;
 	size_t a_stride;
@@ -535,7 +534,6 @@ void edgeq_par_linear_n(struct edgeq_threadpool *tp,
 	int nth = edgeq_threadpool_size(tp);
 	struct par_job j = { .ops = ops,
 			     .m = m,
-			     .cnt = cnt,
 			     .n = n,
 			     .a = a,
 			     .a_stride = a_stride,

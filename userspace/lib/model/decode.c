@@ -567,16 +567,12 @@ static void lap_mm_n(struct edgeq_model *m, const enum edgeq_prof_part *part,
 }
 
 /* The time since the last lap to @part, less the pool's wait in it. */
-static void lap_mm(struct edgeq_model *m, enum edgeq_prof_part part,
-		   uint64_t bytes, uint64_t macs)
-{
-	lap_mm_n(m, &part, 1, &bytes, &macs);
-}
-
 static void lap(struct edgeq_model *m, enum edgeq_prof_part part,
 		uint64_t bytes)
 {
-	lap_mm(m, part, bytes, 0);
+	uint64_t macs = 0;
+
+	lap_mm_n(m, &part, 1, &bytes, &macs);
 }
 
 static void prof_end(struct edgeq_model *m, int nb)
@@ -647,6 +643,34 @@ static struct edgeq_par_mat par_mat(const struct edgeq_model *m,
 }
 
 /*
+ * @n (1-4) matrices of input x on the CPU, their activations of one
+ * vec_dot type and width: the activations quantized once (reused by the
+ * next call with the same input and type), one pool dispatch for all
+ * (edgeq_par_linear_n), the profile's lap shared by their bytes.
+ */
+static void cpu_linear_n(struct fw *f, const enum edgeq_prof_part *part,
+			 const struct edgeq_tensor *const *t, int n,
+			 const float *x, int nb, int ldx, float *const *y,
+			 const int *ldy)
+{
+	struct edgeq_model *m = f->w->m;
+	enum edgeq_type vdt = edgeq_type_traits(t[0]->type)->vec_dot_type;
+	int64_t cols = (int64_t)t[0]->ne[0];
+	struct edgeq_par_mat pm[4];
+	uint64_t bytes[4], macs[4];
+
+	quant_in(f, x, vdt, cols, nb, ldx);
+	for (int i = 0; i < n; i++) {
+		pm[i] = par_mat(m, t[i], y[i], ldy[i]);
+		bytes[i] = (uint64_t)t[i]->row_size * t[i]->ne[1];
+		macs[i] = (uint64_t)cols * t[i]->ne[1] * (uint64_t)nb;
+	}
+	edgeq_par_linear_n(m->pool, m->ops, n, pm, cols, f->w->qa,
+			   edgeq_row_size(vdt, cols), nb);
+	lap_mm_n(m, part, n, bytes, macs);
+}
+
+/*
  * y[b][0..rows) = W x[b] for b < nb; x rows are ldx floats apart, y rows ldy.
  * The activations are quantized once into W's vec_dot type and reused by
  * the next call with the same input and type.
@@ -655,23 +679,12 @@ static void linear(struct fw *f, enum edgeq_prof_part part,
 		   const struct edgeq_tensor *t, const float *x, int nb,
 		   int ldx, float *y, int ldy)
 {
-	struct edgeq_ctx *c = f->w;
-	struct edgeq_model *m = c->m;
-	enum edgeq_type vdt = edgeq_type_traits(t->type)->vec_dot_type;
-	int64_t n = (int64_t)t->ne[0];
-	struct edgeq_par_mat pm;
-
 	if (f->hooks && f->hooks->linear &&
 	    !f->hooks->linear(f->hooks_arg, t, x, nb, ldx, y, ldy)) {
-		lap(m, EDGEQ_PROF_DEVICE, 0);
+		lap(f->w->m, EDGEQ_PROF_DEVICE, 0);
 		return; /* placement ran it on another device */
 	}
-	quant_in(f, x, vdt, n, nb, ldx);
-	pm = par_mat(m, t, y, ldy);
-	edgeq_par_linear_n(m->pool, m->ops, 1, &pm, n, c->qa,
-			   edgeq_row_size(vdt, n), nb);
-	lap_mm(m, part, (uint64_t)t->row_size * t->ne[1],
-	       (uint64_t)n * t->ne[1] * (uint64_t)nb);
+	cpu_linear_n(f, &part, &t, 1, x, nb, ldx, &y, &ldy);
 	if (f->hooks && f->hooks->linear_done)
 		f->hooks->linear_done(f->hooks_arg, t, nb);
 }
@@ -709,36 +722,24 @@ static void linear_n(struct fw *f, const enum edgeq_prof_part *part,
 		     const struct edgeq_tensor *const *t, int n, const float *x,
 		     int nb, int ldx, float *const *y, const int *ldy)
 {
-	struct edgeq_model *m = f->w->m;
 	enum edgeq_type vdt = edgeq_type_traits(t[0]->type)->vec_dot_type;
-	int64_t cols = (int64_t)t[0]->ne[0];
-	struct edgeq_par_mat pm[4];
-	uint64_t bytes[4], macs[4];
 	bool one = n <= 4 && !getenv_fuse_off() &&
 		   (!f->hooks || (!f->hooks->linear && !f->hooks->linear_done));
 
 	if (f->hooks && f->hooks->linear_n &&
 	    !f->hooks->linear_n(f->hooks_arg, t, n, x, nb, ldx, y, ldy)) {
-		lap(m, EDGEQ_PROF_DEVICE, 0);
+		lap(f->w->m, EDGEQ_PROF_DEVICE, 0);
 		return;
 	}
 	for (int i = 1; i < n && one; i++)
 		one = edgeq_type_traits(t[i]->type)->vec_dot_type == vdt &&
-		      (int64_t)t[i]->ne[0] == cols;
-	if (!one) {
-		for (int i = 0; i < n; i++)
-			linear(f, part[i], t[i], x, nb, ldx, y[i], ldy[i]);
+		      t[i]->ne[0] == t[0]->ne[0];
+	if (one) {
+		cpu_linear_n(f, part, t, n, x, nb, ldx, y, ldy);
 		return;
 	}
-	quant_in(f, x, vdt, cols, nb, ldx);
-	for (int i = 0; i < n; i++) {
-		pm[i] = par_mat(m, t[i], y[i], ldy[i]);
-		bytes[i] = (uint64_t)t[i]->row_size * t[i]->ne[1];
-		macs[i] = (uint64_t)cols * t[i]->ne[1] * (uint64_t)nb;
-	}
-	edgeq_par_linear_n(m->pool, m->ops, n, pm, cols, f->w->qa,
-			   edgeq_row_size(vdt, cols), nb);
-	lap_mm_n(m, part, n, bytes, macs);
+	for (int i = 0; i < n; i++)
+		linear(f, part[i], t[i], x, nb, ldx, y[i], ldy[i]);
 }
 
 static void add_bias(float *y, const float *bias, int nb, uint32_t n)

@@ -623,7 +623,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			const uint8_t *qp = sb + EDGEQ_PK_K_QS + 512 * jj;
 			int8x16_t q[2][4];
 			int32x4_t sl[4], sh[4];
-			/* Q5: sub-block 2jj's bits (inverted, pack.c's qh5k())
+			/* Q5: sub-block 2jj's bits (inverted, pack.c's bit_chunks())
 			 * at bit 2jj, 2jj + 1's at the next */
 			const uint8x16_t b_lo = vdupq_n_u8(
 						 (uint8_t)(1 << (2 * jj))),
@@ -893,11 +893,13 @@ static void act16_prep(enum edgeq_type t, const struct edgeq_block_q8_K *a,
 {
 	const int32_t f = t == EDGEQ_TYPE_Q6_K ? -32 : 1;
 
-	for (int64_t i = 0; i < nsb; i++) {
+	for (int64_t i = 0; i < nsb; i++)
 		o[i].d = a[i].d;
+	if (t == EDGEQ_TYPE_Q3_K) /* its chains start at 0 */
+		return;
+	for (int64_t i = 0; i < nsb; i++)
 		for (int g = 0; g < 16; g++)
 			o[i].nb[g] = f * a[i].bsums[g];
-	}
 }
 
 /*
@@ -935,7 +937,7 @@ AI void w16(const enum edgeq_type T, const uint8_t *sb, int n, int c, int v,
 		uint8x16_t l3 = vshrq_n_u8(Q, 6);
 
 		if (T == EDGEQ_TYPE_Q3_K) {
-			/* the inverted mask (pack.c's qh3k()): its bit 4n + j
+			/* the inverted mask (pack.c's bit_chunks()): its bit 4n + j
 			 * set where w[j]'s element takes 4 off */
 			uint8x16_t H = vld1q_u8(sb + EDGEQ_PK_Q3K_HMASK +
 						64 * c + 16 * v);

@@ -1175,11 +1175,13 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #pragma GCC unroll 16
 		for (int g = 0; g < 16; g++) {
 			const int n = g / 8, j = (g / 2) % 4, h = g % 2;
-			/* the weights are 4^j (Q3_K's top pair 1) times
-			 * their value; the scale times what makes each sum
-			 * 16 (Q3_K) or 64 (Q2_K) times the canonical one */
-			const int sh = Q3 ? (j == 3 ? 4 : 4 - 2 * j) :
-					    6 - 2 * j;
+			/* the weights are 1 << ws times their value (the
+			 * bits where they lie, but Q3_K's top pair, whose
+			 * + 4 would not fit a byte there); the scale 1 << sh
+			 * times, so each sum is 16 (Q3_K) or 64 (Q2_K)
+			 * times the canonical one */
+			const int ws = Q3 && j == 3 ? 0 : 2 * j;
+			const int sh = (Q3 ? 4 : 6) - ws;
 			__m512i sc, mn = _mm512_setzero_si512(), w[4];
 
 			if (g % 2 == 0)
@@ -1209,18 +1211,15 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					sb + EDGEQ_PK_16_QS +
 					64 * (8 * n + 4 * h + c));
 
-				/* the bits where they lie (4^j times the
-				 * value), but Q3_K's top pair, whose + 4
-				 * would not fit a byte there */
-				w[c] = Q3 && j == 3 ?
-					       _mm512_and_si512(
-						       _mm512_srli_epi16(v, 6),
-						       m3) :
+				w[c] = ws == 2 * j ?
 					       _mm512_and_si512(
 						       v,
-						       _mm512_set1_epi8((
-							       char)(3
-								     << 2 * j)));
+						       _mm512_set1_epi8(
+							       (char)(3
+								      << ws))) :
+					       _mm512_and_si512(
+						       _mm512_srli_epi16(v, 6),
+						       m3);
 				if (Q3)
 					w[c] = _mm512_mask_add_epi8(
 						w[c],
@@ -1235,11 +1234,8 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 								      << (4 * n +
 									  j)))),
 						w[c],
-						_mm512_set1_epi8((
-							char)(4
-							      << (j == 3 ?
-									  0 :
-									  2 * j))));
+						_mm512_set1_epi8(
+							(char)(4 << ws)));
 			}
 #pragma GCC unroll 8
 			for (k = 0; k < NT; k++) {
@@ -1250,12 +1246,9 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					16 * g;
 				int32_t bg = ap[k * aps + i - i0].b[g];
 				/* Q3_K's chain start: -4 times the group's
-				 * sum, times the weights' 4^j */
-				__m512i s0 = Q3 ? _mm512_set1_epi32(
-							  j == 3 ?
-								  bg :
-								  bg * (1
-									<< 2 * j)) :
+				 * sum, times the weights' 1 << ws */
+				__m512i s0 = Q3 ? _mm512_set1_epi32(bg *
+								    (1 << ws)) :
 						  _mm512_setzero_si512(),
 					s1 = _mm512_setzero_si512();
 
