@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -818,7 +819,17 @@ struct att_arg {
 	struct edgeq_ctx *w;
 	int layer, nb;
 	uint32_t tb; /* att_task_tiles: tokens per job */
+	/* the next job: taken by whichever thread is free, so a thread
+	 * that starts late (a worker waking to the dispatch) or runs slow
+	 * leaves no one waiting more than a job; a decode step's 8 jobs
+	 * dealt 4 and 4 left the caller waiting 4 us of a layer's 13 */
+	_Atomic int64_t next;
 };
+
+static int64_t att_next(struct att_arg *aa)
+{
+	return atomic_fetch_add_explicit(&aa->next, 1, memory_order_relaxed);
+}
 
 /* The first key position a query at @p sees in @layer: a sliding-window
  * layer sees its last n_swa positions. */
@@ -985,13 +996,14 @@ static void att_job(const struct att_arg *aa, int ith, int b, uint32_t kvh,
 /* A job is up to ATT_G heads of one token that share a KV head. */
 static void att_task(void *arg, int ith, int nth)
 {
-	const struct att_arg *aa = arg;
+	struct att_arg *aa = arg;
 	const struct edgeq_hparams *hp = &aa->w->m->hp;
 	uint32_t group = hp->n_head / hp->n_head_kv;
 	uint32_t nsub = (group + ATT_G - 1) / ATT_G;
 	int64_t total = (int64_t)aa->nb * hp->n_head_kv * nsub, job;
 
-	for (job = ith; job < total; job += nth) {
+	(void)nth;
+	while ((job = att_next(aa)) < total) {
 		int b = (int)(job / ((int64_t)hp->n_head_kv * nsub));
 		uint32_t r = (uint32_t)(job % ((int64_t)hp->n_head_kv * nsub));
 		uint32_t kvh = r / nsub, h0 = kvh * group + (r % nsub) * ATT_G;
@@ -1012,7 +1024,7 @@ static void att_task(void *arg, int ith, int nth)
  */
 static void att_task_tiles(void *arg, int ith, int nth)
 {
-	const struct att_arg *aa = arg;
+	struct att_arg *aa = arg;
 	struct edgeq_ctx *w = aa->w;
 	const struct edgeq_model *m = w->m;
 	const struct edgeq_kernel_ops *ops = m->ops;
@@ -1026,7 +1038,8 @@ static void att_task_tiles(void *arg, int ith, int nth)
 	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
 						      edgeq_softmax_ref;
 
-	for (job = ith; job < total; job += nth) {
+	(void)nth;
+	while ((job = att_next(aa)) < total) {
 		int b0 = (int)(job / hp->n_head_kv) * (int)tb, b1, b;
 		uint32_t kvh = (uint32_t)(job % hp->n_head_kv);
 		struct edgeq_ctx *c = w->tc[b0];
@@ -1412,7 +1425,7 @@ static int forward_layers(struct fw *f, int n_layer, struct edgeq_error *err)
 			pw_run(c, &pa, 2);
 		}
 		lap(m, EDGEQ_PROF_ROPE_KV, 0);
-		aa = (struct att_arg){ c, l, nb, att_tokens(c, nb) };
+		aa = (struct att_arg){ c, l, nb, att_tokens(c, nb), 0 };
 		par_run(m, aa.tb ? att_task_tiles : att_task, &aa);
 		lap(m, EDGEQ_PROF_ATTENTION, 0);
 		f->qa_src = NULL;
