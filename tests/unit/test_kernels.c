@@ -850,6 +850,45 @@ static void test_expf(void **state)
 	assert_true(isnan(edgeq_expf(NAN)));
 }
 
+/*
+ * RMSNORM's sum of squares is its documented order: lane l holds the
+ * squares of the elements i % 16 == l in i order, folded in halves; the
+ * lanes computed here as separate strided sums, lengths around the 16-lane
+ * groups, values over a wide range. And a row whose orders differ: 2^54
+ * then sixteen ones, which an element-order sum leaves at 2^54 (each +1
+ * is half an ulp, rounded to even) and the lanes and fold make 2^54 + 12.
+ */
+static void test_sumsq(void **state)
+{
+	enum { N = 300 };
+	static float x[N];
+
+	for (int n = 0; n <= N; n += (n < 40 ? 1 : 23))
+		for (int rep = 0; rep < 3; rep++) {
+			double l[16] = { 0 }, got;
+
+			for (int i = 0; i < n; i++)
+				x[i] = rnd_normal() * (rep == 0 ? 1.0f :
+						       rep == 1 ? 1e15f :
+								  1e-18f);
+			for (int j = 0; j < 16; j++)
+				for (int i = j; i < n; i += 16)
+					l[j] += (double)x[i] * (double)x[i];
+			for (int w = 8; w; w /= 2)
+				for (int j = 0; j < w; j++)
+					l[j] += l[j + w];
+			got = edgeq_sumsq_ref(x, n);
+			if (memcmp(&got, &l[0], sizeof(got)))
+				fail_msg("sumsq n=%d rep=%d: %a, lanes %a", n,
+					 rep, got, l[0]);
+		}
+	x[0] = 0x1p27f;
+	for (int i = 1; i <= 16; i++)
+		x[i] = 1.0f;
+	assert_true(edgeq_sumsq_ref(x, 17) == 0x1p54 + 12);
+	assert_true(edgeq_sumsq_ref(x, 1) == 0x1p54);
+}
+
 /* A table's softmax equals edgeq_softmax_ref bit for bit: lengths around
  * the 16-lane groups, scores spread over exp's whole range, -inf, a NaN. */
 static void softmax_check(const struct edgeq_kernel_ops *ops)
@@ -1976,6 +2015,7 @@ int main(void)
 		cmocka_unit_test(test_fp16_nearest_random),
 		cmocka_unit_test(test_fp16_row),
 		cmocka_unit_test(test_expf),
+		cmocka_unit_test(test_sumsq),
 		cmocka_unit_test(test_bf16),
 		cmocka_unit_test(test_quantize_error_bounds),
 		cmocka_unit_test(test_quantize_rejects),

@@ -453,6 +453,17 @@ void edgeq_silu_mul_ref(float *o, const float *x, int64_t n);
  * (so a device can compute the same bits; libm's tanhf cannot be ported). */
 void edgeq_gelu_mul_ref(float *o, const float *x, int64_t n);
 
+/*
+ * The sum of squares of RMSNORM: x_i * x_i in double (exact: a float's
+ * square has at most 48 significant bits) into lane i % 16, plain adds in
+ * i order, the 16 lanes then folded in halves (l[k] += l[k + 8], + 4,
+ * + 2, + 1). Sixteen chains instead of one: a 2048-wide row's serial sum
+ * was 2048 dependent double adds (~2 us a norm, 1 % of a decode step);
+ * a device reproduces it with 16 threads and a tree. Every agent's
+ * RMSNORM (decoder, kq stand-in, Vulkan's float64 shader, CUDA) uses it.
+ */
+double edgeq_sumsq_ref(const float *x, int64_t n);
+
 /* Scalar implementations every table may reuse (exact same results). */
 uint64_t edgeq_stream_read_generic(const void *p, size_t bytes);
 int edgeq_quantize_act_ref(enum edgeq_type vdt, const float *x, void *y,

@@ -501,6 +501,25 @@ void edgeq_gelu_mul_ref(float *o, const float *x, int64_t n)
 	}
 }
 
+/* RMSNORM's sum of squares in its fixed order (see kernels.h). */
+double edgeq_sumsq_ref(const float *x, int64_t n)
+{
+	double l[16] = { 0 };
+	int64_t i = 0;
+	int j, w;
+
+	for (; i + 16 <= n; i += 16)
+#pragma GCC unroll 16
+		for (j = 0; j < 16; j++)
+			l[j] += (double)x[i + j] * x[i + j];
+	for (; i < n; i++)
+		l[i % 16] += (double)x[i] * x[i];
+	for (w = 8; w; w /= 2)
+		for (j = 0; j < w; j++)
+			l[j] += l[j + w];
+	return l[0];
+}
+
 /* The attention softmax's fixed order (see kernels.h). */
 void edgeq_softmax_ref(float *x, int64_t n)
 {

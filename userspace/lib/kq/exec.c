@@ -90,11 +90,9 @@ static int exec_rmsnorm(const struct edgeq_op_desc *op, void *const t[])
 	for (r = 0; r < rows; r++) {
 		const float *x = (const float *)t[0] + r * n, *w = t[1];
 		float *y = (float *)t[2] + r * n, scale;
-		double ss = 0;
+		/* As the decoder's rmsnorm() */
+		double ss = edgeq_sumsq_ref(x, (int64_t)n);
 
-		/* As the decoder's rmsnorm(): double sum of squares. */
-		for (i = 0; i < n; i++)
-			ss += (double)x[i] * x[i];
 		scale = (float)(1.0 / sqrt(ss / (double)n + eps));
 		for (i = 0; i < n; i++)
 			y[i] = x[i] * scale * w[i];

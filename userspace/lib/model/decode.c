@@ -444,12 +444,11 @@ int edgeq_ctx_new(struct edgeq_model *m, const struct edgeq_ctx_params *p,
 static void rmsnorm(float *o, const float *x, const float *w, uint32_t n,
 		    float eps)
 {
-	double ss = 0; /* double: the sum of squares of a long row */
+	/* double: the sum of squares of a long row */
+	double ss = edgeq_sumsq_ref(x, n);
 	float s;
 	uint32_t i;
 
-	for (i = 0; i < n; i++)
-		ss += (double)x[i] * x[i];
 	s = (float)(1.0 / sqrt(ss / n + eps));
 	for (i = 0; i < n; i++)
 		o[i] = x[i] * s * w[i];

@@ -128,23 +128,33 @@ extern "C" __global__ void eq_mv_f(const void *w, const float *x, float *y,
 	}
 }
 
-/* RMSNORM, a block per row: the double sum of squares in element order
- * (one thread), then y = x * scale * w element-wise. */
+/* RMSNORM, a block per row (at least 16 threads): the double sum of
+ * squares in edgeq_sumsq_ref()'s order (thread l sums lane l, elements
+ * i % 16 == l in i order; the 16 lanes fold in halves), then
+ * y = x * scale * w element-wise. */
 extern "C" __global__ void eq_rmsnorm(const float *x, const float *w,
 				      float *y, int n, float eps)
 {
 	__shared__ float scale;
+	__shared__ double lanes[16];
 	int t = threadIdx.x;
 
 	x += (size_t)blockIdx.x * n;
 	y += (size_t)blockIdx.x * n;
 
-	if (t == 0) {
-		double ss = 0;
+	if (t < 16) {
+		double l = 0;
 
-		for (int i = 0; i < n; i++)
-			ss += (double)x[i] * x[i];
-		scale = (float)(1.0 / sqrt(ss / (double)n + eps));
+		for (int i = t; i < n; i += 16)
+			l = __dadd_rn(l, __dmul_rn((double)x[i], (double)x[i]));
+		lanes[t] = l;
+	}
+	__syncthreads();
+	if (t == 0) {
+		for (int w2 = 8; w2; w2 /= 2)
+			for (int i = 0; i < w2; i++)
+				lanes[i] = __dadd_rn(lanes[i], lanes[i + w2]);
+		scale = (float)(1.0 / sqrt(lanes[0] / (double)n + eps));
 	}
 	__syncthreads();
 	for (int i = t; i < n; i += blockDim.x)
