@@ -656,6 +656,13 @@ int sio_pread_small(struct sio *s, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+void sio_readahead(struct sio *s, uint64_t off, size_t len)
+{
+	/* advice only: a failure changes no result */
+	(void)posix_fadvise(s->bfd, (off_t)off, (off_t)len,
+			    POSIX_FADV_WILLNEED);
+}
+
 int sio_check_file(struct sio *s)
 {
 	struct stat st;

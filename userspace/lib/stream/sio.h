@@ -76,6 +76,9 @@ void sio_submit(struct sio *s, struct sio_req **reqs, unsigned n);
 
 /* Synchronous read of a small range through the buffered descriptor. */
 int sio_pread_small(struct sio *s, void *buf, size_t len, uint64_t off);
+/* Ask for @len bytes at @off in the page cache ahead of sio_pread_small()
+ * (POSIX_FADV_WILLNEED: the reads start now, several at once). */
+void sio_readahead(struct sio *s, uint64_t off, size_t len);
 
 /* Re-check the file: -ENODATA when shorter than at open, -ESTALE when
  * modified in place, 0 otherwise. */
