@@ -817,6 +817,83 @@ static void attn_tiles_check(const struct edgeq_kernel_ops *ops)
 	assert_true(checked > 10000);
 }
 
+/*
+ * A Q8_0 cache's weighted values (attn_av_q8_0_t: value rows converted
+ * once per chunk, blocks of queries, each query's own tail) against the
+ * scalar axpy_q8_0 loop: the fast head sizes and the fallback's (32, 96,
+ * 256), 1-32 queries with causal key counts (one seeing none: zeros),
+ * rows with zero, tiny and huge scales, weights with zeros and -0.
+ */
+static void attn_q8_check(const struct edgeq_kernel_ops *ops)
+{
+	const struct edgeq_kernel_ops *ref = edgeq_kernels_scalar();
+	static const int64_t hds[] = { 64, 128, 32, 96, 256 };
+	static const int nqs[] = { 1, 2, 3, 4, 5, 8, 13, 32 };
+	enum { HDM = 256, NK = 150, NQ = EDGEQ_ATTN_TQ };
+	/* rows of up to HDM / 32 blocks, 11 bytes of padding between */
+	enum { VS = HDM / 32 * 34 + 11 };
+	static uint8_t v[NK * VS];
+	static float w[NQ * NK], o1[NQ * HDM];
+	float o0[HDM], row[HDM];
+	const float *ap[NQ];
+	float *op[NQ];
+	int64_t nkq[NQ];
+	int checked = 0;
+
+	if (!ops->attn_av_q8_0_t)
+		return;
+	for (size_t hi = 0; hi < sizeof(hds) / sizeof(hds[0]); hi++) {
+		for (size_t qi = 0; qi < sizeof(nqs) / sizeof(nqs[0]); qi++) {
+			int64_t hd = hds[hi];
+			int nq = nqs[qi],
+			    nk = (int)((qi * 37 + hi * 11) % NK) + 1;
+
+			for (int t = 0; t < NK; t++) {
+				float sc = t % 17 == 0 ? 0.0f :
+					   t % 17 == 1 ? 1e-30f :
+					   t % 17 == 2 ? 3e4f :
+							 1.0f;
+
+				for (int e = 0; e < hd; e++)
+					row[e] = rnd_normal() * sc;
+				edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, row,
+						       v + (size_t)t * VS, hd);
+			}
+			for (int i = 0; i < NQ * NK; i++)
+				w[i] = i % 11 == 0 ? (i % 22 ? -0.0f : 0.0f) :
+						     rnd_uniform();
+			for (int j = 0; j < nq; j++) {
+				ap[j] = w + (size_t)j * NK;
+				op[j] = o1 + (size_t)j * HDM;
+				nkq[j] = j == nq - 1 ? nk :
+					 j == 1	     ? 0 :
+						  (int64_t)(nk * (j + 1) / nq);
+				for (int e = 0; e < hd; e++)
+					op[j][e] = 777.0f; /* overwritten */
+			}
+			ops->attn_av_q8_0_t(hd, nk, v, VS, nq, ap, nkq, op);
+			for (int j = 0; j < nq; j++) {
+				for (int e = 0; e < hd; e++)
+					o0[e] = 0;
+				for (int t = 0; t < nkq[j]; t++)
+					ref->axpy_q8_0(hd, ap[j][t],
+						       v + (size_t)t * VS, o0);
+				for (int e = 0; e < hd; e++) {
+					if (!same_float(o0[e], op[j][e]))
+						fail_msg(
+							"%s attn_av_q8_0_t hd=%lld nq=%d nk=%d query %d of %lld keys [%d]: %a, scalar %a",
+							ops->name,
+							(long long)hd, nq, nk,
+							j, (long long)nkq[j], e,
+							op[j][e], o0[e]);
+					checked++;
+				}
+			}
+		}
+	}
+	assert_true(checked > 10000);
+}
+
 /* edgeq_expf within 2 ulp of exp over its whole range (dense sweep and
  * random), exact at 0, 0 below the range, infinity above, NaN kept. */
 static void test_expf(void **state)
@@ -1761,6 +1838,7 @@ static void test_simd_tables(void **state)
 		attn_many_keys_check(ops);
 		attn_group_check(ops);
 		attn_tiles_check(ops);
+		attn_q8_check(ops);
 		softmax_check(ops);
 		silu_check(ops);
 		quantize_act_check(ops);

@@ -310,6 +310,17 @@ struct edgeq_kernel_ops {
 	void (*attn_av_f16_t)(int64_t hd, int64_t nk, const uint16_t *v,
 			      size_t vs, int nq, const float *const *ap,
 			      const int64_t *nkq, float *const *op);
+	/*
+	 * Optional (NULL: the caller loops over axpy_q8_0): the same for a
+	 * Q8_0 cache, value row t of hd / 32 blocks at v + t * vs bytes:
+	 * out = 0, then for t in order and each block b,
+	 * out[32b + j] = fmaf(a[t] * d_tb, (float)q_tb[j], out[32b + j]),
+	 * axpy_q8_0's steps; each row's integers converted once for all the
+	 * queries.
+	 */
+	void (*attn_av_q8_0_t)(int64_t hd, int64_t nk, const void *v,
+			       size_t vs, int nq, const float *const *ap,
+			       const int64_t *nkq, float *const *op);
 	/* Optional (NULL: edgeq_softmax_ref): the same values. */
 	void (*softmax)(float *x, int64_t n);
 	/* Optional (NULL: edgeq_silu_mul_ref): the same values. */
@@ -506,6 +517,9 @@ void edgeq_attn_scores_f16_g_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_g_avx512(int64_t hd, int64_t nk, int nq, const float *a,
 				size_t as, const uint16_t *v, size_t vs,
 				float *out, size_t os);
+void edgeq_attn_av_q8_0_t_avx512(int64_t hd, int64_t nk, const void *v,
+				 size_t vs, int nq, const float *const *ap,
+				 const int64_t *nkq, float *const *op);
 void edgeq_attn_av_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *v,
 				size_t vs, int nq, const float *const *ap,
 				const int64_t *nkq, float *const *op);

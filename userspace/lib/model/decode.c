@@ -933,6 +933,77 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 	}
 }
 
+/* Keys a Q8_0 block's scores gather at a time, and the largest head. */
+#define ATT_Q8_KEYS 64
+#define ATT_Q8_HD 256
+
+/*
+ * @nq queries that share KV head @kvh of a Q8_0 cache (a GQA group's
+ * heads of one token or of a prompt block), query i at qp[i] seeing keys
+ * t0 .. t0 + nkq[i] - 1, its scores at sp[i] (n_ctx apart), its output at
+ * op[i]. Each query is quantized once; the keys' head rows, a cache row
+ * apart, are gathered ATT_Q8_KEYS at a time into one matrix whose
+ * product with all the queries is one matmul (each output vec_dot's,
+ * bit for bit: the per-head path's scores); then, per query, the scale,
+ * the cap, the softmax; the weighted values by attn_av_q8_0_t (each V
+ * row converted once for the block) or axpy_q8_0 key by key: the same
+ * values either way.
+ */
+static void att_block_q8(struct edgeq_ctx *c, int layer, uint32_t kvh,
+			 uint32_t t0, int nq, const float *const *qp,
+			 const int64_t *nkq, float *const *sp,
+			 float *const *op)
+{
+	const struct edgeq_model *m = c->m;
+	const struct edgeq_kernel_ops *ops = m->ops;
+	const struct edgeq_hparams *hp = &m->hp;
+	uint32_t hd = hp->head_dim;
+	size_t qrow = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
+	const uint8_t *kc = c->k_cache + kv_off(c, layer, t0) + kvh * qrow;
+	const uint8_t *vc = c->v_cache + kv_off(c, layer, t0) + kvh * qrow;
+	float scale = hp->attn_scale, cap = hp->attn_softcap;
+	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
+						      edgeq_softmax_ref;
+	uint8_t qa[ATT_TQ * (ATT_Q8_HD / 32) * 34];
+	uint8_t kg[ATT_Q8_KEYS * (ATT_Q8_HD / 32) * 34];
+	int64_t nk = 0;
+
+	for (int i = 0; i < nq; i++) {
+		ops->quantize_act(EDGEQ_TYPE_Q8_0, qp[i], qa + (size_t)i * qrow,
+				  hd);
+		if (nkq[i] > nk)
+			nk = nkq[i];
+	}
+	for (int64_t c0 = 0; c0 < nk; c0 += ATT_Q8_KEYS) {
+		int64_t n = nk - c0 < ATT_Q8_KEYS ? nk - c0 : ATT_Q8_KEYS;
+
+		for (int64_t t = 0; t < n; t++)
+			memcpy(kg + (size_t)t * qrow,
+			       kc + (size_t)(c0 + t) * c->kv_row, qrow);
+		/* sp[i] = sp[0] + i * n_ctx (the callers' scratch rows) */
+		ops->matmul(EDGEQ_TYPE_Q8_0, kg, hd, 0, n, qa, qrow, nq,
+			    sp[0] + c0, c->n_ctx);
+	}
+	for (int i = 0; i < nq; i++) {
+		for (int64_t t = 0; t < nkq[i]; t++)
+			sp[i][t] *= scale;
+		if (cap > 0)
+			softcap(sp[i], (uint32_t)nkq[i], cap);
+		sm(sp[i], nkq[i]);
+	}
+	if (ops->attn_av_q8_0_t) {
+		ops->attn_av_q8_0_t(hd, nk, vc, c->kv_row, nq,
+				    (const float *const *)sp, nkq, op);
+		return;
+	}
+	for (int i = 0; i < nq; i++) {
+		memset(op[i], 0, hd * sizeof(float));
+		for (int64_t t = 0; t < nkq[i]; t++)
+			ops->axpy_q8_0(hd, sp[i][t],
+				       vc + (size_t)t * c->kv_row, op[i]);
+	}
+}
+
 /* KV head @kvh's F16 rows of @cache (c->k_cache or c->v_cache) in
  * @layer, from position @t0 on; the next position's row is kv_row / 2
  * elements further. */
@@ -968,6 +1039,22 @@ static void att_job(const struct att_arg *aa, int ith, int b, uint32_t kvh,
 	uint32_t p, t0, i;
 	int64_t nk;
 
+	if (c->kv_type == EDGEQ_KV_Q8_0 && hp->head_dim <= ATT_Q8_HD) {
+		const float *qp[ATT_G];
+		float *sp[ATT_G], *op[ATT_G];
+		int64_t nkq[ATT_G];
+
+		p = w->tpos[b];
+		t0 = att_first_key(hp, aa->layer, p);
+		for (i = 0; i < hn; i++) {
+			qp[i] = w->q + (size_t)b * q_dim + (size_t)(h0 + i) * hd;
+			sp[i] = att + (size_t)i * c->n_ctx;
+			op[i] = w->xb2 + (size_t)b * q_dim + (size_t)(h0 + i) * hd;
+			nkq[i] = (int64_t)(p + 1 - t0);
+		}
+		att_block_q8(c, aa->layer, kvh, t0, (int)hn, qp, nkq, sp, op);
+		return;
+	}
 	if (hn == 1 || c->kv_type != EDGEQ_KV_F16 || !ops->attn_scores_f16_g ||
 	    !ops->attn_av_f16_g) {
 		for (i = 0; i < hn; i++)
@@ -1075,6 +1162,17 @@ static void att_task_tiles(void *arg, int ith, int nth)
 				if (nkq[nq] > nk)
 					nk = nkq[nq];
 			}
+		if (c->kv_type == EDGEQ_KV_Q8_0) {
+			float *op[ATT_TQ];
+
+			for (int i = 0; i < nq; i++)
+				op[i] = w->xb2 +
+					(size_t)(b0 + i / (int)group) * q_dim +
+					(size_t)(kvh * group + i % group) * hd;
+			att_block_q8(c, aa->layer, kvh, t0, nq, qp, nkq, sp,
+				     op);
+			continue;
+		}
 		ops->attn_scores_f16_t(
 			hd, nk, kv_rows_f16(c, c->k_cache, aa->layer, t0, kvh),
 			ks, nq, qp, nkq, scale, sp);
@@ -1132,15 +1230,17 @@ static uint32_t att_tokens(const struct edgeq_ctx *w, int nb)
 	const struct edgeq_ctx *c = w->tc[0]; /* whose cache and scratch */
 	uint32_t group = hp->n_head / hp->n_head_kv, tb;
 
-	if (!m->ops->attn_scores_f16_t || !m->ops->attn_av_f16_g || nb < 2 ||
-	    getenv_tiles_off())
+	if (nb < 2 || getenv_tiles_off())
 		return 0;
 	/* a prompt's pass: continuous batching's steps (a token of each
 	 * stream) share no keys between tokens */
 	for (int b = 1; b < nb; b++)
 		if (w->tc[b] != c)
 			return 0;
-	if (c->kv_type != EDGEQ_KV_F16)
+	if (c->kv_type == EDGEQ_KV_F16 ?
+		    !m->ops->attn_scores_f16_t || !m->ops->attn_av_f16_g :
+		    c->kv_type != EDGEQ_KV_Q8_0 ||
+			    hp->head_dim > ATT_Q8_HD)
 		return 0;
 	tb = c->att_q / group;
 	if (tb > (uint32_t)nb)

@@ -533,6 +533,7 @@ static void table_init(void)
 	table.attn_av_f16_g = edgeq_attn_av_f16_g_avx512;
 	table.attn_scores_f16_t = edgeq_attn_scores_f16_t_avx512;
 	table.attn_av_f16_t = edgeq_attn_av_f16_t_avx512;
+	table.attn_av_q8_0_t = edgeq_attn_av_q8_0_t_avx512;
 	table.pack16[EDGEQ_TYPE_Q4_0] = true;
 	table.pack16[EDGEQ_TYPE_Q8_0] = true;
 	table.pack16[EDGEQ_TYPE_Q5_0] = true;
