@@ -348,3 +348,117 @@ void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
 		}
 	}
 }
+
+/*
+ * ---- a block's weighted values over a Q8_0 cache ----
+ *
+ * axpy_q8_0's steps per query (out = 0, then per key in order and per
+ * block b, out = fmaf(a[t] * d_tb, (float)q_tb, out)); a chunk of value
+ * rows is converted (integers to float exactly, scales to float) once
+ * for all the block's queries, then two queries at a time run over it a
+ * 16-element slice of the row at a time, their sums in registers.
+ */
+#define AVQ_CHUNK 64
+
+AI void avq_slice(const int QB, int64_t hd, const float *vf, const float *df,
+		  int64_t c0, int64_t t0, int64_t t1, int e0,
+		  const float *const *a, float *const *o)
+{
+	float32x4_t acc[2][4];
+
+	for (int j = 0; j < QB; j++)
+		for (int c = 0; c < 4; c++)
+			acc[j][c] = t0 ? vld1q_f32(o[j] + e0 + 4 * c) :
+					 vdupq_n_f32(0);
+	for (int64_t t = t0; t < t1; t++) {
+		const float *r = vf + (t - c0) * hd + e0;
+		float d = df[(t - c0) * (hd / 32) + e0 / 32];
+		float32x4_t x[4];
+
+		for (int c = 0; c < 4; c++)
+			x[c] = vld1q_f32(r + 4 * c);
+		for (int j = 0; j < QB; j++) {
+			float s = a[j][t] * d;
+
+			for (int c = 0; c < 4; c++)
+				acc[j][c] = vfmaq_n_f32(acc[j][c], x[c], s);
+		}
+	}
+	for (int j = 0; j < QB; j++)
+		for (int c = 0; c < 4; c++)
+			vst1q_f32(o[j] + e0 + 4 * c, acc[j][c]);
+}
+
+void edgeq_attn_av_q8_0_t_neon(int64_t hd, int64_t nk, const void *v,
+			       size_t vs, int nq, const float *const *ap,
+			       const int64_t *nkq, float *const *op)
+{
+	float vf[AVQ_CHUNK * 256];
+	float df[AVQ_CHUNK * 256 / 32];
+
+	for (int j = 0; j < nq; j++)
+		if (nkq[j] <= 0)
+			memset(op[j], 0, (size_t)hd * sizeof(float));
+	if (hd % 32 || hd > 256) {
+		for (int j = 0; j < nq; j++) {
+			if (nkq[j] <= 0)
+				continue;
+			memset(op[j], 0, (size_t)hd * sizeof(float));
+			for (int64_t t = 0; t < nkq[j]; t++)
+				edgeq_kernel_ops_neon.axpy_q8_0(
+					hd, ap[j][t],
+					(const uint8_t *)v + t * vs, op[j]);
+		}
+		return;
+	}
+	for (int64_t c0 = 0; c0 < nk; c0 += AVQ_CHUNK) {
+		int64_t c1 = nk - c0 < AVQ_CHUNK ? nk : c0 + AVQ_CHUNK;
+
+		for (int64_t t = c0; t < c1; t++) {
+			const struct edgeq_block_q8_0 *x =
+				(const void *)((const uint8_t *)v + t * vs);
+
+			for (int b = 0; b < hd / 32; b++) {
+				float *r = vf + (t - c0) * hd + 32 * b;
+
+				df[(t - c0) * (hd / 32) + b] =
+					edgeq_fp16_to_fp32(x[b].d);
+				for (int k = 0; k < 32; k += 8) {
+					int16x8_t q =
+						vmovl_s8(vld1_s8(x[b].qs + k));
+
+					vst1q_f32(r + k,
+						  vcvtq_f32_s32(vmovl_s16(
+							  vget_low_s16(q))));
+					vst1q_f32(r + k + 4,
+						  vcvtq_f32_s32(vmovl_s16(
+							  vget_high_s16(q))));
+				}
+			}
+		}
+		for (int j = 0; j < nq; j += 2) {
+			int qb = nq - j < 2 ? 1 : 2;
+			int64_t e[2], lo;
+
+			for (int i = 0; i < qb; i++) {
+				e[i] = nkq[j + i] < c1 ? nkq[j + i] : c1;
+				if (e[i] < c0)
+					e[i] = c0;
+			}
+			lo = qb == 2 && e[1] < e[0] ? e[1] : e[0];
+			for (int e0 = 0; e0 < hd; e0 += 16) {
+				/* together up to the nearer end, then each
+				 * query on to its own */
+				if (lo > c0)
+					avq_slice(qb, hd, vf, df, c0, c0, lo,
+						  e0, ap + j, op + j);
+				for (int i = 0; i < qb; i++)
+					if (e[i] > lo)
+						avq_slice(1, hd, vf, df, c0,
+							  lo > c0 ? lo : c0,
+							  e[i], e0, ap + j + i,
+							  op + j + i);
+			}
+		}
+	}
+}
