@@ -137,6 +137,25 @@ assert r['pp256']['n_batch'] == 64 and r['pp64']['n_batch'] == 64, r"
 check "-b 513: exit 2" test $? -eq 2
 check "  ... says the range" grep -q -- "-b 513: a prompt batch is 1..512 tokens" "$T/e"
 
+# --kv-type: the table runs on that cache and says so; its roofline
+# counts the cache's bytes (Q8_0: 34 bytes per 32 elements, F16: 2)
+"$EDGEQ" bench -m "$m" -t 1 -p 32 -n 4 -r 1 --no-matrix -b 16 --kv-type q8_0 --json >"$T/kv.json" 2>/dev/null
+check "--kv-type q8_0: exits 0" test $? -eq 0
+python3 "$D/jsonschema.py" "$SCHEMA" "$T/kv.json" >"$T/why"
+check "--kv-type q8_0: JSON validates" test $? -eq 0
+check "--kv-type q8_0: said in the JSON, F16 the default's" python3 -c "
+import json; a=json.load(open('$T/kv.json')); b=json.load(open('$T/b.json'))
+assert a['kv_type'] == 'q8_0' and b['kv_type'] == 'f16', (a['kv_type'], b['kv_type'])"
+check "--kv-type q8_0: the roofline's KV bytes are Q8_0's" python3 -c "
+import json; a=json.load(open('$T/kv.json')); b=json.load(open('$T/b.json'))
+tb = a['model']['token_bytes']
+ka = a['roofline']['bytes_per_token'] - tb
+kb = b['roofline']['bytes_per_token'] - tb
+assert kb > 0 and abs(ka / kb - 17 / 32) < 1e-3, (ka, kb)"
+"$EDGEQ" bench -m "$m" --kv-type q4 -q 2>"$T/e" >/dev/null
+check "--kv-type q4: exit 2" test $? -eq 2
+check "  ... names the types" grep -q -- "--kv-type 'q4': f16, q8_0 or f32" "$T/e"
+
 "$EDGEQ" bench 2>/dev/null; check "no model: exit 2" test $? -eq 2
 "$EDGEQ" bench -m "$m" -t 0 2>/dev/null; check "-t 0: exit 2" test $? -eq 2
 "$EDGEQ" bench -m "$T/missing.gguf" -q 2>"$T/err"; rc=$?

@@ -13,10 +13,13 @@ set -u
 "$GEN" -o "$T/p.gguf" --shape tiny --type q8_0 --arch phi3 >/dev/null 2>&1 ||
 	check "gguf-gen tiny phi3" false
 
-for a in l p; do
-	m=$T/$a.gguf
+# lq: the llama model with a Q8_0 KV cache (its attention's own path)
+for a in l p lq; do
+	m=$T/${a%q}.gguf
+	kv=f16
+	[ "$a" = lq ] && kv=q8_0
 	[ -f "$m" ] || continue
-	"$EDGEQ" bench -m "$m" -t 2 -p 16,48 -n 12 --profile --json >"$T/$a.json" 2>"$T/$a.err"
+	"$EDGEQ" bench -m "$m" -t 2 -p 16,48 -n 12 --profile --kv-type $kv --json >"$T/$a.json" 2>"$T/$a.err"
 	check "$a: exits 0" test $? -eq 0
 	check "$a: the parts add up, the graph's calls, the weights once per token" python3 - "$T/$a.json" "$a" <<'PY'
 import json, sys

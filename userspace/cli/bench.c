@@ -43,7 +43,8 @@
 static const char *b_model, *b_threads = "1,2", *b_prompts = "64,512",
 			    *b_buckets = "32,128,512", *b_svg, *b_profile;
 static int b_gen = 64, b_reps = 3, b_streams, b_draft_max = 4, b_batch;
-static const char *b_draft;
+static const char *b_draft, *b_kv = "f16";
+static int b_kv_type; /* enum edgeq_kv_type */
 static double b_soak;
 static bool b_json, b_no_matrix, b_drop_caches, b_quiet, b_prof, b_no_repack;
 
@@ -67,6 +68,8 @@ static const struct cli_option bench_opts[] = {
 	  "continuous generation for MINUTES" },
 	{ "profiles", 0, CLI_STR, &b_profile, "FILE",
 	  "profiles file for the local profile's defaults" },
+	{ "kv-type", 0, CLI_STR, &b_kv, "f16|q8_0|f32",
+	  "KV cache type of the table, the matrix and --profile (f16)" },
 	{ "no-repack", 0, CLI_FLAG, &b_no_repack, NULL,
 	  "keep the file's weight layout (as EDGEQ_NO_REPACK=1)" },
 	{ "profile", 0, CLI_FLAG, &b_prof, NULL,
@@ -157,6 +160,7 @@ static int run_open(struct run *r, int threads, uint32_t n_ctx,
 	cp.n_ctx = n_ctx;
 	if (b_batch)
 		cp.n_batch = (uint32_t)b_batch;
+	cp.kv_type = (enum edgeq_kv_type)b_kv_type;
 	ret = edgeq_ctx_new(r->m, &cp, &r->c, err);
 	if (ret) {
 		run_free(r);
@@ -888,6 +892,7 @@ static json_t *results_json(const struct results *R)
 	json_object_set_new(j, "engine",
 			    json_pack("{s:s, s:s}", "version", edgeq_version(),
 				      "commit", edgeq_commit()));
+	json_object_set_new(j, "kv_type", json_string(b_kv));
 	json_object_set_new(j, "host",
 			    json_pack("{s:i, s:f, s:f, s:f, s:I}", "cores",
 				      R->prof.cores, "mem_bw", R->dram_bw,
@@ -1192,6 +1197,15 @@ static int cmd_bench(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "bench",
 				 "-b %d: a prompt batch is 1..512 tokens",
 				 b_batch);
+	if (!strcmp(b_kv, "f16"))
+		b_kv_type = EDGEQ_KV_F16;
+	else if (!strcmp(b_kv, "q8_0"))
+		b_kv_type = EDGEQ_KV_Q8_0;
+	else if (!strcmp(b_kv, "f32"))
+		b_kv_type = EDGEQ_KV_F32;
+	else
+		return cli_error(EXIT_USAGE, "bench",
+				 "--kv-type '%s': f16, q8_0 or f32", b_kv);
 	nthr = parse_list(b_threads, thr, MAX_LIST, "threads");
 	if (nthr >= 0)
 		return nthr;
@@ -1212,7 +1226,7 @@ static int cmd_bench(int argc, char **argv)
 				     b_reps, b_json, b_prof);
 	if (b_prof)
 		return bench_profile(b_model, thr[nthr - 1], pp, npp, b_gen,
-				     (uint32_t)b_batch, b_json);
+				     (uint32_t)b_batch, b_kv_type, b_json);
 	R = calloc(1, sizeof(*R));
 	if (!R)
 		return cli_error(EXIT_NORES, "bench", "out of memory");
@@ -1266,6 +1280,10 @@ static int cmd_bench(int argc, char **argv)
 	edgeq_plan_params_init(&pparams);
 	pparams.ctx = (uint32_t)b_gen;
 	pparams.prefill_batch = 64;
+	/* the roofline's KV bytes: a Q8_0 block is 34 bytes per 32 */
+	pparams.kv_elem_bytes = b_kv_type == EDGEQ_KV_Q8_0 ? 34.0 / 32 :
+				b_kv_type == EDGEQ_KV_F32  ? 4 :
+							     2;
 	ret = edgeq_plan_compute(&R->prof, &R->shape, &pparams, &R->plan, &err);
 	if (ret)
 		goto fail;

@@ -212,7 +212,7 @@ static int run_phases(struct edgeq_model *m, struct edgeq_ctx *c,
 }
 
 int bench_profile(const char *path, int threads, const int *pp, int npp,
-		  int n_gen, uint32_t n_batch, bool json)
+		  int n_gen, uint32_t n_batch, int kv_type, bool json)
 {
 	struct edgeq_model_params mp;
 	struct edgeq_ctx_params cp;
@@ -246,6 +246,7 @@ int bench_profile(const char *path, int threads, const int *pp, int npp,
 		cp.n_ctx = n_ctx;
 		if (n_batch)
 			cp.n_batch = n_batch;
+		cp.kv_type = (enum edgeq_kv_type)kv_type;
 		ret = edgeq_ctx_new(m, &cp, &c, &err);
 	}
 	if (!ret) {

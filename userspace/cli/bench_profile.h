@@ -10,7 +10,7 @@
  * engine's default) and a decode of @n_gen tokens; returns an exit
  * status, prints the breakdown (or JSON) on stdout. */
 int bench_profile(const char *path, int threads, const int *pp, int npp,
-		  int n_gen, uint32_t n_batch, bool json);
+		  int n_gen, uint32_t n_batch, int kv_type, bool json);
 
 /* One breakdown as bench --profile prints it (bench --streams --profile). */
 struct edgeq_decode_profile;
