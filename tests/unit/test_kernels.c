@@ -714,6 +714,20 @@ static void attn_group_check(const struct edgeq_kernel_ops *ops)
 	assert_true(checked > 1000);
 }
 
+/* A block form's output row of query @j equals the scalar loop's @want
+ * bit for bit; returns the elements compared. */
+static int av_same(const struct edgeq_kernel_ops *ops, const char *what,
+		   int64_t hd, int nq, int nk, int j, int64_t nkq,
+		   const float *got, const float *want)
+{
+	for (int e = 0; e < hd; e++)
+		if (!same_float(want[e], got[e]))
+			fail_msg("%s %s hd=%lld nq=%d nk=%d query %d of %lld keys [%d]: %a, scalar %a",
+				 ops->name, what, (long long)hd, nq, nk, j,
+				 (long long)nkq, e, got[e], want[e]);
+	return (int)hd;
+}
+
 /*
  * The keys-in-lanes form (a prompt's queries over tiles of 16 keys)
  * against the scalar per-key dot: head sizes of the fast path and of the
@@ -801,16 +815,8 @@ static void attn_tiles_check(const struct edgeq_kernel_ops *ops)
 				for (int t = 0; t < nkq[j]; t++)
 					ref->axpy_f16(hd, ap[j][t], kv + t * KS,
 						      o0);
-				for (int e = 0; e < hd; e++) {
-					if (!same_float(o0[e], op[j][e]))
-						fail_msg(
-							"%s attn_av_t hd=%lld nq=%d nk=%d query %d of %lld keys [%d]: %a, scalar %a",
-							ops->name,
-							(long long)hd, nq, nk,
-							j, (long long)nkq[j], e,
-							op[j][e], o0[e]);
-					checked++;
-				}
+				checked += av_same(ops, "attn_av_t", hd, nq, nk,
+						   j, nkq[j], op[j], o0);
 			}
 		}
 	}
@@ -878,16 +884,8 @@ static void attn_q8_check(const struct edgeq_kernel_ops *ops)
 				for (int t = 0; t < nkq[j]; t++)
 					ref->axpy_q8_0(hd, ap[j][t],
 						       v + (size_t)t * VS, o0);
-				for (int e = 0; e < hd; e++) {
-					if (!same_float(o0[e], op[j][e]))
-						fail_msg(
-							"%s attn_av_q8_0_t hd=%lld nq=%d nk=%d query %d of %lld keys [%d]: %a, scalar %a",
-							ops->name,
-							(long long)hd, nq, nk,
-							j, (long long)nkq[j], e,
-							op[j][e], o0[e]);
-					checked++;
-				}
+				checked += av_same(ops, "attn_av_q8_0_t", hd,
+						   nq, nk, j, nkq[j], op[j], o0);
 			}
 		}
 	}

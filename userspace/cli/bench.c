@@ -1197,15 +1197,9 @@ static int cmd_bench(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "bench",
 				 "-b %d: a prompt batch is 1..512 tokens",
 				 b_batch);
-	if (!strcmp(b_kv, "f16"))
-		b_kv_type = EDGEQ_KV_F16;
-	else if (!strcmp(b_kv, "q8_0"))
-		b_kv_type = EDGEQ_KV_Q8_0;
-	else if (!strcmp(b_kv, "f32"))
-		b_kv_type = EDGEQ_KV_F32;
-	else
-		return cli_error(EXIT_USAGE, "bench",
-				 "--kv-type '%s': f16, q8_0 or f32", b_kv);
+	ret = cli_kv_type("bench", b_kv, true, &b_kv_type);
+	if (ret)
+		return ret;
 	nthr = parse_list(b_threads, thr, MAX_LIST, "threads");
 	if (nthr >= 0)
 		return nthr;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <edgeq/edgeq.h>
+#include <edgeq/engine.h>
 
 #include "cli.h"
 
@@ -22,6 +23,22 @@ int cli_error(int status, const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return status;
+}
+
+/* --kv-type NAME of @cmd into *out (enum edgeq_kv_type); F32 only where
+ * @f32_ok. 0, or the usage error (said). */
+int cli_kv_type(const char *cmd, const char *name, bool f32_ok, int *out)
+{
+	if (!strcmp(name, "f16"))
+		*out = EDGEQ_KV_F16;
+	else if (!strcmp(name, "q8_0"))
+		*out = EDGEQ_KV_Q8_0;
+	else if (f32_ok && !strcmp(name, "f32"))
+		*out = EDGEQ_KV_F32;
+	else
+		return cli_error(EXIT_USAGE, cmd, "--kv-type '%s': %s", name,
+				 f32_ok ? "f16, q8_0 or f32" : "f16 or q8_0");
+	return 0;
 }
 
 int cli_exit_for(int neg_errno)

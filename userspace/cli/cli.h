@@ -83,6 +83,7 @@ int cli_set_option(const struct cli_command *cmd, const char *name,
 		   const char *value);
 
 /* Print "edgeq NAME: message" on stderr; returns @status. */
+int cli_kv_type(const char *cmd, const char *name, bool f32_ok, int *out);
 int cli_error(int status, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

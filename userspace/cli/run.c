@@ -288,15 +288,13 @@ static int cmd_run(int argc, char **argv)
 	edgeq_ctx_params_init(&cp);
 	cp.n_ctx = (uint32_t)o_ctx;
 	cp.n_batch = (uint32_t)o_batch;
-	if (!strcmp(o_kv, "f16"))
-		cp.kv_type = EDGEQ_KV_F16;
-	else if (!strcmp(o_kv, "q8_0"))
-		cp.kv_type = EDGEQ_KV_Q8_0;
-	else if (!strcmp(o_kv, "f32"))
-		cp.kv_type = EDGEQ_KV_F32;
-	else
-		return cli_error(EXIT_USAGE, "run",
-				 "--kv-type must be f16, q8_0 or f32");
+	{
+		int kv, e = cli_kv_type("run", o_kv, true, &kv);
+
+		if (e)
+			return e;
+		cp.kv_type = (enum edgeq_kv_type)kv;
+	}
 	edgeq_gen_params_init(&gp);
 	gp.prompt = o_prompt;
 	gp.n_predict = o_n;

@@ -529,13 +529,13 @@ static int serve_main(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "serve",
 					 "--draft-max must be 1..16");
 	}
-	if (!strcmp(opt_kv_type, "f16"))
-		cfg.kv_type = EDGEQ_KV_F16;
-	else if (!strcmp(opt_kv_type, "q8_0"))
-		cfg.kv_type = EDGEQ_KV_Q8_0;
-	else
-		return cli_error(EXIT_USAGE, "serve",
-				 "--kv-type must be f16 or q8_0");
+	{
+		int kv, e = cli_kv_type("serve", opt_kv_type, false, &kv);
+
+		if (e)
+			return e;
+		cfg.kv_type = kv;
+	}
 	if (opt_api_key_file && read_key_file(opt_api_key_file))
 		return EXIT_USAGE;
 	{

@@ -12,6 +12,7 @@
 #pragma GCC target("avx512f,avx512vl,avx512dq")
 #include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -554,10 +555,13 @@ void edgeq_attn_scores_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *k,
  */
 #define AV_CHUNK 64
 
-/* QB queries over keys [t0, t1) of the chunk at vf (row t at vf + t*HD) */
+/* QB queries over keys [t0, t1) of the chunk at vf (row t at vf + t*HD);
+ * with @df (a Q8_0 cache) the weight of block b is a[t] * df[t][b],
+ * axpy_q8_0's rounding, else a[t] */
 static inline __attribute__((always_inline)) void
-av_chunk(const int HD, const int QB, const float *vf, int64_t c0, int64_t t0,
-	 int64_t t1, const float *const *a, float *const *o)
+av_chunk(const int HD, const int QB, const float *vf, const float *df,
+	 int64_t c0, int64_t t0, int64_t t1, const float *const *a,
+	 float *const *o)
 {
 	__m512 acc[4][8];
 
@@ -576,11 +580,15 @@ av_chunk(const int HD, const int QB, const float *vf, int64_t c0, int64_t t0,
 			x[c] = _mm512_load_ps(r + 16 * c);
 #pragma GCC unroll 4
 		for (int j = 0; j < QB; j++) {
-			__m512 w = _mm512_set1_ps(a[j][t]);
-
 #pragma GCC unroll 8
-			for (int c = 0; c < HD / 16; c++)
+			for (int c = 0; c < HD / 16; c++) {
+				__m512 w = _mm512_set1_ps(
+					df ? a[j][t] * df[(t - c0) * (HD / 32) +
+							  c / 2] :
+					     a[j][t]);
+
 				acc[j][c] = _mm512_fmadd_ps(w, x[c], acc[j][c]);
+			}
 		}
 	}
 #pragma GCC unroll 4
@@ -590,28 +598,57 @@ av_chunk(const int HD, const int QB, const float *vf, int64_t c0, int64_t t0,
 			_mm512_storeu_ps(o[j] + 16 * c, acc[j][c]);
 }
 
+/* Value row t (of the chunk from c0) as floats at vf: an F16 row, or a
+ * Q8_0 row's integers (exact) with its block scales at df. */
 static inline __attribute__((always_inline)) void
-av_tiles(const int HD, int64_t nk, const uint16_t *v, size_t vs, int nq,
-	 const float *const *ap, const int64_t *nkq, float *const *op)
+av_convert(const int HD, const bool Q8, const void *v, size_t vs, int64_t t,
+	   int64_t c0, float *vf, float *df)
+{
+	float *r = vf + (t - c0) * HD;
+
+	if (!Q8) {
+		const uint16_t *h = (const uint16_t *)v + t * vs;
+
+		for (int c = 0; c < HD / 16; c++)
+			_mm512_store_ps(r + 16 * c,
+					_mm512_cvtph_ps(_mm256_loadu_si256(
+						(const __m256i *)(h + 16 * c))));
+		return;
+	}
+	const struct edgeq_block_q8_0 *x =
+		(const void *)((const uint8_t *)v + t * vs);
+
+	for (int b = 0; b < HD / 32; b++) {
+		df[(t - c0) * (HD / 32) + b] = edgeq_fp16_to_fp32(x[b].d);
+		for (int h = 0; h < 2; h++)
+			_mm512_store_ps(
+				r + 32 * b + 16 * h,
+				_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+					_mm_loadu_si128((const __m128i *)(x[b].qs +
+									  16 * h)))));
+	}
+}
+
+/* @vs: elements (F16) or bytes (Q8_0) from one value row to the next */
+static inline __attribute__((always_inline)) void
+av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
+	 int nq, const float *const *ap, const int64_t *nkq, float *const *op)
 {
 	const int QB = 256 / HD;	       /* 16 accumulators */
 	const int64_t CH = AV_CHUNK * 64 / HD; /* 16 KiB of rows */
 	float vf[AV_CHUNK * 64] __attribute__((aligned(64)));
+	float df[AV_CHUNK * 64 / 32];
 
 	for (int64_t c0 = 0; c0 < nk; c0 += CH) {
 		int64_t c1 = nk - c0 < CH ? nk : c0 + CH;
 		const float *a[EDGEQ_ATTN_TQ];
 		float *o[EDGEQ_ATTN_TQ];
 		int64_t end[EDGEQ_ATTN_TQ];
+		const float *d = Q8 ? df : NULL;
 		int n = 0;
 
 		for (int64_t t = c0; t < c1; t++)
-			for (int c = 0; c < HD / 16; c++)
-				_mm512_store_ps(
-					vf + (t - c0) * HD + 16 * c,
-					_mm512_cvtph_ps(_mm256_loadu_si256(
-						(const __m256i *)(v + t * vs +
-								  16 * c))));
+			av_convert(HD, Q8, v, vs, t, c0, vf, df);
 		for (int j = 0; j < nq; j++)
 			if (nkq[j] > c0) {
 				a[n] = ap[j];
@@ -628,168 +665,56 @@ av_tiles(const int HD, int64_t nk, const uint16_t *v, size_t vs, int nq,
 			/* together up to the first query's end, then each
 			 * query on to its own */
 			if (qb == QB)
-				av_chunk(HD, QB, vf, c0, c0, e, a + j, o + j);
+				av_chunk(HD, QB, vf, d, c0, c0, e, a + j, o + j);
 			else
 				for (int i = 0; i < qb; i++)
-					av_chunk(HD, 1, vf, c0, c0, e,
+					av_chunk(HD, 1, vf, d, c0, c0, e,
 						 a + j + i, o + j + i);
 			for (int i = 0; i < qb; i++)
 				if (end[j + i] > e)
-					av_chunk(HD, 1, vf, c0, e, end[j + i],
-						 a + j + i, o + j + i);
+					av_chunk(HD, 1, vf, d, c0, e,
+						 end[j + i], a + j + i,
+						 o + j + i);
 		}
 	}
+}
+
+/* The outputs of queries that see no key zeroed, then the tiles where
+ * the head size has them; false: the caller goes key by key. */
+static inline __attribute__((always_inline)) bool
+av_tiled(const bool Q8, int64_t hd, int64_t nk, const void *v, size_t vs,
+	 int nq, const float *const *ap, const int64_t *nkq, float *const *op)
+{
+	for (int j = 0; j < nq; j++)
+		if (nkq[j] <= 0)
+			memset(op[j], 0, (size_t)hd * sizeof(float));
+	if (nq > EDGEQ_ATTN_TQ)
+		return false;
+	if (hd == 64)
+		av_tiles(64, Q8, nk, v, vs, nq, ap, nkq, op);
+	else if (hd == 128)
+		av_tiles(128, Q8, nk, v, vs, nq, ap, nkq, op);
+	else
+		return false;
+	return true;
 }
 
 void edgeq_attn_av_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *v,
 				size_t vs, int nq, const float *const *ap,
 				const int64_t *nkq, float *const *op)
 {
-	for (int j = 0; j < nq; j++)
-		if (nkq[j] <= 0)
-			memset(op[j], 0, (size_t)hd * sizeof(float));
-	if (hd == 64 && nq <= EDGEQ_ATTN_TQ) {
-		av_tiles(64, nk, v, vs, nq, ap, nkq, op);
+	if (av_tiled(false, hd, nk, v, vs, nq, ap, nkq, op))
 		return;
-	}
-	if (hd == 128 && nq <= EDGEQ_ATTN_TQ) {
-		av_tiles(128, nk, v, vs, nq, ap, nkq, op);
-		return;
-	}
 	for (int j = 0; j < nq; j++)
 		edgeq_attn_av_f16_avx512(hd, nkq[j], ap[j], v, vs, op[j]);
-}
-
-/*
- * ---- a block's weighted values over a Q8_0 cache ----
- *
- * axpy_q8_0's order per query (out = 0, then for each key in order and
- * each block b, out = fma(a[t] * d_tb, q_tb, out)); a chunk's integers
- * are converted to float (exactly) and its scales to float once for all
- * the block's queries, as av_tiles does for F16 rows.
- */
-static inline __attribute__((always_inline)) void
-av_chunk_q8(const int HD, const int QB, const float *vf, const float *df,
-	    int64_t c0, int64_t t0, int64_t t1, const float *const *a,
-	    float *const *o)
-{
-	__m512 acc[4][8];
-
-#pragma GCC unroll 4
-	for (int j = 0; j < QB; j++)
-#pragma GCC unroll 8
-		for (int c = 0; c < HD / 16; c++)
-			acc[j][c] = t0 ? _mm512_loadu_ps(o[j] + 16 * c) :
-					 _mm512_setzero_ps();
-	for (int64_t t = t0; t < t1; t++) {
-		const float *r = vf + (t - c0) * HD;
-		const float *d = df + (t - c0) * (HD / 32);
-		__m512 x[8];
-
-#pragma GCC unroll 8
-		for (int c = 0; c < HD / 16; c++)
-			x[c] = _mm512_load_ps(r + 16 * c);
-#pragma GCC unroll 4
-		for (int j = 0; j < QB; j++) {
-#pragma GCC unroll 4
-			for (int b = 0; b < HD / 32; b++) {
-				__m512 w = _mm512_set1_ps(a[j][t] * d[b]);
-
-				acc[j][2 * b] = _mm512_fmadd_ps(w, x[2 * b],
-								acc[j][2 * b]);
-				acc[j][2 * b + 1] = _mm512_fmadd_ps(
-					w, x[2 * b + 1], acc[j][2 * b + 1]);
-			}
-		}
-	}
-#pragma GCC unroll 4
-	for (int j = 0; j < QB; j++)
-#pragma GCC unroll 8
-		for (int c = 0; c < HD / 16; c++)
-			_mm512_storeu_ps(o[j] + 16 * c, acc[j][c]);
-}
-
-static inline __attribute__((always_inline)) void
-av_tiles_q8(const int HD, int64_t nk, const uint8_t *v, size_t vs, int nq,
-	    const float *const *ap, const int64_t *nkq, float *const *op)
-{
-	const int QB = 256 / HD;
-	const int64_t CH = AV_CHUNK * 64 / HD;
-	float vf[AV_CHUNK * 64] __attribute__((aligned(64)));
-	float df[AV_CHUNK * 64 / 32];
-
-	for (int64_t c0 = 0; c0 < nk; c0 += CH) {
-		int64_t c1 = nk - c0 < CH ? nk : c0 + CH;
-		const float *a[EDGEQ_ATTN_TQ];
-		float *o[EDGEQ_ATTN_TQ];
-		int64_t end[EDGEQ_ATTN_TQ];
-		int n = 0;
-
-		for (int64_t t = c0; t < c1; t++) {
-			const struct edgeq_block_q8_0 *x =
-				(const void *)(v + t * vs);
-
-			for (int b = 0; b < HD / 32; b++) {
-				float *r = vf + (t - c0) * HD + 32 * b;
-
-				df[(t - c0) * (HD / 32) + b] =
-					edgeq_fp16_to_fp32(x[b].d);
-				_mm512_store_ps(
-					r, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-						   _mm_loadu_si128((const __m128i *)
-									   x[b].qs))));
-				_mm512_store_ps(
-					r + 16,
-					_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-						_mm_loadu_si128(
-							(const __m128i *)(x[b].qs +
-									  16)))));
-			}
-		}
-		for (int j = 0; j < nq; j++)
-			if (nkq[j] > c0) {
-				a[n] = ap[j];
-				o[n] = op[j];
-				end[n++] = nkq[j] < c1 ? nkq[j] : c1;
-			}
-		for (int j = 0; j < n; j += QB) {
-			int qb = n - j < QB ? n - j : QB;
-			int64_t e = c1;
-
-			for (int i = 0; i < qb; i++)
-				if (end[j + i] < e)
-					e = end[j + i];
-			if (qb == QB)
-				av_chunk_q8(HD, QB, vf, df, c0, c0, e, a + j,
-					    o + j);
-			else
-				for (int i = 0; i < qb; i++)
-					av_chunk_q8(HD, 1, vf, df, c0, c0, e,
-						    a + j + i, o + j + i);
-			for (int i = 0; i < qb; i++)
-				if (end[j + i] > e)
-					av_chunk_q8(HD, 1, vf, df, c0, e,
-						    end[j + i], a + j + i,
-						    o + j + i);
-		}
-	}
 }
 
 void edgeq_attn_av_q8_0_t_avx512(int64_t hd, int64_t nk, const void *v,
 				 size_t vs, int nq, const float *const *ap,
 				 const int64_t *nkq, float *const *op)
 {
-	for (int j = 0; j < nq; j++)
-		if (nkq[j] <= 0)
-			memset(op[j], 0, (size_t)hd * sizeof(float));
-	if (hd == 64 && nq <= EDGEQ_ATTN_TQ) {
-		av_tiles_q8(64, nk, v, vs, nq, ap, nkq, op);
+	if (av_tiled(true, hd, nk, v, vs, nq, ap, nkq, op))
 		return;
-	}
-	if (hd == 128 && nq <= EDGEQ_ATTN_TQ) {
-		av_tiles_q8(128, nk, v, vs, nq, ap, nkq, op);
-		return;
-	}
 	/* other sizes: axpy_q8_0's steps key by key (this table's) */
 	for (int j = 0; j < nq; j++) {
 		if (nkq[j] <= 0)
