@@ -52,6 +52,15 @@ for m in "$M" "$T/swa.gguf"; do
 	"$EDGEQ" run -m "$m" -p "$LP" -n 3 -t 2 -b 1 --dump-logits "$T/l1" >/dev/null 2>&1
 	check "long prompt, $(basename "$m"): logits identical with the attention tiles, without, one token a pass" \
 		sh -c "test -s '$T/lt' && cmp -s '$T/lt' '$T/lg' && cmp -s '$T/lt' '$T/l1'"
+	# a Q8_0 cache's blocks (one matmul of gathered keys, values per
+	# chunk), its group jobs (-b 1, two threads) and one thread's jobs
+	q="--kv-type q8_0"
+	"$EDGEQ" run -m "$m" -p "$LP" -n 3 -t 2 $q --dump-logits "$T/qt" >/dev/null 2>&1
+	EDGEQ_ATTN_TILES=0 "$EDGEQ" run -m "$m" -p "$LP" -n 3 -t 2 $q --dump-logits "$T/qg" >/dev/null 2>&1
+	"$EDGEQ" run -m "$m" -p "$LP" -n 3 -t 2 -b 1 $q --dump-logits "$T/q1" >/dev/null 2>&1
+	"$EDGEQ" run -m "$m" -p "$LP" -n 3 -t 1 -b 1 $q --dump-logits "$T/q11" >/dev/null 2>&1
+	check "long prompt, $(basename "$m"), Q8_0 cache: logits identical with the blocks, without, one token a pass at 2 and 1 threads" \
+		sh -c "test -s '$T/qt' && cmp -s '$T/qt' '$T/qg' && cmp -s '$T/qt' '$T/q1' && cmp -s '$T/qt' '$T/q11' && ! cmp -s '$T/qt' '$T/lt'"
 done
 
 a=$("$EDGEQ" run -m "$M" -p "$P" -n 16 --temp 0.9 --seed 42 --json --no-roofline 2>/dev/null | sed 's/"timings".*//')
