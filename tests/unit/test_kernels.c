@@ -722,9 +722,10 @@ static int av_same(const struct edgeq_kernel_ops *ops, const char *what,
 {
 	for (int e = 0; e < hd; e++)
 		if (!same_float(want[e], got[e]))
-			fail_msg("%s %s hd=%lld nq=%d nk=%d query %d of %lld keys [%d]: %a, scalar %a",
-				 ops->name, what, (long long)hd, nq, nk, j,
-				 (long long)nkq, e, got[e], want[e]);
+			fail_msg(
+				"%s %s hd=%lld nq=%d nk=%d query %d of %lld keys [%d]: %a, scalar %a",
+				ops->name, what, (long long)hd, nq, nk, j,
+				(long long)nkq, e, got[e], want[e]);
 	return (int)hd;
 }
 
@@ -836,8 +837,9 @@ static void attn_q8_check(const struct edgeq_kernel_ops *ops)
 	static const int64_t hds[] = { 64, 128, 32, 96, 256 };
 	static const int nqs[] = { 1, 2, 3, 4, 5, 8, 13, 32 };
 	enum { HDM = 256, NK = 150, NQ = EDGEQ_ATTN_TQ };
-	/* rows of up to HDM / 32 blocks, 11 bytes of padding between */
-	enum { VS = HDM / 32 * 34 + 11 };
+	/* rows of up to HDM / 32 blocks, 12 bytes of padding between (a
+	 * block's fp16 scale stays 2-byte aligned, as in the cache) */
+	enum { VS = HDM / 32 * 34 + 12 };
 	static uint8_t v[NK * VS];
 	static float w[NQ * NK], o1[NQ * HDM];
 	float o0[HDM], row[HDM];
@@ -885,7 +887,8 @@ static void attn_q8_check(const struct edgeq_kernel_ops *ops)
 					ref->axpy_q8_0(hd, ap[j][t],
 						       v + (size_t)t * VS, o0);
 				checked += av_same(ops, "attn_av_q8_0_t", hd,
-						   nq, nk, j, nkq[j], op[j], o0);
+						   nq, nk, j, nkq[j], op[j],
+						   o0);
 			}
 		}
 	}

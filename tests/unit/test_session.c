@@ -226,9 +226,10 @@ static enum edgeq_finish drain(struct edgeq_gen *g, char *text, size_t cap,
 		ret = edgeq_gen_next(g, &ev, NULL);
 		assert_true(ret >= 0);
 		assert_true(tl + ev.len < cap);
-		memcpy(text + tl, ev.text, ev.len);
+		if (ev.len)
+			memcpy(text + tl, ev.text, ev.len);
 		tl += ev.len;
-		if (toks)
+		if (toks && ev.n_toks) /* an event without tokens has none */
 			memcpy(toks + nt, ev.toks, ev.n_toks * sizeof(int32_t));
 		nt += ev.n_toks;
 		ne++;

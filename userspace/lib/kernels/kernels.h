@@ -318,8 +318,8 @@ struct edgeq_kernel_ops {
 	 * axpy_q8_0's steps; each row's integers converted once for all the
 	 * queries.
 	 */
-	void (*attn_av_q8_0_t)(int64_t hd, int64_t nk, const void *v,
-			       size_t vs, int nq, const float *const *ap,
+	void (*attn_av_q8_0_t)(int64_t hd, int64_t nk, const void *v, size_t vs,
+			       int nq, const float *const *ap,
 			       const int64_t *nkq, float *const *op);
 	/* Optional (NULL: edgeq_softmax_ref): the same values. */
 	void (*softmax)(float *x, int64_t n);
@@ -576,8 +576,8 @@ void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
 				  size_t ks, int nq, const float *const *qp,
 				  const int64_t *nkq, float scale,
 				  float *const *sp);
-void edgeq_attn_av_q8_0_t_neon(int64_t hd, int64_t nk, const void *v,
-			       size_t vs, int nq, const float *const *ap,
+void edgeq_attn_av_q8_0_t_neon(int64_t hd, int64_t nk, const void *v, size_t vs,
+			       int nq, const float *const *ap,
 			       const int64_t *nkq, float *const *op);
 #endif
 void edgeq_matvec_generic(const struct edgeq_kernel_ops *ops,

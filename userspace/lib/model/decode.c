@@ -951,8 +951,7 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
  */
 static void att_block_q8(struct edgeq_ctx *c, int layer, uint32_t kvh,
 			 uint32_t t0, int nq, const float *const *qp,
-			 const int64_t *nkq, float *const *sp,
-			 float *const *op)
+			 const int64_t *nkq, float *const *sp, float *const *op)
 {
 	const struct edgeq_model *m = c->m;
 	const struct edgeq_kernel_ops *ops = m->ops;
@@ -999,8 +998,8 @@ static void att_block_q8(struct edgeq_ctx *c, int layer, uint32_t kvh,
 	for (int i = 0; i < nq; i++) {
 		memset(op[i], 0, hd * sizeof(float));
 		for (int64_t t = 0; t < nkq[i]; t++)
-			ops->axpy_q8_0(hd, sp[i][t],
-				       vc + (size_t)t * c->kv_row, op[i]);
+			ops->axpy_q8_0(hd, sp[i][t], vc + (size_t)t * c->kv_row,
+				       op[i]);
 	}
 }
 
@@ -1047,9 +1046,11 @@ static void att_job(const struct att_arg *aa, int ith, int b, uint32_t kvh,
 		p = w->tpos[b];
 		t0 = att_first_key(hp, aa->layer, p);
 		for (i = 0; i < hn; i++) {
-			qp[i] = w->q + (size_t)b * q_dim + (size_t)(h0 + i) * hd;
+			qp[i] = w->q + (size_t)b * q_dim +
+				(size_t)(h0 + i) * hd;
 			sp[i] = att + (size_t)i * c->n_ctx;
-			op[i] = w->xb2 + (size_t)b * q_dim + (size_t)(h0 + i) * hd;
+			op[i] = w->xb2 + (size_t)b * q_dim +
+				(size_t)(h0 + i) * hd;
 			nkq[i] = (int64_t)(p + 1 - t0);
 		}
 		att_block_q8(c, aa->layer, kvh, t0, (int)hn, qp, nkq, sp, op);
@@ -1239,8 +1240,7 @@ static uint32_t att_tokens(const struct edgeq_ctx *w, int nb)
 			return 0;
 	if (c->kv_type == EDGEQ_KV_F16 ?
 		    !m->ops->attn_scores_f16_t || !m->ops->attn_av_f16_g :
-		    c->kv_type != EDGEQ_KV_Q8_0 ||
-			    hp->head_dim > ATT_Q8_HD)
+		    c->kv_type != EDGEQ_KV_Q8_0 || hp->head_dim > ATT_Q8_HD)
 		return 0;
 	tb = c->att_q / group;
 	if (tb > (uint32_t)nb)

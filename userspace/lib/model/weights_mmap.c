@@ -102,7 +102,8 @@ static int mm_embed_rows(struct edgeq_weights *w, const int32_t *toks, size_t n,
 		uint8_t *d = (uint8_t *)dst + i * row_size;
 		uint64_t off = (uint64_t)toks[i] * row_size;
 
-		if (g->fd < 0 || !pread_row(g->fd, d, row_size, t->offset + off))
+		if (g->fd < 0 ||
+		    !pread_row(g->fd, d, row_size, t->offset + off))
 			memcpy(d, base + off, row_size);
 	}
 	return 0;

@@ -705,8 +705,8 @@ int edgeq_stream_embed_rows(struct edgeq_stream *s, const int32_t *toks,
 			row_size, (unsigned long long)x->size);
 	rows = x->size / row_size;
 	un = &s->units[x->unit];
-	if (n > 1 && !(un->res && !load_busy(s, &un->res_load) &&
-		       !un->res_load.err))
+	if (n > 1 &&
+	    !(un->res && !load_busy(s, &un->res_load) && !un->res_load.err))
 		embed_readahead(s, x, toks, n, row_size, rows);
 	for (size_t i = 0; i < n; i++) {
 		char *d = (char *)dst + i * row_size;

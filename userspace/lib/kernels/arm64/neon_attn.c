@@ -389,8 +389,8 @@ AI void avq_slice(const int QB, int64_t hd, const float *vf, const float *df,
 			vst1q_f32(o[j] + e0 + 4 * c, acc[j][c]);
 }
 
-void edgeq_attn_av_q8_0_t_neon(int64_t hd, int64_t nk, const void *v,
-			       size_t vs, int nq, const float *const *ap,
+void edgeq_attn_av_q8_0_t_neon(int64_t hd, int64_t nk, const void *v, size_t vs,
+			       int nq, const float *const *ap,
 			       const int64_t *nkq, float *const *op)
 {
 	float vf[AVQ_CHUNK * 256];

@@ -611,8 +611,8 @@ av_convert(const int HD, const bool Q8, const void *v, size_t vs, int64_t t,
 
 		for (int c = 0; c < HD / 16; c++)
 			_mm512_store_ps(r + 16 * c,
-					_mm512_cvtph_ps(_mm256_loadu_si256(
-						(const __m256i *)(h + 16 * c))));
+					_mm512_cvtph_ps(_mm256_loadu_si256((
+						const __m256i *)(h + 16 * c))));
 		return;
 	}
 	const struct edgeq_block_q8_0 *x =
@@ -623,9 +623,10 @@ av_convert(const int HD, const bool Q8, const void *v, size_t vs, int64_t t,
 		for (int h = 0; h < 2; h++)
 			_mm512_store_ps(
 				r + 32 * b + 16 * h,
-				_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-					_mm_loadu_si128((const __m128i *)(x[b].qs +
-									  16 * h)))));
+				_mm512_cvtepi32_ps(
+					_mm512_cvtepi8_epi32(_mm_loadu_si128(
+						(const __m128i *)(x[b].qs +
+								  16 * h)))));
 	}
 }
 
@@ -665,7 +666,8 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 			/* together up to the first query's end, then each
 			 * query on to its own */
 			if (qb == QB)
-				av_chunk(HD, QB, vf, d, c0, c0, e, a + j, o + j);
+				av_chunk(HD, QB, vf, d, c0, c0, e, a + j,
+					 o + j);
 			else
 				for (int i = 0; i < qb; i++)
 					av_chunk(HD, 1, vf, d, c0, c0, e,
@@ -721,7 +723,8 @@ void edgeq_attn_av_q8_0_t_avx512(int64_t hd, int64_t nk, const void *v,
 			continue;
 		memset(op[j], 0, (size_t)hd * sizeof(float));
 		for (int64_t t = 0; t < nkq[j]; t++)
-			edgeq_kernel_ops_avx2.axpy_q8_0(hd, ap[j][t],
-				       (const uint8_t *)v + t * vs, op[j]);
+			edgeq_kernel_ops_avx2.axpy_q8_0(
+				hd, ap[j][t], (const uint8_t *)v + t * vs,
+				op[j]);
 	}
 }
