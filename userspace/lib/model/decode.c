@@ -1080,7 +1080,8 @@ static void att_job(const struct att_arg *aa, int ith, int b, uint32_t kvh,
 			   w->xb2 + (size_t)b * q_dim + (size_t)h0 * hd, hd);
 }
 
-/* A job is up to ATT_G heads of one token that share a KV head. */
+/* A job is up to ATT_G heads of one token that share a KV head (over a
+ * Q8_0 cache, one att_block_q8). */
 static void att_task(void *arg, int ith, int nth)
 {
 	struct att_arg *aa = arg;
@@ -1105,7 +1106,9 @@ static void att_task(void *arg, int ith, int nth)
  * consecutive tokens (up to the ctx's att_q queries), whose scores come
  * from attn_scores_f16_t (each 16-key tile transposed once for the whole
  * block), then the block's weighted values (attn_av_f16_t, else per
- * token with the group form). A block whose tokens do not see the same
+ * token with the group form); over a Q8_0 cache, att_block_q8 (one matmul
+ * of the gathered keys, the values a chunk at a time). A block whose
+ * tokens do not see the same
  * first key (a sliding window) goes token by token through att_job. Every
  * value is the per-token path's, bit for bit.
  */
@@ -1219,10 +1222,11 @@ static bool getenv_tiles_off(void)
 
 /*
  * Tokens per att_task_tiles job for a pass of @nb tokens, 0 for att_task:
- * the tile form needs the table's keys-in-lanes scores and all the tokens
- * in one context with an F16 cache (whose att_q bounds a block),
- * and pays when a job holds at least 8 queries (the transposition is
- * shared by them); blocks shrink until each thread has 4 jobs.
+ * the tile form needs all the tokens in one context (whose att_q bounds
+ * a block) with an F16 cache and the table's keys-in-lanes scores, or a
+ * Q8_0 cache (att_block_q8), and pays when a job holds at least 8
+ * queries (a tile's transposition, a gathered key matrix, is shared by
+ * them); blocks shrink until each thread has 4 jobs.
  */
 static uint32_t att_tokens(const struct edgeq_ctx *w, int nb)
 {
