@@ -576,6 +576,9 @@ void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
 				  size_t ks, int nq, const float *const *qp,
 				  const int64_t *nkq, float scale,
 				  float *const *sp);
+void edgeq_attn_av_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *v,
+			      size_t vs, int nq, const float *const *ap,
+			      const int64_t *nkq, float *const *op);
 void edgeq_attn_av_q8_0_t_neon(int64_t hd, int64_t nk, const void *v, size_t vs,
 			       int nq, const float *const *ap,
 			       const int64_t *nkq, float *const *op);

@@ -649,6 +649,7 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_neon = {
 	.attn_scores_f16_g = edgeq_attn_scores_f16_g_neon,
 	.attn_scores_f16_t = edgeq_attn_scores_f16_t_neon,
 	.attn_av_f16_g = edgeq_attn_av_f16_g_neon,
+	.attn_av_f16_t = edgeq_attn_av_f16_t_neon,
 	.attn_av_q8_0_t = edgeq_attn_av_q8_0_t_neon,
 	.matvec_packed = edgeq_neon_matvec_packed,
 	.matmul_packed = edgeq_neon_matmul_packed,

@@ -350,52 +350,159 @@ void edgeq_attn_scores_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *k,
 }
 
 /*
- * ---- a block's weighted values over a Q8_0 cache ----
+ * ---- a block's weighted values: value rows converted once per chunk ----
  *
- * axpy_q8_0's steps per query (out = 0, then per key in order and per
- * block b, out = fmaf(a[t] * d_tb, (float)q_tb, out)); a chunk of value
- * rows is converted (integers to float exactly, scales to float) once
- * for all the block's queries, then two queries at a time run over it a
- * 16-element slice of the row at a time, their sums in registers.
+ * Per query, axpy_f16's steps (out = 0, then per key in order
+ * out[j] = fmaf(a[t], v_t[j], out[j])) over an F16 cache, or axpy_q8_0's
+ * (per block b, out = fmaf(a[t] * d_tb, (float)q_tb, out)) over a Q8_0
+ * one; a chunk of value rows is converted (halves or integers to float
+ * exactly, scales to float) once for all the block's queries, then two
+ * queries at a time run over it a 16-element slice of the row at a time,
+ * their sums in registers (more spill the A78's 32 registers), each
+ * query's sums kept in its output row between chunks (a float store and
+ * load change no bit).
  */
-#define AVQ_CHUNK 64
+#define AV_CHUNK 64
 
-AI void avq_slice(const int QB, int64_t hd, const float *vf, const float *df,
-		  int64_t c0, int64_t t0, int64_t t1, int e0,
-		  const float *const *a, float *const *o)
+/* QB queries over keys [t0, t1) of the chunk at vf, elements e0..e0+15;
+ * with @df (a Q8_0 cache) the weight of row t is a[t] * its scale */
+AI void av_slice(const int QB, int64_t hd, const float *vf, const float *df,
+		 int64_t c0, int64_t t0, int64_t t1, int e0,
+		 const float *const *a, float *const *o)
 {
 	float32x4_t acc[2][4];
 
+#pragma GCC unroll 2
 	for (int j = 0; j < QB; j++)
+#pragma GCC unroll 4
 		for (int c = 0; c < 4; c++)
 			acc[j][c] = t0 ? vld1q_f32(o[j] + e0 + 4 * c) :
 					 vdupq_n_f32(0);
 	for (int64_t t = t0; t < t1; t++) {
 		const float *r = vf + (t - c0) * hd + e0;
-		float d = df[(t - c0) * (hd / 32) + e0 / 32];
 		float32x4_t x[4];
 
+#pragma GCC unroll 4
 		for (int c = 0; c < 4; c++)
 			x[c] = vld1q_f32(r + 4 * c);
+#pragma GCC unroll 2
 		for (int j = 0; j < QB; j++) {
-			float s = a[j][t] * d;
+			float s = df ? a[j][t] * df[(t - c0) * (hd / 32) +
+						    e0 / 32] :
+				       a[j][t];
 
+#pragma GCC unroll 4
 			for (int c = 0; c < 4; c++)
 				acc[j][c] = vfmaq_n_f32(acc[j][c], x[c], s);
 		}
 	}
+#pragma GCC unroll 2
 	for (int j = 0; j < QB; j++)
+#pragma GCC unroll 4
 		for (int c = 0; c < 4; c++)
 			vst1q_f32(o[j] + e0 + 4 * c, acc[j][c]);
+}
+
+/* Row t of the chunk from c0 as floats at vf (@vs: elements of an F16
+ * row, bytes of a Q8_0 one), a Q8_0 row's block scales at df. */
+AI void av_convert(const bool Q8, int64_t hd, const void *v, size_t vs,
+		   int64_t t, int64_t c0, float *vf, float *df)
+{
+	float *r = vf + (t - c0) * hd;
+
+	if (!Q8) {
+		const uint16_t *h = (const uint16_t *)v + t * vs;
+
+		for (int64_t e = 0; e < hd; e += 8) {
+			float16x8_t x = vreinterpretq_f16_u16(vld1q_u16(h + e));
+
+			vst1q_f32(r + e, vcvt_f32_f16(vget_low_f16(x)));
+			vst1q_f32(r + e + 4, vcvt_high_f32_f16(x));
+		}
+		return;
+	}
+	const struct edgeq_block_q8_0 *x =
+		(const void *)((const uint8_t *)v + t * vs);
+
+	for (int b = 0; b < hd / 32; b++) {
+		df[(t - c0) * (hd / 32) + b] = edgeq_fp16_to_fp32(x[b].d);
+		for (int k = 0; k < 32; k += 8) {
+			int16x8_t q = vmovl_s8(vld1_s8(x[b].qs + k));
+
+			vst1q_f32(r + 32 * b + k,
+				  vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))));
+			vst1q_f32(r + 32 * b + k + 4,
+				  vcvtq_f32_s32(vmovl_s16(vget_high_s16(q))));
+		}
+	}
+}
+
+/* The chunks; every query seeing a key has hd % 16 == 0 (F16) or
+ * hd % 32 == 0 (Q8_0) and hd <= 256 (the caller checked) */
+AI void av_t(const bool Q8, int64_t hd, int64_t nk, const void *v, size_t vs,
+	     int nq, const float *const *ap, const int64_t *nkq,
+	     float *const *op)
+{
+	float vf[AV_CHUNK * 256];
+	float df[AV_CHUNK * 256 / 32];
+
+	for (int64_t c0 = 0; c0 < nk; c0 += AV_CHUNK) {
+		int64_t c1 = nk - c0 < AV_CHUNK ? nk : c0 + AV_CHUNK;
+		const float *d = Q8 ? df : NULL;
+
+		for (int64_t t = c0; t < c1; t++)
+			av_convert(Q8, hd, v, vs, t, c0, vf, df);
+		for (int j = 0; j < nq; j += 2) {
+			int qb = nq - j < 2 ? 1 : 2;
+			int64_t e[2], lo;
+
+			for (int i = 0; i < qb; i++) {
+				e[i] = nkq[j + i] < c1 ? nkq[j + i] : c1;
+				if (e[i] < c0)
+					e[i] = c0;
+			}
+			lo = qb == 2 && e[1] < e[0] ? e[1] : e[0];
+			for (int e0 = 0; e0 < hd; e0 += 16) {
+				/* together up to the nearer end, then each
+				 * query on to its own */
+				if (lo > c0 && qb == 2)
+					av_slice(2, hd, vf, d, c0, c0, lo, e0,
+						 ap + j, op + j);
+				else if (lo > c0)
+					av_slice(1, hd, vf, d, c0, c0, lo, e0,
+						 ap + j, op + j);
+				for (int i = 0; i < qb; i++)
+					if (e[i] > lo)
+						av_slice(1, hd, vf, d, c0,
+							 lo > c0 ? lo : c0,
+							 e[i], e0, ap + j + i,
+							 op + j + i);
+			}
+		}
+	}
+}
+
+void edgeq_attn_av_f16_t_neon(int64_t hd, int64_t nk, const uint16_t *v,
+			      size_t vs, int nq, const float *const *ap,
+			      const int64_t *nkq, float *const *op)
+{
+	for (int j = 0; j < nq; j++)
+		if (nkq[j] <= 0)
+			memset(op[j], 0, (size_t)hd * sizeof(float));
+	if (hd % 16 || hd > 256) {
+		for (int j = 0; j < nq; j++)
+			if (nkq[j] > 0)
+				edgeq_attn_av_f16_neon(hd, nkq[j], ap[j], v, vs,
+						       op[j]);
+		return;
+	}
+	av_t(false, hd, nk, v, vs, nq, ap, nkq, op);
 }
 
 void edgeq_attn_av_q8_0_t_neon(int64_t hd, int64_t nk, const void *v, size_t vs,
 			       int nq, const float *const *ap,
 			       const int64_t *nkq, float *const *op)
 {
-	float vf[AVQ_CHUNK * 256];
-	float df[AVQ_CHUNK * 256 / 32];
-
 	for (int j = 0; j < nq; j++)
 		if (nkq[j] <= 0)
 			memset(op[j], 0, (size_t)hd * sizeof(float));
@@ -411,54 +518,5 @@ void edgeq_attn_av_q8_0_t_neon(int64_t hd, int64_t nk, const void *v, size_t vs,
 		}
 		return;
 	}
-	for (int64_t c0 = 0; c0 < nk; c0 += AVQ_CHUNK) {
-		int64_t c1 = nk - c0 < AVQ_CHUNK ? nk : c0 + AVQ_CHUNK;
-
-		for (int64_t t = c0; t < c1; t++) {
-			const struct edgeq_block_q8_0 *x =
-				(const void *)((const uint8_t *)v + t * vs);
-
-			for (int b = 0; b < hd / 32; b++) {
-				float *r = vf + (t - c0) * hd + 32 * b;
-
-				df[(t - c0) * (hd / 32) + b] =
-					edgeq_fp16_to_fp32(x[b].d);
-				for (int k = 0; k < 32; k += 8) {
-					int16x8_t q =
-						vmovl_s8(vld1_s8(x[b].qs + k));
-
-					vst1q_f32(r + k,
-						  vcvtq_f32_s32(vmovl_s16(
-							  vget_low_s16(q))));
-					vst1q_f32(r + k + 4,
-						  vcvtq_f32_s32(vmovl_s16(
-							  vget_high_s16(q))));
-				}
-			}
-		}
-		for (int j = 0; j < nq; j += 2) {
-			int qb = nq - j < 2 ? 1 : 2;
-			int64_t e[2], lo;
-
-			for (int i = 0; i < qb; i++) {
-				e[i] = nkq[j + i] < c1 ? nkq[j + i] : c1;
-				if (e[i] < c0)
-					e[i] = c0;
-			}
-			lo = qb == 2 && e[1] < e[0] ? e[1] : e[0];
-			for (int e0 = 0; e0 < hd; e0 += 16) {
-				/* together up to the nearer end, then each
-				 * query on to its own */
-				if (lo > c0)
-					avq_slice(qb, hd, vf, df, c0, c0, lo,
-						  e0, ap + j, op + j);
-				for (int i = 0; i < qb; i++)
-					if (e[i] > lo)
-						avq_slice(1, hd, vf, df, c0,
-							  lo > c0 ? lo : c0,
-							  e[i], e0, ap + j + i,
-							  op + j + i);
-			}
-		}
-	}
+	av_t(true, hd, nk, v, vs, nq, ap, nkq, op);
 }
