@@ -937,6 +937,28 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 #define ATT_Q8_KEYS 64
 #define ATT_Q8_HD 256
 
+/* @n rows of @size bytes, @stride apart from @src, packed at @dst; the
+ * common head sizes' rows (64 and 128: 68 and 136 bytes) copied inline,
+ * not by a libc call per row */
+static inline __attribute__((always_inline)) void
+gather_n(const size_t size, uint8_t *dst, const uint8_t *src, size_t stride,
+	 int64_t n)
+{
+	for (int64_t t = 0; t < n; t++)
+		memcpy(dst + (size_t)t * size, src + (size_t)t * stride, size);
+}
+
+static void gather_rows(uint8_t *dst, const uint8_t *src, size_t stride,
+			int64_t n, size_t size)
+{
+	if (size == 68)
+		gather_n(68, dst, src, stride, n);
+	else if (size == 136)
+		gather_n(136, dst, src, stride, n);
+	else
+		gather_n(size, dst, src, stride, n);
+}
+
 /*
  * @nq queries that share KV head @kvh of a Q8_0 cache (a GQA group's
  * heads of one token or of a prompt block), query i at qp[i] seeing keys
@@ -976,9 +998,8 @@ static void att_block_q8(struct edgeq_ctx *c, int layer, uint32_t kvh,
 	for (int64_t c0 = 0; c0 < nk; c0 += ATT_Q8_KEYS) {
 		int64_t n = nk - c0 < ATT_Q8_KEYS ? nk - c0 : ATT_Q8_KEYS;
 
-		for (int64_t t = 0; t < n; t++)
-			memcpy(kg + (size_t)t * qrow,
-			       kc + (size_t)(c0 + t) * c->kv_row, qrow);
+		gather_rows(kg, kc + (size_t)c0 * c->kv_row, c->kv_row, n,
+			    qrow);
 		/* sp[i] = sp[0] + i * n_ctx (the callers' scratch rows) */
 		ops->matmul(EDGEQ_TYPE_Q8_0, kg, hd, 0, n, qa, qrow, nq,
 			    sp[0] + c0, c->n_ctx);

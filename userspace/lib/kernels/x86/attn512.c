@@ -556,12 +556,13 @@ void edgeq_attn_scores_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 #define AV_CHUNK 64
 
 /* QB queries over keys [t0, t1) of the chunk at vf (row t at vf + t*HD);
- * with @df (a Q8_0 cache) the weight of block b is a[t] * df[t][b],
- * axpy_q8_0's rounding, else a[t] */
+ * with @wq (a Q8_0 cache) the weight of query j's key t in block b is
+ * wq[(j * HD / 32 + b) * CH + t - c0], a[j][t] * d_tb (axpy_q8_0's
+ * rounding), else a[j][t] */
 static inline __attribute__((always_inline)) void
-av_chunk(const int HD, const int QB, const float *vf, const float *df,
-	 int64_t c0, int64_t t0, int64_t t1, const float *const *a,
-	 float *const *o)
+av_chunk(const int HD, const int QB, const int64_t CH, const float *vf,
+	 const float *wq, int64_t c0, int64_t t0, int64_t t1,
+	 const float *const *a, float *const *o)
 {
 	__m512 acc[4][8];
 
@@ -583,8 +584,8 @@ av_chunk(const int HD, const int QB, const float *vf, const float *df,
 #pragma GCC unroll 8
 			for (int c = 0; c < HD / 16; c++) {
 				__m512 w = _mm512_set1_ps(
-					df ? a[j][t] * df[(t - c0) * (HD / 32) +
-							  c / 2] :
+					wq ? wq[(j * (HD / 32) + c / 2) * CH +
+						t - c0] :
 					     a[j][t]);
 
 				acc[j][c] = _mm512_fmadd_ps(w, x[c], acc[j][c]);
@@ -599,10 +600,10 @@ av_chunk(const int HD, const int QB, const float *vf, const float *df,
 }
 
 /* Value row t (of the chunk from c0) as floats at vf: an F16 row, or a
- * Q8_0 row's integers (exact) with its block scales at df. */
+ * Q8_0 row's integers (exact) with its block scales at df[b * CH + t - c0]. */
 static inline __attribute__((always_inline)) void
-av_convert(const int HD, const bool Q8, const void *v, size_t vs, int64_t t,
-	   int64_t c0, float *vf, float *df)
+av_convert(const int HD, const bool Q8, const int64_t CH, const void *v,
+	   size_t vs, int64_t t, int64_t c0, float *vf, float *df)
 {
 	float *r = vf + (t - c0) * HD;
 
@@ -619,7 +620,7 @@ av_convert(const int HD, const bool Q8, const void *v, size_t vs, int64_t t,
 		(const void *)((const uint8_t *)v + t * vs);
 
 	for (int b = 0; b < HD / 32; b++) {
-		df[(t - c0) * (HD / 32) + b] = edgeq_fp16_to_fp32(x[b].d);
+		df[b * CH + t - c0] = _cvtsh_ss(x[b].d);
 		for (int h = 0; h < 2; h++)
 			_mm512_store_ps(
 				r + 32 * b + 16 * h,
@@ -628,6 +629,31 @@ av_convert(const int HD, const bool Q8, const void *v, size_t vs, int64_t t,
 						(const __m128i *)(x[b].qs +
 								  16 * h)))));
 	}
+}
+
+/* wq for queries a[0..qb) over keys [c0, end[i]) of the chunk: each
+ * weight times its row's block scale, 16 keys a multiply */
+static inline __attribute__((always_inline)) void
+av_weights(const int HD, const int64_t CH, int qb, const float *const *a,
+	   const int64_t *end, int64_t c0, const float *df, float *wq)
+{
+	for (int i = 0; i < qb; i++)
+		for (int64_t t = c0; t < end[i]; t += 16) {
+			__mmask16 k =
+				end[i] - t >= 16 ?
+					(__mmask16)0xffff :
+					(__mmask16)((1u << (end[i] - t)) - 1);
+			__m512 w = _mm512_maskz_loadu_ps(k, a[i] + t);
+
+			for (int b = 0; b < HD / 32; b++)
+				_mm512_mask_storeu_ps(
+					wq + (i * (HD / 32) + b) * CH + t - c0,
+					k,
+					_mm512_mul_ps(
+						w, _mm512_maskz_loadu_ps(
+							   k, df + b * CH + t -
+								      c0)));
+		}
 }
 
 /* @vs: elements (F16) or bytes (Q8_0) from one value row to the next */
@@ -639,17 +665,18 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 	const int64_t CH = AV_CHUNK * 64 / HD; /* 16 KiB of rows */
 	float vf[AV_CHUNK * 64] __attribute__((aligned(64)));
 	float df[AV_CHUNK * 64 / 32];
+	float wq[AV_CHUNK * 64 / 32 * 4]; /* QB * HD / 32 * CH */
 
 	for (int64_t c0 = 0; c0 < nk; c0 += CH) {
 		int64_t c1 = nk - c0 < CH ? nk : c0 + CH;
 		const float *a[EDGEQ_ATTN_TQ];
 		float *o[EDGEQ_ATTN_TQ];
 		int64_t end[EDGEQ_ATTN_TQ];
-		const float *d = Q8 ? df : NULL;
+		const float *w = Q8 ? wq : NULL;
 		int n = 0;
 
 		for (int64_t t = c0; t < c1; t++)
-			av_convert(HD, Q8, v, vs, t, c0, vf, df);
+			av_convert(HD, Q8, CH, v, vs, t, c0, vf, df);
 		for (int j = 0; j < nq; j++)
 			if (nkq[j] > c0) {
 				a[n] = ap[j];
@@ -660,22 +687,30 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 			int qb = n - j < QB ? n - j : QB;
 			int64_t e = c1;
 
+			if (Q8)
+				av_weights(HD, CH, qb, a + j, end + j, c0, df,
+					   wq);
 			for (int i = 0; i < qb; i++)
 				if (end[j + i] < e)
 					e = end[j + i];
 			/* together up to the first query's end, then each
-			 * query on to its own */
+			 * query on to its own (its weights wq's row i) */
 			if (qb == QB)
-				av_chunk(HD, QB, vf, d, c0, c0, e, a + j,
+				av_chunk(HD, QB, CH, vf, w, c0, c0, e, a + j,
 					 o + j);
 			else
 				for (int i = 0; i < qb; i++)
-					av_chunk(HD, 1, vf, d, c0, c0, e,
-						 a + j + i, o + j + i);
+					av_chunk(HD, 1, CH, vf,
+						 w ? w + i * (HD / 32) * CH :
+						     NULL,
+						 c0, c0, e, a + j + i,
+						 o + j + i);
 			for (int i = 0; i < qb; i++)
 				if (end[j + i] > e)
-					av_chunk(HD, 1, vf, d, c0, e,
-						 end[j + i], a + j + i,
+					av_chunk(HD, 1, CH, vf,
+						 w ? w + i * (HD / 32) * CH :
+						     NULL,
+						 c0, e, end[j + i], a + j + i,
 						 o + j + i);
 		}
 	}
