@@ -806,6 +806,24 @@ static void rope_apply(const struct edgeq_hparams *hp, float *v,
 }
 
 /* gemma2: x = cap * tanh(x / cap) over @n values */
+/* x[t] *= s for t < n, 8 at a time (-O2 does not vectorize it: the
+ * scalar loop was a third of a Q8_0 decode job's own time) */
+static void scale_row(float *x, int64_t n, float s)
+{
+	typedef float v8 __attribute__((vector_size(32)));
+	int64_t t = 0;
+
+	for (; t + 8 <= n; t += 8) {
+		v8 v;
+
+		memcpy(&v, x + t, sizeof(v));
+		v *= s;
+		memcpy(x + t, &v, sizeof(v));
+	}
+	for (; t < n; t++)
+		x[t] *= s;
+}
+
 static void softcap(float *x, uint32_t n, float cap)
 {
 	uint32_t i;
@@ -937,26 +955,34 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 #define ATT_Q8_KEYS 64
 #define ATT_Q8_HD 256
 
-/* @n rows of @size bytes, @stride apart from @src, packed at @dst; the
+/* @n rows of @size bytes, @stride apart from @src (which has @avail), packed at @dst; the
  * common head sizes' rows (64 and 128: 68 and 136 bytes) copied inline,
  * not by a libc call per row */
 static inline __attribute__((always_inline)) void
 gather_n(const size_t size, uint8_t *dst, const uint8_t *src, size_t stride,
-	 int64_t n)
+	 int64_t n, int64_t avail)
 {
-	for (int64_t t = 0; t < n; t++)
+	for (int64_t t = 0; t < n; t++) {
+		/* the row 8 ahead, its first and last byte (rows straddle
+		 * cache lines) */
+		if (t + 8 < avail) {
+			__builtin_prefetch(src + (size_t)(t + 8) * stride);
+			__builtin_prefetch(src + (size_t)(t + 8) * stride +
+					   size - 1);
+		}
 		memcpy(dst + (size_t)t * size, src + (size_t)t * stride, size);
+	}
 }
 
 static void gather_rows(uint8_t *dst, const uint8_t *src, size_t stride,
-			int64_t n, size_t size)
+			int64_t n, int64_t avail, size_t size)
 {
 	if (size == 68)
-		gather_n(68, dst, src, stride, n);
+		gather_n(68, dst, src, stride, n, avail);
 	else if (size == 136)
-		gather_n(136, dst, src, stride, n);
+		gather_n(136, dst, src, stride, n, avail);
 	else
-		gather_n(size, dst, src, stride, n);
+		gather_n(size, dst, src, stride, n, avail);
 }
 
 /*
@@ -999,14 +1025,13 @@ static void att_block_q8(struct edgeq_ctx *c, int layer, uint32_t kvh,
 		int64_t n = nk - c0 < ATT_Q8_KEYS ? nk - c0 : ATT_Q8_KEYS;
 
 		gather_rows(kg, kc + (size_t)c0 * c->kv_row, c->kv_row, n,
-			    qrow);
+			    nk - c0, qrow);
 		/* sp[i] = sp[0] + i * n_ctx (the callers' scratch rows) */
 		ops->matmul(EDGEQ_TYPE_Q8_0, kg, hd, 0, n, qa, qrow, nq,
 			    sp[0] + c0, c->n_ctx);
 	}
 	for (int i = 0; i < nq; i++) {
-		for (int64_t t = 0; t < nkq[i]; t++)
-			sp[i][t] *= scale;
+		scale_row(sp[i], nkq[i], scale);
 		if (cap > 0)
 			softcap(sp[i], (uint32_t)nkq[i], cap);
 		sm(sp[i], nkq[i]);

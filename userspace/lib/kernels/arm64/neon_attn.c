@@ -450,8 +450,20 @@ AI void av_t(const bool Q8, int64_t hd, int64_t nk, const void *v, size_t vs,
 		int64_t c1 = nk - c0 < AV_CHUNK ? nk : c0 + AV_CHUNK;
 		const float *d = Q8 ? df : NULL;
 
-		for (int64_t t = c0; t < c1; t++)
+		for (int64_t t = c0; t < c1; t++) {
+			/* the rows are a cache row apart (all KV heads'):
+			 * ask for the one 8 ahead, its first and last byte */
+			if (t + 8 < nk) {
+				const char *p =
+					(const char *)v +
+					(size_t)(t + 8) * vs * (Q8 ? 1 : 2);
+
+				__builtin_prefetch(p);
+				__builtin_prefetch(
+					p + (Q8 ? hd / 32 * 34 : hd * 2) - 1);
+			}
 			av_convert(Q8, hd, v, vs, t, c0, vf, df);
+		}
 		for (int j = 0; j < nq; j += 2) {
 			int qb = nq - j < 2 ? 1 : 2;
 			int64_t e[2], lo;

@@ -675,8 +675,22 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 		const float *w = Q8 ? wq : NULL;
 		int n = 0;
 
-		for (int64_t t = c0; t < c1; t++)
+		for (int64_t t = c0; t < c1; t++) {
+			/* the rows are a cache row apart (all KV heads'):
+			 * ask for the ones 8 ahead, a head row's first and
+			 * last byte (a Q8_0 row straddles lines) */
+			if (t + 8 < nk) {
+				const char *p =
+					(const char *)v +
+					(size_t)(t + 8) * vs * (Q8 ? 1 : 2);
+
+				_mm_prefetch(p, _MM_HINT_T0);
+				_mm_prefetch(p + (Q8 ? HD / 32 * 34 : HD * 2) -
+						     1,
+					     _MM_HINT_T0);
+			}
 			av_convert(HD, Q8, CH, v, vs, t, c0, vf, df);
+		}
 		for (int j = 0; j < nq; j++)
 			if (nkq[j] > c0) {
 				a[n] = ap[j];
