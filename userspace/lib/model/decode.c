@@ -951,13 +951,13 @@ static void att_head(const struct att_arg *aa, int ith, int b, uint32_t h,
 	}
 }
 
-/* Keys a Q8_0 block's scores gather at a time, and the largest head. */
-#define ATT_Q8_KEYS 64
+/* Bytes of keys a Q8_0 block's scores gather at a time, the largest head. */
+#define ATT_Q8_GATHER (32 * 1024)
 #define ATT_Q8_HD 256
 
-/* @n rows of @size bytes, @stride apart from @src (which has @avail), packed at @dst; the
- * common head sizes' rows (64 and 128: 68 and 136 bytes) copied inline,
- * not by a libc call per row */
+/* @n rows of @size bytes, @stride apart from @src (which holds @avail),
+ * packed at @dst; the common head sizes' rows (64 and 128: 68 and 136
+ * bytes) copied inline, not by a libc call per row */
 static inline __attribute__((always_inline)) void
 gather_n(const size_t size, uint8_t *dst, const uint8_t *src, size_t stride,
 	 int64_t n, int64_t avail)
@@ -990,7 +990,8 @@ static void gather_rows(uint8_t *dst, const uint8_t *src, size_t stride,
  * heads of one token or of a prompt block), query i at qp[i] seeing keys
  * t0 .. t0 + nkq[i] - 1, its scores at sp[i] (n_ctx apart), its output at
  * op[i]. Each query is quantized once; the keys' head rows, a cache row
- * apart, are gathered ATT_Q8_KEYS at a time into one matrix whose
+ * apart, are gathered 32 KiB at a time (480 keys of a 64-element head:
+ * the matmul prepares the queries once per call) into one matrix whose
  * product with all the queries is one matmul (each output vec_dot's,
  * bit for bit: the per-head path's scores); then, per query, the scale,
  * the cap, the softmax; the weighted values by attn_av_q8_0_t (each V
@@ -1012,7 +1013,8 @@ static void att_block_q8(struct edgeq_ctx *c, int layer, uint32_t kvh,
 	void (*sm)(float *, int64_t) = ops->softmax ? ops->softmax :
 						      edgeq_softmax_ref;
 	uint8_t qa[ATT_TQ * (ATT_Q8_HD / 32) * 34];
-	uint8_t kg[ATT_Q8_KEYS * (ATT_Q8_HD / 32) * 34];
+	uint8_t kg[ATT_Q8_GATHER] __attribute__((aligned(64)));
+	int64_t kn = (int64_t)(ATT_Q8_GATHER / qrow) / 16 * 16;
 	int64_t nk = 0;
 
 	for (int i = 0; i < nq; i++) {
@@ -1021,8 +1023,8 @@ static void att_block_q8(struct edgeq_ctx *c, int layer, uint32_t kvh,
 		if (nkq[i] > nk)
 			nk = nkq[i];
 	}
-	for (int64_t c0 = 0; c0 < nk; c0 += ATT_Q8_KEYS) {
-		int64_t n = nk - c0 < ATT_Q8_KEYS ? nk - c0 : ATT_Q8_KEYS;
+	for (int64_t c0 = 0; c0 < nk; c0 += kn) {
+		int64_t n = nk - c0 < kn ? nk - c0 : kn;
 
 		gather_rows(kg, kc + (size_t)c0 * c->kv_row, c->kv_row, n,
 			    nk - c0, qrow);
