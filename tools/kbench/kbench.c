@@ -10,7 +10,7 @@
  *   kbench --digest      one line per type: hash of quantizer, dot,
  *                        matvec, matmul and (where the selected table
  *                        packs the type) packed matmul outputs
- *   kbench --attn HD:NK:NQ --attn-path tiles|group|single|loop -i ITERS
+ *   kbench --attn HD:NK:NQ --attn-path tiles|group|single|loop|q8 -i ITERS
  *                        one GQA group's attention ITERS times through
  *                        one path of the selected table (tools/kcount
  *                        --attn counts it)
@@ -176,7 +176,9 @@ static int count_run(const char *type, long rows, long cols, long nb,
  * ---- attention, for an instruction counter and a timer: @nq queries
  * (a GQA group's heads, of several tokens for "tiles") over @nk keys of
  * head size @hd, @iters times, through one path of the selected table:
- * "tiles" (attn_scores_f16_t, keys in lanes, then attn_av_f16_g),
+ * "tiles" (attn_scores_f16_t, keys in lanes, then attn_av_f16_t or _g),
+ * "q8" (a Q8_0 cache, as model/decode.c's att_block_q8: the queries
+ * quantized, one Q8_0 matmul of the keys, the scale, then attn_av_q8_0_t),
  * "group" (attn_*_g), "single" (attn_scores_f16 and attn_av_f16 per
  * query) or "loop" (dot_f16 and axpy_f16 per key), with the softmax
  * between, as model/decode.c runs them; prints ns per (key, query) pair
@@ -190,8 +192,10 @@ static int attn_run(const char *spec, const char *path, long iters)
 	long hd, nk, nq;
 	uint16_t *k, *v;
 	float *q, *att, *out;
+	uint8_t *kq = NULL, *vq = NULL, *qa = NULL;
+	bool q8 = !strcmp(path, "q8");
 	bool tiles = !strcmp(path, "tiles");
-	bool group = tiles || !strcmp(path, "group"),
+	bool group = tiles || q8 || !strcmp(path, "group"),
 	     single = !strcmp(path, "single");
 	uint64_t ns[3] = { 0, 0, 0 }; /* scores, softmax, values */
 	const float *qp[EDGEQ_ATTN_TQ];
@@ -204,11 +208,12 @@ static int attn_run(const char *spec, const char *path, long iters)
 		fprintf(stderr,
 			"kbench: --attn HD:NK:NQ (head size 1-1024, "
 			"1-65536 keys, 1-%d queries), --attn-path "
-			"tiles|group|single|loop and -i N (N >= 1)\n",
+			"tiles|group|single|loop|q8 and -i N (N >= 1)\n",
 			EDGEQ_ATTN_TQ);
 		return 2;
 	}
-	if ((tiles && !ops->attn_scores_f16_t) ||
+	if ((q8 && (!ops->attn_av_q8_0_t || hd % 32)) ||
+	    (tiles && !ops->attn_scores_f16_t) ||
 	    (group && !ops->attn_scores_f16_g) ||
 	    (single && !ops->attn_scores_f16)) {
 		fprintf(stderr, "kbench: the %s table has no %s attention\n",
@@ -235,10 +240,43 @@ static int attn_run(const char *spec, const char *path, long iters)
 		sp[j] = att + j * nk;
 		nkq[j] = nk;
 	}
+	if (q8) { /* the rows as a Q8_0 cache's, and room for the queries */
+		size_t qrow = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
+		float *row = malloc((size_t)hd * sizeof(*row));
+
+		kq = malloc((size_t)nk * qrow);
+		vq = malloc((size_t)nk * qrow);
+		qa = malloc((size_t)nq * qrow);
+		if (!row || !kq || !vq || !qa) {
+			fprintf(stderr, "kbench: out of memory\n");
+			return 1;
+		}
+		for (long t = 0; t < nk; t++) {
+			for (long e = 0; e < hd; e++)
+				row[e] = edgeq_fp16_to_fp32(k[t * hd + e]);
+			edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, row,
+					       kq + t * qrow, hd);
+			for (long e = 0; e < hd; e++)
+				row[e] = edgeq_fp16_to_fp32(v[t * hd + e]);
+			edgeq_quantize_act_ref(EDGEQ_TYPE_Q8_0, row,
+					       vq + t * qrow, hd);
+		}
+		free(row);
+	}
 	for (long it = 0; it < iters; it++) {
 		uint64_t t0 = edgeq_now_ns(), t1, t2;
 
-		if (tiles)
+		if (q8) {
+			size_t qrow = edgeq_row_size(EDGEQ_TYPE_Q8_0, hd);
+
+			for (long j = 0; j < nq; j++)
+				ops->quantize_act(EDGEQ_TYPE_Q8_0, q + j * hd,
+						  qa + j * qrow, hd);
+			ops->matmul(EDGEQ_TYPE_Q8_0, kq, hd, 0, nk, qa, qrow,
+				    nq, att, nk);
+			for (long i = 0; i < nq * nk; i++)
+				att[i] *= 0.125f;
+		} else if (tiles)
 			ops->attn_scores_f16_t(hd, nk, k, hd, (int)nq, qp, nkq,
 					       0.125f, sp);
 		else if (group)
@@ -260,7 +298,16 @@ static int attn_run(const char *spec, const char *path, long iters)
 		t2 = edgeq_now_ns();
 		ns[0] += t1 - t0;
 		ns[1] += t2 - t1;
-		if (tiles && ops->attn_av_f16_t) {
+		if (q8) {
+			float *op[EDGEQ_ATTN_TQ];
+
+			for (long j = 0; j < nq; j++)
+				op[j] = out + j * hd;
+			ops->attn_av_q8_0_t(hd, nk, vq,
+					    edgeq_row_size(EDGEQ_TYPE_Q8_0, hd),
+					    (int)nq, (const float *const *)sp,
+					    nkq, op);
+		} else if (tiles && ops->attn_av_f16_t) {
 			float *op[EDGEQ_ATTN_TQ];
 
 			for (long j = 0; j < nq; j++)
@@ -296,6 +343,9 @@ static int attn_run(const char *spec, const char *path, long iters)
 	free(q);
 	free(att);
 	free(out);
+	free(kq);
+	free(vq);
+	free(qa);
 	return 0;
 }
 
@@ -434,7 +484,7 @@ static void usage(FILE *f)
 		"[-f FOOTPRINT_MiB] [-i ITERS] [--packed]\n"
 		"       kbench --insn [-b TOKENS] [--packed] -T TYPE -r ROWS -c COLS "
 		"-i ITERS\n"
-		"       kbench --attn HD:NK:NQ --attn-path tiles|group|single|loop "
+		"       kbench --attn HD:NK:NQ --attn-path tiles|group|single|loop|q8 "
 		"-i ITERS\n"
 		"       kbench --quant [-r ROWS] [-c COLS] [-i ITERS]\n"
 		"       kbench --insn --quant -T Q8_0|Q8_K [-r ROWS] [-c COLS] "

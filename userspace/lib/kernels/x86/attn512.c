@@ -555,14 +555,25 @@ void edgeq_attn_scores_f16_t_avx512(int64_t hd, int64_t nk, const uint16_t *k,
  */
 #define AV_CHUNK 64
 
-/* QB queries over keys [t0, t1) of the chunk at vf (row t at vf + t*HD);
+/* Elements 16c..16c+15 of the Q8_0 row at q as floats (exact): block
+ * c / 2 (2 bytes of scale, 32 of integers), its half c % 2. */
+static inline __m512 q8_16(const uint8_t *q, int c)
+{
+	const uint8_t *p = q + c / 2 * 34 + 2 + 16 * (c % 2);
+
+	return _mm512_cvtepi32_ps(
+		_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
+/* QB queries over keys [t0, t1) of the chunk at vf (row t at vf + t*HD)
+ * or, RAW, of the Q8_0 rows at v (@vs bytes apart);
  * with @wq (a Q8_0 cache) the weight of query j's key t in block b is
  * wq[(j * HD / 32 + b) * CH + t - c0], a[j][t] * d_tb (axpy_q8_0's
  * rounding), else a[j][t] */
 static inline __attribute__((always_inline)) void
-av_chunk(const int HD, const int QB, const int64_t CH, const float *vf,
-	 const float *wq, int64_t c0, int64_t t0, int64_t t1,
-	 const float *const *a, float *const *o)
+av_chunk(const int HD, const int QB, const bool RAW, const int64_t CH,
+	 const float *vf, const void *v, size_t vs, const float *wq, int64_t c0,
+	 int64_t t0, int64_t t1, const float *const *a, float *const *o)
 {
 	__m512 acc[4][8];
 
@@ -574,11 +585,14 @@ av_chunk(const int HD, const int QB, const int64_t CH, const float *vf,
 					 _mm512_setzero_ps();
 	for (int64_t t = t0; t < t1; t++) {
 		const float *r = vf + (t - c0) * HD;
+		const uint8_t *q = (const uint8_t *)v + t * vs;
 		__m512 x[8];
 
+		/* RAW: a Q8_0 row's integers converted here (a block:
+		 * 2 bytes of scale, 32 of integers), else the chunk's */
 #pragma GCC unroll 8
 		for (int c = 0; c < HD / 16; c++)
-			x[c] = _mm512_load_ps(r + 16 * c);
+			x[c] = RAW ? q8_16(q, c) : _mm512_load_ps(r + 16 * c);
 #pragma GCC unroll 4
 		for (int j = 0; j < QB; j++) {
 #pragma GCC unroll 8
@@ -599,11 +613,25 @@ av_chunk(const int HD, const int QB, const int64_t CH, const float *vf,
 			_mm512_storeu_ps(o[j] + 16 * c, acc[j][c]);
 }
 
-/* Value row t (of the chunk from c0) as floats at vf: an F16 row, or a
- * Q8_0 row's integers (exact) with its block scales at df[b * CH + t - c0]. */
+/* Q8_0 row t's block scales at df[b * CH + t - c0] */
 static inline __attribute__((always_inline)) void
-av_convert(const int HD, const bool Q8, const int64_t CH, const void *v,
-	   size_t vs, int64_t t, int64_t c0, float *vf, float *df)
+av_scales(const int HD, const int64_t CH, const void *v, size_t vs, int64_t t,
+	  int64_t c0, float *df)
+{
+	const struct edgeq_block_q8_0 *x =
+		(const void *)((const uint8_t *)v + t * vs);
+
+	for (int b = 0; b < HD / 32; b++)
+		df[b * CH + t - c0] = _cvtsh_ss(x[b].d);
+}
+
+/* Value row t (of the chunk from c0) as floats at vf: an F16 row, or a
+ * Q8_0 row's integers (exact) with its block scales at df[b * CH + t - c0]
+ * (RAW: the scales only, av_chunk converts the integers). */
+static inline __attribute__((always_inline)) void
+av_convert(const int HD, const bool Q8, const bool RAW, const int64_t CH,
+	   const void *v, size_t vs, int64_t t, int64_t c0, float *vf,
+	   float *df)
 {
 	float *r = vf + (t - c0) * HD;
 
@@ -616,19 +644,11 @@ av_convert(const int HD, const bool Q8, const int64_t CH, const void *v,
 						const __m256i *)(h + 16 * c))));
 		return;
 	}
-	const struct edgeq_block_q8_0 *x =
-		(const void *)((const uint8_t *)v + t * vs);
-
-	for (int b = 0; b < HD / 32; b++) {
-		df[b * CH + t - c0] = _cvtsh_ss(x[b].d);
-		for (int h = 0; h < 2; h++)
-			_mm512_store_ps(
-				r + 32 * b + 16 * h,
-				_mm512_cvtepi32_ps(
-					_mm512_cvtepi8_epi32(_mm_loadu_si128(
-						(const __m128i *)(x[b].qs +
-								  16 * h)))));
-	}
+	av_scales(HD, CH, v, vs, t, c0, df);
+	if (!RAW)
+		for (int c = 0; c < HD / 16; c++)
+			_mm512_store_ps(r + 16 * c,
+					q8_16((const uint8_t *)v + t * vs, c));
 }
 
 /* wq for queries a[0..qb) over keys [c0, end[i]) of the chunk: each
@@ -667,6 +687,10 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 	float df[AV_CHUNK * 64 / 32];
 	float wq[AV_CHUNK * 64 / 32 * 4]; /* QB * HD / 32 * CH */
 
+#define AV_CHUNK_CALL(QBN, W, T0, T1, A, O)                                  \
+	(raw ? av_chunk(HD, QBN, true, CH, vf, v, vs, W, c0, T0, T1, A, O) : \
+	       av_chunk(HD, QBN, false, CH, vf, v, vs, W, c0, T0, T1, A, O))
+
 	for (int64_t c0 = 0; c0 < nk; c0 += CH) {
 		int64_t c1 = nk - c0 < CH ? nk : c0 + CH;
 		const float *a[EDGEQ_ATTN_TQ];
@@ -674,7 +698,18 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 		int64_t end[EDGEQ_ATTN_TQ];
 		const float *w = Q8 ? wq : NULL;
 		int n = 0;
+		bool raw;
 
+		for (int j = 0; j < nq; j++)
+			if (nkq[j] > c0) {
+				a[n] = ap[j];
+				o[n] = op[j];
+				end[n++] = nkq[j] < c1 ? nkq[j] : c1;
+			}
+		/* a decode step's few queries (one pass over the rows):
+		 * a Q8_0 row's integers converted in registers, not
+		 * through the chunk */
+		raw = Q8 && n <= QB;
 		for (int64_t t = c0; t < c1; t++) {
 			/* the rows are a cache row apart (all KV heads'):
 			 * ask for the ones 8 ahead, a head row's first and
@@ -689,14 +724,13 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 						     1,
 					     _MM_HINT_T0);
 			}
-			av_convert(HD, Q8, CH, v, vs, t, c0, vf, df);
+			if (raw)
+				av_convert(HD, Q8, true, CH, v, vs, t, c0, vf,
+					   df);
+			else
+				av_convert(HD, Q8, false, CH, v, vs, t, c0, vf,
+					   df);
 		}
-		for (int j = 0; j < nq; j++)
-			if (nkq[j] > c0) {
-				a[n] = ap[j];
-				o[n] = op[j];
-				end[n++] = nkq[j] < c1 ? nkq[j] : c1;
-			}
 		for (int j = 0; j < n; j += QB) {
 			int qb = n - j < QB ? n - j : QB;
 			int64_t e = c1;
@@ -710,24 +744,25 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 			/* together up to the first query's end, then each
 			 * query on to its own (its weights wq's row i) */
 			if (qb == QB)
-				av_chunk(HD, QB, CH, vf, w, c0, c0, e, a + j,
-					 o + j);
+				AV_CHUNK_CALL(QB, w, c0, e, a + j, o + j);
 			else
 				for (int i = 0; i < qb; i++)
-					av_chunk(HD, 1, CH, vf,
-						 w ? w + i * (HD / 32) * CH :
-						     NULL,
-						 c0, c0, e, a + j + i,
-						 o + j + i);
+					AV_CHUNK_CALL(
+						1,
+						w ? w + i * (HD / 32) * CH :
+						    NULL,
+						c0, e, a + j + i, o + j + i);
 			for (int i = 0; i < qb; i++)
 				if (end[j + i] > e)
-					av_chunk(HD, 1, CH, vf,
-						 w ? w + i * (HD / 32) * CH :
-						     NULL,
-						 c0, e, end[j + i], a + j + i,
-						 o + j + i);
+					AV_CHUNK_CALL(
+						1,
+						w ? w + i * (HD / 32) * CH :
+						    NULL,
+						e, end[j + i], a + j + i,
+						o + j + i);
 		}
 	}
+#undef AV_CHUNK_CALL
 }
 
 /* The outputs of queries that see no key zeroed, then the tiles where
