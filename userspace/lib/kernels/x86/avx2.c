@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/q80_tiles.h"
+#include "kernels/x86/avx2_exp.h"
 #include "kernels/x86/avx2_quants.h"
 #include "kernels/x86/hsum.h"
 #include "kernels/x86/q4k_mins.h"
@@ -839,4 +840,6 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 	.axpy_f16 = axpy_f16,
 	.axpy_q8_0 = axpy_q8_0,
 	.stream_read = stream_read,
+	.softmax = edgeq_softmax_avx2,
+	.silu_mul = edgeq_silu_mul_avx2,
 };
