@@ -999,9 +999,11 @@ static void softmax_check(const struct edgeq_kernel_ops *ops)
 	}
 }
 
-/* A table's SiLU(gate) * up equals edgeq_silu_mul_ref bit for bit, tails
- * and special values included. */
-static void silu_check(const struct edgeq_kernel_ops *ops)
+/* A table's SiLU(gate) * up (or GELU's) equals edgeq_silu_mul_ref (or
+ * edgeq_gelu_mul_ref) bit for bit, tails and special values included. */
+static void act_check(const struct edgeq_kernel_ops *ops, const char *name,
+		      void (*ref)(float *, const float *, int64_t),
+		      void (*op)(float *, const float *, int64_t))
 {
 	enum { N = 600 };
 	static float o0[N], o1[N], x[N];
@@ -1010,7 +1012,7 @@ static void silu_check(const struct edgeq_kernel_ops *ops)
 					 -88.0f, 104.5f,   -104.5f,   3e38f,
 					 -3e38f, 20.0f,	   -20.0f };
 
-	if (!ops->silu_mul)
+	if (!op)
 		return;
 	for (int n = 1; n <= N; n += (n < 40 ? 1 : 37)) {
 		for (int rep = 0; rep < 3; rep++) {
@@ -1024,16 +1026,22 @@ static void silu_check(const struct edgeq_kernel_ops *ops)
 							 sizeof(special[0]))];
 			}
 			memcpy(o1, o0, n * sizeof(float));
-			edgeq_silu_mul_ref(o0, x, n);
-			ops->silu_mul(o1, x, n);
+			ref(o0, x, n);
+			op(o1, x, n);
 			for (int i = 0; i < n; i++)
 				if (!same_float(o0[i], o1[i]))
 					fail_msg(
-						"%s silu_mul n=%d rep=%d [%d]: %a, scalar %a",
-						ops->name, n, rep, i, o1[i],
-						o0[i]);
+						"%s %s n=%d rep=%d [%d]: %a, scalar %a",
+						ops->name, name, n, rep, i,
+						o1[i], o0[i]);
 		}
 	}
+}
+
+static void silu_check(const struct edgeq_kernel_ops *ops)
+{
+	act_check(ops, "silu_mul", edgeq_silu_mul_ref, ops->silu_mul);
+	act_check(ops, "gelu_mul", edgeq_gelu_mul_ref, ops->gelu_mul);
 }
 
 /* edgeq_silu_mul_ref is SiLU to a few float ulps, NaN and limits kept. */

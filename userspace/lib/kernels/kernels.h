@@ -325,6 +325,8 @@ struct edgeq_kernel_ops {
 	void (*softmax)(float *x, int64_t n);
 	/* Optional (NULL: edgeq_silu_mul_ref): the same values. */
 	void (*silu_mul)(float *o, const float *x, int64_t n);
+	/* Optional (NULL: edgeq_gelu_mul_ref): the same values. */
+	void (*gelu_mul)(float *o, const float *x, int64_t n);
 
 	/* Read @bytes (a multiple of 128) as fast as loads go; returns a value
 	 * that depends on the data (for memory bandwidth measurements). */
@@ -510,6 +512,7 @@ void edgeq_attn_av_f16_avx512(int64_t hd, int64_t nk, const float *a,
 			      const uint16_t *v, size_t vs, float *out);
 void edgeq_softmax_avx512(float *x, int64_t n);
 void edgeq_silu_mul_avx512(float *o, const float *x, int64_t n);
+void edgeq_gelu_mul_avx512(float *o, const float *x, int64_t n);
 void edgeq_attn_scores_f16_g_avx512(int64_t hd, int64_t nk, const uint16_t *k,
 				    size_t ks, int nq, const float *q,
 				    size_t qs, float scale, float *s,

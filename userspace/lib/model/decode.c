@@ -1433,7 +1433,11 @@ static void pw_task(void *arg, int ith, int nth)
 			silu_mul(a->c->m, a->o + i, a->x + i, i1 - i);
 			return;
 		default: /* GELU's tanh form, as a device computes it */
-			edgeq_gelu_mul_ref(a->o + i, a->x + i, i1 - i);
+			if (a->c->m->ops->gelu_mul)
+				a->c->m->ops->gelu_mul(a->o + i, a->x + i,
+						       i1 - i);
+			else
+				edgeq_gelu_mul_ref(a->o + i, a->x + i, i1 - i);
 			return;
 		}
 }

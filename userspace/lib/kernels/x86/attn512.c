@@ -349,6 +349,31 @@ void edgeq_silu_mul_avx512(float *o, const float *x, int64_t n)
 	}
 }
 
+/* edgeq_gelu_mul_ref on 16 lanes (the tail masked, the same operations,
+ * each rounded as there). */
+void edgeq_gelu_mul_avx512(float *o, const float *x, int64_t n)
+{
+	const __m512 one = _mm512_set1_ps(1.0f);
+
+	for (int64_t t = 0; t < n; t += 16) {
+		__mmask16 k = n - t >= 16 ? 0xffff :
+					    (__mmask16)((1u << (n - t)) - 1);
+		__m512 g = _mm512_maskz_loadu_ps(k, o + t);
+		__m512 c = _mm512_mul_ps(
+			_mm512_mul_ps(
+				_mm512_mul_ps(_mm512_set1_ps(0.044715f), g), g),
+			g);
+		__m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608f),
+					 _mm512_add_ps(g, c));
+		__m512 e = expf16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), u));
+
+		g = _mm512_div_ps(g, _mm512_add_ps(one, e));
+		_mm512_mask_storeu_ps(
+			o + t, k,
+			_mm512_mul_ps(g, _mm512_maskz_loadu_ps(k, x + t)));
+	}
+}
+
 void edgeq_softmax_avx512(float *x, int64_t n)
 {
 	__m512 m = _mm512_set1_ps(-INFINITY), acc = _mm512_setzero_ps(), inv;

@@ -842,4 +842,5 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 	.stream_read = stream_read,
 	.softmax = edgeq_softmax_avx2,
 	.silu_mul = edgeq_silu_mul_avx2,
+	.gelu_mul = edgeq_gelu_mul_avx2,
 };

@@ -71,9 +71,33 @@ void edgeq_silu_mul_avx2(float *o, const float *x, int64_t n)
 		__m256 e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), g));
 
 		g = _mm256_div_ps(g, _mm256_add_ps(one, e));
-		_mm256_maskstore_ps(o + t, k,
-				    _mm256_mul_ps(g, _mm256_maskload_ps(x + t,
-									k)));
+		_mm256_maskstore_ps(
+			o + t, k,
+			_mm256_mul_ps(g, _mm256_maskload_ps(x + t, k)));
+	}
+}
+
+/* edgeq_gelu_mul_ref on 8 lanes: u = 0.7978845608 * (g + ((0.044715 * g)
+ * * g) * g), o = g / (1 + expf(-2 * u)) * x, each step rounded as there. */
+void edgeq_gelu_mul_avx2(float *o, const float *x, int64_t n)
+{
+	const __m256 one = _mm256_set1_ps(1.0f);
+
+	for (int64_t t = 0; t < n; t += 8) {
+		__m256i k = mask8(n - t);
+		__m256 g = _mm256_maskload_ps(o + t, k);
+		__m256 c = _mm256_mul_ps(
+			_mm256_mul_ps(
+				_mm256_mul_ps(_mm256_set1_ps(0.044715f), g), g),
+			g);
+		__m256 u = _mm256_mul_ps(_mm256_set1_ps(0.7978845608f),
+					 _mm256_add_ps(g, c));
+		__m256 e = expf8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u));
+
+		g = _mm256_div_ps(g, _mm256_add_ps(one, e));
+		_mm256_maskstore_ps(
+			o + t, k,
+			_mm256_mul_ps(g, _mm256_maskload_ps(x + t, k)));
 	}
 }
 
@@ -104,8 +128,8 @@ void edgeq_softmax_avx2(float *x, int64_t n)
 	acc[0] = acc[1] = _mm256_setzero_ps();
 	for (t = 0; t < n; t += 8) {
 		__m256i k = mask8(n - t);
-		__m256 e = expf8(
-			_mm256_sub_ps(_mm256_maskload_ps(x + t, k), m));
+		__m256 e =
+			expf8(_mm256_sub_ps(_mm256_maskload_ps(x + t, k), m));
 
 		/* lanes past the end add +0 to sums that are never -0 */
 		e = _mm256_and_ps(e, _mm256_castsi256_ps(k));

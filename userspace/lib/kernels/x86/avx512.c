@@ -528,6 +528,7 @@ static void table_init(void)
 	table.attn_av_f16 = edgeq_attn_av_f16_avx512;
 	table.softmax = edgeq_softmax_avx512;
 	table.silu_mul = edgeq_silu_mul_avx512;
+	table.gelu_mul = edgeq_gelu_mul_avx512;
 	table.quantize_act = edgeq_quantize_act_avx512;
 	table.attn_scores_f16_g = edgeq_attn_scores_f16_g_avx512;
 	table.attn_av_f16_g = edgeq_attn_av_f16_g_avx512;
