@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/q80_tiles.h"
+#include "kernels/x86/attn256.h"
 #include "kernels/x86/avx2_exp.h"
 #include "kernels/x86/avx2_quants.h"
 #include "kernels/x86/hsum.h"
@@ -843,4 +844,8 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 	.softmax = edgeq_softmax_avx2,
 	.silu_mul = edgeq_silu_mul_avx2,
 	.gelu_mul = edgeq_gelu_mul_avx2,
+	.attn_scores_f16 = edgeq_attn_scores_f16_avx2,
+	.attn_av_f16 = edgeq_attn_av_f16_avx2,
+	.attn_scores_f16_g = edgeq_attn_scores_f16_g_avx2,
+	.attn_av_f16_g = edgeq_attn_av_f16_g_avx2,
 };
