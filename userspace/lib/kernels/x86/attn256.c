@@ -97,10 +97,10 @@ void edgeq_attn_scores_f16_g_avx2(int64_t hd, int64_t nk, const uint16_t *k,
 	if (hd % 32) {
 		for (; j < nq; j++)
 			for (int64_t t = 0; t < nk; t++)
-				s[j * ss + t] = edgeq_kernel_ops_avx2.dot_f16(
-							hd, k + t * ks,
-							q + j * qs) *
-						scale;
+				s[j * ss + t] =
+					edgeq_kernel_ops_avx2.dot_f16(
+						hd, k + t * ks, q + j * qs) *
+					scale;
 		return;
 	}
 	for (; j + QB <= nq; j += QB)
@@ -112,7 +112,8 @@ void edgeq_attn_scores_f16_g_avx2(int64_t hd, int64_t nk, const uint16_t *k,
 }
 
 void edgeq_attn_scores_f16_avx2(int64_t hd, int64_t nk, const uint16_t *k,
-				size_t ks, const float *q, float scale, float *s)
+				size_t ks, const float *q, float scale,
+				float *s)
 {
 	edgeq_attn_scores_f16_g_avx2(hd, nk, k, ks, 1, q, 0, scale, s, 0);
 }
@@ -136,9 +137,8 @@ av_g(const int NQ, int64_t hd, int64_t nk, const float *a, size_t as,
 
 #pragma GCC unroll 4
 			for (int c = 0; c < 4; c++)
-				x[c] = _mm256_cvtph_ps(
-					_mm_loadu_si128((const __m128i *)(r +
-									  8 * c)));
+				x[c] = _mm256_cvtph_ps(_mm_loadu_si128(
+					(const __m128i *)(r + 8 * c)));
 #pragma GCC unroll 2
 			for (int j = 0; j < NQ; j++) {
 				__m256 w = _mm256_set1_ps(a[j * as + t]);
@@ -168,9 +168,10 @@ void edgeq_attn_av_f16_g_avx2(int64_t hd, int64_t nk, int nq, const float *a,
 		for (; j < nq; j++) {
 			memset(out + j * os, 0, (size_t)hd * sizeof(float));
 			for (int64_t t = 0; t < nk; t++)
-				edgeq_kernel_ops_avx2.axpy_f16(
-					hd, a[j * as + t], v + t * vs,
-					out + j * os);
+				edgeq_kernel_ops_avx2.axpy_f16(hd,
+							       a[j * as + t],
+							       v + t * vs,
+							       out + j * os);
 		}
 		return;
 	}

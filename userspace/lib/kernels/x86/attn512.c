@@ -303,47 +303,49 @@ static inline __m512 expf16(__m512 x)
 	return _mm512_mask_mov_ps(p, nan, x);
 }
 
-/* edgeq_silu_mul_ref on 16 lanes (the tail masked, the same operations). */
-void edgeq_silu_mul_avx512(float *o, const float *x, int64_t n)
+/* edgeq_silu_mul_ref (o / (1 + expf(-o)) * x) or, GELU,
+ * edgeq_gelu_mul_ref's tanh form (u = 0.7978845608 * (o + ((0.044715 * o)
+ * * o) * o), o / (1 + expf(-2 * u)) * x) on 16 lanes: the tail masked, the
+ * same operations, each rounded as there. */
+static inline __attribute__((always_inline)) void
+act_mul(const bool GELU, float *o, const float *x, int64_t n)
 {
 	const __m512 one = _mm512_set1_ps(1.0f);
 
 	for (int64_t t = 0; t < n; t += 16) {
 		__mmask16 k = n - t >= 16 ? 0xffff :
 					    (__mmask16)((1u << (n - t)) - 1);
-		__m512 g = _mm512_maskz_loadu_ps(k, o + t);
-		__m512 e = expf16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+		__m512 g = _mm512_maskz_loadu_ps(k, o + t), z;
 
-		g = _mm512_div_ps(g, _mm512_add_ps(one, e));
+		if (GELU) {
+			__m512 c = _mm512_mul_ps(
+				_mm512_mul_ps(
+					_mm512_mul_ps(_mm512_set1_ps(0.044715f),
+						      g),
+					g),
+				g);
+			__m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608f),
+						 _mm512_add_ps(g, c));
+
+			z = _mm512_mul_ps(_mm512_set1_ps(-2.0f), u);
+		} else {
+			z = _mm512_sub_ps(_mm512_setzero_ps(), g);
+		}
+		g = _mm512_div_ps(g, _mm512_add_ps(one, expf16(z)));
 		_mm512_mask_storeu_ps(
 			o + t, k,
 			_mm512_mul_ps(g, _mm512_maskz_loadu_ps(k, x + t)));
 	}
 }
 
-/* edgeq_gelu_mul_ref on 16 lanes (the tail masked, the same operations,
- * each rounded as there). */
+void edgeq_silu_mul_avx512(float *o, const float *x, int64_t n)
+{
+	act_mul(false, o, x, n);
+}
+
 void edgeq_gelu_mul_avx512(float *o, const float *x, int64_t n)
 {
-	const __m512 one = _mm512_set1_ps(1.0f);
-
-	for (int64_t t = 0; t < n; t += 16) {
-		__mmask16 k = n - t >= 16 ? 0xffff :
-					    (__mmask16)((1u << (n - t)) - 1);
-		__m512 g = _mm512_maskz_loadu_ps(k, o + t);
-		__m512 c = _mm512_mul_ps(
-			_mm512_mul_ps(
-				_mm512_mul_ps(_mm512_set1_ps(0.044715f), g), g),
-			g);
-		__m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608f),
-					 _mm512_add_ps(g, c));
-		__m512 e = expf16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), u));
-
-		g = _mm512_div_ps(g, _mm512_add_ps(one, e));
-		_mm512_mask_storeu_ps(
-			o + t, k,
-			_mm512_mul_ps(g, _mm512_maskz_loadu_ps(k, x + t)));
-	}
+	act_mul(true, o, x, n);
 }
 
 void edgeq_softmax_avx512(float *x, int64_t n)

@@ -10,6 +10,7 @@
  */
 #include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 
 #include "kernels/kernels.h"
 #include "kernels/x86/avx2_exp.h"
@@ -60,45 +61,46 @@ static inline __m256i mask8(int64_t k)
 				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* edgeq_silu_mul_ref on 8 lanes (the tail masked, the same operations). */
-void edgeq_silu_mul_avx2(float *o, const float *x, int64_t n)
+/* edgeq_silu_mul_ref or, GELU, edgeq_gelu_mul_ref on 8 lanes (the tail
+ * masked; attn512.c's act_mul's steps) */
+static inline __attribute__((always_inline)) void
+act_mul(const bool GELU, float *o, const float *x, int64_t n)
 {
 	const __m256 one = _mm256_set1_ps(1.0f);
 
 	for (int64_t t = 0; t < n; t += 8) {
 		__m256i k = mask8(n - t);
-		__m256 g = _mm256_maskload_ps(o + t, k);
-		__m256 e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+		__m256 g = _mm256_maskload_ps(o + t, k), z;
 
-		g = _mm256_div_ps(g, _mm256_add_ps(one, e));
+		if (GELU) {
+			__m256 c = _mm256_mul_ps(
+				_mm256_mul_ps(
+					_mm256_mul_ps(_mm256_set1_ps(0.044715f),
+						      g),
+					g),
+				g);
+			__m256 u = _mm256_mul_ps(_mm256_set1_ps(0.7978845608f),
+						 _mm256_add_ps(g, c));
+
+			z = _mm256_mul_ps(_mm256_set1_ps(-2.0f), u);
+		} else {
+			z = _mm256_sub_ps(_mm256_setzero_ps(), g);
+		}
+		g = _mm256_div_ps(g, _mm256_add_ps(one, expf8(z)));
 		_mm256_maskstore_ps(
 			o + t, k,
 			_mm256_mul_ps(g, _mm256_maskload_ps(x + t, k)));
 	}
 }
 
-/* edgeq_gelu_mul_ref on 8 lanes: u = 0.7978845608 * (g + ((0.044715 * g)
- * * g) * g), o = g / (1 + expf(-2 * u)) * x, each step rounded as there. */
+void edgeq_silu_mul_avx2(float *o, const float *x, int64_t n)
+{
+	act_mul(false, o, x, n);
+}
+
 void edgeq_gelu_mul_avx2(float *o, const float *x, int64_t n)
 {
-	const __m256 one = _mm256_set1_ps(1.0f);
-
-	for (int64_t t = 0; t < n; t += 8) {
-		__m256i k = mask8(n - t);
-		__m256 g = _mm256_maskload_ps(o + t, k);
-		__m256 c = _mm256_mul_ps(
-			_mm256_mul_ps(
-				_mm256_mul_ps(_mm256_set1_ps(0.044715f), g), g),
-			g);
-		__m256 u = _mm256_mul_ps(_mm256_set1_ps(0.7978845608f),
-					 _mm256_add_ps(g, c));
-		__m256 e = expf8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u));
-
-		g = _mm256_div_ps(g, _mm256_add_ps(one, e));
-		_mm256_maskstore_ps(
-			o + t, k,
-			_mm256_mul_ps(g, _mm256_maskload_ps(x + t, k)));
-	}
+	act_mul(true, o, x, n);
 }
 
 /*
