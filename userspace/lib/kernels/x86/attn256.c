@@ -186,3 +186,97 @@ void edgeq_attn_av_f16_avx2(int64_t hd, int64_t nk, const float *a,
 {
 	edgeq_attn_av_f16_g_avx2(hd, nk, 1, a, 0, v, vs, out, 0);
 }
+
+/*
+ * A Q8_0 cache's weighted values (attn_av_q8_0_t): per query axpy_q8_0's
+ * steps (out = 0, then per key in order and block b, out = fmaf(a[t] *
+ * d_tb, (float)q_tb, out)); two queries at a time share each block's
+ * integers converted in registers, their 32 sums of the block held across
+ * the keys, together up to the nearer query's end, then each on to its
+ * own.
+ */
+static inline __attribute__((always_inline)) void
+avq_block(const int NQ, int b, int64_t t0, int64_t t1, const void *v, size_t vs,
+	  const float *const *a, float *const *o)
+{
+	__m256 acc[QB][4];
+
+#pragma GCC unroll 2
+	for (int j = 0; j < NQ; j++)
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++)
+			acc[j][c] =
+				t0 ? _mm256_loadu_ps(o[j] + 32 * b + 8 * c) :
+				     _mm256_setzero_ps();
+	for (int64_t t = t0; t < t1; t++) {
+		const struct edgeq_block_q8_0 *x =
+			(const struct edgeq_block_q8_0 *)((const uint8_t *)v +
+							  t * vs) +
+			b;
+		float d = _cvtsh_ss(x->d);
+		__m256 q[4];
+
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++)
+			q[c] = _mm256_cvtepi32_ps(
+				_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+					(const __m128i *)(x->qs + 8 * c))));
+#pragma GCC unroll 2
+		for (int j = 0; j < NQ; j++) {
+			__m256 w = _mm256_set1_ps(a[j][t] * d);
+
+#pragma GCC unroll 4
+			for (int c = 0; c < 4; c++)
+				acc[j][c] = _mm256_fmadd_ps(w, q[c], acc[j][c]);
+		}
+	}
+#pragma GCC unroll 2
+	for (int j = 0; j < NQ; j++)
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++)
+			_mm256_storeu_ps(o[j] + 32 * b + 8 * c, acc[j][c]);
+}
+
+void edgeq_attn_av_q8_0_t_avx2(int64_t hd, int64_t nk, const void *v, size_t vs,
+			       int nq, const float *const *ap,
+			       const int64_t *nkq, float *const *op)
+{
+	(void)nk;
+	for (int j = 0; j < nq; j++)
+		if (nkq[j] <= 0)
+			memset(op[j], 0, (size_t)hd * sizeof(float));
+	if (hd % 32) {
+		for (int j = 0; j < nq; j++) {
+			if (nkq[j] <= 0)
+				continue;
+			memset(op[j], 0, (size_t)hd * sizeof(float));
+			for (int64_t t = 0; t < nkq[j]; t++)
+				edgeq_kernel_ops_avx2.axpy_q8_0(
+					hd, ap[j][t],
+					(const uint8_t *)v + t * vs, op[j]);
+		}
+		return;
+	}
+	for (int j = 0; j < nq; j += QB) {
+		int qb = nq - j < QB ? 1 : QB;
+		int64_t lo = nkq[j], e[QB];
+
+		for (int i = 0; i < qb; i++) {
+			e[i] = nkq[j + i] > 0 ? nkq[j + i] : 0;
+			if (e[i] < lo)
+				lo = e[i];
+		}
+		if (lo < 0)
+			lo = 0;
+		for (int b = 0; b < hd / 32; b++) {
+			if (lo > 0 && qb == QB)
+				avq_block(QB, b, 0, lo, v, vs, ap + j, op + j);
+			else if (lo > 0)
+				avq_block(1, b, 0, lo, v, vs, ap + j, op + j);
+			for (int i = 0; i < qb; i++)
+				if (e[i] > lo)
+					avq_block(1, b, lo, e[i], v, vs,
+						  ap + j + i, op + j + i);
+		}
+	}
+}

@@ -18,5 +18,8 @@ void edgeq_attn_scores_f16_g_avx2(int64_t hd, int64_t nk, const uint16_t *k,
 void edgeq_attn_av_f16_g_avx2(int64_t hd, int64_t nk, int nq, const float *a,
 			      size_t as, const uint16_t *v, size_t vs,
 			      float *out, size_t os);
+void edgeq_attn_av_q8_0_t_avx2(int64_t hd, int64_t nk, const void *v, size_t vs,
+			       int nq, const float *const *ap,
+			       const int64_t *nkq, float *const *op);
 
 #endif

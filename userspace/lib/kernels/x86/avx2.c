@@ -848,4 +848,5 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 	.attn_av_f16 = edgeq_attn_av_f16_avx2,
 	.attn_scores_f16_g = edgeq_attn_scores_f16_g_avx2,
 	.attn_av_f16_g = edgeq_attn_av_f16_g_avx2,
+	.attn_av_q8_0_t = edgeq_attn_av_q8_0_t_avx2,
 };
