@@ -594,6 +594,14 @@ void edgeq_matmul_generic(const struct edgeq_kernel_ops *ops,
 			  int64_t row0, int64_t row1, const void *a,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy);
 
+/* Ask for a row of @n bytes at @p: its first and last byte, as a KV head's
+ * row (a cache row apart from the next) may straddle cache lines. */
+static inline void edgeq_prefetch_row(const void *p, size_t n)
+{
+	__builtin_prefetch(p);
+	__builtin_prefetch((const char *)p + n - 1);
+}
+
 /* The canonical 8-lane reduction tree: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
 static inline float edgeq_reduce8(const float l[8])
 {

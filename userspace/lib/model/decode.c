@@ -805,7 +805,6 @@ static void rope_apply(const struct edgeq_hparams *hp, float *v,
 	}
 }
 
-/* gemma2: x = cap * tanh(x / cap) over @n values */
 /* x[t] *= s for t < n, 8 at a time (-O2 does not vectorize it: the
  * scalar loop was a third of a Q8_0 decode job's own time) */
 static void scale_row(float *x, int64_t n, float s)
@@ -824,6 +823,7 @@ static void scale_row(float *x, int64_t n, float s)
 		x[t] *= s;
 }
 
+/* gemma2: x = cap * tanh(x / cap) over @n values */
 static void softcap(float *x, uint32_t n, float cap)
 {
 	uint32_t i;
@@ -963,13 +963,9 @@ gather_n(const size_t size, uint8_t *dst, const uint8_t *src, size_t stride,
 	 int64_t n, int64_t avail)
 {
 	for (int64_t t = 0; t < n; t++) {
-		/* the row 8 ahead, its first and last byte (rows straddle
-		 * cache lines) */
-		if (t + 8 < avail) {
-			__builtin_prefetch(src + (size_t)(t + 8) * stride);
-			__builtin_prefetch(src + (size_t)(t + 8) * stride +
-					   size - 1);
-		}
+		if (t + 8 < avail) /* the row 8 ahead */
+			edgeq_prefetch_row(src + (size_t)(t + 8) * stride,
+					   size);
 		memcpy(dst + (size_t)t * size, src + (size_t)t * stride, size);
 	}
 }
@@ -1362,15 +1358,19 @@ static void rope_kv_token(struct edgeq_ctx *c, int l, int b)
 		 c->v + (size_t)b * kv_dim);
 }
 
-/* SiLU(gate) * up over @n elements: the kernels' (same values on every
- * table as edgeq_silu_mul_ref, so no split or table changes a bit). */
-static void silu_mul(const struct edgeq_model *m, float *o, const float *x,
-		     int64_t n)
+/* SiLU(gate) * up, or GELU's tanh form (as a device computes it), over @n
+ * elements: the kernels' (same values on every table as
+ * edgeq_silu_mul_ref / edgeq_gelu_mul_ref, so no split or table changes a
+ * bit). */
+static void act_mul(const struct edgeq_model *m, bool gelu, float *o,
+		    const float *x, int64_t n)
 {
-	if (m->ops->silu_mul)
-		m->ops->silu_mul(o, x, n);
-	else
-		edgeq_silu_mul_ref(o, x, n);
+	void (*f)(float *, const float *, int64_t) = gelu ? m->ops->gelu_mul :
+							    m->ops->silu_mul;
+
+	if (!f)
+		f = gelu ? edgeq_gelu_mul_ref : edgeq_silu_mul_ref;
+	f(o, x, n);
 }
 
 /*
@@ -1429,15 +1429,9 @@ static void pw_task(void *arg, int ith, int nth)
 		case PW_ADD:
 			a->o[i] += a->x[i];
 			break;
-		case PW_SILU_MUL:
-			silu_mul(a->c->m, a->o + i, a->x + i, i1 - i);
-			return;
-		default: /* GELU's tanh form, as a device computes it */
-			if (a->c->m->ops->gelu_mul)
-				a->c->m->ops->gelu_mul(a->o + i, a->x + i,
-						       i1 - i);
-			else
-				edgeq_gelu_mul_ref(a->o + i, a->x + i, i1 - i);
+		default: /* PW_SILU_MUL, PW_GELU_MUL */
+			act_mul(a->c->m, a->op == PW_GELU_MUL, a->o + i,
+				a->x + i, i1 - i);
 			return;
 		}
 }

@@ -425,7 +425,10 @@ AI void av_convert(const bool Q8, int64_t hd, const void *v, size_t vs,
 		(const void *)((const uint8_t *)v + t * vs);
 
 	for (int b = 0; b < hd / 32; b++) {
-		df[(t - c0) * (hd / 32) + b] = edgeq_fp16_to_fp32(x[b].d);
+		/* the scale by the conversion instruction, not a call */
+		df[(t - c0) * (hd / 32) + b] = vgetq_lane_f32(
+			vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(x[b].d))),
+			0);
 		for (int k = 0; k < 32; k += 8) {
 			int16x8_t q = vmovl_s8(vld1_s8(x[b].qs + k));
 
@@ -452,16 +455,12 @@ AI void av_t(const bool Q8, int64_t hd, int64_t nk, const void *v, size_t vs,
 
 		for (int64_t t = c0; t < c1; t++) {
 			/* the rows are a cache row apart (all KV heads'):
-			 * ask for the one 8 ahead, its first and last byte */
-			if (t + 8 < nk) {
-				const char *p =
-					(const char *)v +
-					(size_t)(t + 8) * vs * (Q8 ? 1 : 2);
-
-				__builtin_prefetch(p);
-				__builtin_prefetch(
-					p + (Q8 ? hd / 32 * 34 : hd * 2) - 1);
-			}
+			 * ask for the one 8 ahead */
+			if (t + 8 < nk)
+				edgeq_prefetch_row(
+					(const char *)v + (size_t)(t + 8) * vs *
+								  (Q8 ? 1 : 2),
+					Q8 ? hd / 32 * 34 : hd * 2);
 			av_convert(Q8, hd, v, vs, t, c0, vf, df);
 		}
 		for (int j = 0; j < nq; j += 2) {

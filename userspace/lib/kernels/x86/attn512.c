@@ -625,12 +625,10 @@ av_scales(const int HD, const int64_t CH, const void *v, size_t vs, int64_t t,
 }
 
 /* Value row t (of the chunk from c0) as floats at vf: an F16 row, or a
- * Q8_0 row's integers (exact) with its block scales at df[b * CH + t - c0]
- * (RAW: the scales only, av_chunk converts the integers). */
+ * Q8_0 row's integers (exact) with its block scales at df[b * CH + t - c0]. */
 static inline __attribute__((always_inline)) void
-av_convert(const int HD, const bool Q8, const bool RAW, const int64_t CH,
-	   const void *v, size_t vs, int64_t t, int64_t c0, float *vf,
-	   float *df)
+av_convert(const int HD, const bool Q8, const int64_t CH, const void *v,
+	   size_t vs, int64_t t, int64_t c0, float *vf, float *df)
 {
 	float *r = vf + (t - c0) * HD;
 
@@ -644,10 +642,9 @@ av_convert(const int HD, const bool Q8, const bool RAW, const int64_t CH,
 		return;
 	}
 	av_scales(HD, CH, v, vs, t, c0, df);
-	if (!RAW)
-		for (int c = 0; c < HD / 16; c++)
-			_mm512_store_ps(r + 16 * c,
-					q8_16((const uint8_t *)v + t * vs, c));
+	for (int c = 0; c < HD / 16; c++)
+		_mm512_store_ps(r + 16 * c,
+				q8_16((const uint8_t *)v + t * vs, c));
 }
 
 /* wq for queries a[0..qb) over keys [c0, end[i]) of the chunk: each
@@ -711,24 +708,17 @@ av_tiles(const int HD, const bool Q8, int64_t nk, const void *v, size_t vs,
 		raw = Q8 && n <= QB;
 		for (int64_t t = c0; t < c1; t++) {
 			/* the rows are a cache row apart (all KV heads'):
-			 * ask for the ones 8 ahead, a head row's first and
-			 * last byte (a Q8_0 row straddles lines) */
-			if (t + 8 < nk) {
-				const char *p =
-					(const char *)v +
-					(size_t)(t + 8) * vs * (Q8 ? 1 : 2);
-
-				_mm_prefetch(p, _MM_HINT_T0);
-				_mm_prefetch(p + (Q8 ? HD / 32 * 34 : HD * 2) -
-						     1,
-					     _MM_HINT_T0);
-			}
+			 * ask for the one 8 ahead; raw: only the scales
+			 * here, av_chunk converts the integers */
+			if (t + 8 < nk)
+				edgeq_prefetch_row(
+					(const char *)v + (size_t)(t + 8) * vs *
+								  (Q8 ? 1 : 2),
+					Q8 ? HD / 32 * 34 : HD * 2);
 			if (raw)
-				av_convert(HD, Q8, true, CH, v, vs, t, c0, vf,
-					   df);
+				av_scales(HD, CH, v, vs, t, c0, df);
 			else
-				av_convert(HD, Q8, false, CH, v, vs, t, c0, vf,
-					   df);
+				av_convert(HD, Q8, CH, v, vs, t, c0, vf, df);
 		}
 		for (int j = 0; j < n; j += QB) {
 			int qb = n - j < QB ? n - j : QB;
