@@ -1863,6 +1863,16 @@ static void test_simd_tables(void **state)
 				print_message(
 					"avx512 Q4_0 matvec: VBMI/GFNI\n");
 		}
+		/* the avx2 packed forms with vpmaddubsw, then AVX-VNNI */
+		if (!strcmp(names[i], "avx2")) {
+			assert_false(edgeq_avx2_pack_vnni(false));
+			pack16_check(ops);
+			if (edgeq_avx2_pack_vnni(true))
+				print_message("avx2 packed: AVX-VNNI\n");
+			else
+				print_message(
+					"avx2 packed: no AVX-VNNI on this CPU, vpmaddubsw only\n");
+		}
 #endif
 		tested++;
 	}

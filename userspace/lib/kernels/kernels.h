@@ -538,6 +538,18 @@ void edgeq_avx512_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 				int64_t row0, int64_t row1, const void *a,
 				size_t a_stride, int64_t nb, float *y,
 				int64_t ldy);
+/* x86/avx2_pack.c: Q4_0/Q8_0/IQ4_NL on 16-row packed weights, with
+ * AVX-VNNI where the CPU has it (x86/avx2_pack_vnni.c). */
+void edgeq_avx2_matvec_packed(enum edgeq_type t, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      float *y);
+void edgeq_avx2_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
+			      int64_t row0, int64_t row1, const void *a,
+			      size_t a_stride, int64_t nb, float *y,
+			      int64_t ldy);
+/* Whether those take AVX-VNNI: @on where the CPU has it (the default);
+ * returns the state now (tests run both forms). */
+bool edgeq_avx2_pack_vnni(bool on);
 /* The same values as edgeq_quantize_act_ref, with AVX2 (x86/quant_act.c). */
 int edgeq_quantize_act_avx2(enum edgeq_type vdt, const float *x, void *y,
 			    int64_t n);

@@ -849,4 +849,11 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 	.attn_scores_f16_g = edgeq_attn_scores_f16_g_avx2,
 	.attn_av_f16_g = edgeq_attn_av_f16_g_avx2,
 	.attn_av_q8_0_t = edgeq_attn_av_q8_0_t_avx2,
+	.pack16 = {
+		[EDGEQ_TYPE_Q4_0] = true,
+		[EDGEQ_TYPE_Q8_0] = true,
+		[EDGEQ_TYPE_IQ4_NL] = true,
+	},
+	.matvec_packed = edgeq_avx2_matvec_packed,
+	.matmul_packed = edgeq_avx2_matmul_packed,
 };

@@ -23,41 +23,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")
 
 #include "kernels/x86/avx512_qk.h"
-
-/* Per activation block: its scale and bias (-8 or -128 times its sum). */
-struct act {
-	float d;
-	int32_t bias;
-};
-
-/*
- * The bias a block's sum starts at is -(1 << shift) times the activation
- * block's sum: the unsigned weights are the values + 8 (Q4_0), + 16
- * (Q5_0) or + 128 (Q8_0, IQ4_NL's table); the affine types start at 0 and
- * take the sum itself (shift 0: -bias) for their min term.
- */
-static void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
-		     int64_t nblk, struct act *out)
-{
-	int shift = t == EDGEQ_TYPE_Q4_0 ? 3 :
-		    t == EDGEQ_TYPE_Q5_0 ? 4 :
-		    edgeq_pk_affine(t)	 ? 0 :
-					   7;
-
-	for (int64_t i = 0; i < nblk; i++) {
-		__m256i q = _mm256_loadu_si256((const __m256i *)a[i].qs);
-		__m256i s = _mm256_sad_epu8(
-			_mm256_xor_si256(q, _mm256_set1_epi8(-128)),
-			_mm256_setzero_si256());
-		int64_t sum = _mm256_extract_epi64(s, 0) +
-			      _mm256_extract_epi64(s, 1) +
-			      _mm256_extract_epi64(s, 2) +
-			      _mm256_extract_epi64(s, 3) - 32 * 128;
-
-		out[i].d = _cvtsh_ss(a[i].d); /* F16C: the same float */
-		out[i].bias = (int32_t)(-sum * ((int64_t)1 << shift));
-	}
-}
+#include "kernels/x86/pack_act.h"
 
 static inline __m512i bcast4(const int8_t *p)
 {

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The AVX2 table's matvec and matmul on weights repacked into groups of 16
+ * interleaved rows (kernels/pack.c has the layout), for Q4_0, Q8_0 and
+ * IQ4_NL. Built twice: x86/avx2_pack.c (PK_VNNI 0, any AVX2 CPU) and
+ * x86/avx2_pack_vnni.c (PK_VNNI 1, AVX-VNNI: Alder Lake and later client
+ * cores, Gracemont (N100), Zen 5). Each defines PK_VNNI and PK_FN(name),
+ * the exported names, before including this file.
+ *
+ * A 64-byte chunk holds 4 weights of each of the 16 rows, one 32-bit lane
+ * per row: its two 32-byte halves are rows 0-7 and 8-15, one ymm each.
+ * Against the token's 4 activation bytes broadcast, a lane sums 4
+ * products; after a block each lane holds its row's exact block sum, and
+ * one convert, d_w * d_a (exact: two fp16) and one fma advance the 8
+ * rows' float chains, the canonical order of scalar.c.
+ *
+ *  - AVX-VNNI: vpdpbusd on the unsigned weights (Q4_0's nibbles, Q8_0's
+ *    bytes + 128, IQ4_NL's table + 128), the block's sum corrected by the
+ *    bias act_prep() computes (-8 or -128 times the activation block's
+ *    sum), as the AVX-512 table does.
+ *  - AVX2: vpmaddubsw. Q4_0's nibbles (0..15) times bytes in [-127, 127]
+ *    give pairs of at most 3810 in magnitude, so a block's 8 products per
+ *    int16 lane stay below 2^15 (30480) and one vpmaddwd per block makes
+ *    the int32 sums. Q8_0 (bytes back to signed) and IQ4_NL (the signed
+ *    table) take the sign trick, |w| times a with w's sign (pairs of at
+ *    most 2 x 128 x 127 = 32512), one vpmaddwd per chunk, no bias.
+ *
+ * A matmul unpacks a group's block once for up to TMAX tokens.
+ */
+#ifndef PK_FN
+#error "define PK_VNNI and PK_FN before including avx2_pack.h"
+#endif
+
+#include <immintrin.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/pack_layout.h"
+#include "kernels/x86/pack_act.h"
+
+#define AI __attribute__((always_inline)) static inline
+/* prefetch distance in a group's stream */
+#define PF_AHEAD 4096
+/* tokens per tile */
+#define TMAX 4
+/* Bytes of a token block's activations (of a 512 KiB-2 MiB L2). */
+#define ACT_L2 (256 << 10)
+/* Without heap scratch, this many blocks are prepared on the stack. */
+#define SEG 16
+
+static inline __m256i bcast4(const int8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/*
+ * s += w . x per 32-bit lane: unsigned @w (AVX2's signed forms: |w| in
+ * @w, the signed weights in @ws), activation bytes @x; @i16: AVX2's Q4_0
+ * int16 lanes.
+ */
+AI __m256i dp(__m256i s, __m256i w, __m256i ws, __m256i x, bool i16)
+{
+#if PK_VNNI
+	(void)ws;
+	(void)i16;
+	return _mm256_dpbusd_avx_epi32(s, w, x);
+#else
+	if (i16)
+		s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w, x));
+	else
+		s = _mm256_add_epi32(
+			s, _mm256_madd_epi16(_mm256_maddubs_epi16(
+						     w, _mm256_sign_epi8(x, ws)),
+					     _mm256_set1_epi16(1)));
+	/* keep the chain a chain: reassociated into a tree, a block's
+	 * products all lived at once and spilled (~2x slower) */
+	__asm__("" : "+x"(s));
+	return s;
+#endif
+}
+
+/*
+ * Chunk @c of a block (both halves) against NT tokens: s[(2 ch + h) * NT
+ * + k] += half h's weights . token k's bytes, in chain ch.
+ */
+AI void chunk(enum edgeq_type t, const uint8_t *qs, const int c,
+	      const int8_t *const *q, const int NT, const int CH, __m256i *s,
+	      __m256i tab)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const bool q8 = t == EDGEQ_TYPE_Q8_0, nl = t == EDGEQ_TYPE_IQ4_NL;
+	const bool i16 = !PK_VNNI && t == EDGEQ_TYPE_Q4_0;
+	const bool sgn = !PK_VNNI && t != EDGEQ_TYPE_Q4_0;
+
+	/* part p: the low then the high nibbles (Q8_0: the chunk's bytes),
+	 * unpacked for both halves, then met by each token's word */
+	for (int p = 0; p < (q8 ? 1 : 2); p++) {
+		/* the chain: nibbles by part, Q8_0 by chunk */
+		const int ch = CH == 1 ? 0 : q8 ? c % 2 : p;
+		const int off = q8 ? 4 * c : 16 * p + 4 * c;
+		__m256i w[2], ws[2];
+
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i v = _mm256_loadu_si256(
+				(const __m256i *)(qs + 64 * c + 32 * h));
+
+			if (q8) /* AVX2: back to the signed bytes */
+				w[h] = sgn ? _mm256_xor_si256(
+						     v, _mm256_set1_epi8(
+								(char)0x80)) :
+					     v;
+			else
+				w[h] = _mm256_and_si256(
+					p ? _mm256_srli_epi16(v, 4) : v, m4);
+			if (nl)
+				w[h] = _mm256_shuffle_epi8(tab, w[h]);
+			ws[h] = w[h];
+			if (sgn)
+				w[h] = _mm256_sign_epi8(w[h], w[h]);
+		}
+#pragma GCC unroll 16
+		for (int k = 0; k < NT; k++) {
+			__m256i x = bcast4(q[k] + off);
+
+#pragma GCC unroll 2
+			for (int h = 0; h < 2; h++) {
+				__m256i *d = &s[(2 * ch + h) * NT + k];
+
+				*d = dp(*d, w[h], ws[h], x, i16);
+			}
+		}
+	}
+}
+
+/*
+ * One group of 16 rows of type @t (a constant at each call) against NT
+ * tokens (a constant), blocks [i0, i1): token k's Q8_0 row at a + k * as,
+ * its prepared block i at ap[k * aps + i - i0]; acc[2 k + h] are rows
+ * 8h..8h+7 for token k. A chunk's two halves (rows 0-7 and 8-15) meet
+ * each broadcast activation word; with one or two tokens each block's sum
+ * runs in two chains (the low and high nibbles; Q8_0: even and odd
+ * chunks) so a matvec is not one long dependency.
+ */
+AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
+	     const char *a, size_t as, const struct act *ap, int64_t aps,
+	     const int NT, __m256 *acc)
+{
+	const size_t gb = edgeq_pk_gb32(t);
+	const bool q8 = t == EDGEQ_TYPE_Q8_0;
+	/* AVX2's Q4_0 sums in int16 lanes, the signed forms in int32 */
+	const bool i16 = !PK_VNNI && t == EDGEQ_TYPE_Q4_0;
+	const bool sgn = !PK_VNNI && t != EDGEQ_TYPE_Q4_0;
+	const int CH = NT <= 2 ? 2 : 1;
+	const __m128i kv =
+		_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl);
+	/* IQ4_NL's table: + 128 for vpdpbusd, signed for the sign trick */
+	const __m256i tab = _mm256_broadcastsi128_si256(
+		PK_VNNI ? _mm_xor_si128(kv, _mm_set1_epi8((char)0x80)) : kv);
+	const int8_t *q[TMAX];
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *blk = gp + (size_t)i * gb;
+		const uint8_t *qs = blk + EDGEQ_PK_Q80_QS;
+		/* s[(2 ch + h) * NT + k]: chain ch, half h, token k */
+		__m256i s[4 * TMAX];
+
+#pragma GCC unroll 16
+		for (size_t o = 0; o < gb; o += 64)
+			_mm_prefetch((const char *)blk + PF_AHEAD + o,
+				     _MM_HINT_T0);
+#pragma GCC unroll 16
+		for (int k = 0; k < NT; k++)
+			q[k] = ((const struct edgeq_block_q8_0 *)(a + k * as))[i]
+				       .qs;
+#pragma GCC unroll 16
+		for (int k = 0; k < 2 * CH * NT; k++)
+			s[k] = _mm256_setzero_si256();
+		if (q8) {
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++)
+				chunk(t, qs, c, q, NT, CH, s, tab);
+		} else {
+#pragma GCC unroll 4
+			for (int c = 0; c < 4; c++)
+				chunk(t, qs, c, q, NT, CH, s, tab);
+		}
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(blk + 16 * h)));
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++) {
+				const struct act *x = &ap[k * aps + i - i0];
+				__m256i v = s[h * NT + k];
+
+				if (CH == 2)
+					v = i16 ? _mm256_add_epi16(
+							  v, s[(2 + h) * NT + k]) :
+						  _mm256_add_epi32(
+							  v, s[(2 + h) * NT + k]);
+				if (i16)
+					v = _mm256_madd_epi16(
+						v, _mm256_set1_epi16(1));
+				/* AVX2's signed forms have no bias */
+				if (!sgn)
+					v = _mm256_add_epi32(
+						v, _mm256_set1_epi32(x->bias));
+				acc[2 * k + h] = _mm256_fmadd_ps(
+					_mm256_mul_ps(dw, _mm256_set1_ps(x->d)),
+					_mm256_cvtepi32_ps(v), acc[2 * k + h]);
+			}
+		}
+	}
+}
+
+/* One group against nt tokens of the type TY (a constant). */
+#define TILE_ANY(name, TY)                                               \
+	static void name(const uint8_t *gp, int64_t i0, int64_t i1,      \
+			 const char *a, size_t as, const struct act *ap, \
+			 int64_t aps, int nt, __m256 *acc)               \
+	{                                                                \
+		switch (nt) {                                            \
+		case 1:                                                  \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 1, acc);    \
+			return;                                          \
+		case 2:                                                  \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 2, acc);    \
+			return;                                          \
+		case 3:                                                  \
+			tile(TY, gp, i0, i1, a, as, ap, aps, 3, acc);    \
+			return;                                          \
+		default:                                                 \
+			tile(TY, gp, i0, i1, a, as, ap, aps, TMAX, acc); \
+			return;                                          \
+		}                                                        \
+	}
+_Static_assert(TMAX == 4, "TILE_ANY's cases");
+TILE_ANY(tile_q4_0, EDGEQ_TYPE_Q4_0)
+TILE_ANY(tile_q8_0, EDGEQ_TYPE_Q8_0)
+TILE_ANY(tile_iq4_nl, EDGEQ_TYPE_IQ4_NL)
+#undef TILE_ANY
+
+static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		     int64_t i1, const char *a, size_t as, const struct act *ap,
+		     int64_t aps, int nt, __m256 *acc)
+{
+	if (t == EDGEQ_TYPE_Q4_0)
+		tile_q4_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+	else if (t == EDGEQ_TYPE_IQ4_NL)
+		tile_iq4_nl(gp, i0, i1, a, as, ap, aps, nt, acc);
+	else
+		tile_q8_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+}
+
+/* Group g's rows 16g.. for a token from acc[0..1], those in [row0, row1). */
+static void store_rows(float *y, int64_t g, int64_t row0, int64_t row1,
+		       const __m256 *acc)
+{
+	int64_t lo = row0 - 16 * g, hi = row1 - 16 * g;
+	float v[16];
+
+	if (lo <= 0 && hi >= 16) {
+		_mm256_storeu_ps(y + 16 * g, acc[0]);
+		_mm256_storeu_ps(y + 16 * g + 8, acc[1]);
+		return;
+	}
+	_mm256_storeu_ps(v, acc[0]);
+	_mm256_storeu_ps(v + 8, acc[1]);
+	if (lo < 0)
+		lo = 0;
+	if (hi > 16)
+		hi = 16;
+	memcpy(y + 16 * g + lo, v + lo, (size_t)(hi - lo) * sizeof(float));
+}
+
+void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a,
+			  size_t a_stride, int64_t nb, float *y, int64_t ldy);
+void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
+			  int64_t row0, int64_t row1, const void *a,
+			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
+{
+	const int64_t nblk = n / 32;
+	const size_t gsz = (size_t)nblk * edgeq_pk_gb32(t);
+	struct act *ab = edgeq_thread_scratch((size_t)(nb * nblk) *
+					      sizeof(struct act));
+	struct act st[TMAX * SEG];
+	__m256 acc[2 * TMAX];
+	int64_t tb;
+
+	for (int64_t b = 0; ab && b < nb; b++)
+		act_prep(t,
+			 (const struct edgeq_block_q8_0 *)((const char *)a +
+							   b * a_stride),
+			 nblk, ab + b * nblk);
+	/* tokens in blocks whose activations stay in L2 while every group
+	 * of rows meets them */
+	tb = (int64_t)(ACT_L2 / ((size_t)nblk * sizeof(struct edgeq_block_q8_0))) /
+	     TMAX * TMAX;
+	if (tb < TMAX)
+		tb = TMAX;
+	for (int64_t t0 = 0; t0 < nb; t0 += tb) {
+		int64_t t1 = t0 + tb < nb ? t0 + tb : nb;
+
+		for (int64_t g = row0 / 16; 16 * g < row1; g++) {
+			const uint8_t *gp =
+				(const uint8_t *)w + (size_t)g * gsz;
+
+			for (int64_t b0 = t0; b0 < t1; b0 += TMAX) {
+				int nt = t1 - b0 < TMAX ? (int)(t1 - b0) : TMAX;
+				const char *ak =
+					(const char *)a + b0 * a_stride;
+
+				for (int j = 0; j < 2 * nt; j++)
+					acc[j] = _mm256_setzero_ps();
+				if (ab) {
+					tile_any(t, gp, 0, nblk, ak, a_stride,
+						 ab + b0 * nblk, nblk, nt, acc);
+				} else { /* each segment prepared on the way */
+					for (int64_t i0 = 0; i0 < nblk;
+					     i0 += SEG) {
+						int64_t i1 = i0 + SEG < nblk ?
+								     i0 + SEG :
+								     nblk;
+
+						for (int j = 0; j < nt; j++)
+							act_prep(
+								t,
+								(const struct edgeq_block_q8_0
+									 *)(ak +
+									    j * a_stride) +
+									i0,
+								i1 - i0,
+								st + j * SEG);
+						tile_any(t, gp, i0, i1, ak,
+							 a_stride, st, SEG, nt,
+							 acc);
+					}
+				}
+				for (int j = 0; j < nt; j++)
+					store_rows(y + (b0 + j) * ldy, g, row0,
+						   row1, acc + 2 * j);
+			}
+		}
+	}
+}
