@@ -43,7 +43,8 @@ bool edgeq_avx2_pack_vnni(bool on)
 
 void edgeq_avx2_matmul_packed(enum edgeq_type t, const void *w, int64_t n,
 			      int64_t row0, int64_t row1, const void *a,
-			      size_t a_stride, int64_t nb, float *y, int64_t ldy)
+			      size_t a_stride, int64_t nb, float *y,
+			      int64_t ldy)
 {
 	pthread_once(&vnni_once, vnni_probe);
 	if (use_vnni)

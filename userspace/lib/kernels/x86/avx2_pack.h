@@ -73,9 +73,10 @@ AI __m256i dp(__m256i s, __m256i w, __m256i ws, __m256i x, bool i16)
 		s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w, x));
 	else
 		s = _mm256_add_epi32(
-			s, _mm256_madd_epi16(_mm256_maddubs_epi16(
-						     w, _mm256_sign_epi8(x, ws)),
-					     _mm256_set1_epi16(1)));
+			s,
+			_mm256_madd_epi16(_mm256_maddubs_epi16(
+						  w, _mm256_sign_epi8(x, ws)),
+					  _mm256_set1_epi16(1)));
 	/* keep the chain a chain: reassociated into a tree, a block's
 	 * products all lived at once and spilled (~2x slower) */
 	__asm__("" : "+x"(s));
@@ -175,7 +176,8 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 				     _MM_HINT_T0);
 #pragma GCC unroll 16
 		for (int k = 0; k < NT; k++)
-			q[k] = ((const struct edgeq_block_q8_0 *)(a + k * as))[i]
+			q[k] = ((const struct edgeq_block_q8_0 *)(a +
+								  k * as))[i]
 				       .qs;
 #pragma GCC unroll 16
 		for (int k = 0; k < 2 * CH * NT; k++)
@@ -201,9 +203,11 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 
 				if (CH == 2)
 					v = i16 ? _mm256_add_epi16(
-							  v, s[(2 + h) * NT + k]) :
+							  v,
+							  s[(2 + h) * NT + k]) :
 						  _mm256_add_epi32(
-							  v, s[(2 + h) * NT + k]);
+							  v,
+							  s[(2 + h) * NT + k]);
 				if (i16)
 					v = _mm256_madd_epi16(
 						v, _mm256_set1_epi16(1));
@@ -247,7 +251,7 @@ TILE_ANY(tile_iq4_nl, EDGEQ_TYPE_IQ4_NL)
 #undef TILE_ANY
 
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
-		     int64_t i1, const char *a, size_t as, const struct act *ap,
+		     int64_t i1, const char *a, size_t as, const void *ap,
 		     int64_t aps, int nt, __m256 *acc)
 {
 	if (t == EDGEQ_TYPE_Q4_0)
@@ -257,6 +261,212 @@ static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 	else
 		tile_q8_0(gp, i0, i1, a, as, ap, aps, nt, acc);
 }
+
+/* ---- Q4_K ---- */
+
+/*
+ * One group of 16 rows of Q4_K against NT Q8_K tokens, super-blocks [i0,
+ * i1), half h (rows 8h..8h+7) at a time: per sub-block j the 8 chunks'
+ * nibbles (low for even j, high for odd) meet each token's bytes into
+ * its sub-block sum, weighted by the rows' scales into the exact isum
+ * (AVX-VNNI: vpdpbusd then vpmulld; AVX2: the int16 sums (at most 16 x
+ * 15 x 128) times the scale in both int16 halves, one vpmaddwd); the
+ * mins meet the activation's sub-block sums in pairs (vpmaddwd); then
+ * fma(d * d_a, isum) and fnmadd(dmin * d_a, summins), the scalar dot's
+ * two steps.
+ */
+AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+	       size_t as, const struct actk *ap, int64_t aps, const int NT,
+	       __m256 *acc)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const size_t GB = EDGEQ_PK_GB_Q4_K;
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB;
+		const int8_t *q[TMAX];
+
+#pragma GCC unroll 16
+		for (size_t o = 0; o < GB; o += 64)
+			_mm_prefetch((const char *)sb + PF_AHEAD + o,
+				     _MM_HINT_T0);
+#pragma GCC unroll 16
+		for (int k = 0; k < NT; k++)
+			q[k] = ((const struct edgeq_block_q8_K *)(a +
+								  k * as))[i]
+				       .qs;
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i isum[TMAX], summ[TMAX];
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++)
+				isum[k] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+			for (int j = 0; j < 8; j++) {
+				__m256i sc =
+					_mm256_cvtepu8_epi32(_mm_loadl_epi64((
+						const __m128i *)(sb +
+								 EDGEQ_PK_K_SC +
+								 16 * j +
+								 8 * h)));
+				__m256i sd[TMAX];
+
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++)
+					sd[k] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+				for (int c = 0; c < 8; c++) {
+					__m256i v = _mm256_loadu_si256(
+						(const __m256i
+							 *)(sb + EDGEQ_PK_K_QS +
+							    512 * (j >> 1) +
+							    64 * c + 32 * h));
+					__m256i w = _mm256_and_si256(
+						(j & 1) ? _mm256_srli_epi16(v,
+									    4) :
+							  v,
+						m4);
+
+#pragma GCC unroll 16
+					for (int k = 0; k < NT; k++)
+						sd[k] = dp(sd[k], w, w,
+							   bcast4(q[k] +
+								  32 * j +
+								  4 * c),
+							   !PK_VNNI);
+				}
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++)
+					isum[k] = _mm256_add_epi32(
+						isum[k],
+#if PK_VNNI
+						_mm256_mullo_epi32(sd[k], sc)
+#else
+						_mm256_madd_epi16(
+							sd[k],
+							_mm256_or_si256(
+								sc,
+								_mm256_slli_epi32(
+									sc, 16)))
+#endif
+					);
+			}
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++)
+				summ[k] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+			for (int jj = 0; jj < 4; jj++) {
+				const uint8_t *m =
+					sb + EDGEQ_PK_K_MIN + 32 * jj + 8 * h;
+				/* mins 2jj and 2jj + 1 as int16 pairs */
+				__m256i mp = _mm256_or_si256(
+					_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+						(const __m128i *)m)),
+					_mm256_slli_epi32(
+						_mm256_cvtepu8_epi32(
+							_mm_loadl_epi64((
+								const __m128i
+									*)(m +
+									   16))),
+						16));
+
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++)
+					summ[k] = _mm256_add_epi32(
+						summ[k],
+						_mm256_madd_epi16(
+							mp,
+							_mm256_set1_epi32(
+								ap[k * aps + i -
+								   i0]
+									.bp[jj])));
+			}
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(sb + 16 * h)));
+			__m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(sb + EDGEQ_PK_K_DMIN +
+						  16 * h)));
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++) {
+				__m256 da =
+					_mm256_set1_ps(ap[k * aps + i - i0].d);
+				__m256 *c_ = &acc[2 * k + h];
+
+				*c_ = _mm256_fmadd_ps(
+					_mm256_mul_ps(dw, da),
+					_mm256_cvtepi32_ps(isum[k]), *c_);
+				*c_ = _mm256_fnmadd_ps(
+					_mm256_mul_ps(dm, da),
+					_mm256_cvtepi32_ps(summ[k]), *c_);
+			}
+		}
+	}
+}
+
+static void tile_q4_K(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		      int64_t i1, const char *a, size_t as, const void *ap,
+		      int64_t aps, int nt, __m256 *acc)
+{
+	(void)t;
+	switch (nt) {
+	case 1:
+		tile_k(gp, i0, i1, a, as, ap, aps, 1, acc);
+		return;
+	case 2:
+		tile_k(gp, i0, i1, a, as, ap, aps, 2, acc);
+		return;
+	case 3:
+		tile_k(gp, i0, i1, a, as, ap, aps, 3, acc);
+		return;
+	default:
+		tile_k(gp, i0, i1, a, as, ap, aps, TMAX, acc);
+		return;
+	}
+}
+
+/* Q8_0 and Q8_K preparations, one signature for the driver */
+static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	act_prep(t, a, nblk, out);
+}
+
+static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	(void)t;
+	actk_prep(a, nblk, out);
+}
+
+struct kind {
+	int64_t bs;  /* columns per block */
+	size_t gb;   /* packed bytes per group of 16 rows and block */
+	size_t ablk; /* bytes of an activation block (Q8_0 or Q8_K) */
+	size_t act;  /* bytes of a prepared activation block */
+	void (*prep)(enum edgeq_type t, const void *a, int64_t nblk, void *out);
+	void (*tile)(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		     int64_t i1, const char *a, size_t as, const void *ap,
+		     int64_t aps, int nt, __m256 *acc);
+};
+
+static const struct kind k_q4_0 = { 32,
+				    EDGEQ_PK_GB_Q4_0,
+				    sizeof(struct edgeq_block_q8_0),
+				    sizeof(struct act),
+				    prep_q80,
+				    tile_any };
+static const struct kind k_q8_0 = { 32,
+				    EDGEQ_PK_GB_Q8_0,
+				    sizeof(struct edgeq_block_q8_0),
+				    sizeof(struct act),
+				    prep_q80,
+				    tile_any };
+static const struct kind k_q4_K = { 256,
+				    EDGEQ_PK_GB_Q4_K,
+				    sizeof(struct edgeq_block_q8_K),
+				    sizeof(struct actk),
+				    prep_k,
+				    tile_q4_K };
 
 /* Group g's rows 16g.. for a token from acc[0..1], those in [row0, row1). */
 static void store_rows(float *y, int64_t g, int64_t row0, int64_t row1,
@@ -286,23 +496,22 @@ void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
-	const int64_t nblk = n / 32;
-	const size_t gsz = (size_t)nblk * edgeq_pk_gb32(t);
-	struct act *ab = edgeq_thread_scratch((size_t)(nb * nblk) *
-					      sizeof(struct act));
-	struct act st[TMAX * SEG];
+	const struct kind *k = t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
+			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
+						      &k_q4_0;
+	const int64_t nblk = n / k->bs;
+	const size_t gsz = (size_t)nblk * k->gb;
+	char *ab = edgeq_thread_scratch((size_t)(nb * nblk) * k->act);
+	_Alignas(32) char st[TMAX * SEG * sizeof(struct actk)];
 	__m256 acc[2 * TMAX];
 	int64_t tb;
 
 	for (int64_t b = 0; ab && b < nb; b++)
-		act_prep(t,
-			 (const struct edgeq_block_q8_0 *)((const char *)a +
-							   b * a_stride),
-			 nblk, ab + b * nblk);
+		k->prep(t, (const char *)a + b * a_stride, nblk,
+			ab + (size_t)(b * nblk) * k->act);
 	/* tokens in blocks whose activations stay in L2 while every group
 	 * of rows meets them */
-	tb = (int64_t)(ACT_L2 / ((size_t)nblk * sizeof(struct edgeq_block_q8_0))) /
-	     TMAX * TMAX;
+	tb = (int64_t)(ACT_L2 / ((size_t)nblk * k->ablk)) / TMAX * TMAX;
 	if (tb < TMAX)
 		tb = TMAX;
 	for (int64_t t0 = 0; t0 < nb; t0 += tb) {
@@ -320,8 +529,10 @@ void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
 				for (int j = 0; j < 2 * nt; j++)
 					acc[j] = _mm256_setzero_ps();
 				if (ab) {
-					tile_any(t, gp, 0, nblk, ak, a_stride,
-						 ab + b0 * nblk, nblk, nt, acc);
+					k->tile(t, gp, 0, nblk, ak, a_stride,
+						ab + (size_t)(b0 * nblk) *
+								k->act,
+						nblk, nt, acc);
 				} else { /* each segment prepared on the way */
 					for (int64_t i0 = 0; i0 < nblk;
 					     i0 += SEG) {
@@ -330,17 +541,17 @@ void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
 								     nblk;
 
 						for (int j = 0; j < nt; j++)
-							act_prep(
-								t,
-								(const struct edgeq_block_q8_0
-									 *)(ak +
-									    j * a_stride) +
-									i0,
+							k->prep(t,
+								ak + j * a_stride +
+									(size_t)i0 *
+										k->ablk,
 								i1 - i0,
-								st + j * SEG);
-						tile_any(t, gp, i0, i1, ak,
-							 a_stride, st, SEG, nt,
-							 acc);
+								st + (size_t)j *
+										SEG *
+										k->act);
+						k->tile(t, gp, i0, i1, ak,
+							a_stride, st, SEG, nt,
+							acc);
 					}
 				}
 				for (int j = 0; j < nt; j++)

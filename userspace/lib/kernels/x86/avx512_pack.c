@@ -281,28 +281,6 @@ static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 
 /* ---- Q4_K ---- */
 
-/* Per Q8_K super-block: its scale and the sub-block sums of its bytes in
- * pairs, bp[p] = bsum(2p) | bsum(2p + 1) << 16 (int16 each: |sum| <= 4064). */
-struct actk {
-	float d;
-	int32_t bp[4];
-};
-
-static void actk_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
-		      struct actk *o)
-{
-	for (int64_t i = 0; i < nsb; i++) {
-		o[i].d = a[i].d;
-		for (int p = 0; p < 4; p++) {
-			int b0 = a[i].bsums[4 * p] + a[i].bsums[4 * p + 1];
-			int b1 = a[i].bsums[4 * p + 2] + a[i].bsums[4 * p + 3];
-
-			o[i].bp[p] = (int32_t)((uint32_t)(uint16_t)b0 |
-					       (uint32_t)(uint16_t)b1 << 16);
-		}
-	}
-}
-
 /*
  * Sub-block j's weights in chunk c of the packed Q4_K/Q5_K super-block at
  * sb: the low (j even) or high nibbles of pair j / 2's chunk c; Q5_K gets

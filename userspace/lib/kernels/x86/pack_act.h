@@ -26,9 +26,8 @@ struct act {
  * (Q5_0) or + 128 (Q8_0, IQ4_NL's table); the affine types start at 0 and
  * take the sum itself (shift 0: -bias) for their min term.
  */
-static inline void act_prep(enum edgeq_type t,
-			    const struct edgeq_block_q8_0 *a, int64_t nblk,
-			    struct act *out)
+static inline void act_prep(enum edgeq_type t, const struct edgeq_block_q8_0 *a,
+			    int64_t nblk, struct act *out)
 {
 	int shift = t == EDGEQ_TYPE_Q4_0 ? 3 :
 		    t == EDGEQ_TYPE_Q5_0 ? 4 :
@@ -47,6 +46,28 @@ static inline void act_prep(enum edgeq_type t,
 
 		out[i].d = _cvtsh_ss(a[i].d); /* F16C: the same float */
 		out[i].bias = (int32_t)(-sum * ((int64_t)1 << shift));
+	}
+}
+
+/* Per Q8_K super-block: its scale and the sub-block sums of its bytes in
+ * pairs, bp[p] = bsum(2p) | bsum(2p + 1) << 16 (int16 each: |sum| <= 4064). */
+struct actk {
+	float d;
+	int32_t bp[4];
+};
+
+static inline void actk_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+			     struct actk *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int p = 0; p < 4; p++) {
+			int b0 = a[i].bsums[4 * p] + a[i].bsums[4 * p + 1];
+			int b1 = a[i].bsums[4 * p + 2] + a[i].bsums[4 * p + 3];
+
+			o[i].bp[p] = (int32_t)((uint32_t)(uint16_t)b0 |
+					       (uint32_t)(uint16_t)b1 << 16);
+		}
 	}
 }
 
