@@ -426,6 +426,172 @@ static void tile_q4_K(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 	}
 }
 
+/* ---- Q6_K ---- */
+
+/*
+ * Sub-block 8 n + c4 + 2 j's weights (q + 32) in half h of chunk c = 4 c4
+ * + cc of the packed Q6_K super-block at sb: the low (j < 2) or high
+ * nibbles of ql at n (j even) or n + 32 bytes (j odd), and qh's bit pair
+ * j moved to bits 4-5 (a 16-bit shift; the mask keeps the byte's own).
+ */
+AI __m256i q6_weights(const uint8_t *sb, int n, int c, int j, int h)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256i Q = _mm256_loadu_si256(
+		(const __m256i *)(sb + EDGEQ_PK_16_QS +
+				  64 * (16 * n + (j & 1) * 8 + c) + 32 * h));
+	__m256i H = _mm256_loadu_si256((const __m256i *)(sb + EDGEQ_PK_Q6K_QH +
+							 64 * (8 * n + c) +
+							 32 * h));
+	__m256i lo = j < 2 ? _mm256_and_si256(Q, m4) :
+			     _mm256_and_si256(_mm256_srli_epi16(Q, 4), m4);
+	__m256i hb = j == 0 ? _mm256_slli_epi16(H, 4) :
+		     j == 1 ? _mm256_slli_epi16(H, 2) :
+		     j == 2 ? H :
+			      _mm256_srli_epi16(H, 2);
+
+	return _mm256_or_si256(_mm256_and_si256(hb, _mm256_set1_epi8(0x30)),
+			       lo);
+}
+
+/*
+ * One group of 16 rows of Q6_K against NT Q8_K tokens, super-blocks [i0,
+ * i1), half h at a time, one sub-block g = 8n + c4 + 2j at a time: its 4
+ * weight vectors (q + 32, 0..63) meet each token's bytes. AVX-VNNI: the
+ * sum starts at -32 times the activation's sub-block sum, so it is the
+ * exact signed dot, then weighted by the sign-extended scale (vpmulld).
+ * AVX2: two chunks' vpmaddubsw in int16 (at most 4 x 63 x 128), weighted
+ * by the scale in both int16 halves (vpmaddwd), and the -32 term as
+ * vpmulld of the scale. Then fma(d * d_a, isum) as the scalar dot.
+ */
+AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		size_t as, const struct act6 *ap, int64_t aps, const int NT,
+		__m256 *acc)
+{
+	const size_t GB = EDGEQ_PK_GB_Q6_K;
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB;
+		const int8_t *q[TMAX];
+
+#pragma GCC unroll 53
+		for (size_t o = 0; o < GB; o += 64)
+			_mm_prefetch((const char *)sb + PF_AHEAD + o,
+				     _MM_HINT_T0);
+#pragma GCC unroll 16
+		for (int k = 0; k < NT; k++)
+			q[k] = ((const struct edgeq_block_q8_K *)(a +
+								  k * as))[i]
+				       .qs;
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i isum[TMAX];
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++)
+				isum[k] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+			for (int u = 0; u < 16; u++) {
+				const int q4 = u >> 2, j = u & 3, n = q4 >> 1,
+					  c4 = q4 & 1, g = 8 * n + c4 + 2 * j;
+				__m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(
+					(const __m128i *)(sb + EDGEQ_PK_16_SC +
+							  16 * g + 8 * h)));
+				__m256i sd[TMAX];
+#if !PK_VNNI
+				__m256i scp = _mm256_or_si256(
+					_mm256_and_si256(
+						sc, _mm256_set1_epi32(0xffff)),
+					_mm256_slli_epi32(sc, 16));
+#endif
+
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++)
+					sd[k] = PK_VNNI ?
+							_mm256_set1_epi32(
+								ap[k * aps + i -
+								   i0]
+									.nb32[g]) :
+							_mm256_setzero_si256();
+#pragma GCC unroll 4
+				for (int cc = 0; cc < 4; cc++) {
+					const int c = 4 * c4 + cc;
+					__m256i w = q6_weights(sb, n, c, j, h);
+
+#pragma GCC unroll 16
+					for (int k = 0; k < NT; k++)
+						sd[k] = dp(
+							sd[k], w, w,
+							bcast4(q[k] + 128 * n +
+							       4 * c + 32 * j),
+							!PK_VNNI);
+#if !PK_VNNI
+					if (cc % 2 ==
+					    1) /* two chunks in int16 */
+#pragma GCC unroll 16
+						for (int k = 0; k < NT; k++) {
+							isum[k] = _mm256_add_epi32(
+								isum[k],
+								_mm256_madd_epi16(
+									sd[k],
+									scp));
+							sd[k] = _mm256_setzero_si256();
+						}
+#endif
+				}
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++)
+					isum[k] = _mm256_add_epi32(
+						isum[k],
+#if PK_VNNI
+						_mm256_mullo_epi32(sd[k], sc)
+#else
+						_mm256_mullo_epi32(
+							_mm256_set1_epi32(
+								ap[k * aps + i -
+								   i0]
+									.nb32[g]),
+							sc)
+#endif
+					);
+			}
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(sb + 16 * h)));
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++)
+				acc[2 * k + h] = _mm256_fmadd_ps(
+					_mm256_mul_ps(
+						dw,
+						_mm256_set1_ps(
+							ap[k * aps + i - i0].d)),
+					_mm256_cvtepi32_ps(isum[k]),
+					acc[2 * k + h]);
+		}
+	}
+}
+
+static void tile_q6_K(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		      int64_t i1, const char *a, size_t as, const void *ap,
+		      int64_t aps, int nt, __m256 *acc)
+{
+	(void)t;
+	switch (nt) {
+	case 1:
+		tile_q6(gp, i0, i1, a, as, ap, aps, 1, acc);
+		return;
+	case 2:
+		tile_q6(gp, i0, i1, a, as, ap, aps, 2, acc);
+		return;
+	case 3:
+		tile_q6(gp, i0, i1, a, as, ap, aps, 3, acc);
+		return;
+	default:
+		tile_q6(gp, i0, i1, a, as, ap, aps, TMAX, acc);
+		return;
+	}
+}
+
 /* Q8_0 and Q8_K preparations, one signature for the driver */
 static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
@@ -436,6 +602,12 @@ static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
 	(void)t;
 	actk_prep(a, nblk, out);
+}
+
+static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	(void)t;
+	act6_prep(a, nblk, out);
 }
 
 struct kind {
@@ -467,6 +639,12 @@ static const struct kind k_q4_K = { 256,
 				    sizeof(struct actk),
 				    prep_k,
 				    tile_q4_K };
+static const struct kind k_q6_K = { 256,
+				    EDGEQ_PK_GB_Q6_K,
+				    sizeof(struct edgeq_block_q8_K),
+				    sizeof(struct act6),
+				    prep_q6,
+				    tile_q6_K };
 
 /* Group g's rows 16g.. for a token from acc[0..1], those in [row0, row1). */
 static void store_rows(float *y, int64_t g, int64_t row0, int64_t row1,
@@ -496,13 +674,14 @@ void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
-	const struct kind *k = t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
+	const struct kind *k = t == EDGEQ_TYPE_Q6_K ? &k_q6_K :
+			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
 			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
 						      &k_q4_0;
 	const int64_t nblk = n / k->bs;
 	const size_t gsz = (size_t)nblk * k->gb;
 	char *ab = edgeq_thread_scratch((size_t)(nb * nblk) * k->act);
-	_Alignas(32) char st[TMAX * SEG * sizeof(struct actk)];
+	_Alignas(32) char st[TMAX * SEG * sizeof(struct act6)];
 	__m256 acc[2 * TMAX];
 	int64_t tb;
 

@@ -558,23 +558,6 @@ AI __m512i q6_weights(const uint8_t *sb, int n, int c, int j)
 	return _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x30), hb, lo, 0xea);
 }
 
-/* Per Q8_K super-block: its scale and -32 times each 16-byte group's sum
- * (the start value that turns the stored q + 32 back into q). */
-struct act6 {
-	float d;
-	int32_t nb32[16];
-};
-
-static void act6_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
-		      struct act6 *o)
-{
-	for (int64_t i = 0; i < nsb; i++) {
-		o[i].d = a[i].d;
-		for (int g = 0; g < 16; g++)
-			o[i].nb32[g] = -32 * a[i].bsums[g];
-	}
-}
-
 /*
  * One group against NT tokens, super-blocks [i0, i1). For half n and
  * quarter c4, the 4 chunks c' = 4 c4 .. 4 c4 + 3 of ql at n, ql at n + 32

@@ -71,4 +71,21 @@ static inline void actk_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
 	}
 }
 
+/* Per Q8_K super-block: its scale and -32 times each 16-byte group's sum
+ * (the start value that turns the stored q + 32 back into q). */
+struct act6 {
+	float d;
+	int32_t nb32[16];
+};
+
+static inline void act6_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+			     struct act6 *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int g = 0; g < 16; g++)
+			o[i].nb32[g] = -32 * a[i].bsums[g];
+	}
+}
+
 #endif /* EDGEQ_KERNELS_X86_PACK_ACT_H */
