@@ -277,10 +277,10 @@ static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
  */
 AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	       size_t as, const struct actk *ap, int64_t aps, const int NT,
-	       __m256 *acc)
+	       const bool Q5, __m256 *acc)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	const size_t GB = EDGEQ_PK_GB_Q4_K;
+	const size_t GB = Q5 ? EDGEQ_PK_GB_Q5_K : EDGEQ_PK_GB_Q4_K;
 
 	for (int64_t i = i0; i < i1; i++) {
 		const uint8_t *sb = gp + (size_t)i * GB;
@@ -311,6 +311,11 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 								 16 * j +
 								 8 * h)));
 				__m256i sd[TMAX];
+#if !PK_VNNI
+				/* the scale in both int16 halves */
+				__m256i scp = _mm256_or_si256(
+					sc, _mm256_slli_epi32(sc, 16));
+#endif
 
 #pragma GCC unroll 16
 				for (int k = 0; k < NT; k++)
@@ -328,6 +333,28 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 							  v,
 						m4);
 
+					if (Q5) { /* bit j of qh as bit 4 */
+						__m256i hq = _mm256_loadu_si256((
+							const __m256i
+								*)(sb +
+								   EDGEQ_PK_Q5K_QH +
+								   64 * c +
+								   32 * h));
+
+						hq = j <= 4 ?
+							     _mm256_slli_epi16(
+								     hq,
+								     4 - j) :
+							     _mm256_srli_epi16(
+								     hq, j - 4);
+						w = _mm256_or_si256(
+							w,
+							_mm256_and_si256(
+								hq,
+								_mm256_set1_epi8(
+									0x10)));
+					}
+
 #pragma GCC unroll 16
 					for (int k = 0; k < NT; k++)
 						sd[k] = dp(sd[k], w, w,
@@ -335,6 +362,20 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 								  32 * j +
 								  4 * c),
 							   !PK_VNNI);
+#if !PK_VNNI
+					/* Q5_K's 5-bit values: 4 chunks in
+					 * int16 (at most 8 x 31 x 128) */
+					if (Q5 && c == 3)
+#pragma GCC unroll 16
+						for (int k = 0; k < NT; k++) {
+							isum[k] = _mm256_add_epi32(
+								isum[k],
+								_mm256_madd_epi16(
+									sd[k],
+									scp));
+							sd[k] = _mm256_setzero_si256();
+						}
+#endif
 				}
 #pragma GCC unroll 16
 				for (int k = 0; k < NT; k++)
@@ -343,12 +384,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #if PK_VNNI
 						_mm256_mullo_epi32(sd[k], sc)
 #else
-						_mm256_madd_epi16(
-							sd[k],
-							_mm256_or_si256(
-								sc,
-								_mm256_slli_epi32(
-									sc, 16)))
+						_mm256_madd_epi16(sd[k], scp)
 #endif
 					);
 			}
@@ -409,21 +445,21 @@ static void tile_q4_K(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		      int64_t i1, const char *a, size_t as, const void *ap,
 		      int64_t aps, int nt, __m256 *acc)
 {
-	(void)t;
+#define T(N)                                                               \
+	case N:                                                            \
+		if (t == EDGEQ_TYPE_Q5_K)                                  \
+			tile_k(gp, i0, i1, a, as, ap, aps, N, true, acc);  \
+		else                                                       \
+			tile_k(gp, i0, i1, a, as, ap, aps, N, false, acc); \
+		return
 	switch (nt) {
-	case 1:
-		tile_k(gp, i0, i1, a, as, ap, aps, 1, acc);
-		return;
-	case 2:
-		tile_k(gp, i0, i1, a, as, ap, aps, 2, acc);
-		return;
-	case 3:
-		tile_k(gp, i0, i1, a, as, ap, aps, 3, acc);
-		return;
+		T(1);
+		T(2);
+		T(3);
 	default:
-		tile_k(gp, i0, i1, a, as, ap, aps, TMAX, acc);
-		return;
+		T(TMAX);
 	}
+#undef T
 }
 
 /* ---- Q6_K ---- */
@@ -639,6 +675,12 @@ static const struct kind k_q4_K = { 256,
 				    sizeof(struct actk),
 				    prep_k,
 				    tile_q4_K };
+static const struct kind k_q5_K = { 256,
+				    EDGEQ_PK_GB_Q5_K,
+				    sizeof(struct edgeq_block_q8_K),
+				    sizeof(struct actk),
+				    prep_k,
+				    tile_q4_K };
 static const struct kind k_q6_K = { 256,
 				    EDGEQ_PK_GB_Q6_K,
 				    sizeof(struct edgeq_block_q8_K),
@@ -676,6 +718,7 @@ void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
 {
 	const struct kind *k = t == EDGEQ_TYPE_Q6_K ? &k_q6_K :
 			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
+			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
 			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
 						      &k_q4_0;
 	const int64_t nblk = n / k->bs;
