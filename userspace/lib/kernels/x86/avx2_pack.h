@@ -84,25 +84,60 @@ AI __m256i dp(__m256i s, __m256i w, __m256i ws, __m256i x, bool i16)
 #endif
 }
 
+/* How a 32-column type's block sums run on this build. */
+struct form {
+	bool q8;   /* Q8_0: 8 chunks of bytes, no nibbles */
+	bool nl;   /* IQ4_NL: the nibbles index the table */
+	bool five; /* Q5_0, Q5_1: qh's bit as bit 4 */
+	bool aff;  /* Q4_1, Q5_1: the min step after the block's */
+	bool i16;  /* AVX2: 4-bit unsigned sums in int16 lanes */
+	bool sgn;  /* AVX2: signed weights (sign trick), no bias */
+};
+
+AI struct form form_of(enum edgeq_type t)
+{
+	struct form f = {
+		.q8 = t == EDGEQ_TYPE_Q8_0,
+		.nl = t == EDGEQ_TYPE_IQ4_NL,
+		.five = t == EDGEQ_TYPE_Q5_0 || t == EDGEQ_TYPE_Q5_1,
+		.aff = edgeq_pk_affine(t),
+		.i16 = !PK_VNNI &&
+		       (t == EDGEQ_TYPE_Q4_0 || t == EDGEQ_TYPE_Q4_1),
+		.sgn = !PK_VNNI &&
+		       (t == EDGEQ_TYPE_Q8_0 || t == EDGEQ_TYPE_IQ4_NL),
+	};
+
+	return f;
+}
+
 /*
- * Chunk @c of a block (both halves) against NT tokens: s[(2 ch + h) * NT
- * + k] += half h's weights . token k's bytes, in chain ch.
+ * Chunk @c of a block at @blk (both halves) against NT tokens: s[(2 ch +
+ * h) * NT + k] += half h's weights . token k's bytes, in chain ch. The
+ * 5-bit types' element e = 4k + b (k = c + 4p) takes bit e of its row's
+ * qh, in qh byte k / 2 (vpshufb puts it in each of the lane's bytes) at
+ * bit 4 (k % 2) + b. AVX2's 5-bit sums take one vpmaddwd per
+ * vpmaddubsw (16 x 31 x 128 would not fit int16).
  */
-AI void chunk(enum edgeq_type t, const uint8_t *qs, const int c,
+AI void chunk(enum edgeq_type t, const uint8_t *blk, const int c,
 	      const int8_t *const *q, const int NT, const int CH, __m256i *s,
 	      __m256i tab)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	const bool q8 = t == EDGEQ_TYPE_Q8_0, nl = t == EDGEQ_TYPE_IQ4_NL;
-	const bool i16 = !PK_VNNI && t == EDGEQ_TYPE_Q4_0;
-	const bool sgn = !PK_VNNI && t != EDGEQ_TYPE_Q4_0;
+	const struct form f = form_of(t);
+	const uint8_t *qs = blk + edgeq_pk_qs32(t);
+	const __m256i qh_at = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8,
+					       8, 12, 12, 12, 12, 0, 0, 0, 0, 4,
+					       4, 4, 4, 8, 8, 8, 8, 12, 12, 12,
+					       12);
+	const __m256i qh_bit =
+		_mm256_set1_epi32(c % 2 ? (int)0x80402010 : 0x08040201);
 
 	/* part p: the low then the high nibbles (Q8_0: the chunk's bytes),
 	 * unpacked for both halves, then met by each token's word */
-	for (int p = 0; p < (q8 ? 1 : 2); p++) {
+	for (int p = 0; p < (f.q8 ? 1 : 2); p++) {
 		/* the chain: nibbles by part, Q8_0 by chunk */
-		const int ch = CH == 1 ? 0 : q8 ? c % 2 : p;
-		const int off = q8 ? 4 * c : 16 * p + 4 * c;
+		const int ch = CH == 1 ? 0 : f.q8 ? c % 2 : p;
+		const int off = f.q8 ? 4 * c : 16 * p + 4 * c;
 		__m256i w[2], ws[2];
 
 #pragma GCC unroll 2
@@ -110,18 +145,43 @@ AI void chunk(enum edgeq_type t, const uint8_t *qs, const int c,
 			__m256i v = _mm256_loadu_si256(
 				(const __m256i *)(qs + 64 * c + 32 * h));
 
-			if (q8) /* AVX2: back to the signed bytes */
-				w[h] = sgn ? _mm256_xor_si256(
-						     v, _mm256_set1_epi8(
-								(char)0x80)) :
-					     v;
+			if (f.q8) /* AVX2: back to the signed bytes */
+				w[h] = f.sgn ? _mm256_xor_si256(
+						       v, _mm256_set1_epi8(
+								  (char)0x80)) :
+					       v;
 			else
 				w[h] = _mm256_and_si256(
 					p ? _mm256_srli_epi16(v, 4) : v, m4);
-			if (nl)
+			if (f.nl)
 				w[h] = _mm256_shuffle_epi8(tab, w[h]);
+			if (f.five) {
+				__m256i qh = _mm256_loadu_si256(
+					(const __m256i
+						 *)(blk +
+						    (t == EDGEQ_TYPE_Q5_0 ?
+							     EDGEQ_PK_Q50_QH :
+							     EDGEQ_PK_Q51_QH) +
+						    32 * h));
+				__m256i hb = _mm256_and_si256(
+					_mm256_shuffle_epi8(
+						qh,
+						_mm256_add_epi8(
+							qh_at,
+							_mm256_set1_epi8(
+								(char)((c +
+									4 * p) /
+								       2)))),
+					qh_bit);
+
+				w[h] = _mm256_or_si256(
+					w[h],
+					_mm256_and_si256(
+						_mm256_cmpeq_epi8(hb, qh_bit),
+						_mm256_set1_epi8(0x10)));
+			}
 			ws[h] = w[h];
-			if (sgn)
+			if (f.sgn)
 				w[h] = _mm256_sign_epi8(w[h], w[h]);
 		}
 #pragma GCC unroll 16
@@ -132,7 +192,7 @@ AI void chunk(enum edgeq_type t, const uint8_t *qs, const int c,
 			for (int h = 0; h < 2; h++) {
 				__m256i *d = &s[(2 * ch + h) * NT + k];
 
-				*d = dp(*d, w[h], ws[h], x, i16);
+				*d = dp(*d, w[h], ws[h], x, f.i16);
 			}
 		}
 	}
@@ -145,17 +205,15 @@ AI void chunk(enum edgeq_type t, const uint8_t *qs, const int c,
  * 8h..8h+7 for token k. A chunk's two halves (rows 0-7 and 8-15) meet
  * each broadcast activation word; with one or two tokens each block's sum
  * runs in two chains (the low and high nibbles; Q8_0: even and odd
- * chunks) so a matvec is not one long dependency.
+ * chunks) so a matvec is not one long dependency. The affine types add
+ * m_w * d_a times the activation block's sum after the block's step.
  */
 AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 	     const char *a, size_t as, const struct act *ap, int64_t aps,
 	     const int NT, __m256 *acc)
 {
 	const size_t gb = edgeq_pk_gb32(t);
-	const bool q8 = t == EDGEQ_TYPE_Q8_0;
-	/* AVX2's Q4_0 sums in int16 lanes, the signed forms in int32 */
-	const bool i16 = !PK_VNNI && t == EDGEQ_TYPE_Q4_0;
-	const bool sgn = !PK_VNNI && t != EDGEQ_TYPE_Q4_0;
+	const struct form f = form_of(t);
 	const int CH = NT <= 2 ? 2 : 1;
 	const __m128i kv =
 		_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl);
@@ -166,7 +224,6 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 
 	for (int64_t i = i0; i < i1; i++) {
 		const uint8_t *blk = gp + (size_t)i * gb;
-		const uint8_t *qs = blk + EDGEQ_PK_Q80_QS;
 		/* s[(2 ch + h) * NT + k]: chain ch, half h, token k */
 		__m256i s[4 * TMAX];
 
@@ -182,42 +239,55 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 #pragma GCC unroll 16
 		for (int k = 0; k < 2 * CH * NT; k++)
 			s[k] = _mm256_setzero_si256();
-		if (q8) {
+		if (f.q8) {
 #pragma GCC unroll 8
 			for (int c = 0; c < 8; c++)
-				chunk(t, qs, c, q, NT, CH, s, tab);
+				chunk(t, blk, c, q, NT, CH, s, tab);
 		} else {
 #pragma GCC unroll 4
 			for (int c = 0; c < 4; c++)
-				chunk(t, qs, c, q, NT, CH, s, tab);
+				chunk(t, blk, c, q, NT, CH, s, tab);
 		}
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
 				(const __m128i *)(blk + 16 * h)));
+			__m256 dm =
+				f.aff ? _mm256_cvtph_ps(_mm_loadu_si128(
+						(const __m128i *)(blk +
+								  EDGEQ_PK_A_M +
+								  16 * h))) :
+					_mm256_setzero_ps();
 
 #pragma GCC unroll 16
 			for (int k = 0; k < NT; k++) {
 				const struct act *x = &ap[k * aps + i - i0];
 				__m256i v = s[h * NT + k];
+				__m256 da = _mm256_set1_ps(x->d);
 
 				if (CH == 2)
-					v = i16 ? _mm256_add_epi16(
-							  v,
-							  s[(2 + h) * NT + k]) :
-						  _mm256_add_epi32(
-							  v,
-							  s[(2 + h) * NT + k]);
-				if (i16)
+					v = f.i16 ? _mm256_add_epi16(
+							    v,
+							    s[(2 + h) * NT + k]) :
+						    _mm256_add_epi32(
+							    v,
+							    s[(2 + h) * NT + k]);
+				if (f.i16)
 					v = _mm256_madd_epi16(
 						v, _mm256_set1_epi16(1));
-				/* AVX2's signed forms have no bias */
-				if (!sgn)
+				/* AVX2's signed forms have no bias, the
+				 * affine types none either */
+				if (!f.sgn && !f.aff)
 					v = _mm256_add_epi32(
 						v, _mm256_set1_epi32(x->bias));
 				acc[2 * k + h] = _mm256_fmadd_ps(
-					_mm256_mul_ps(dw, _mm256_set1_ps(x->d)),
+					_mm256_mul_ps(dw, da),
 					_mm256_cvtepi32_ps(v), acc[2 * k + h]);
+				if (f.aff) /* + m_w * d_a * the block's sum */
+					acc[2 * k + h] = _mm256_fmadd_ps(
+						_mm256_mul_ps(dm, da),
+						_mm256_set1_ps((float)-x->bias),
+						acc[2 * k + h]);
 			}
 		}
 	}
@@ -248,18 +318,35 @@ _Static_assert(TMAX == 4, "TILE_ANY's cases");
 TILE_ANY(tile_q4_0, EDGEQ_TYPE_Q4_0)
 TILE_ANY(tile_q8_0, EDGEQ_TYPE_Q8_0)
 TILE_ANY(tile_iq4_nl, EDGEQ_TYPE_IQ4_NL)
+TILE_ANY(tile_q5_0, EDGEQ_TYPE_Q5_0)
+TILE_ANY(tile_q4_1, EDGEQ_TYPE_Q4_1)
+TILE_ANY(tile_q5_1, EDGEQ_TYPE_Q5_1)
 #undef TILE_ANY
 
 static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		     int64_t i1, const char *a, size_t as, const void *ap,
 		     int64_t aps, int nt, __m256 *acc)
 {
-	if (t == EDGEQ_TYPE_Q4_0)
+	switch (t) {
+	case EDGEQ_TYPE_Q4_0:
 		tile_q4_0(gp, i0, i1, a, as, ap, aps, nt, acc);
-	else if (t == EDGEQ_TYPE_IQ4_NL)
+		return;
+	case EDGEQ_TYPE_IQ4_NL:
 		tile_iq4_nl(gp, i0, i1, a, as, ap, aps, nt, acc);
-	else
+		return;
+	case EDGEQ_TYPE_Q5_0:
+		tile_q5_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_Q4_1:
+		tile_q4_1(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	case EDGEQ_TYPE_Q5_1:
+		tile_q5_1(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	default:
 		tile_q8_0(gp, i0, i1, a, as, ap, aps, nt, acc);
+		return;
+	}
 }
 
 /* ---- Q4_K ---- */
@@ -669,6 +756,24 @@ static const struct kind k_q8_0 = { 32,
 				    sizeof(struct act),
 				    prep_q80,
 				    tile_any };
+static const struct kind k_q5_0 = { 32,
+				    EDGEQ_PK_GB_Q5_0,
+				    sizeof(struct edgeq_block_q8_0),
+				    sizeof(struct act),
+				    prep_q80,
+				    tile_any };
+static const struct kind k_q4_1 = { 32,
+				    EDGEQ_PK_GB_Q4_1,
+				    sizeof(struct edgeq_block_q8_0),
+				    sizeof(struct act),
+				    prep_q80,
+				    tile_any };
+static const struct kind k_q5_1 = { 32,
+				    EDGEQ_PK_GB_Q5_1,
+				    sizeof(struct edgeq_block_q8_0),
+				    sizeof(struct act),
+				    prep_q80,
+				    tile_any };
 static const struct kind k_q4_K = { 256,
 				    EDGEQ_PK_GB_Q4_K,
 				    sizeof(struct edgeq_block_q8_K),
@@ -717,6 +822,9 @@ void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
 	const struct kind *k = t == EDGEQ_TYPE_Q6_K ? &k_q6_K :
+			       t == EDGEQ_TYPE_Q5_0 ? &k_q5_0 :
+			       t == EDGEQ_TYPE_Q4_1 ? &k_q4_1 :
+			       t == EDGEQ_TYPE_Q5_1 ? &k_q5_1 :
 			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
 			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
 			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
