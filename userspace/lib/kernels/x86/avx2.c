@@ -859,6 +859,7 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 		[EDGEQ_TYPE_Q4_K] = true,
 		[EDGEQ_TYPE_Q5_K] = true,
 		[EDGEQ_TYPE_Q6_K] = true,
+		[EDGEQ_TYPE_IQ4_XS] = true,
 	},
 	.matvec_packed = edgeq_avx2_matvec_packed,
 	.matmul_packed = edgeq_avx2_matmul_packed,

@@ -715,6 +715,156 @@ static void tile_q6_K(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 	}
 }
 
+/* ---- IQ4_XS ---- */
+
+/*
+ * One group of 16 rows of IQ4_XS against NT Q8_K tokens, super-blocks
+ * [i0, i1), half h at a time: per sub-block j its 4 chunks' nibbles go
+ * through the table, each token's exact sub-block sum is weighted by the
+ * signed scales (vpmulld) into the exact isum, then one fma(d * d_a,
+ * isum) per super-block, the scalar dot's order. AVX-VNNI: the table +
+ * 128 from -128 times the activation's sub-block sum. AVX2: the signed
+ * table with the sign trick on the weights' side, |a| times w with a's
+ * sign (a Q8_K byte may be -128; |w| <= 127), one vpmaddwd per
+ * vpmaddubsw.
+ */
+AI void tile_xs(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		size_t as, const struct actx *ap, int64_t aps, const int NT,
+		__m256 *acc)
+{
+	const size_t GB = EDGEQ_PK_GB_IQ4_XS;
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m128i kv =
+		_mm_loadu_si128((const __m128i *)edgeq_kvalues_iq4nl);
+	const __m256i tab = _mm256_broadcastsi128_si256(
+		PK_VNNI ? _mm_xor_si128(kv, _mm_set1_epi8((char)0x80)) : kv);
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB;
+		const int8_t *q[TMAX];
+
+#pragma GCC unroll 35
+		for (size_t o = 0; o < GB; o += 64)
+			_mm_prefetch((const char *)sb + PF_AHEAD + o,
+				     _MM_HINT_T0);
+#pragma GCC unroll 16
+		for (int k = 0; k < NT; k++)
+			q[k] = ((const struct edgeq_block_q8_K *)(a +
+								  k * as))[i]
+				       .qs;
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i isum[TMAX];
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++)
+				isum[k] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+			for (int j = 0; j < 8; j++) {
+				__m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(
+					(const __m128i *)(sb + EDGEQ_PK_XS_SC +
+							  16 * j + 8 * h)));
+				__m256i sd[TMAX];
+
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++)
+					sd[k] = PK_VNNI ?
+							_mm256_set1_epi32(
+								ap[k * aps + i -
+								   i0]
+									.nb128[j]) :
+							_mm256_setzero_si256();
+#pragma GCC unroll 4
+				for (int c = 0; c < 4; c++) {
+					__m256i v = _mm256_loadu_si256((
+						const __m256i *)(sb +
+								 EDGEQ_PK_XS_QS +
+								 256 * j +
+								 64 * c +
+								 32 * h));
+					__m256i w[2] = {
+						_mm256_shuffle_epi8(
+							tab, _mm256_and_si256(
+								     v, m4)),
+						_mm256_shuffle_epi8(
+							tab,
+							_mm256_and_si256(
+								_mm256_srli_epi16(
+									v, 4),
+								m4)),
+					};
+
+#pragma GCC unroll 2
+					for (int p = 0; p < 2; p++)
+#pragma GCC unroll 16
+						for (int k = 0; k < NT; k++) {
+							__m256i x = bcast4(
+								q[k] + 32 * j +
+								16 * p + 4 * c);
+#if PK_VNNI
+							sd[k] = _mm256_dpbusd_avx_epi32(
+								sd[k], w[p], x);
+#else
+							sd[k] = _mm256_add_epi32(
+								sd[k],
+								_mm256_madd_epi16(
+									_mm256_maddubs_epi16(
+										_mm256_sign_epi8(
+											x,
+											x),
+										_mm256_sign_epi8(
+											w[p],
+											x)),
+									_mm256_set1_epi16(
+										1)));
+							__asm__(""
+								: "+x"(sd[k]));
+#endif
+						}
+				}
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++)
+					isum[k] = _mm256_add_epi32(
+						isum[k],
+						_mm256_mullo_epi32(sd[k], sc));
+			}
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(sb + 16 * h)));
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++)
+				acc[2 * k + h] = _mm256_fmadd_ps(
+					_mm256_mul_ps(
+						dw,
+						_mm256_set1_ps(
+							ap[k * aps + i - i0].d)),
+					_mm256_cvtepi32_ps(isum[k]),
+					acc[2 * k + h]);
+		}
+	}
+}
+
+static void tile_iq4_xs(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+			int64_t i1, const char *a, size_t as, const void *ap,
+			int64_t aps, int nt, __m256 *acc)
+{
+	(void)t;
+	switch (nt) {
+	case 1:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 1, acc);
+		return;
+	case 2:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 2, acc);
+		return;
+	case 3:
+		tile_xs(gp, i0, i1, a, as, ap, aps, 3, acc);
+		return;
+	default:
+		tile_xs(gp, i0, i1, a, as, ap, aps, TMAX, acc);
+		return;
+	}
+}
+
 /* Q8_0 and Q8_K preparations, one signature for the driver */
 static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
@@ -725,6 +875,12 @@ static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
 	(void)t;
 	actk_prep(a, nblk, out);
+}
+
+static void prep_xs(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	(void)t;
+	actx_prep(a, nblk, out);
 }
 
 static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
@@ -786,6 +942,12 @@ static const struct kind k_q5_K = { 256,
 				    sizeof(struct actk),
 				    prep_k,
 				    tile_q4_K };
+static const struct kind k_iq4_xs = { 256,
+				      EDGEQ_PK_GB_IQ4_XS,
+				      sizeof(struct edgeq_block_q8_K),
+				      sizeof(struct actx),
+				      prep_xs,
+				      tile_iq4_xs };
 static const struct kind k_q6_K = { 256,
 				    EDGEQ_PK_GB_Q6_K,
 				    sizeof(struct edgeq_block_q8_K),
@@ -821,14 +983,15 @@ void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
 			  int64_t row0, int64_t row1, const void *a,
 			  size_t a_stride, int64_t nb, float *y, int64_t ldy)
 {
-	const struct kind *k = t == EDGEQ_TYPE_Q6_K ? &k_q6_K :
-			       t == EDGEQ_TYPE_Q5_0 ? &k_q5_0 :
-			       t == EDGEQ_TYPE_Q4_1 ? &k_q4_1 :
-			       t == EDGEQ_TYPE_Q5_1 ? &k_q5_1 :
-			       t == EDGEQ_TYPE_Q4_K ? &k_q4_K :
-			       t == EDGEQ_TYPE_Q5_K ? &k_q5_K :
-			       t == EDGEQ_TYPE_Q8_0 ? &k_q8_0 :
-						      &k_q4_0;
+	const struct kind *k = t == EDGEQ_TYPE_Q6_K   ? &k_q6_K :
+			       t == EDGEQ_TYPE_Q5_0   ? &k_q5_0 :
+			       t == EDGEQ_TYPE_Q4_1   ? &k_q4_1 :
+			       t == EDGEQ_TYPE_Q5_1   ? &k_q5_1 :
+			       t == EDGEQ_TYPE_Q4_K   ? &k_q4_K :
+			       t == EDGEQ_TYPE_Q5_K   ? &k_q5_K :
+			       t == EDGEQ_TYPE_IQ4_XS ? &k_iq4_xs :
+			       t == EDGEQ_TYPE_Q8_0   ? &k_q8_0 :
+							&k_q4_0;
 	const int64_t nblk = n / k->bs;
 	const size_t gsz = (size_t)nblk * k->gb;
 	char *ab = edgeq_thread_scratch((size_t)(nb * nblk) * k->act);

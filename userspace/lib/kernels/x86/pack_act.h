@@ -88,4 +88,25 @@ static inline void act6_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
 	}
 }
 
+/* Per Q8_K super-block: its scale and -128 times each 32-byte sub-block's
+ * sum (the start value that turns the table + 128 back into the table). */
+struct actx {
+	float d;
+	int32_t nb128[8];
+};
+
+_Static_assert(sizeof(struct actx) <= sizeof(struct act6),
+	       "the stack's prepared blocks hold an actx");
+
+static inline void actx_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+			     struct actx *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int j = 0; j < 8; j++)
+			o[i].nb128[j] = -128 * (a[i].bsums[2 * j] +
+						a[i].bsums[2 * j + 1]);
+	}
+}
+
 #endif /* EDGEQ_KERNELS_X86_PACK_ACT_H */
