@@ -92,7 +92,7 @@ check "auto weights: mapped to pack" grep -q '"weights_why": *"mapped to repack'
 check "F16: no packed form, said" grep -q '"repack": *"off: no matrix of a type the .* kernels pack"' "$T/k.j"
 "$EDGEQ" run -m "$m" -p hi -n 2 --temp 0 --no-roofline 2>"$T/err" >/dev/null
 check "the figures line names the repack" grep -q '| repack [0-9]* matrices in 16-row groups' "$T/err"
-# The AVX2 table (x86 without AVX-512) packs Q4_0, Q8_0, IQ4_NL, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K and IQ4_XS, with
+# The AVX2 table (x86 without AVX-512) packs every type the AVX-512 table packs, with
 # vpmaddubsw and, where the CPU has it, AVX-VNNI: each form's logits, a
 # prompt in 4-token tiles and decode, equal the scalar oracle's.
 if grep -q 'avx2' /proc/cpuinfo 2>/dev/null &&
@@ -101,7 +101,7 @@ if grep -q 'avx2' /proc/cpuinfo 2>/dev/null &&
 	vnni=0
 	grep -qw avx_vnni /proc/cpuinfo && vnni="1 0"
 	for v in $vnni; do
-		for ty in q4_0 q8_0 iq4_nl q5_0 q4_1 q5_1 q4_k q5_k q6_k iq4_xs; do
+		for ty in q4_0 q8_0 iq4_nl q5_0 q4_1 q5_1 q4_k q5_k q6_k iq4_xs q3_k q2_k; do
 			EDGEQ_AVX_VNNI=$v EDGEQ_KERNELS=avx2 "$EDGEQ" run -m "$T/$ty.gguf" -p "$P" -n 12 -t 2 -b 11 \
 				--temp 0 --no-roofline --dump-logits "$T/a$v-$ty" >/dev/null 2>&1
 			check "avx2 (EDGEQ_AVX_VNNI=$v) $ty: packed logits equal the scalar oracle's" \

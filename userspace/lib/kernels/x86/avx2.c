@@ -860,6 +860,8 @@ const struct edgeq_kernel_ops edgeq_kernel_ops_avx2 = {
 		[EDGEQ_TYPE_Q5_K] = true,
 		[EDGEQ_TYPE_Q6_K] = true,
 		[EDGEQ_TYPE_IQ4_XS] = true,
+		[EDGEQ_TYPE_Q3_K] = true,
+		[EDGEQ_TYPE_Q2_K] = true,
 	},
 	.matvec_packed = edgeq_avx2_matvec_packed,
 	.matmul_packed = edgeq_avx2_matmul_packed,

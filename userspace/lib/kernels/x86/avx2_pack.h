@@ -865,6 +865,216 @@ static void tile_iq4_xs(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 	}
 }
 
+/* ---- Q3_K, Q2_K (Q6_K's frame, the scales in kernels/pack.c's sc16
+ * order) ---- */
+
+/*
+ * One group of 16 rows of Q3_K or Q2_K against NT Q8_K tokens,
+ * super-blocks [i0, i1), half hh at a time. Sub-block g = 8 n + 2 j + gh
+ * has its 16 elements in bits 2j..2j+1 of qs chunks 8n + 4gh .. + 3
+ * (element 4c + b at byte b of chunk c); Q3_K adds 4 where bit 4n + j of
+ * hmask chunk 4gh + c is set (q + 4, 0..7; its sum starts at -4 times
+ * the activation group's sum). Each exact sub-block sum is weighted by
+ * its scale (Q3_K's signed, Q2_K's low nibble, its high nibble the min
+ * against the group's sum), then the scalar dot's float steps:
+ * fma(d * d_a, isum) and, for Q2_K, fnmadd(dmin * d_a, summins). The
+ * weights are shifted down to their values (at most 7: AVX2's int16
+ * sums of a sub-block stay below 8 x 7 x 128).
+ */
+AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		 size_t as, const struct act16 *ap, int64_t aps, const int NT,
+		 const bool Q3, __m256 *acc)
+{
+	const size_t GB = Q3 ? EDGEQ_PK_GB_Q3_K : EDGEQ_PK_GB_Q2_K;
+	const __m256i m3 = _mm256_set1_epi8(3);
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB;
+		const int8_t *q[TMAX];
+
+#pragma GCC unroll 29
+		for (size_t o = 0; o < GB; o += 64)
+			_mm_prefetch((const char *)sb + PF_AHEAD + o,
+				     _MM_HINT_T0);
+#pragma GCC unroll 16
+		for (int k = 0; k < NT; k++)
+			q[k] = ((const struct edgeq_block_q8_K *)(a +
+								  k * as))[i]
+				       .qs;
+#pragma GCC unroll 2
+		for (int hh = 0; hh < 2; hh++) {
+			__m256i isum[TMAX], summ[TMAX];
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++) {
+				isum[k] = _mm256_setzero_si256();
+				summ[k] = _mm256_setzero_si256();
+			}
+#pragma GCC unroll 16
+			for (int g = 0; g < 16; g++) {
+				const int n = g / 8, j = (g / 2) % 4,
+					  gh = g % 2;
+				int32_t r0, r1;
+				__m256i sc, mn = _mm256_setzero_si256(),
+					    sd[TMAX];
+
+				/* rows 8hh..8hh+3 and 8hh+4..8hh+7 */
+				memcpy(&r0, sb + edgeq_pk_sc16(g, 8 * hh), 4);
+				memcpy(&r1, sb + edgeq_pk_sc16(g, 8 * hh + 4),
+				       4);
+				if (Q3) {
+					sc = _mm256_cvtepi8_epi32(
+						_mm_setr_epi32(r0, r1, 0, 0));
+				} else {
+					__m256i b = _mm256_cvtepu8_epi32(
+						_mm_setr_epi32(r0, r1, 0, 0));
+
+					sc = _mm256_and_si256(
+						b, _mm256_set1_epi32(15));
+					mn = _mm256_srli_epi32(b, 4);
+				}
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++)
+					sd[k] = PK_VNNI && Q3 ?
+							_mm256_set1_epi32(
+								ap[k * aps + i -
+								   i0]
+									.b[g]) :
+							_mm256_setzero_si256();
+#pragma GCC unroll 4
+				for (int c = 0; c < 4; c++) {
+					__m256i v = _mm256_loadu_si256((
+						const __m256i
+							*)(sb + EDGEQ_PK_16_QS +
+							   64 * (8 * n +
+								 4 * gh + c) +
+							   32 * hh));
+					__m256i w = _mm256_and_si256(
+						_mm256_srli_epi16(v, 2 * j),
+						m3);
+
+					if (Q3) {
+						const __m256i bit =
+							_mm256_set1_epi8((
+								char)(1
+								      << (4 * n +
+									  j)));
+						__m256i hm = _mm256_loadu_si256((
+							const __m256i
+								*)(sb +
+								   EDGEQ_PK_Q3K_HMASK +
+								   64 * (4 * gh +
+									 c) +
+								   32 * hh));
+
+						w = _mm256_or_si256(
+							w,
+							_mm256_and_si256(
+								_mm256_cmpeq_epi8(
+									_mm256_and_si256(
+										hm,
+										bit),
+									bit),
+								_mm256_set1_epi8(
+									4)));
+					}
+#pragma GCC unroll 16
+					for (int k = 0; k < NT; k++)
+						sd[k] = dp(sd[k], w, w,
+							   bcast4(q[k] +
+								  16 * g +
+								  4 * c),
+							   !PK_VNNI);
+				}
+#pragma GCC unroll 16
+				for (int k = 0; k < NT; k++) {
+					int32_t bg = ap[k * aps + i - i0].b[g];
+
+#if PK_VNNI
+					isum[k] = _mm256_add_epi32(
+						isum[k],
+						_mm256_mullo_epi32(sd[k], sc));
+#else
+					/* the scale in both int16 halves;
+					 * Q3_K's -4 sum term by the scale */
+					isum[k] = _mm256_add_epi32(
+						isum[k],
+						_mm256_madd_epi16(
+							sd[k],
+							_mm256_or_si256(
+								_mm256_and_si256(
+									sc,
+									_mm256_set1_epi32(
+										0xffff)),
+								_mm256_slli_epi32(
+									sc,
+									16))));
+					if (Q3)
+						isum[k] = _mm256_add_epi32(
+							isum[k],
+							_mm256_mullo_epi32(
+								sc,
+								_mm256_set1_epi32(
+									bg)));
+#endif
+					if (!Q3)
+						summ[k] = _mm256_add_epi32(
+							summ[k],
+							_mm256_mullo_epi32(
+								mn,
+								_mm256_set1_epi32(
+									bg)));
+				}
+			}
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(sb + 16 * hh)));
+
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++) {
+				__m256 da =
+					_mm256_set1_ps(ap[k * aps + i - i0].d);
+
+				acc[2 * k + hh] = _mm256_fmadd_ps(
+					_mm256_mul_ps(dw, da),
+					_mm256_cvtepi32_ps(isum[k]),
+					acc[2 * k + hh]);
+				if (!Q3)
+					acc[2 * k + hh] = _mm256_fnmadd_ps(
+						_mm256_mul_ps(
+							_mm256_cvtph_ps(_mm_loadu_si128(
+								(const __m128i
+									 *)(sb +
+									    EDGEQ_PK_Q2K_DMIN +
+									    16 * hh))),
+							da),
+						_mm256_cvtepi32_ps(summ[k]),
+						acc[2 * k + hh]);
+			}
+		}
+	}
+}
+
+static void tile_q3_q2(enum edgeq_type t, const uint8_t *gp, int64_t i0,
+		       int64_t i1, const char *a, size_t as, const void *ap,
+		       int64_t aps, int nt, __m256 *acc)
+{
+#define T(N)                                                                 \
+	case N:                                                              \
+		if (t == EDGEQ_TYPE_Q3_K)                                    \
+			tile_q32(gp, i0, i1, a, as, ap, aps, N, true, acc);  \
+		else                                                         \
+			tile_q32(gp, i0, i1, a, as, ap, aps, N, false, acc); \
+		return
+	switch (nt) {
+		T(1);
+		T(2);
+		T(3);
+	default:
+		T(TMAX);
+	}
+#undef T
+}
+
 /* Q8_0 and Q8_K preparations, one signature for the driver */
 static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
@@ -881,6 +1091,18 @@ static void prep_xs(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 {
 	(void)t;
 	actx_prep(a, nblk, out);
+}
+
+static void prep_q3(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	(void)t;
+	act16_prep(a, nblk, -4, out);
+}
+
+static void prep_q2(enum edgeq_type t, const void *a, int64_t nblk, void *out)
+{
+	(void)t;
+	act16_prep(a, nblk, 1, out);
 }
 
 static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
@@ -948,6 +1170,18 @@ static const struct kind k_iq4_xs = { 256,
 				      sizeof(struct actx),
 				      prep_xs,
 				      tile_iq4_xs };
+static const struct kind k_q3_K = { 256,
+				    EDGEQ_PK_GB_Q3_K,
+				    sizeof(struct edgeq_block_q8_K),
+				    sizeof(struct act16),
+				    prep_q3,
+				    tile_q3_q2 };
+static const struct kind k_q2_K = { 256,
+				    EDGEQ_PK_GB_Q2_K,
+				    sizeof(struct edgeq_block_q8_K),
+				    sizeof(struct act16),
+				    prep_q2,
+				    tile_q3_q2 };
 static const struct kind k_q6_K = { 256,
 				    EDGEQ_PK_GB_Q6_K,
 				    sizeof(struct edgeq_block_q8_K),
@@ -990,6 +1224,8 @@ void PK_FN(matmul_packed)(enum edgeq_type t, const void *w, int64_t n,
 			       t == EDGEQ_TYPE_Q4_K   ? &k_q4_K :
 			       t == EDGEQ_TYPE_Q5_K   ? &k_q5_K :
 			       t == EDGEQ_TYPE_IQ4_XS ? &k_iq4_xs :
+			       t == EDGEQ_TYPE_Q3_K   ? &k_q3_K :
+			       t == EDGEQ_TYPE_Q2_K   ? &k_q2_K :
 			       t == EDGEQ_TYPE_Q8_0   ? &k_q8_0 :
 							&k_q4_0;
 	const int64_t nblk = n / k->bs;

@@ -1009,27 +1009,6 @@ static void prep_xs(enum edgeq_type t, const void *a, int64_t nblk, void *out)
 /* ---- Q3_K, Q2_K (Q6_K's frame, the scales in kernels/pack.c's sc16
  * order) ---- */
 
-/* Per Q8_K super-block: its scale and each 16-byte group's sum times
- * -4 (Q3_K: its chains start there, turning q + 4 back into q) or 1
- * (Q2_K: the mins' sums). */
-struct act16 {
-	float d;
-	int32_t b[16];
-};
-
-_Static_assert(sizeof(struct act16) <= sizeof(struct act6),
-	       "the stack's prepared blocks hold an act16");
-
-static void act16_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
-		       int32_t mul, struct act16 *o)
-{
-	for (int64_t i = 0; i < nsb; i++) {
-		o[i].d = a[i].d;
-		for (int g = 0; g < 16; g++)
-			o[i].b[g] = mul * a[i].bsums[g];
-	}
-}
-
 /* Sub-block g's scale bytes of the 16 rows, row r in lane r: rows
  * 4v..4v+3 lie at 64 v of the sc16 order's offset for g. */
 AI __m128i sc16_rows(const uint8_t *sb, const int g)

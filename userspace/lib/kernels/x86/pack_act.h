@@ -109,4 +109,25 @@ static inline void actx_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
 	}
 }
 
+/* Per Q8_K super-block: its scale and each 16-byte group's sum times
+ * -4 (Q3_K: its chains start there, turning q + 4 back into q) or 1
+ * (Q2_K: the mins' sums). */
+struct act16 {
+	float d;
+	int32_t b[16];
+};
+
+_Static_assert(sizeof(struct act16) <= sizeof(struct act6),
+	       "the stack's prepared blocks hold an act16");
+
+static inline void act16_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
+			      int32_t mul, struct act16 *o)
+{
+	for (int64_t i = 0; i < nsb; i++) {
+		o[i].d = a[i].d;
+		for (int g = 0; g < 16; g++)
+			o[i].b[g] = mul * a[i].bsums[g];
+	}
+}
+
 #endif /* EDGEQ_KERNELS_X86_PACK_ACT_H */
