@@ -389,92 +389,106 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #pragma GCC unroll 16
 			for (int k = 0; k < NT; k++)
 				isum[k] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-			for (int j = 0; j < 8; j++) {
-				__m256i sc =
-					_mm256_cvtepu8_epi32(_mm_loadl_epi64((
-						const __m128i *)(sb +
-								 EDGEQ_PK_K_SC +
-								 16 * j +
-								 8 * h)));
-				__m256i sd[TMAX];
-#if !PK_VNNI
-				/* the scale in both int16 halves */
-				__m256i scp = _mm256_or_si256(
-					sc, _mm256_slli_epi32(sc, 16));
-#endif
-
-#pragma GCC unroll 16
-				for (int k = 0; k < NT; k++)
-					sd[k] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-				for (int c = 0; c < 8; c++) {
-					__m256i v = _mm256_loadu_si256(
-						(const __m256i
-							 *)(sb + EDGEQ_PK_K_QS +
-							    512 * (j >> 1) +
-							    64 * c + 32 * h));
-					__m256i w = _mm256_and_si256(
-						(j & 1) ? _mm256_srli_epi16(v,
-									    4) :
-							  v,
-						m4);
-
-					if (Q5) { /* bit j of qh as bit 4 */
-						__m256i hq = _mm256_loadu_si256((
-							const __m256i
+				/* pairs of sub-blocks at run time, a pair's two unrolled:
+			 * fully unrolled, the loads hoisted ahead spilled */
+#pragma GCC unroll 1
+			for (int jj = 0; jj < 4; jj++)
+#pragma GCC unroll 2
+				for (int j = 2 * jj; j < 2 * jj + 2; j++) {
+					__m256i sc = _mm256_cvtepu8_epi32(
+						_mm_loadl_epi64((
+							const __m128i
 								*)(sb +
-								   EDGEQ_PK_Q5K_QH +
-								   64 * c +
-								   32 * h));
-
-						hq = j <= 4 ?
-							     _mm256_slli_epi16(
-								     hq,
-								     4 - j) :
-							     _mm256_srli_epi16(
-								     hq, j - 4);
-						w = _mm256_or_si256(
-							w,
-							_mm256_and_si256(
-								hq,
-								_mm256_set1_epi8(
-									0x10)));
-					}
+								   EDGEQ_PK_K_SC +
+								   16 * j +
+								   8 * h)));
+					__m256i sd[TMAX];
+#if !PK_VNNI
+					/* the scale in both int16 halves */
+					__m256i scp = _mm256_or_si256(
+						sc, _mm256_slli_epi32(sc, 16));
+#endif
 
 #pragma GCC unroll 16
 					for (int k = 0; k < NT; k++)
-						sd[k] = dp(sd[k], w, w,
-							   bcast4(q[k] +
-								  32 * j +
-								  4 * c),
-							   !PK_VNNI);
-#if !PK_VNNI
-					/* Q5_K's 5-bit values: 4 chunks in
-					 * int16 (at most 8 x 31 x 128) */
-					if (Q5 && c == 3)
-#pragma GCC unroll 16
-						for (int k = 0; k < NT; k++) {
-							isum[k] = _mm256_add_epi32(
-								isum[k],
-								_mm256_madd_epi16(
-									sd[k],
-									scp));
-							sd[k] = _mm256_setzero_si256();
+						sd[k] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+					for (int c = 0; c < 8; c++) {
+						__m256i v = _mm256_loadu_si256((
+							const __m256i
+								*)(sb +
+								   EDGEQ_PK_K_QS +
+								   512 * (j >>
+									  1) +
+								   64 * c +
+								   32 * h));
+						__m256i w = _mm256_and_si256(
+							(j & 1) ?
+								_mm256_srli_epi16(
+									v, 4) :
+								v,
+							m4);
+
+						if (Q5) { /* bit j of qh as bit 4 */
+							__m256i hq = _mm256_loadu_si256(
+								(const __m256i
+									 *)(sb +
+									    EDGEQ_PK_Q5K_QH +
+									    64 * c +
+									    32 * h));
+
+							hq = j <= 4 ?
+								     _mm256_slli_epi16(
+									     hq,
+									     4 - j) :
+								     _mm256_srli_epi16(
+									     hq,
+									     j - 4);
+							w = _mm256_or_si256(
+								w,
+								_mm256_and_si256(
+									hq,
+									_mm256_set1_epi8(
+										0x10)));
 						}
-#endif
-				}
+
 #pragma GCC unroll 16
-				for (int k = 0; k < NT; k++)
-					isum[k] = _mm256_add_epi32(
-						isum[k],
-#if PK_VNNI
-						_mm256_mullo_epi32(sd[k], sc)
-#else
-						_mm256_madd_epi16(sd[k], scp)
+						for (int k = 0; k < NT; k++)
+							sd[k] = dp(
+								sd[k], w, w,
+								bcast4(q[k] +
+								       32 * j +
+								       4 * c),
+								!PK_VNNI);
+#if !PK_VNNI
+						/* Q5_K's 5-bit values: 4 chunks in
+					 * int16 (at most 8 x 31 x 128) */
+						if (Q5 && c == 3)
+#pragma GCC unroll 16
+							for (int k = 0; k < NT;
+							     k++) {
+								isum[k] = _mm256_add_epi32(
+									isum[k],
+									_mm256_madd_epi16(
+										sd[k],
+										scp));
+								sd[k] = _mm256_setzero_si256();
+							}
 #endif
-					);
-			}
+					}
+#pragma GCC unroll 16
+					for (int k = 0; k < NT; k++)
+						isum[k] = _mm256_add_epi32(
+							isum[k],
+#if PK_VNNI
+							_mm256_mullo_epi32(
+								sd[k], sc)
+#else
+							_mm256_madd_epi16(sd[k],
+									  scp)
+#endif
+						);
+				}
 #pragma GCC unroll 16
 			for (int k = 0; k < NT; k++)
 				summ[k] = _mm256_setzero_si256();
@@ -578,6 +592,63 @@ AI __m256i q6_weights(const uint8_t *sb, int n, int c, int j, int h)
 }
 
 /*
+ * Sub-block g = 8n + c4 + 2j of quarter q4 = 2n + c4 (half h) against NT
+ * tokens into isum: tile_q6()'s step.
+ */
+AI void q6_sub(const uint8_t *sb, const int8_t *const *q, const struct act6 *ap,
+	       int64_t aps, int64_t ii, const int NT, const int q4, const int j,
+	       const int h, __m256i *isum)
+{
+	const int n = q4 >> 1, c4 = q4 & 1, g = 8 * n + c4 + 2 * j;
+	__m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(
+		(const __m128i *)(sb + EDGEQ_PK_16_SC + 16 * g + 8 * h)));
+	__m256i sd[TMAX];
+#if !PK_VNNI
+	__m256i scp =
+		_mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xffff)),
+				_mm256_slli_epi32(sc, 16));
+#endif
+
+#pragma GCC unroll 16
+	for (int k = 0; k < NT; k++)
+		sd[k] = PK_VNNI ? _mm256_set1_epi32(ap[k * aps + ii].nb32[g]) :
+				  _mm256_setzero_si256();
+#pragma GCC unroll 4
+	for (int cc = 0; cc < 4; cc++) {
+		const int c = 4 * c4 + cc;
+		__m256i w = q6_weights(sb, n, c, j, h);
+
+#pragma GCC unroll 16
+		for (int k = 0; k < NT; k++)
+			sd[k] = dp(sd[k], w, w,
+				   bcast4(q[k] + 128 * n + 4 * c + 32 * j),
+				   !PK_VNNI);
+#if !PK_VNNI
+		if (cc % 2 == 1) /* two chunks in int16 */
+#pragma GCC unroll 16
+			for (int k = 0; k < NT; k++) {
+				isum[k] = _mm256_add_epi32(
+					isum[k], _mm256_madd_epi16(sd[k], scp));
+				sd[k] = _mm256_setzero_si256();
+			}
+#endif
+	}
+#pragma GCC unroll 16
+	for (int k = 0; k < NT; k++)
+		isum[k] = _mm256_add_epi32(isum[k],
+#if PK_VNNI
+					   _mm256_mullo_epi32(sd[k], sc)
+#else
+					   _mm256_mullo_epi32(
+						   _mm256_set1_epi32(
+							   ap[k * aps + ii]
+								   .nb32[g]),
+						   sc)
+#endif
+		);
+}
+
+/*
  * One group of 16 rows of Q6_K against NT Q8_K tokens, super-blocks [i0,
  * i1), half h at a time, one sub-block g = 8n + c4 + 2j at a time: its 4
  * weight vectors (q + 32, 0..63) meet each token's bytes. AVX-VNNI: the
@@ -613,70 +684,22 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #pragma GCC unroll 16
 			for (int k = 0; k < NT; k++)
 				isum[k] = _mm256_setzero_si256();
-#pragma GCC unroll 16
-			for (int u = 0; u < 16; u++) {
-				const int q4 = u >> 2, j = u & 3, n = q4 >> 1,
-					  c4 = q4 & 1, g = 8 * n + c4 + 2 * j;
-				__m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(
-					(const __m128i *)(sb + EDGEQ_PK_16_SC +
-							  16 * g + 8 * h)));
-				__m256i sd[TMAX];
-#if !PK_VNNI
-				__m256i scp = _mm256_or_si256(
-					_mm256_and_si256(
-						sc, _mm256_set1_epi32(0xffff)),
-					_mm256_slli_epi32(sc, 16));
-#endif
-
-#pragma GCC unroll 16
-				for (int k = 0; k < NT; k++)
-					sd[k] = PK_VNNI ?
-							_mm256_set1_epi32(
-								ap[k * aps + i -
-								   i0]
-									.nb32[g]) :
-							_mm256_setzero_si256();
+			/* a decode step's quarters unrolled; a prompt's at
+			 * run time (unrolled, the hoisted loads spilled) */
+			if (NT == 1) {
 #pragma GCC unroll 4
-				for (int cc = 0; cc < 4; cc++) {
-					const int c = 4 * c4 + cc;
-					__m256i w = q6_weights(sb, n, c, j, h);
-
-#pragma GCC unroll 16
-					for (int k = 0; k < NT; k++)
-						sd[k] = dp(
-							sd[k], w, w,
-							bcast4(q[k] + 128 * n +
-							       4 * c + 32 * j),
-							!PK_VNNI);
-#if !PK_VNNI
-					if (cc % 2 ==
-					    1) /* two chunks in int16 */
-#pragma GCC unroll 16
-						for (int k = 0; k < NT; k++) {
-							isum[k] = _mm256_add_epi32(
-								isum[k],
-								_mm256_madd_epi16(
-									sd[k],
-									scp));
-							sd[k] = _mm256_setzero_si256();
-						}
-#endif
-				}
-#pragma GCC unroll 16
-				for (int k = 0; k < NT; k++)
-					isum[k] = _mm256_add_epi32(
-						isum[k],
-#if PK_VNNI
-						_mm256_mullo_epi32(sd[k], sc)
-#else
-						_mm256_mullo_epi32(
-							_mm256_set1_epi32(
-								ap[k * aps + i -
-								   i0]
-									.nb32[g]),
-							sc)
-#endif
-					);
+				for (int q4 = 0; q4 < 4; q4++)
+#pragma GCC unroll 4
+					for (int j = 0; j < 4; j++)
+						q6_sub(sb, q, ap, aps, i - i0,
+						       NT, q4, j, h, isum);
+			} else {
+#pragma GCC unroll 1
+				for (int q4 = 0; q4 < 4; q4++)
+#pragma GCC unroll 4
+					for (int j = 0; j < 4; j++)
+						q6_sub(sb, q, ap, aps, i - i0,
+						       NT, q4, j, h, isum);
 			}
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
 				(const __m128i *)(sb + 16 * h)));
@@ -759,7 +782,9 @@ AI void tile_xs(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 #pragma GCC unroll 16
 			for (int k = 0; k < NT; k++)
 				isum[k] = _mm256_setzero_si256();
-#pragma GCC unroll 8
+				/* sub-blocks at run time (unrolled, the hoisted loads
+			 * spilled) */
+#pragma GCC unroll 1
 			for (int j = 0; j < 8; j++) {
 				__m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(
 					(const __m128i *)(sb + EDGEQ_PK_XS_SC +
@@ -910,122 +935,140 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 				isum[k] = _mm256_setzero_si256();
 				summ[k] = _mm256_setzero_si256();
 			}
-#pragma GCC unroll 16
-			for (int g = 0; g < 16; g++) {
-				const int n = g / 8, j = (g / 2) % 4,
-					  gh = g % 2;
-				int32_t r0, r1;
-				__m256i sc, mn = _mm256_setzero_si256(),
-					    sd[TMAX];
-
-				/* rows 8hh..8hh+3 and 8hh+4..8hh+7 */
-				memcpy(&r0, sb + edgeq_pk_sc16(g, 8 * hh), 4);
-				memcpy(&r1, sb + edgeq_pk_sc16(g, 8 * hh + 4),
-				       4);
-				if (Q3) {
-					sc = _mm256_cvtepi8_epi32(
-						_mm_setr_epi32(r0, r1, 0, 0));
-				} else {
-					__m256i b = _mm256_cvtepu8_epi32(
-						_mm_setr_epi32(r0, r1, 0, 0));
-
-					sc = _mm256_and_si256(
-						b, _mm256_set1_epi32(15));
-					mn = _mm256_srli_epi32(b, 4);
-				}
-#pragma GCC unroll 16
-				for (int k = 0; k < NT; k++)
-					sd[k] = PK_VNNI && Q3 ?
-							_mm256_set1_epi32(
-								ap[k * aps + i -
-								   i0]
-									.b[g]) :
-							_mm256_setzero_si256();
+			/* (n, gh) at run time, the 4 bit pairs j unrolled
+			 * (fully unrolled, the hoisted loads spilled) */
+#pragma GCC unroll 1
+			for (int ng = 0; ng < 4; ng++)
 #pragma GCC unroll 4
-				for (int c = 0; c < 4; c++) {
-					__m256i v = _mm256_loadu_si256((
-						const __m256i
-							*)(sb + EDGEQ_PK_16_QS +
-							   64 * (8 * n +
-								 4 * gh + c) +
-							   32 * hh));
-					__m256i w = _mm256_and_si256(
-						_mm256_srli_epi16(v, 2 * j),
-						m3);
+				for (int j = 0; j < 4; j++) {
+					const int n = ng >> 1, gh = ng & 1,
+						  g = 8 * n + 2 * j + gh;
+					int32_t r0, r1;
+					__m256i sc, mn = _mm256_setzero_si256(),
+						    sd[TMAX];
 
+					/* rows 8hh..8hh+3 and 8hh+4..8hh+7 */
+					memcpy(&r0,
+					       sb + edgeq_pk_sc16(g, 8 * hh),
+					       4);
+					memcpy(&r1,
+					       sb + edgeq_pk_sc16(g,
+								  8 * hh + 4),
+					       4);
 					if (Q3) {
-						const __m256i bit =
-							_mm256_set1_epi8((
-								char)(1
-								      << (4 * n +
-									  j)));
-						__m256i hm = _mm256_loadu_si256((
-							const __m256i
-								*)(sb +
-								   EDGEQ_PK_Q3K_HMASK +
-								   64 * (4 * gh +
-									 c) +
-								   32 * hh));
+						sc = _mm256_cvtepi8_epi32(
+							_mm_setr_epi32(r0, r1,
+								       0, 0));
+					} else {
+						__m256i b = _mm256_cvtepu8_epi32(
+							_mm_setr_epi32(r0, r1,
+								       0, 0));
 
-						w = _mm256_or_si256(
-							w,
-							_mm256_and_si256(
-								_mm256_cmpeq_epi8(
-									_mm256_and_si256(
-										hm,
-										bit),
-									bit),
-								_mm256_set1_epi8(
-									4)));
+						sc = _mm256_and_si256(
+							b,
+							_mm256_set1_epi32(15));
+						mn = _mm256_srli_epi32(b, 4);
 					}
 #pragma GCC unroll 16
 					for (int k = 0; k < NT; k++)
-						sd[k] = dp(sd[k], w, w,
-							   bcast4(q[k] +
-								  16 * g +
-								  4 * c),
-							   !PK_VNNI);
-				}
+						sd[k] = PK_VNNI && Q3 ?
+								_mm256_set1_epi32(
+									ap[k * aps +
+									   i -
+									   i0]
+										.b[g]) :
+								_mm256_setzero_si256();
+#pragma GCC unroll 4
+					for (int c = 0; c < 4; c++) {
+						__m256i v = _mm256_loadu_si256((
+							const __m256i
+								*)(sb +
+								   EDGEQ_PK_16_QS +
+								   64 * (8 * n +
+									 4 * gh +
+									 c) +
+								   32 * hh));
+						__m256i w = _mm256_and_si256(
+							_mm256_srli_epi16(
+								v, 2 * j),
+							m3);
+
+						if (Q3) {
+							const __m256i bit = _mm256_set1_epi8(
+								(char)(1
+								       << (4 * n +
+									   j)));
+							__m256i hm = _mm256_loadu_si256((
+								const __m256i
+									*)(sb +
+									   EDGEQ_PK_Q3K_HMASK +
+									   64 * (4 * gh +
+										 c) +
+									   32 * hh));
+
+							w = _mm256_or_si256(
+								w,
+								_mm256_and_si256(
+									_mm256_cmpeq_epi8(
+										_mm256_and_si256(
+											hm,
+											bit),
+										bit),
+									_mm256_set1_epi8(
+										4)));
+						}
 #pragma GCC unroll 16
-				for (int k = 0; k < NT; k++) {
-					int32_t bg = ap[k * aps + i - i0].b[g];
+						for (int k = 0; k < NT; k++)
+							sd[k] = dp(
+								sd[k], w, w,
+								bcast4(q[k] +
+								       16 * g +
+								       4 * c),
+								!PK_VNNI);
+					}
+#pragma GCC unroll 16
+					for (int k = 0; k < NT; k++) {
+						int32_t bg =
+							ap[k * aps + i - i0]
+								.b[g];
 
 #if PK_VNNI
-					isum[k] = _mm256_add_epi32(
-						isum[k],
-						_mm256_mullo_epi32(sd[k], sc));
-#else
-					/* the scale in both int16 halves;
-					 * Q3_K's -4 sum term by the scale */
-					isum[k] = _mm256_add_epi32(
-						isum[k],
-						_mm256_madd_epi16(
-							sd[k],
-							_mm256_or_si256(
-								_mm256_and_si256(
-									sc,
-									_mm256_set1_epi32(
-										0xffff)),
-								_mm256_slli_epi32(
-									sc,
-									16))));
-					if (Q3)
 						isum[k] = _mm256_add_epi32(
 							isum[k],
 							_mm256_mullo_epi32(
-								sc,
-								_mm256_set1_epi32(
-									bg)));
+								sd[k], sc));
+#else
+						/* the scale in both int16 halves;
+					 * Q3_K's -4 sum term by the scale */
+						isum[k] = _mm256_add_epi32(
+							isum[k],
+							_mm256_madd_epi16(
+								sd[k],
+								_mm256_or_si256(
+									_mm256_and_si256(
+										sc,
+										_mm256_set1_epi32(
+											0xffff)),
+									_mm256_slli_epi32(
+										sc,
+										16))));
+						if (Q3)
+							isum[k] = _mm256_add_epi32(
+								isum[k],
+								_mm256_mullo_epi32(
+									sc,
+									_mm256_set1_epi32(
+										bg)));
 #endif
-					if (!Q3)
-						summ[k] = _mm256_add_epi32(
-							summ[k],
-							_mm256_mullo_epi32(
-								mn,
-								_mm256_set1_epi32(
-									bg)));
+						if (!Q3)
+							summ[k] = _mm256_add_epi32(
+								summ[k],
+								_mm256_mullo_epi32(
+									mn,
+									_mm256_set1_epi32(
+										bg)));
+					}
 				}
-			}
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
 				(const __m128i *)(sb + 16 * hh)));
 
