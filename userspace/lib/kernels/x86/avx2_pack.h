@@ -49,6 +49,33 @@
 /* Without heap scratch, this many blocks are prepared on the stack. */
 #define SEG 16
 
+/* CALL with NT_ a constant 1..TMAX for nt tokens (so each tile's loops
+ * over tokens unroll and its sums stay in registers). */
+#define BY_NT(nt, CALL)               \
+	switch (nt) {                 \
+	case 1: {                     \
+		const int NT_ = 1;    \
+		CALL;                 \
+		return;               \
+	}                             \
+	case 2: {                     \
+		const int NT_ = 2;    \
+		CALL;                 \
+		return;               \
+	}                             \
+	case 3: {                     \
+		const int NT_ = 3;    \
+		CALL;                 \
+		return;               \
+	}                             \
+	default: {                    \
+		const int NT_ = TMAX; \
+		CALL;                 \
+		return;               \
+	}                             \
+	}
+_Static_assert(TMAX == 4, "BY_NT's cases");
+
 static inline __m256i bcast4(const int8_t *p)
 {
 	int32_t v;
@@ -294,27 +321,13 @@ AI void tile(enum edgeq_type t, const uint8_t *gp, int64_t i0, int64_t i1,
 }
 
 /* One group against nt tokens of the type TY (a constant). */
-#define TILE_ANY(name, TY)                                               \
-	static void name(const uint8_t *gp, int64_t i0, int64_t i1,      \
-			 const char *a, size_t as, const struct act *ap, \
-			 int64_t aps, int nt, __m256 *acc)               \
-	{                                                                \
-		switch (nt) {                                            \
-		case 1:                                                  \
-			tile(TY, gp, i0, i1, a, as, ap, aps, 1, acc);    \
-			return;                                          \
-		case 2:                                                  \
-			tile(TY, gp, i0, i1, a, as, ap, aps, 2, acc);    \
-			return;                                          \
-		case 3:                                                  \
-			tile(TY, gp, i0, i1, a, as, ap, aps, 3, acc);    \
-			return;                                          \
-		default:                                                 \
-			tile(TY, gp, i0, i1, a, as, ap, aps, TMAX, acc); \
-			return;                                          \
-		}                                                        \
+#define TILE_ANY(name, TY)                                                \
+	static void name(const uint8_t *gp, int64_t i0, int64_t i1,       \
+			 const char *a, size_t as, const struct act *ap,  \
+			 int64_t aps, int nt, __m256 *acc)                \
+	{                                                                 \
+		BY_NT(nt, tile(TY, gp, i0, i1, a, as, ap, aps, NT_, acc)) \
 	}
-_Static_assert(TMAX == 4, "TILE_ANY's cases");
 TILE_ANY(tile_q4_0, EDGEQ_TYPE_Q4_0)
 TILE_ANY(tile_q8_0, EDGEQ_TYPE_Q8_0)
 TILE_ANY(tile_iq4_nl, EDGEQ_TYPE_IQ4_NL)
@@ -546,21 +559,10 @@ static void tile_q4_K(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		      int64_t i1, const char *a, size_t as, const void *ap,
 		      int64_t aps, int nt, __m256 *acc)
 {
-#define T(N)                                                               \
-	case N:                                                            \
-		if (t == EDGEQ_TYPE_Q5_K)                                  \
-			tile_k(gp, i0, i1, a, as, ap, aps, N, true, acc);  \
-		else                                                       \
-			tile_k(gp, i0, i1, a, as, ap, aps, N, false, acc); \
-		return
-	switch (nt) {
-		T(1);
-		T(2);
-		T(3);
-	default:
-		T(TMAX);
-	}
-#undef T
+	const bool q5 = t == EDGEQ_TYPE_Q5_K;
+
+	BY_NT(nt, q5 ? tile_k(gp, i0, i1, a, as, ap, aps, NT_, true, acc) :
+		       tile_k(gp, i0, i1, a, as, ap, aps, NT_, false, acc))
 }
 
 /* ---- Q6_K ---- */
@@ -722,20 +724,7 @@ static void tile_q6_K(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		      int64_t aps, int nt, __m256 *acc)
 {
 	(void)t;
-	switch (nt) {
-	case 1:
-		tile_q6(gp, i0, i1, a, as, ap, aps, 1, acc);
-		return;
-	case 2:
-		tile_q6(gp, i0, i1, a, as, ap, aps, 2, acc);
-		return;
-	case 3:
-		tile_q6(gp, i0, i1, a, as, ap, aps, 3, acc);
-		return;
-	default:
-		tile_q6(gp, i0, i1, a, as, ap, aps, TMAX, acc);
-		return;
-	}
+	BY_NT(nt, tile_q6(gp, i0, i1, a, as, ap, aps, NT_, acc))
 }
 
 /* ---- IQ4_XS ---- */
@@ -874,20 +863,7 @@ static void tile_iq4_xs(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 			int64_t aps, int nt, __m256 *acc)
 {
 	(void)t;
-	switch (nt) {
-	case 1:
-		tile_xs(gp, i0, i1, a, as, ap, aps, 1, acc);
-		return;
-	case 2:
-		tile_xs(gp, i0, i1, a, as, ap, aps, 2, acc);
-		return;
-	case 3:
-		tile_xs(gp, i0, i1, a, as, ap, aps, 3, acc);
-		return;
-	default:
-		tile_xs(gp, i0, i1, a, as, ap, aps, TMAX, acc);
-		return;
-	}
+	BY_NT(nt, tile_xs(gp, i0, i1, a, as, ap, aps, NT_, acc))
 }
 
 /* ---- Q3_K, Q2_K (Q6_K's frame, the scales in kernels/pack.c's sc16
@@ -1101,21 +1077,10 @@ static void tile_q3_q2(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		       int64_t i1, const char *a, size_t as, const void *ap,
 		       int64_t aps, int nt, __m256 *acc)
 {
-#define T(N)                                                                 \
-	case N:                                                              \
-		if (t == EDGEQ_TYPE_Q3_K)                                    \
-			tile_q32(gp, i0, i1, a, as, ap, aps, N, true, acc);  \
-		else                                                         \
-			tile_q32(gp, i0, i1, a, as, ap, aps, N, false, acc); \
-		return
-	switch (nt) {
-		T(1);
-		T(2);
-		T(3);
-	default:
-		T(TMAX);
-	}
-#undef T
+	const bool q3 = t == EDGEQ_TYPE_Q3_K;
+
+	BY_NT(nt, q3 ? tile_q32(gp, i0, i1, a, as, ap, aps, NT_, true, acc) :
+		       tile_q32(gp, i0, i1, a, as, ap, aps, NT_, false, acc))
 }
 
 /* Q8_0 and Q8_K preparations, one signature for the driver */
