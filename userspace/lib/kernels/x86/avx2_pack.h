@@ -362,6 +362,32 @@ static void tile_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 	}
 }
 
+/*
+ * The scalar dot's float step for NT tokens in half h: acc[2k + h] =
+ * fma(d_w * d_a, isum[k], acc[2k + h]) (@neg: fnmadd, the mins' step), d_w
+ * the rows' fp16 d (or dmin) at @dw16 (16 of them; the half's 8), d_a
+ * token k's prepared scale, the float at @da + k * @stride bytes.
+ */
+AI void d_step(__m256 *acc, const int NT, const int h, const uint8_t *dw16,
+	       const void *da, size_t stride, const __m256i *isum,
+	       const bool neg)
+{
+	__m256 dw = _mm256_cvtph_ps(
+		_mm_loadu_si128((const __m128i *)(dw16 + 16 * h)));
+
+#pragma GCC unroll 16
+	for (int k = 0; k < NT; k++) {
+		float d;
+
+		memcpy(&d, (const char *)da + (size_t)k * stride, sizeof(d));
+		__m256 m = _mm256_mul_ps(dw, _mm256_set1_ps(d));
+		__m256 v = _mm256_cvtepi32_ps(isum[k]);
+
+		acc[2 * k + h] = neg ? _mm256_fnmadd_ps(m, v, acc[2 * k + h]) :
+				       _mm256_fmadd_ps(m, v, acc[2 * k + h]);
+	}
+}
+
 /* ---- Q4_K ---- */
 
 /*
@@ -532,25 +558,10 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 								   i0]
 									.bp[jj])));
 			}
-			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
-				(const __m128i *)(sb + 16 * h)));
-			__m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(
-				(const __m128i *)(sb + EDGEQ_PK_K_DMIN +
-						  16 * h)));
-
-#pragma GCC unroll 16
-			for (int k = 0; k < NT; k++) {
-				__m256 da =
-					_mm256_set1_ps(ap[k * aps + i - i0].d);
-				__m256 *c_ = &acc[2 * k + h];
-
-				*c_ = _mm256_fmadd_ps(
-					_mm256_mul_ps(dw, da),
-					_mm256_cvtepi32_ps(isum[k]), *c_);
-				*c_ = _mm256_fnmadd_ps(
-					_mm256_mul_ps(dm, da),
-					_mm256_cvtepi32_ps(summ[k]), *c_);
-			}
+			d_step(acc, NT, h, sb, &ap[i - i0].d,
+			       (size_t)aps * sizeof(*ap), isum, false);
+			d_step(acc, NT, h, sb + EDGEQ_PK_K_DMIN, &ap[i - i0].d,
+			       (size_t)aps * sizeof(*ap), summ, true);
 		}
 	}
 }
@@ -703,18 +714,8 @@ AI void tile_q6(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 						q6_sub(sb, q, ap, aps, i - i0,
 						       NT, q4, j, h, isum);
 			}
-			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
-				(const __m128i *)(sb + 16 * h)));
-
-#pragma GCC unroll 16
-			for (int k = 0; k < NT; k++)
-				acc[2 * k + h] = _mm256_fmadd_ps(
-					_mm256_mul_ps(
-						dw,
-						_mm256_set1_ps(
-							ap[k * aps + i - i0].d)),
-					_mm256_cvtepi32_ps(isum[k]),
-					acc[2 * k + h]);
+			d_step(acc, NT, h, sb, &ap[i - i0].d,
+			       (size_t)aps * sizeof(*ap), isum, false);
 		}
 	}
 }
@@ -842,18 +843,8 @@ AI void tile_xs(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 						isum[k],
 						_mm256_mullo_epi32(sd[k], sc));
 			}
-			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
-				(const __m128i *)(sb + 16 * h)));
-
-#pragma GCC unroll 16
-			for (int k = 0; k < NT; k++)
-				acc[2 * k + h] = _mm256_fmadd_ps(
-					_mm256_mul_ps(
-						dw,
-						_mm256_set1_ps(
-							ap[k * aps + i - i0].d)),
-					_mm256_cvtepi32_ps(isum[k]),
-					acc[2 * k + h]);
+			d_step(acc, NT, h, sb, &ap[i - i0].d,
+			       (size_t)aps * sizeof(*ap), isum, false);
 		}
 	}
 }
@@ -1045,30 +1036,12 @@ AI void tile_q32(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 										bg)));
 					}
 				}
-			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(
-				(const __m128i *)(sb + 16 * hh)));
-
-#pragma GCC unroll 16
-			for (int k = 0; k < NT; k++) {
-				__m256 da =
-					_mm256_set1_ps(ap[k * aps + i - i0].d);
-
-				acc[2 * k + hh] = _mm256_fmadd_ps(
-					_mm256_mul_ps(dw, da),
-					_mm256_cvtepi32_ps(isum[k]),
-					acc[2 * k + hh]);
-				if (!Q3)
-					acc[2 * k + hh] = _mm256_fnmadd_ps(
-						_mm256_mul_ps(
-							_mm256_cvtph_ps(_mm_loadu_si128(
-								(const __m128i
-									 *)(sb +
-									    EDGEQ_PK_Q2K_DMIN +
-									    16 * hh))),
-							da),
-						_mm256_cvtepi32_ps(summ[k]),
-						acc[2 * k + hh]);
-			}
+			d_step(acc, NT, hh, sb, &ap[i - i0].d,
+			       (size_t)aps * sizeof(*ap), isum, false);
+			if (!Q3) /* the mins' step */
+				d_step(acc, NT, hh, sb + EDGEQ_PK_Q2K_DMIN,
+				       &ap[i - i0].d, (size_t)aps * sizeof(*ap),
+				       summ, true);
 		}
 	}
 }
