@@ -2,7 +2,7 @@
 # lane: vm (tests/run: beside the other tests, after the ones before it in this lane)
 # The real module with the Vulkan agent on lavapipe, in the test VM
 # (tests/placement/vm-vulkan.sh).
-# timeout: 840
+# timeout: 1220
 set -u
 top=${EDGEQ_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=$top/${O:-build}
@@ -16,5 +16,5 @@ fi
 "${EDGEQ:-$B/edgeq}" agent --list-devices 2>/dev/null | grep -q '^vulkan 0: ' ||
 	{ echo "no Vulkan device on the host (mesa-vulkan-drivers: tools/install-deps)"; exit 77; }
 [ -x "$B/tools/place-run" ] && [ -x "$B/tools/gguf-gen" ] || { echo "place-run/gguf-gen not built"; exit 77; }
-exec "$top/tools/vm/run-in-vm" --timeout 820 --params "queues=gpu0" \
+exec "$top/tools/vm/run-in-vm" --timeout 1200 --params "queues=gpu0" \
 	--log "$B/vm/vulkan-guest.log" -- bash "$top/tests/placement/vm-vulkan.sh"
