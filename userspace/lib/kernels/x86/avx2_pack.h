@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The AVX2 table's matvec and matmul on weights repacked into groups of 16
- * interleaved rows (kernels/pack.c has the layout), for Q4_0, Q8_0 and
- * IQ4_NL. Built twice: x86/avx2_pack.c (PK_VNNI 0, any AVX2 CPU) and
+ * interleaved rows (kernels/pack.c has the layout), for the twelve types
+ * the AVX-512 table packs (the 32-column types' tile first, then the
+ * super-block types' from "---- Q4_K ----"). Built twice: x86/avx2_pack.c (PK_VNNI 0, any AVX2 CPU) and
  * x86/avx2_pack_vnni.c (PK_VNNI 1, AVX-VNNI: Alder Lake and later client
  * cores, Gracemont (N100), Zen 5). Each defines PK_VNNI and PK_FN(name),
  * the exported names, before including this file.
@@ -1054,42 +1055,6 @@ static void tile_q3_q2(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 
 	BY_NT(nt, q3 ? tile_q32(gp, i0, i1, a, as, ap, aps, NT_, true, acc) :
 		       tile_q32(gp, i0, i1, a, as, ap, aps, NT_, false, acc))
-}
-
-/* Q8_0 and Q8_K preparations, one signature for the driver */
-static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	act_prep(t, a, nblk, out);
-}
-
-static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	(void)t;
-	actk_prep(a, nblk, out);
-}
-
-static void prep_xs(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	(void)t;
-	actx_prep(a, nblk, out);
-}
-
-static void prep_q3(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	(void)t;
-	act16_prep(a, nblk, -4, out);
-}
-
-static void prep_q2(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	(void)t;
-	act16_prep(a, nblk, 1, out);
-}
-
-static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	(void)t;
-	act6_prep(a, nblk, out);
 }
 
 struct kind {

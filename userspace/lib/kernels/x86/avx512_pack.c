@@ -859,17 +859,6 @@ static void prep_group(void *Pv, int64_t r, int64_t nsb, const void *arg)
 
 /* ---- one driver for every packed type ---- */
 
-/* Q4_0/Q8_0 and Q8_K preparations, one signature for the driver */
-static void prep_q80(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	act_prep(t, a, nblk, out);
-}
-
-static void prep_k(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	actk_prep(a, nblk, out);
-}
-
 /* ---- IQ4_XS ---- */
 
 /*
@@ -998,12 +987,6 @@ static void tile_xs_any(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		tile_xs(gp, i0, i1, a, as, ap, aps, 8, acc);
 		return;
 	}
-}
-
-static void prep_xs(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	(void)t;
-	actx_prep(a, nblk, out);
 }
 
 /* ---- Q3_K, Q2_K (Q6_K's frame, the scales in kernels/pack.c's sc16
@@ -1305,23 +1288,6 @@ static void prep_q32_xs(enum edgeq_type t, void *Pv, const uint8_t *sb)
 					_mm512_srli_epi32(b[2 * p + 1], 4),
 					16));
 	}
-}
-
-static void prep_q3(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	(void)t;
-	act16_prep(a, nblk, -4, out);
-}
-
-static void prep_q2(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	(void)t;
-	act16_prep(a, nblk, 1, out);
-}
-
-static void prep_q6(enum edgeq_type t, const void *a, int64_t nblk, void *out)
-{
-	act6_prep(a, nblk, out);
 }
 
 struct kind {

@@ -130,4 +130,47 @@ static inline void act16_prep(const struct edgeq_block_q8_K *a, int64_t nsb,
 	}
 }
 
+/* The preparations above, one signature for the packed drivers. */
+static inline void prep_q80(enum edgeq_type t, const void *a, int64_t nblk,
+			    void *out)
+{
+	(void)t;
+	act_prep(t, a, nblk, out);
+}
+
+static inline void prep_k(enum edgeq_type t, const void *a, int64_t nblk,
+			  void *out)
+{
+	(void)t;
+	actk_prep(a, nblk, out);
+}
+
+static inline void prep_xs(enum edgeq_type t, const void *a, int64_t nblk,
+			   void *out)
+{
+	(void)t;
+	actx_prep(a, nblk, out);
+}
+
+static inline void prep_q3(enum edgeq_type t, const void *a, int64_t nblk,
+			   void *out)
+{
+	(void)t;
+	act16_prep(a, nblk, -4, out);
+}
+
+static inline void prep_q2(enum edgeq_type t, const void *a, int64_t nblk,
+			   void *out)
+{
+	(void)t;
+	act16_prep(a, nblk, 1, out);
+}
+
+static inline void prep_q6(enum edgeq_type t, const void *a, int64_t nblk,
+			   void *out)
+{
+	(void)t;
+	act6_prep(a, nblk, out);
+}
+
 #endif /* EDGEQ_KERNELS_X86_PACK_ACT_H */
