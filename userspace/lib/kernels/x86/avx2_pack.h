@@ -567,12 +567,175 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 	}
 }
 
+/* Q5_K's bit j of each qh byte as bit 4 of the weight's byte */
+AI __m256i q5_bit(__m256i hq, int j)
+{
+	hq = j <= 4 ? _mm256_slli_epi16(hq, 4 - j) :
+		      _mm256_srli_epi16(hq, j - 4);
+	return _mm256_and_si256(hq, _mm256_set1_epi8(0x10));
+}
+
+/* sub-block j's exact sum in half h times its 8 rows' scales */
+AI __m256i k_scaled(const uint8_t *sb, int j, int h, __m256i sd)
+{
+	__m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+		(const __m128i *)(sb + EDGEQ_PK_K_SC + 16 * j + 8 * h)));
+
+#if PK_VNNI
+	return _mm256_mullo_epi32(sd, sc);
+#else
+	return _mm256_madd_epi16(
+		sd, _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+#endif
+}
+
+/*
+ * tile_k for one token (a decode's matvec): both halves in one pass, so
+ * each activation word is broadcast once for the 16 rows, and both
+ * sub-blocks of a pair from one load of their chunk (its low nibbles are
+ * sub-block 2jj's, its high ones 2jj + 1's): per 64-byte chunk 2 loads
+ * and 2 broadcasts for 4 multiplies, where tile_k, which keeps up to 4
+ * tokens' sums per half, takes 4 of each. The same exact integers and
+ * the same float steps, so the same bits.
+ */
+AI void tile_k1(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
+		const struct actk *ap, const bool Q5, __m256 *acc)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const size_t GB = Q5 ? EDGEQ_PK_GB_Q5_K : EDGEQ_PK_GB_Q4_K;
+
+	for (int64_t i = i0; i < i1; i++) {
+		const uint8_t *sb = gp + (size_t)i * GB;
+		const int8_t *q = ((const struct edgeq_block_q8_K *)a)[i].qs;
+		__m256i isum[2] = { _mm256_setzero_si256(),
+				    _mm256_setzero_si256() };
+		__m256i summ[2];
+
+#pragma GCC unroll 16
+		for (size_t o = 0; o < GB; o += 64)
+			_mm_prefetch((const char *)sb + PF_AHEAD + o,
+				     _MM_HINT_T0);
+#pragma GCC unroll 1
+		for (int jj = 0; jj < 4; jj++) {
+			/* sd[e][h]: sub-block 2jj + e, half h */
+			__m256i sd[2][2] = { { _mm256_setzero_si256(),
+					       _mm256_setzero_si256() },
+					     { _mm256_setzero_si256(),
+					       _mm256_setzero_si256() } };
+
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++) {
+				__m256i x0 = bcast4(q + 64 * jj + 4 * c);
+				__m256i x1 = bcast4(q + 64 * jj + 32 + 4 * c);
+
+#pragma GCC unroll 2
+				for (int h = 0; h < 2; h++) {
+					__m256i v = _mm256_loadu_si256((
+						const __m256i *)(sb +
+								 EDGEQ_PK_K_QS +
+								 512 * jj +
+								 64 * c +
+								 32 * h));
+					__m256i lo = _mm256_and_si256(v, m4);
+					__m256i hi = _mm256_and_si256(
+						_mm256_srli_epi16(v, 4), m4);
+
+					if (Q5) {
+						__m256i hq = _mm256_loadu_si256((
+							const __m256i
+								*)(sb +
+								   EDGEQ_PK_Q5K_QH +
+								   64 * c +
+								   32 * h));
+
+						lo = _mm256_or_si256(
+							lo, q5_bit(hq, 2 * jj));
+						hi = _mm256_or_si256(
+							hi,
+							q5_bit(hq, 2 * jj + 1));
+					}
+					sd[0][h] = dp(sd[0][h], lo, lo, x0,
+						      !PK_VNNI);
+					sd[1][h] = dp(sd[1][h], hi, hi, x1,
+						      !PK_VNNI);
+				}
+#if !PK_VNNI
+				/* Q5_K's 5-bit values: 4 chunks in int16
+				 * (at most 8 x 31 x 128) */
+				if (Q5 && c == 3)
+#pragma GCC unroll 2
+					for (int e = 0; e < 2; e++)
+#pragma GCC unroll 2
+						for (int h = 0; h < 2; h++) {
+							isum[h] = _mm256_add_epi32(
+								isum[h],
+								k_scaled(
+									sb,
+									2 * jj +
+										e,
+									h,
+									sd[e]
+									  [h]));
+							sd[e][h] =
+								_mm256_setzero_si256();
+						}
+#endif
+			}
+#pragma GCC unroll 2
+			for (int e = 0; e < 2; e++)
+#pragma GCC unroll 2
+				for (int h = 0; h < 2; h++)
+					isum[h] = _mm256_add_epi32(
+						isum[h],
+						k_scaled(sb, 2 * jj + e, h,
+							 sd[e][h]));
+		}
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			summ[h] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+			for (int jj = 0; jj < 4; jj++) {
+				const uint8_t *m =
+					sb + EDGEQ_PK_K_MIN + 32 * jj + 8 * h;
+				__m256i mp = _mm256_or_si256(
+					_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+						(const __m128i *)m)),
+					_mm256_slli_epi32(
+						_mm256_cvtepu8_epi32(
+							_mm_loadl_epi64((
+								const __m128i
+									*)(m +
+									   16))),
+						16));
+
+				summ[h] = _mm256_add_epi32(
+					summ[h],
+					_mm256_madd_epi16(
+						mp,
+						_mm256_set1_epi32(
+							ap[i - i0].bp[jj])));
+			}
+			d_step(acc, 1, h, sb, &ap[i - i0].d, sizeof(*ap),
+			       &isum[h], false);
+			d_step(acc, 1, h, sb + EDGEQ_PK_K_DMIN, &ap[i - i0].d,
+			       sizeof(*ap), &summ[h], true);
+		}
+	}
+}
+
 static void tile_q4_K(enum edgeq_type t, const uint8_t *gp, int64_t i0,
 		      int64_t i1, const char *a, size_t as, const void *ap,
 		      int64_t aps, int nt, __m256 *acc)
 {
 	const bool q5 = t == EDGEQ_TYPE_Q5_K;
 
+	if (nt == 1) { /* a decode's matvec */
+		if (q5)
+			tile_k1(gp, i0, i1, a, ap, true, acc);
+		else
+			tile_k1(gp, i0, i1, a, ap, false, acc);
+		return;
+	}
 	BY_NT(nt, q5 ? tile_k(gp, i0, i1, a, as, ap, aps, NT_, true, acc) :
 		       tile_k(gp, i0, i1, a, as, ap, aps, NT_, false, acc))
 }
