@@ -391,6 +391,19 @@ AI void d_step(__m256 *acc, const int NT, const int h, const uint8_t *dw16,
 
 /* ---- Q4_K ---- */
 
+/* Half h's mins of sub-blocks 2jj and 2jj + 1 as int16 pairs (for a
+ * vpmaddwd with the activation's two sub-block sums) */
+AI __m256i k_mins(const uint8_t *sb, int jj, int h)
+{
+	const uint8_t *m = sb + EDGEQ_PK_K_MIN + 32 * jj + 8 * h;
+
+	return _mm256_or_si256(
+		_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m)),
+		_mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+					  (const __m128i *)(m + 16))),
+				  16));
+}
+
 /*
  * One group of 16 rows of Q4_K against NT Q8_K tokens, super-blocks [i0,
  * i1), half h (rows 8h..8h+7) at a time: per sub-block j the 8 chunks'
@@ -534,19 +547,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 				summ[k] = _mm256_setzero_si256();
 #pragma GCC unroll 4
 			for (int jj = 0; jj < 4; jj++) {
-				const uint8_t *m =
-					sb + EDGEQ_PK_K_MIN + 32 * jj + 8 * h;
-				/* mins 2jj and 2jj + 1 as int16 pairs */
-				__m256i mp = _mm256_or_si256(
-					_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-						(const __m128i *)m)),
-					_mm256_slli_epi32(
-						_mm256_cvtepu8_epi32(
-							_mm_loadl_epi64((
-								const __m128i
-									*)(m +
-									   16))),
-						16));
+				__m256i mp = k_mins(sb, jj, h);
 
 #pragma GCC unroll 16
 				for (int k = 0; k < NT; k++)
@@ -695,18 +696,7 @@ AI void tile_k1(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			summ[h] = _mm256_setzero_si256();
 #pragma GCC unroll 4
 			for (int jj = 0; jj < 4; jj++) {
-				const uint8_t *m =
-					sb + EDGEQ_PK_K_MIN + 32 * jj + 8 * h;
-				__m256i mp = _mm256_or_si256(
-					_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-						(const __m128i *)m)),
-					_mm256_slli_epi32(
-						_mm256_cvtepu8_epi32(
-							_mm_loadl_epi64((
-								const __m128i
-									*)(m +
-									   16))),
-						16));
+				__m256i mp = k_mins(sb, jj, h);
 
 				summ[h] = _mm256_add_epi32(
 					summ[h],
