@@ -404,6 +404,38 @@ AI __m256i k_mins(const uint8_t *sb, int jj, int h)
 				  16));
 }
 
+/* Q5_K's bit j of each qh byte as bit 4 of the weight's byte */
+AI __m256i q5_bit(__m256i hq, int j)
+{
+	hq = j <= 4 ? _mm256_slli_epi16(hq, 4 - j) :
+		      _mm256_srli_epi16(hq, j - 4);
+	return _mm256_and_si256(hq, _mm256_set1_epi8(0x10));
+}
+
+/* Half h's scales of sub-block j as k_mul() takes them: AVX-VNNI the
+ * int32 scale, AVX2 the scale in both int16 halves of the lane */
+AI __m256i k_scale(const uint8_t *sb, int j, int h)
+{
+	__m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+		(const __m128i *)(sb + EDGEQ_PK_K_SC + 16 * j + 8 * h)));
+
+#if PK_VNNI
+	return sc;
+#else
+	return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+#endif
+}
+
+/* a sub-block's exact sums (AVX2: its int16 pair sums) times scale s */
+AI __m256i k_mul(__m256i sd, __m256i s)
+{
+#if PK_VNNI
+	return _mm256_mullo_epi32(sd, s);
+#else
+	return _mm256_madd_epi16(sd, s);
+#endif
+}
+
 /*
  * One group of 16 rows of Q4_K against NT Q8_K tokens, super-blocks [i0,
  * i1), half h (rows 8h..8h+7) at a time: per sub-block j the 8 chunks'
@@ -448,19 +480,8 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			for (int jj = 0; jj < 4; jj++)
 #pragma GCC unroll 2
 				for (int j = 2 * jj; j < 2 * jj + 2; j++) {
-					__m256i sc = _mm256_cvtepu8_epi32(
-						_mm_loadl_epi64((
-							const __m128i
-								*)(sb +
-								   EDGEQ_PK_K_SC +
-								   16 * j +
-								   8 * h)));
+					const __m256i sc = k_scale(sb, j, h);
 					__m256i sd[TMAX];
-#if !PK_VNNI
-					/* the scale in both int16 halves */
-					__m256i scp = _mm256_or_si256(
-						sc, _mm256_slli_epi32(sc, 16));
-#endif
 
 #pragma GCC unroll 16
 					for (int k = 0; k < NT; k++)
@@ -490,19 +511,9 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 									    64 * c +
 									    32 * h));
 
-							hq = j <= 4 ?
-								     _mm256_slli_epi16(
-									     hq,
-									     4 - j) :
-								     _mm256_srli_epi16(
-									     hq,
-									     j - 4);
 							w = _mm256_or_si256(
 								w,
-								_mm256_and_si256(
-									hq,
-									_mm256_set1_epi8(
-										0x10)));
+								q5_bit(hq, j));
 						}
 
 #pragma GCC unroll 16
@@ -522,9 +533,8 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 							     k++) {
 								isum[k] = _mm256_add_epi32(
 									isum[k],
-									_mm256_madd_epi16(
-										sd[k],
-										scp));
+									k_mul(sd[k],
+									      sc));
 								sd[k] = _mm256_setzero_si256();
 							}
 #endif
@@ -533,14 +543,7 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 					for (int k = 0; k < NT; k++)
 						isum[k] = _mm256_add_epi32(
 							isum[k],
-#if PK_VNNI
-							_mm256_mullo_epi32(
-								sd[k], sc)
-#else
-							_mm256_madd_epi16(sd[k],
-									  scp)
-#endif
-						);
+							k_mul(sd[k], sc));
 				}
 #pragma GCC unroll 16
 			for (int k = 0; k < NT; k++)
@@ -566,28 +569,6 @@ AI void tile_k(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 			       (size_t)aps * sizeof(*ap), summ, true);
 		}
 	}
-}
-
-/* Q5_K's bit j of each qh byte as bit 4 of the weight's byte */
-AI __m256i q5_bit(__m256i hq, int j)
-{
-	hq = j <= 4 ? _mm256_slli_epi16(hq, 4 - j) :
-		      _mm256_srli_epi16(hq, j - 4);
-	return _mm256_and_si256(hq, _mm256_set1_epi8(0x10));
-}
-
-/* sub-block j's exact sum in half h times its 8 rows' scales */
-AI __m256i k_scaled(const uint8_t *sb, int j, int h, __m256i sd)
-{
-	__m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
-		(const __m128i *)(sb + EDGEQ_PK_K_SC + 16 * j + 8 * h)));
-
-#if PK_VNNI
-	return _mm256_mullo_epi32(sd, sc);
-#else
-	return _mm256_madd_epi16(
-		sd, _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
-#endif
 }
 
 /*
@@ -662,7 +643,9 @@ AI void tile_k1(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 				}
 #if !PK_VNNI
 				/* Q5_K's 5-bit values: 4 chunks in int16
-				 * (at most 8 x 31 x 128) */
+				 * (at most 8 x 31 x 128); the 4 scales are
+				 * prepared again below, not held across the
+				 * chunks (16 registers hold the rest) */
 				if (Q5 && c == 3)
 #pragma GCC unroll 2
 					for (int e = 0; e < 2; e++)
@@ -670,13 +653,11 @@ AI void tile_k1(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 						for (int h = 0; h < 2; h++) {
 							isum[h] = _mm256_add_epi32(
 								isum[h],
-								k_scaled(
-									sb,
-									2 * jj +
-										e,
-									h,
-									sd[e]
-									  [h]));
+								k_mul(sd[e][h],
+								      k_scale(sb,
+									      2 * jj +
+										      e,
+									      h)));
 							sd[e][h] =
 								_mm256_setzero_si256();
 						}
@@ -688,8 +669,9 @@ AI void tile_k1(const uint8_t *gp, int64_t i0, int64_t i1, const char *a,
 				for (int h = 0; h < 2; h++)
 					isum[h] = _mm256_add_epi32(
 						isum[h],
-						k_scaled(sb, 2 * jj + e, h,
-							 sd[e][h]));
+						k_mul(sd[e][h],
+						      k_scale(sb, 2 * jj + e,
+							      h)));
 		}
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
